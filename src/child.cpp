@@ -1,0 +1,245 @@
+#include "child.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "error.h"
+#include "exit_status.h"
+#include "signals.h"
+#include "terminal.h"
+
+extern char** environ;
+
+namespace rlock {
+
+namespace {
+
+// Guardian protocol, on a pipe from rlock and the child to the guardian:
+//   'p' + 4-byte pgid  from the child, just before exec: the group to kill
+//   'q'                from rlock: exit quietly
+//   end of file        every writer is gone, so rlock died: SIGKILL the group
+constexpr char k_guard_pgid = 'p';
+constexpr char k_guard_quit = 'q';
+
+bool read_full(int fd, void* buf, size_t len) {
+  auto* p = static_cast<char*>(buf);
+  while (len > 0) {
+    ssize_t n = ::read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void write_full(int fd, const void* buf, size_t len) {
+  auto* p = static_cast<const char*>(buf);
+  while (len > 0) {
+    ssize_t n = ::write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void guardian_main(int fd) {
+  ::prctl(PR_SET_NAME, "rlock-guardian");
+  // Hold nothing of rlock's: not its Redis socket (the server would keep the connection), not
+  // its stdout (a `$(rlock run ...)` would wait for the guardian to close it).
+  if (fd > 0) ::syscall(SYS_close_range, 0u, static_cast<unsigned>(fd - 1), 0u);
+  ::syscall(SYS_close_range, static_cast<unsigned>(fd + 1), ~0u, 0u);
+  // The signals rlock forwards stay blocked here: a `kill -TERM -<rlock's group>` must not take
+  // the guardian down before rlock has forwarded it.
+  pid_t pgid = 0;
+  for (;;) {
+    char op;
+    if (!read_full(fd, &op, 1)) {
+      if (pgid > 0) ::kill(-pgid, SIGKILL);
+      ::_exit(0);
+    }
+    if (op == k_guard_quit) ::_exit(0);
+    if (op == k_guard_pgid && !read_full(fd, &pgid, sizeof pgid)) {
+      if (pgid > 0) ::kill(-pgid, SIGKILL);
+      ::_exit(0);
+    }
+  }
+}
+
+// Our environment with SPEC's variables set, built before fork: the child may not allocate.
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool replaced = false;
+    for (const auto& o : overrides) {
+      size_t eq = o.find('=');
+      if (entry.substr(0, eq + 1) == std::string_view(o).substr(0, eq + 1)) replaced = true;
+    }
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+bool is_executable_file(const std::string& path, int* err) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    *err = errno;
+    return false;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    *err = EISDIR;
+    return false;
+  }
+  if (::access(path.c_str(), X_OK) != 0) {
+    *err = errno;
+    return false;
+  }
+  return true;
+}
+
+CommandProblem problem_for_errno(const std::string& file, int err) {
+  if (err == ENOENT || err == ENOTDIR) return {k_exit_not_found, file + ": command not found"};
+  return {k_exit_not_executable, file + ": cannot execute: " + std::strerror(err)};
+}
+
+}  // namespace
+
+int exit_status_from_wait(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return exit_status_for_signal(WTERMSIG(wait_status));
+  return k_exit_internal;
+}
+
+std::optional<CommandProblem> check_command(const std::string& file) {
+  if (file.empty()) return CommandProblem{k_exit_not_found, "empty command name"};
+  int err = 0;
+  if (file.find('/') != std::string::npos) {
+    if (is_executable_file(file, &err)) return std::nullopt;
+    return problem_for_errno(file, err);
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  int first_err = ENOENT;  // like execvp: report EACCES when some candidate existed
+  size_t start = 0;
+  for (;;) {
+    size_t colon = path.find(':', start);
+    std::string dir = path.substr(start, colon == std::string::npos ? colon : colon - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
+    if (is_executable_file(candidate, &err)) return std::nullopt;
+    if (err != ENOENT && err != ENOTDIR) first_err = err;
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  return problem_for_errno(file, first_err);
+}
+
+Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) {
+  std::vector<std::string> argv_store = spec.argv;
+  std::vector<std::string> env_store = child_environment(spec.env);
+  std::vector<char*> argv = c_strings(argv_store);
+  std::vector<char*> envp = c_strings(env_store);
+
+  int guard[2];
+  if (::pipe2(guard, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  Fd guard_read(guard[0]);
+  guard_write_.reset(guard[1]);
+  guardian_ = ::fork();
+  if (guardian_ < 0) throw Error(k_exit_internal, errno_message("fork"));
+  if (guardian_ == 0) guardian_main(guard_read.get());
+  guard_read.reset();
+
+  // Reports exec's errno; closed by a successful exec (O_CLOEXEC), so EOF means it ran.
+  int exec_pipe[2];
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  Fd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
+
+  pid_ = ::fork();
+  if (pid_ < 0) throw Error(k_exit_internal, errno_message("fork"));
+  if (pid_ == 0) {
+    // The child: only async-signal-safe calls until exec.
+    ::setpgid(0, 0);
+    if (terminal) ::tcsetpgrp(terminal->fd(), ::getpid());
+    char msg[1 + sizeof(pid_t)];
+    msg[0] = k_guard_pgid;
+    pid_t self = ::getpid();
+    std::memcpy(msg + 1, &self, sizeof self);
+    write_full(guard_write_.get(), msg, sizeof msg);  // before exec: no window without a guard
+    signals.restore_for_child();
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int err = errno;
+    write_full(exec_write.get(), &err, sizeof err);
+    ::_exit(k_exit_not_found);
+  }
+  // Both sides set the group and the terminal, so neither order of running can race.
+  ::setpgid(pid_, pid_);
+  if (terminal) terminal->hand_to(pid_);
+  exec_write.reset();
+  int err = 0;
+  if (read_full(exec_read.get(), &err, sizeof err)) {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    exited_ = true;
+    exec_problem_ = problem_for_errno(spec.argv[0], err);
+  }
+}
+
+Child::~Child() {
+  // An exception between fork and a normal end: leave no child running unguarded.
+  if (!exited_ && pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (guardian_ > 0) {
+    dismiss_guardian();
+    while (::waitpid(guardian_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Child::signal_group(int sig) const {
+  if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+std::optional<Child::Event> Child::poll() {
+  if (exited_) return std::nullopt;
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+  } while (r < 0 && errno == EINTR);
+  if (r <= 0) return std::nullopt;
+  if (WIFSTOPPED(status)) return Event{Event::Kind::stopped, WSTOPSIG(status)};
+  exited_ = true;
+  return Event{Event::Kind::exited, exit_status_from_wait(status)};
+}
+
+void Child::dismiss_guardian() {
+  if (!guard_write_.valid()) return;
+  char quit = k_guard_quit;
+  write_full(guard_write_.get(), &quit, 1);
+  guard_write_.reset();
+}
+
+}  // namespace rlock

@@ -1,0 +1,69 @@
+// The command rlock runs: its own process group, its environment, and a guardian process that
+// stops the whole group if rlock dies, even by SIGKILL. Knows nothing of Redis.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fd.h"
+
+namespace rlock {
+
+class SignalEvents;
+class Terminal;
+
+// The shell-style status of a wait(2) status: the exit code, or 128+N for death by signal N.
+int exit_status_from_wait(int wait_status);
+
+// Whether FILE can be executed, searched in $PATH as execvp(3) does when it has no '/'.
+// Returns nullopt when it can, else {126 or 127, reason}.
+struct CommandProblem {
+  int exit_status;
+  std::string message;
+};
+std::optional<CommandProblem> check_command(const std::string& file);
+
+class Child {
+public:
+  struct Spec {
+    std::vector<std::string> argv;
+    std::vector<std::string> env;  // "NAME=value" added to (or replacing in) our environment
+  };
+
+  // Forks the guardian, then the child in a new process group (the terminal's foreground group
+  // when TERMINAL is given). Throws Error(125) when fork fails. When exec fails, the child is
+  // already reaped and exec_problem() says why.
+  Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal);
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::optional<CommandProblem>& exec_problem() const { return exec_problem_; }
+
+  // kill(2) to the child's whole process group.
+  void signal_group(int sig) const;
+
+  struct Event {
+    enum class Kind { exited, stopped } kind;
+    int status;  // exited: shell-style exit status; stopped: the stop signal
+  };
+  // Collects a pending state change of the child (after SIGCHLD), if any.
+  std::optional<Event> poll();
+
+  // The child is done and rlock will exit normally: the guardian leaves without killing
+  // anything (background processes the child left behind are the child's business).
+  void dismiss_guardian();
+
+private:
+  pid_t pid_ = -1;
+  pid_t guardian_ = -1;
+  Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group
+  bool exited_ = false;
+  std::optional<CommandProblem> exec_problem_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,236 @@
+#include "connection.h"
+
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace rlock {
+
+namespace {
+
+using ReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
+
+Reply copy_reply(const redisReply* r) {
+  Reply out;
+  switch (r->type) {
+  case REDIS_REPLY_NIL: out.type = Reply::Type::nil; break;
+  case REDIS_REPLY_INTEGER:
+    out.type = Reply::Type::integer;
+    out.integer = r->integer;
+    break;
+  case REDIS_REPLY_STRING:
+    out.type = Reply::Type::string;
+    out.str.assign(r->str, r->len);
+    break;
+  case REDIS_REPLY_STATUS:
+    out.type = Reply::Type::status;
+    out.str.assign(r->str, r->len);
+    break;
+  case REDIS_REPLY_ERROR:
+    out.type = Reply::Type::error;
+    out.str.assign(r->str, r->len);
+    break;
+  case REDIS_REPLY_ARRAY:
+    out.type = Reply::Type::array;
+    out.elements.reserve(r->elements);
+    for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(copy_reply(r->element[i]));
+    break;
+  }
+  return out;
+}
+
+std::string format_command(const Argv& argv) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  ptrs.reserve(argv.size());
+  lens.reserve(argv.size());
+  for (const auto& a : argv) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  char* cmd = nullptr;
+  int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
+  if (len < 0) throw std::bad_alloc();
+  std::unique_ptr<char, void (*)(char*)> owner(cmd, redisFreeCommand);
+  return std::string(cmd, static_cast<size_t>(len));
+}
+
+// Waits until FD is ready for EVENTS or DEADLINE passes. EINTR restarts with the time left.
+Result<Unit> wait_fd(int fd, short events, TimePoint deadline, const std::string& endpoint) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int n = ::poll(&p, 1, millis_until(deadline));
+    if (n > 0) return Unit{};
+    if (n == 0) return Failure{Failure::Kind::timeout, endpoint + ": timed out"};
+    if (errno != EINTR) return Failure{Failure::Kind::io, endpoint + ": " + errno_message("poll")};
+  }
+}
+
+// A non-blocking connect to one address, finished before DEADLINE.
+Result<Fd> connect_to(const sockaddr* addr, socklen_t len, int family, TimePoint deadline,
+                      const std::string& endpoint) {
+  Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Failure{Failure::Kind::io, errno_message("socket")};
+  if (::connect(fd.get(), addr, len) != 0) {
+    if (errno != EINPROGRESS && errno != EAGAIN)
+      return Failure{Failure::Kind::io, "cannot connect to " + endpoint + ": " + std::strerror(errno)};
+    auto ready = wait_fd(fd.get(), POLLOUT, deadline, endpoint);
+    if (!ready) return Failure{ready.failure().kind, "cannot connect to " + endpoint + ": timed out"};
+    int err = 0;
+    socklen_t errlen = sizeof err;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &errlen);
+    if (err != 0)
+      return Failure{Failure::Kind::io, "cannot connect to " + endpoint + ": " + std::strerror(err)};
+  }
+  if (family != AF_UNIX) {
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  return fd;
+}
+
+Result<Fd> connect_socket(const RedisUrl& url, TimePoint deadline) {
+  std::string endpoint = url.endpoint();
+  if (url.scheme == RedisUrl::Scheme::unix_socket) {
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (url.path.size() >= sizeof sa.sun_path)
+      return Failure{Failure::Kind::io, "unix socket path too long: " + url.path};
+    std::memcpy(sa.sun_path, url.path.c_str(), url.path.size() + 1);
+    return connect_to(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline, endpoint);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(url.port);
+  int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0)
+    return Failure{Failure::Kind::io, "cannot resolve " + url.host + ": " + gai_strerror(rc)};
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owner(res, freeaddrinfo);
+  Failure last{Failure::Kind::io, "cannot connect to " + endpoint};
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    auto fd = connect_to(ai->ai_addr, ai->ai_addrlen, ai->ai_family, deadline, endpoint);
+    if (fd) return fd;
+    last = fd.failure();
+    if (last.kind == Failure::Kind::timeout) break;
+  }
+  return last;
+}
+
+}  // namespace
+
+Connection::Connection(Fd fd, std::string endpoint)
+    : fd_(std::move(fd)), endpoint_(std::move(endpoint)), reader_(redisReaderCreate(), redisReaderFree) {
+  if (!reader_) throw std::bad_alloc();
+}
+
+Connection::~Connection() = default;
+
+Result<std::unique_ptr<Connection>> Connection::open(const RedisUrl& url, TimePoint deadline) {
+  if (url.scheme == RedisUrl::Scheme::tls)
+    throw Error(k_exit_config, "rediss:// (TLS) is not supported yet: " + url.redacted());
+  auto fd = connect_socket(url, deadline);
+  if (!fd) return Failure{Failure::Kind::connect, fd.failure().message};
+  std::unique_ptr<Connection> conn(new Connection(std::move(*fd), url.endpoint()));
+  std::vector<Argv> setup;
+  if (url.password) {
+    if (url.user)
+      setup.push_back({"AUTH", *url.user, *url.password});
+    else
+      setup.push_back({"AUTH", *url.password});
+  }
+  if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
+  if (!setup.empty()) {
+    auto replies = conn->pipeline(setup, deadline);
+    if (!replies) return replies.failure();
+    for (const Reply& r : *replies)
+      if (r.type == Reply::Type::error)
+        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str};
+  }
+  return conn;
+}
+
+Failure Connection::fail(Failure::Kind kind, const std::string& what) {
+  fd_.reset();  // the stream is out of step now; no later call may read a stale reply
+  return Failure{kind, endpoint_ + ": " + what};
+}
+
+Result<Unit> Connection::write_all(const std::string& bytes, TimePoint deadline) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      auto ready = wait_fd(fd_.get(), POLLOUT, deadline, endpoint_);
+      if (!ready) return fail(ready.failure().kind, "timed out sending");
+      continue;
+    }
+    return fail(Failure::Kind::io, errno_message("send"));
+  }
+  return Unit{};
+}
+
+Result<Reply> Connection::read_reply(TimePoint deadline) {
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
+      return fail(Failure::Kind::protocol, "bad reply from server");
+    if (raw) {
+      ReplyPtr reply(static_cast<redisReply*>(raw), freeReplyObject);
+      return copy_reply(reply.get());
+    }
+    char buf[16384];
+    ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
+    if (n > 0) {
+      if (redisReaderFeed(reader_.get(), buf, static_cast<size_t>(n)) != REDIS_OK)
+        return fail(Failure::Kind::protocol, "bad reply from server");
+      continue;
+    }
+    if (n == 0) return fail(Failure::Kind::io, "connection closed by server");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      auto ready = wait_fd(fd_.get(), POLLIN, deadline, endpoint_);
+      if (!ready) return fail(ready.failure().kind, "timed out waiting for a reply");
+      continue;
+    }
+    return fail(Failure::Kind::io, errno_message("recv"));
+  }
+}
+
+Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,
+                                                TimePoint deadline) {
+  if (!fd_.valid()) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
+  std::string out;
+  for (const Argv& argv : commands) out += format_command(argv);
+  auto written = write_all(out, deadline);
+  if (!written) return written.failure();
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    auto reply = read_reply(deadline);
+    if (!reply) return reply.failure();
+    replies.push_back(std::move(*reply));
+  }
+  return replies;
+}
+
+Result<Reply> Connection::call(const Argv& argv, TimePoint deadline) {
+  auto replies = pipeline({argv}, deadline);
+  if (!replies) return replies.failure();
+  return std::move(replies->front());
+}
+
+}  // namespace rlock

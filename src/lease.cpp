@@ -1,0 +1,97 @@
+#include "lease.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "lock.h"
+#include "log.h"
+
+namespace rlock {
+
+LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent)
+    : lock_(lock), ttl_(ttl), deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
+      next_renewal_(acquire_sent + renew_interval(ttl)) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  wake_read_.reset(p[0]);
+  wake_write_.reset(p[1]);
+}
+
+LeaseKeeper::~LeaseKeeper() { stop(); }
+
+void LeaseKeeper::start() { thread_ = std::thread([this] { run(); }); }
+
+void LeaseKeeper::stop() {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseKeeper::drain_wakeups() {
+  char buf[64];
+  while (::read(wake_read_.get(), buf, sizeof buf) > 0) {
+  }
+}
+
+void LeaseKeeper::notify() {
+  char c = 1;
+  // A full pipe already holds a wake-up; nothing is lost by dropping this one.
+  [[maybe_unused]] ssize_t n = ::write(wake_write_.get(), &c, 1);
+}
+
+void LeaseKeeper::lose(State why) {
+  state_ = static_cast<int>(why);
+  notify();
+}
+
+void LeaseKeeper::run() {
+  TimePoint next = next_renewal_;
+  int64_t failures_in_row = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> guard(mu_);
+      if (cv_.wait_until(guard, next, [this] { return stopping_; })) return;
+    }
+    TimePoint sent = Clock::now();
+    TimePoint deadline = this->deadline();
+    if (sent >= deadline) {
+      // We slept (or were frozen) past the deadline: another client may hold the key by now,
+      // and a late renewal cannot make the time in between safe. The lease is over.
+      lose(State::expired);
+      return;
+    }
+    TimePoint attempt_deadline = std::min(sent + renew_attempt_timeout(ttl_), deadline);
+    auto renewed = lock_.renew(ttl_, attempt_deadline);
+    if (renewed && *renewed) {
+      deadline_ = lease_deadline(sent, ttl_).time_since_epoch().count();
+      ++renewals_;
+      if (failures_in_row > 0)
+        log_info(lock_.key() + ": renewal recovered after " + std::to_string(failures_in_row) +
+                 " failed attempt(s)");
+      else
+        log_debug(lock_.key() + ": renewed");
+      failures_in_row = 0;
+      next = sent + renew_interval(ttl_);
+      notify();
+    } else if (renewed) {
+      lose(State::not_mine);
+      return;
+    } else {
+      ++failures_;
+      // One line when trouble starts, then one a few seconds apart, not one per retry.
+      if (failures_in_row % 10 == 0) {
+        auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+        log_warning(lock_.key() + ": renewal failed (" + renewed.failure().message +
+                    "); lease valid for " + format_duration(left) + " more, retrying");
+      }
+      ++failures_in_row;
+      next = std::min(Clock::now() + renew_retry_interval(ttl_), deadline);
+    }
+  }
+}
+
+}  // namespace rlock

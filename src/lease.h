@@ -1,0 +1,96 @@
+// The lease keeper owns time: when to renew, and from when the lock can no longer be trusted.
+// The arithmetic is pure and unit-tested; LeaseKeeper runs it on a thread of its own so that a
+// slow or dead Redis never delays rlock's reaction to signals or to the child.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "clock.h"
+#include "duration.h"
+#include "fd.h"
+
+namespace rlock {
+
+class Lock;
+
+// How much earlier than Redis we consider the lock gone: clock-rate differences between us and
+// the server, and the time a PEXPIRE takes to land. SPEC: ttl/100 + 2 ms at least.
+constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }
+
+// The lock is ours until this point, counted from when the command that set its TTL was sent
+// (not when its reply came: the server may have run it at once).
+constexpr TimePoint lease_deadline(TimePoint sent, Millis ttl) {
+  return sent + ttl - lease_drift(ttl);
+}
+
+constexpr Millis renew_interval(Millis ttl) { return ttl / 3; }
+
+// After a failed renewal, try again this soon; several tries fit in every lease.
+constexpr Millis renew_retry_interval(Millis ttl) {
+  return std::min(std::max(ttl / 30, Millis(10)), Millis(1000));
+}
+
+// How long one renewal may wait for its reply before it is retried on a new connection.
+constexpr Millis renew_attempt_timeout(Millis ttl) {
+  return std::min(std::max(ttl / 6, Millis(50)), Millis(2000));
+}
+
+// SPEC: 5 s, or ttl/3 when that is shorter.
+constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), ttl / 3); }
+
+// A --kill-after at or above ttl/2 leaves too little of the lease to renew in.
+constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_after < ttl / 2; }
+
+class LeaseKeeper {
+public:
+  enum class State : int {
+    held,
+    not_mine,  // a renewal found the key gone or someone else's: lost now
+    expired,   // no renewal succeeded before the deadline (Redis unreachable, or we were frozen)
+  };
+
+  // ACQUIRE_SENT: when the command that took the lock was sent. The keeper signals every change
+  // (renewed, lost) by making wake_fd() readable.
+  LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent);
+  ~LeaseKeeper();
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  void start();
+  // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
+  void stop();
+
+  TimePoint deadline() const { return TimePoint(TimePoint::duration(deadline_.load())); }
+  State state() const { return static_cast<State>(state_.load()); }
+  int wake_fd() const { return wake_read_.get(); }
+  // Empties the wake pipe; call after waking on it.
+  void drain_wakeups();
+
+  int64_t renewals() const { return renewals_.load(); }
+  int64_t renewal_failures() const { return failures_.load(); }
+
+private:
+  void run();
+  void notify();
+  void lose(State why);
+
+  Lock& lock_;
+  const Millis ttl_;
+  std::atomic<TimePoint::rep> deadline_;
+  std::atomic<int> state_{static_cast<int>(State::held)};
+  std::atomic<int64_t> renewals_{0};
+  std::atomic<int64_t> failures_{0};
+  TimePoint next_renewal_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+  Fd wake_read_, wake_write_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,204 @@
+#include "lock_value.h"
+
+#include <pwd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+
+#include "error.h"
+
+namespace rlock {
+
+namespace {
+
+constexpr const char* k_hex = "0123456789abcdef";
+
+// Field values are percent-escaped where they would break the line apart: space, control bytes,
+// '%' and '='. UTF-8 passes through.
+std::string escape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c <= 0x20 || c == 0x7f || c == '%' || c == '=') {
+      out += '%';
+      out += k_hex[c >> 4];
+      out += k_hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::optional<std::string> unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    int hi = hex_digit(s[i + 1]), lo = hex_digit(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::optional<int64_t> parse_i64(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+bool is_token(std::string_view s) {
+  if (s.size() != 2 * k_token_bytes) return false;
+  for (char c : s)
+    if (hex_digit(c) < 0 || (c >= 'A' && c <= 'F')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string make_token() {
+  unsigned char bytes[k_token_bytes];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(k_exit_internal, errno_message("getrandom"));
+    got += static_cast<size_t>(n);
+  }
+  std::string token;
+  for (unsigned char c : bytes) {
+    token += k_hex[c >> 4];
+    token += k_hex[c & 15];
+  }
+  return token;
+}
+
+std::string owner_prefix(std::string_view token) {
+  return std::string(k_value_magic) + std::string(token) + " ";
+}
+
+std::string encode_lock_value(const LockValue& v) {
+  std::string out = owner_prefix(v.token);
+  out += "host=" + escape(v.holder.host);
+  out += " pid=" + std::to_string(v.holder.pid);
+  out += " user=" + escape(v.holder.user);
+  out += " since=" + format_rfc3339(v.holder.since);
+  out += " cmd=" + escape(v.holder.cmd);
+  if (v.fence) out += " fence=" + std::to_string(*v.fence);
+  return out;
+}
+
+std::optional<LockValue> decode_lock_value(std::string_view text) {
+  if (text.substr(0, k_value_magic.size()) != k_value_magic) return std::nullopt;
+  text.remove_prefix(k_value_magic.size());
+  LockValue v;
+  size_t sp = text.find(' ');
+  v.token = std::string(text.substr(0, sp));
+  if (!is_token(v.token)) return std::nullopt;
+  text = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
+  while (!text.empty()) {
+    sp = text.find(' ');
+    std::string_view field = text.substr(0, sp);
+    text = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
+    size_t eq = field.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    std::string_view name = field.substr(0, eq);
+    auto value = unescape(field.substr(eq + 1));
+    if (!value) return std::nullopt;
+    if (name == "host") {
+      v.holder.host = *value;
+    } else if (name == "user") {
+      v.holder.user = *value;
+    } else if (name == "cmd") {
+      v.holder.cmd = *value;
+    } else if (name == "pid") {
+      auto n = parse_i64(*value);
+      if (!n) return std::nullopt;
+      v.holder.pid = *n;
+    } else if (name == "fence") {
+      auto n = parse_i64(*value);
+      if (!n) return std::nullopt;
+      v.fence = *n;
+    } else if (name == "since") {
+      auto t = parse_rfc3339(*value);
+      if (!t) return std::nullopt;
+      v.holder.since = *t;
+    }
+    // Unknown fields are skipped: a newer rlock may add some, and older ones still read the rest.
+  }
+  return v;
+}
+
+Holder current_holder(std::string_view cmd) {
+  Holder h;
+  if (const char* name = std::getenv("RLOCK_HOSTNAME"); name && *name) {
+    h.host = name;
+  } else {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) == 0) h.host = buf;
+    if (h.host.empty()) h.host = "unknown";
+  }
+  h.pid = ::getpid();
+  uid_t uid = ::geteuid();
+  // getpwuid_r: the renewal thread may be running, and getpwuid's static buffer is not ours.
+  std::vector<char> buf(16384);
+  passwd pw{};
+  passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found)
+    h.user = found->pw_name;
+  else
+    h.user = std::to_string(uid);
+  h.since = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  size_t slash = cmd.rfind('/');
+  h.cmd = std::string(slash == std::string_view::npos ? cmd : cmd.substr(slash + 1));
+  return h;
+}
+
+std::string format_rfc3339(WallTime t) {
+  int64_t ms = t.time_since_epoch().count();
+  time_t secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  int millis = static_cast<int>(ms - static_cast<int64_t>(secs) * 1000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, millis);
+  return buf;
+}
+
+std::optional<WallTime> parse_rfc3339(std::string_view text) {
+  // Exactly the form format_rfc3339 writes: YYYY-MM-DDTHH:MM:SS.mmmZ
+  if (text.size() != 24 || text[4] != '-' || text[7] != '-' || text[10] != 'T' ||
+      text[13] != ':' || text[16] != ':' || text[19] != '.' || text[23] != 'Z')
+    return std::nullopt;
+  auto num = [&](size_t pos, size_t len) { return parse_i64(text.substr(pos, len)); };
+  auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+       s = num(17, 2), ms = num(20, 3);
+  if (!y || !mo || !d || !h || !mi || !s || !ms) return std::nullopt;
+  if (*mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *s > 60)
+    return std::nullopt;
+  using namespace std::chrono;
+  year_month_day ymd{year(static_cast<int>(*y)), month(static_cast<unsigned>(*mo)),
+                     day(static_cast<unsigned>(*d))};
+  if (!ymd.ok()) return std::nullopt;
+  auto t = sys_days(ymd) + hours(*h) + minutes(*mi) + seconds(*s) + milliseconds(*ms);
+  return time_point_cast<milliseconds>(t);
+}
+
+}  // namespace rlock

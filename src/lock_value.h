@@ -1,0 +1,56 @@
+// What rlock stores under a lock key. One line that `redis-cli GET KEY` shows an operator as is:
+//
+//   rlock/1 7f3c...(32 hex) host=web-2 pid=4121 user=deploy since=2026-11-30T03:12:00.123Z
+//   cmd=report.sh fence=17
+//
+// The token comes first so that the ownership check in the Lua scripts is a prefix compare.
+// The command's arguments are never stored: they may hold secrets.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+inline constexpr std::string_view k_value_magic = "rlock/1 ";
+inline constexpr size_t k_token_bytes = 16;  // 128 bits from the OS CSPRNG
+
+using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
+
+struct Holder {
+  std::string host;
+  int64_t pid = 0;
+  std::string user;
+  WallTime since{};
+  std::string cmd;
+};
+
+struct LockValue {
+  std::string token;
+  Holder holder;
+  std::optional<int64_t> fence;  // set by the acquire script, not by the client
+};
+
+// A fresh token: k_token_bytes from getrandom(2), hex-encoded. Throws Error if the OS fails.
+std::string make_token();
+
+// The value's first bytes, "rlock/1 TOKEN ": a value is ours exactly when it starts with this.
+std::string owner_prefix(std::string_view token);
+
+// The value without " fence=N", which the acquire script appends.
+std::string encode_lock_value(const LockValue& v);
+
+// nullopt for a value rlock did not write (a plain string from other software).
+std::optional<LockValue> decode_lock_value(std::string_view text);
+
+// This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
+Holder current_holder(std::string_view cmd);
+
+// RFC 3339 in UTC with milliseconds: 2026-11-30T03:12:00.123Z.
+std::string format_rfc3339(WallTime t);
+std::optional<WallTime> parse_rfc3339(std::string_view text);
+
+}  // namespace rlock

@@ -1,0 +1,38 @@
+// What the command line (and, later, the config file) decided, as plain values. The verbs take
+// these and never see CLI11.
+#pragma once
+
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "duration.h"
+#include "exit_status.h"
+#include "log.h"
+
+namespace rlock {
+
+inline constexpr Millis k_default_ttl{30'000};
+
+struct GlobalOptions {
+  std::vector<std::string> redis_urls;  // empty: $RLOCK_REDIS_URL, then k_default_redis_url
+  std::string prefix;                   // prepended to every key
+  Verbosity verbosity = Verbosity::normal;
+};
+
+struct RunOptions {
+  std::string key;
+  std::vector<std::string> command;          // exec'd as is (argv), or:
+  std::optional<std::string> shell_command;  // -c TEXT, run by $SHELL or /bin/sh
+  std::optional<Millis> wait;                // nullopt: fail fast; Millis::max(): for ever
+  int conflict_exit_code = k_exit_busy;
+  Millis ttl = k_default_ttl;
+  std::optional<Millis> max_run;
+  int kill_signal = SIGTERM;
+  std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
+  enum class OnLost { kill, ignore } on_lost = OnLost::kill;
+  std::optional<Millis> min_hold;
+};
+
+}  // namespace rlock

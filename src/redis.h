@@ -1,0 +1,43 @@
+// "A Redis", as the lock protocol sees it. A single server is one implementation; Sentinel,
+// Cluster and Redlock are others, so the protocol never branches on topology.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "clock.h"
+#include "error.h"
+#include "redis_url.h"
+#include "reply.h"
+
+namespace rlock {
+
+class Redis {
+public:
+  virtual ~Redis() = default;
+  // Runs one command. An error reply (WRONGTYPE, NOSCRIPT ...) is a Failure of kind server.
+  virtual Result<Reply> call(const Argv& argv, TimePoint deadline) = 0;
+  // What to call this Redis in messages: a redacted URL.
+  virtual std::string name() const = 0;
+};
+
+// One server at URL. Connects lazily and reconnects after a failure, on the next call.
+std::unique_ptr<Redis> make_single_redis(const RedisUrl& url);
+
+// A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
+class Script {
+public:
+  explicit Script(std::string source);
+  const std::string& source() const { return source_; }
+  const std::string& sha1() const { return sha1_; }
+
+private:
+  std::string source_;
+  std::string sha1_;
+};
+
+// EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
+Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
+                   TimePoint deadline);
+
+}  // namespace rlock

@@ -1,0 +1,187 @@
+#include "redis_url.h"
+
+#include <charconv>
+
+#include "error.h"
+
+namespace rlock {
+
+namespace {
+
+[[noreturn]] void bad_url(std::string_view text, const std::string& why) {
+  throw Error(k_exit_config, "bad Redis URL '" + redact_url_text(text) + "': " + why);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding, so that a password may hold '@', ':' or '/'.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::optional<int> parse_int(std::string_view s, int min, int max) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < min || v > max)
+    return std::nullopt;
+  return v;
+}
+
+constexpr int k_max_db = 1 << 20;  // far above any server's "databases" setting
+
+}  // namespace
+
+std::string redact_url_text(std::string_view text) {
+  // Whatever sits between "://" and the last '@' of the authority may hold a password.
+  size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(text);
+  size_t auth_start = scheme_end + 3;
+  size_t auth_end = text.find_first_of("/?", auth_start);
+  std::string_view authority = text.substr(auth_start, auth_end == std::string_view::npos
+                                                          ? std::string_view::npos
+                                                          : auth_end - auth_start);
+  size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::string(text);
+  std::string_view userinfo = authority.substr(0, at);
+  size_t colon = userinfo.find(':');
+  std::string out(text.substr(0, auth_start));
+  // "redis://secret@host": a lone userinfo is the password; "redis://user:secret@host" keeps user.
+  if (colon != std::string_view::npos) out += userinfo.substr(0, colon + 1);
+  out += k_redacted_secret;
+  out += text.substr(auth_start + at);
+  return out;
+}
+
+RedisUrl parse_redis_url(std::string_view text) {
+  RedisUrl url;
+  size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos)
+    bad_url(text, "expected redis://, rediss:// or unix://");
+  std::string_view scheme = text.substr(0, scheme_end);
+  std::string_view rest = text.substr(scheme_end + 3);
+  if (scheme == "redis") {
+    url.scheme = RedisUrl::Scheme::tcp;
+  } else if (scheme == "rediss") {
+    url.scheme = RedisUrl::Scheme::tls;
+  } else if (scheme == "unix") {
+    url.scheme = RedisUrl::Scheme::unix_socket;
+  } else {
+    bad_url(text, "unknown scheme '" + std::string(scheme) +
+                      "' (expected redis, rediss or unix)");
+  }
+
+  if (url.scheme == RedisUrl::Scheme::unix_socket) {
+    size_t q = rest.find('?');
+    std::string_view path = rest.substr(0, q);
+    if (path.empty() || path[0] != '/')
+      bad_url(text, "a unix socket path must be absolute (unix:///path/redis.sock)");
+    url.path = std::string(path);
+    if (q != std::string_view::npos) {
+      std::string_view query = rest.substr(q + 1);
+      if (query.substr(0, 3) != "db=") bad_url(text, "the only query parameter is db=N");
+      auto db = parse_int(query.substr(3), 0, k_max_db);
+      if (!db) bad_url(text, "database '" + std::string(query.substr(3)) + "' is not a number");
+      url.db = *db;
+    }
+    return url;
+  }
+
+  size_t slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      auto n = parse_int(db, 0, k_max_db);
+      if (!n) bad_url(text, "database '" + std::string(db) + "' is not a number");
+      url.db = *n;
+    }
+  }
+  size_t at = authority.rfind('@');
+  if (at != std::string_view::npos) {
+    std::string_view userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+    size_t colon = userinfo.find(':');
+    // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
+    // an ACL user and password, and "redis://secret@h" as a password alone.
+    std::string_view user = colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
+    std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+    auto user_decoded = percent_decode(user);
+    auto pass_decoded = percent_decode(pass);
+    if (!user_decoded || !pass_decoded) bad_url(text, "bad %-escape in the user or password");
+    if (!user_decoded->empty()) url.user = *user_decoded;
+    if (!pass_decoded->empty()) url.password = *pass_decoded;
+  }
+  std::string_view port_text;
+  if (!authority.empty() && authority[0] == '[') {
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) bad_url(text, "unclosed '[' in an IPv6 address");
+    url.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') bad_url(text, "expected ':port' after ']'");
+      port_text = after.substr(1);
+      if (port_text.empty()) bad_url(text, "empty port");
+    }
+  } else {
+    size_t colon = authority.rfind(':');
+    url.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      port_text = authority.substr(colon + 1);
+      if (port_text.empty()) bad_url(text, "empty port");
+    }
+    if (url.host.find(':') != std::string::npos)
+      bad_url(text, "an IPv6 address must be in brackets: redis://[::1]:6379");
+  }
+  if (url.host.empty()) bad_url(text, "no host");
+  if (!port_text.empty()) {
+    auto port = parse_int(port_text, 1, 65535);
+    if (!port)
+      bad_url(text, "port '" + std::string(port_text) + "' is not a number from 1 to 65535");
+    url.port = *port;
+  }
+  return url;
+}
+
+std::string RedisUrl::redacted() const {
+  std::string out;
+  switch (scheme) {
+  case Scheme::unix_socket:
+    out = "unix://" + path;
+    if (db != 0) out += "?db=" + std::to_string(db);
+    return out;
+  case Scheme::tcp: out = "redis://"; break;
+  case Scheme::tls: out = "rediss://"; break;
+  }
+  if (user) out += *user;
+  if (password) out += std::string(":") + k_redacted_secret;
+  if (user || password) out += "@";
+  out += endpoint();
+  if (db != 0) out += "/" + std::to_string(db);
+  return out;
+}
+
+std::string RedisUrl::endpoint() const {
+  if (scheme == Scheme::unix_socket) return path;
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+}  // namespace rlock

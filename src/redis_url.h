@@ -1,0 +1,38 @@
+// Where a Redis is: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS),
+// unix:///path/redis.sock[?db=N]. Pure parsing; no I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+inline constexpr int k_default_redis_port = 6379;
+inline constexpr const char* k_default_redis_url = "redis://127.0.0.1:6379";
+inline constexpr const char* k_redacted_secret = "***";
+
+struct RedisUrl {
+  enum class Scheme { tcp, tls, unix_socket };
+  Scheme scheme = Scheme::tcp;
+  std::string host;  // tcp/tls: name or address (IPv6 without brackets)
+  int port = k_default_redis_port;
+  std::string path;  // unix_socket
+  int db = 0;
+  std::optional<std::string> user;
+  std::optional<std::string> password;
+
+  // The URL with the password replaced by k_redacted_secret: the only form that reaches output.
+  std::string redacted() const;
+  // "host:port" or the socket path, for messages.
+  std::string endpoint() const;
+};
+
+// Throws Error(k_exit_config) naming the part that is wrong; the message never holds the password.
+RedisUrl parse_redis_url(std::string_view text);
+
+// TEXT with any password in it replaced by k_redacted_secret, for quoting text that failed to
+// parse.
+std::string redact_url_text(std::string_view text);
+
+}  // namespace rlock

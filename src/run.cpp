@@ -1,0 +1,344 @@
+// rlock run: hold KEY while a command runs. Joins the lock protocol (wait.h, lease.h) to the
+// child process (child.h); the child runs only while the lease holds.
+#include <poll.h>
+#include <signal.h>
+
+#include <cerrno>
+
+#include "child.h"
+#include "lease.h"
+#include "lock.h"
+#include "lock_value.h"
+#include "log.h"
+#include "output.h"
+#include "redis.h"
+#include "signals.h"
+#include "terminal.h"
+#include "verbs.h"
+#include "wait.h"
+
+namespace rlock {
+
+namespace {
+
+// After the child's group was SIGKILLed, how long to wait for its last members to vanish
+// (a process in uninterruptible sleep dies only when it wakes) before reporting anyway.
+constexpr Millis k_group_exit_grace{2000};
+// How often to look whether the group is empty once the child itself has exited.
+constexpr Millis k_group_poll_interval{10};
+// Time allowed to give the lock back at the end, across retries.
+constexpr Millis k_release_budget{5000};
+
+enum class End { exited, lost, max_run };
+
+struct Outcome {
+  End end;
+  int child_status;
+};
+
+bool group_is_empty(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
+
+// Watches the child, the lease and incoming signals until the child has ended; after a loss or
+// --max-run, until its whole process group has.
+class Supervisor {
+public:
+  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper,
+             SignalEvents& signals, Terminal* terminal, TimePoint started)
+      : options_(options), child_(child), keeper_(keeper), signals_(signals),
+        terminal_(terminal),
+        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))) {
+    if (options.max_run) max_run_at_ = started + *options.max_run;
+  }
+
+  Outcome run() {
+    for (;;) {
+      decide(Clock::now());
+      if (child_status_) {
+        if (!stopping_) return {End::exited, *child_status_};
+        // After a loss or --max-run the child's helpers must be gone too, not just the child.
+        if (group_is_empty(child_.pid()) ||
+            (killed_at_ && Clock::now() >= *killed_at_ + k_group_exit_grace))
+          return {stopping_->why, *child_status_};
+      }
+      wait_for_event(next_wake());
+    }
+  }
+
+private:
+  struct Stopping {
+    End why;
+    TimePoint kill_at;  // SIGKILL to the group at this point
+  };
+
+  void decide(TimePoint now) {
+    if (!child_status_) {
+      check_lease(now);
+      if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
+        log_error(key() + ": the command ran past --max-run " + format_duration(*options_.max_run) +
+                  "; stopping it");
+        begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
+      }
+    }
+    if (stopping_ && !killed_at_ && now >= stopping_->kill_at) {
+      if (!child_status_) log_error(key() + ": the command is still running; sending KILL");
+      kill_group(SIGKILL, now);
+    }
+  }
+
+  void check_lease(TimePoint now) {
+    if (lost_) return;
+    LeaseKeeper::State state = keeper_.state();
+    TimePoint deadline = keeper_.deadline();
+    if (state == LeaseKeeper::State::held && now < deadline - kill_after_) return;
+    lost_ = true;
+    if (options_.on_lost == RunOptions::OnLost::ignore) {
+      log_error(key() + ": lock lost; --on-lost ignore: the command keeps running without it");
+      return;
+    }
+    if (state == LeaseKeeper::State::expired || now >= deadline) {
+      // Past the deadline the key may already be someone else's: no grace period.
+      log_error(key() + ": lock lost (the lease ran out, e.g. rlock was frozen); killing the command");
+      begin_stop(End::lost, now, SIGKILL);
+    } else if (state == LeaseKeeper::State::not_mine) {
+      log_error(key() + ": lock lost (the key is gone or holds another token); stopping the command");
+      begin_stop(End::lost, now + kill_after_, options_.kill_signal);
+    } else {
+      // Redis unreachable: SIGKILL must land by the deadline, before the key can expire there.
+      log_error(key() + ": lock lost (no renewal succeeded; the lease ends in " +
+                format_duration(std::chrono::duration_cast<Millis>(deadline - now)) +
+                "); stopping the command");
+      begin_stop(End::lost, deadline, options_.kill_signal);
+    }
+  }
+
+  void begin_stop(End why, TimePoint kill_at, int sig) {
+    if (stopping_) {
+      // Already stopping for --max-run: a loss is the graver reason and may be more urgent.
+      stopping_->why = why;
+      stopping_->kill_at = std::min(stopping_->kill_at, kill_at);
+    } else {
+      stopping_ = Stopping{why, kill_at};
+    }
+    if (sig == SIGKILL) {
+      kill_group(SIGKILL, Clock::now());
+      return;
+    }
+    child_.signal_group(sig);
+    child_.signal_group(SIGCONT);  // a stopped process must wake to act on the signal
+  }
+
+  void kill_group(int sig, TimePoint now) {
+    child_.signal_group(sig);
+    killed_at_ = now;
+  }
+
+  TimePoint next_wake() const {
+    TimePoint now = Clock::now();
+    TimePoint next = now + std::chrono::hours(24);
+    if (!child_status_) {
+      if (!lost_) next = std::min(next, keeper_.deadline() - kill_after_);
+      if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
+    } else {
+      next = std::min(next, now + k_group_poll_interval);
+    }
+    if (stopping_ && !killed_at_) next = std::min(next, stopping_->kill_at);
+    return next;
+  }
+
+  void wait_for_event(TimePoint until) {
+    pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {keeper_.wake_fd(), POLLIN, 0}};
+    int n = ::poll(fds, 2, millis_until(until));
+    if (n <= 0) return;  // timeout or EINTR: decide() looks at the clock
+    if (fds[1].revents) keeper_.drain_wakeups();
+    while (auto sig = signals_.next()) {
+      if (*sig == SIGCHLD) {
+        collect_child();
+      } else if (!child_status_) {
+        log_debug(key() + ": forwarding SIG" + signal_name(*sig) + " to the command");
+        child_.signal_group(*sig);
+      }
+    }
+  }
+
+  void collect_child() {
+    while (auto event = child_.poll()) {
+      if (event->kind == Child::Event::Kind::exited) {
+        child_status_ = event->status;
+        return;
+      }
+      if (terminal_) suspend_with_child(event->status);
+    }
+  }
+
+  // Ctrl-Z stopped the child, which owns the terminal: give the terminal back to the shell and
+  // stop rlock too, so the shell sees its job stopped; on `fg`, resume the child (as sudo does).
+  // While rlock is stopped it cannot renew: a stop longer than the lease loses the lock.
+  void suspend_with_child(int stop_signal) {
+    terminal_->take_back();
+    ::kill(::getpid(), stop_signal == SIGSTOP ? SIGSTOP : SIGTSTP);
+    terminal_->hand_to(child_.pid());
+    child_.signal_group(SIGCONT);
+  }
+
+  const std::string& key() const { return options_.key; }
+
+  const RunOptions& options_;
+  Child& child_;
+  LeaseKeeper& keeper_;
+  SignalEvents& signals_;
+  Terminal* terminal_;
+  const Millis kill_after_;
+  std::optional<TimePoint> max_run_at_;
+  std::optional<Stopping> stopping_;
+  std::optional<TimePoint> killed_at_;
+  std::optional<int> child_status_;
+  bool lost_ = false;
+};
+
+// Gives the lock back, retrying through a Redis blip. A lock we cannot release expires by itself
+// within the ttl; say so.
+void release(Lock& lock, Millis ttl) {
+  TimePoint give_up = Clock::now() + std::min(ttl, k_release_budget);
+  for (;;) {
+    TimePoint now = Clock::now();
+    auto released = lock.release(std::min(now + k_default_command_timeout, give_up));
+    if (released) {
+      if (*released)
+        log_debug(lock.key() + ": released");
+      else
+        log_warning(lock.key() + ": was no longer ours at release");
+      return;
+    }
+    if (released.failure().kind == Failure::Kind::server || Clock::now() >= give_up) {
+      log_warning(lock.key() + ": could not release (" + released.failure().message +
+                  "); it expires within " + format_duration(ttl));
+      return;
+    }
+    ::poll(nullptr, 0, static_cast<int>(k_poll_interval.count()));
+  }
+}
+
+// After a normal end: release, or keep the lock until --min-hold after acquisition.
+void finish(Lock& lock, const RunOptions& options, TimePoint acquired) {
+  if (options.min_hold) {
+    auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired);
+    if (held < *options.min_hold) {
+      Millis rest = *options.min_hold - held;
+      auto kept = lock.renew(rest, Clock::now() + k_default_command_timeout);
+      if (kept && *kept) {
+        log_debug(lock.key() + ": keeping it " + format_duration(rest) + " more (--min-hold)");
+        return;
+      }
+    }
+  }
+  release(lock, options.ttl);
+}
+
+std::vector<std::string> command_argv(const RunOptions& options) {
+  if (!options.shell_command) return options.command;
+  const char* shell = std::getenv("SHELL");
+  return {shell && *shell ? shell : "/bin/sh", "-c", *options.shell_command};
+}
+
+// The name that goes into the lock value: the program, never its arguments. For -c, the first
+// word of the shell text.
+std::string command_name(const RunOptions& options) {
+  if (!options.shell_command) return options.command.front();
+  const std::string& text = *options.shell_command;
+  size_t start = text.find_first_not_of(" \t\n");
+  if (start == std::string::npos) return "sh";
+  size_t end = text.find_first_of(" \t\n;&|<>()", start);
+  return text.substr(start, end == std::string::npos ? end : end - start);
+}
+
+int exit_for_failure(const std::string& key, const Failure& failure) {
+  log_error(key + ": " + failure.message);
+  return k_exit_unavailable;
+}
+
+}  // namespace
+
+int run_verb(const GlobalOptions& global, const RunOptions& options) {
+  std::vector<std::string> argv = command_argv(options);
+  // A command that cannot run must not take the lock (and a typo must not keep others out).
+  if (!options.shell_command) {
+    if (auto problem = check_command(argv.front())) {
+      log_error(problem->message);
+      return problem->exit_status;
+    }
+  }
+
+  SignalEvents signals;  // before any thread or child exists: they inherit the mask
+  auto redis = connect_redis(global);
+  Lock lock(*redis, options.key, make_token());
+  LockValue value{lock.token(), current_holder(command_name(options)), std::nullopt};
+
+  WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
+  if (auto* busy = std::get_if<NotObtained>(&outcome)) {
+    log_info(options.key + ": busy, held by " + describe_holder(busy->holder_value, busy->pttl));
+    return options.conflict_exit_code;
+  }
+  if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {
+    log_info(options.key + ": gave up waiting on SIG" + signal_name(interrupted->signo));
+    return exit_status_for_signal(interrupted->signo);
+  }
+  if (auto* not_lock = std::get_if<NotALock>(&outcome)) {
+    log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
+    return k_exit_unavailable;
+  }
+  if (auto* failure = std::get_if<Failure>(&outcome)) return exit_for_failure(options.key, *failure);
+  const auto& got = std::get<Obtained>(outcome);
+  if (got.waited > Millis(0) && options.wait)
+    log_info(options.key + ": acquired after waiting " + format_duration(got.waited) +
+             " (fence " + std::to_string(got.fence) + ")");
+  else
+    log_debug(options.key + ": acquired (fence " + std::to_string(got.fence) + ")");
+
+  // From here the lock is ours: every path gives it back (or keeps it for --min-hold).
+  if (auto sig = signals.next(); sig && *sig != SIGCHLD) {
+    release(lock, options.ttl);
+    return exit_status_for_signal(*sig);
+  }
+  Child::Spec spec{argv,
+                   {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + lock.token(),
+                    "RLOCK_FENCE=" + std::to_string(got.fence),
+                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())}};
+  auto terminal = Terminal::if_foreground();
+  std::optional<Child> child;
+  try {
+    child.emplace(spec, signals, terminal.get());
+  } catch (...) {
+    release(lock, options.ttl);
+    throw;
+  }
+  if (child->exec_problem()) {
+    if (terminal) terminal->take_back();
+    release(lock, options.ttl);
+    log_error(child->exec_problem()->message);
+    return child->exec_problem()->exit_status;
+  }
+
+  LeaseKeeper keeper(lock, options.ttl, got.sent);
+  keeper.start();
+  Outcome end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
+  keeper.stop();
+  if (terminal) terminal->take_back();
+  child->dismiss_guardian();
+
+  switch (end.end) {
+  case End::exited:
+    finish(lock, options, got.sent);
+    return end.child_status;
+  case End::lost:
+    // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
+    // either way and spares the next holder the wait for the expiry.
+    if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl);
+    return k_exit_lost;
+  case End::max_run:
+    release(lock, options.ttl);
+    return k_exit_max_run;
+  }
+  return k_exit_internal;
+}
+
+}  // namespace rlock

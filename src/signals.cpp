@@ -1,0 +1,112 @@
+#include "signals.h"
+
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "error.h"
+
+namespace rlock {
+
+SignalEvents::SignalEvents() {
+  sigemptyset(&ignored_at_start_);
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : k_forwarded_signals) {
+    struct sigaction sa {};
+    sigaction(sig, nullptr, &sa);
+    if (sa.sa_handler == SIG_IGN)
+      sigaddset(&ignored_at_start_, sig);
+    else
+      sigaddset(&mask, sig);
+  }
+  sigaddset(&mask, SIGCHLD);
+  // tcsetpgrp() from a background process group raises SIGTTOU; rlock hands the terminal to the
+  // child and takes it back, so it must not be stopped by that.
+  sigaddset(&mask, SIGTTOU);
+  sigaddset(&mask, SIGTTIN);
+  if (pthread_sigmask(SIG_BLOCK, &mask, &old_mask_) != 0)
+    throw Error(k_exit_internal, "pthread_sigmask failed");
+  sigdelset(&mask, SIGTTOU);
+  sigdelset(&mask, SIGTTIN);
+  fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd_.valid()) throw Error(k_exit_internal, errno_message("signalfd"));
+  // A closed stdout or stderr must be an EPIPE we can report, not a silent death.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ign, &old_pipe_);
+}
+
+SignalEvents::~SignalEvents() {
+  sigaction(SIGPIPE, &old_pipe_, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+std::optional<int> SignalEvents::next() {
+  signalfd_siginfo info;
+  for (;;) {
+    ssize_t n = ::read(fd_.get(), &info, sizeof info);
+    if (n == static_cast<ssize_t>(sizeof info)) return static_cast<int>(info.ssi_signo);
+    if (n < 0 && errno == EINTR) continue;
+    return std::nullopt;
+  }
+}
+
+void SignalEvents::restore_for_child() const {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : k_forwarded_signals)
+    if (!sigismember(&ignored_at_start_, sig)) sigaction(sig, &dfl, nullptr);
+  sigaction(SIGPIPE, &old_pipe_, nullptr);
+  sigaction(SIGCHLD, &dfl, nullptr);
+  sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+}
+
+}  // namespace rlock
+
+namespace rlock {
+
+namespace {
+
+struct NamedSignal {
+  const char* name;
+  int number;
+};
+
+constexpr NamedSignal k_signal_names[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
+    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"PIPE", SIGPIPE},
+    {"ABRT", SIGABRT}, {"WINCH", SIGWINCH},
+};
+
+}  // namespace
+
+std::optional<int> parse_signal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  if (text[0] >= '0' && text[0] <= '9') {
+    int n = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9' || n > 1000) return std::nullopt;
+      n = n * 10 + (c - '0');
+    }
+    if (n < 1 || n > SIGRTMAX) return std::nullopt;
+    return n;
+  }
+  std::string upper;
+  for (char c : text) upper += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  std::string_view name = upper;
+  if (name.substr(0, 3) == "SIG") name.remove_prefix(3);
+  for (const auto& s : k_signal_names)
+    if (name == s.name) return s.number;
+  return std::nullopt;
+}
+
+std::string signal_name(int sig) {
+  for (const auto& s : k_signal_names)
+    if (s.number == sig) return s.name;
+  return std::to_string(sig);
+}
+
+}  // namespace rlock

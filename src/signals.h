@@ -1,0 +1,52 @@
+// Signals as events: the signals rlock acts on are blocked in every thread and read from a
+// signalfd in the main loop, so no handler ever runs concurrently with rlock's own code.
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "fd.h"
+
+namespace rlock {
+
+// INT, TERM, HUP, QUIT, USR1, USR2: what rlock passes to the child's process group.
+inline constexpr int k_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+class SignalEvents {
+public:
+  // Blocks the forwarded signals (those not ignored when rlock started; an ignored signal stays
+  // ignored, for rlock and for the child, as nohup(1) and `cmd &` expect), SIGCHLD, SIGTTOU and
+  // SIGTTIN; ignores SIGPIPE. Call before any thread starts: threads inherit the mask.
+  SignalEvents();
+  ~SignalEvents();
+  SignalEvents(const SignalEvents&) = delete;
+  SignalEvents& operator=(const SignalEvents&) = delete;
+
+  int fd() const { return fd_.get(); }
+  // The next pending signal, or nullopt when none is pending.
+  std::optional<int> next();
+
+  // For a freshly forked child, before exec: default dispositions (except those ignored at our
+  // start) and the signal mask rlock started with. Async-signal-safe.
+  void restore_for_child() const;
+
+private:
+  Fd fd_;
+  sigset_t old_mask_;
+  sigset_t ignored_at_start_;
+  struct sigaction old_pipe_;
+};
+
+}  // namespace rlock
+
+namespace rlock {
+
+// "TERM", "SIGTERM", "term" or "15"; nullopt for anything else.
+std::optional<int> parse_signal(std::string_view text);
+// "TERM" for SIGTERM; the number for signals without a name here.
+std::string signal_name(int sig);
+
+}  // namespace rlock

@@ -1,0 +1,47 @@
+#include <doctest/doctest.h>
+
+#include "duration.h"
+
+using namespace rlock;
+using namespace std::chrono_literals;
+
+TEST_CASE("durations people write") {
+  CHECK(parse_duration("500ms") == 500ms);
+  CHECK(parse_duration("30s") == 30s);
+  CHECK(parse_duration("5m") == 5min);
+  CHECK(parse_duration("1h30m") == 90min);
+  CHECK(parse_duration("2d") == 48h);
+  CHECK(parse_duration("1.5s") == 1500ms);
+  CHECK(parse_duration("0.25s") == 250ms);
+  CHECK(parse_duration("1m0.5s") == 60500ms);
+  CHECK(parse_duration("0") == 0ms);
+  SUBCASE("a bare number is seconds") {
+    CHECK(parse_duration("30") == 30s);
+    CHECK(parse_duration("2.5") == 2500ms);
+  }
+}
+
+TEST_CASE("not durations") {
+  for (const char* bad : {"", " ", "s", "ms", "-1s", "1x", "1 s", "1h30", "1.s", ".5s", "1e3",
+                          "abc", "1sm", "10years", "+5s", "5s ", "0x10", "1..5s", "nan", "inf"})
+    CHECK_MESSAGE(!parse_duration(bad), bad);
+}
+
+TEST_CASE("durations too long to be meant are refused, never wrapped") {
+  CHECK(parse_duration("3650d"));
+  CHECK(!parse_duration("4000d"));
+  CHECK(!parse_duration("99999999999999999999s"));
+  CHECK(!parse_duration("9223372036854775807ms"));
+}
+
+TEST_CASE("format_duration is short and never rounds up a unit") {
+  CHECK(format_duration(450ms) == "450ms");
+  CHECK(format_duration(28400ms) == "28.4s");
+  CHECK(format_duration(59999ms) == "59.9s");
+  CHECK(format_duration(192s) == "3m12s");
+  CHECK(format_duration(125min) == "2h5m");
+  CHECK(format_duration(76h) == "3d4h");
+  CHECK(format_duration(0ms) == "0ms");
+  CHECK(format_duration(20s) == "20s");
+  CHECK(format_duration(1050ms) == "1s");
+}

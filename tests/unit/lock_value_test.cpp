@@ -1,0 +1,90 @@
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "lock.h"
+#include "lock_value.h"
+#include "output.h"
+
+using namespace rlock;
+using namespace std::chrono_literals;
+
+TEST_CASE("tokens are 128 random bits in hex, never repeated") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string t = make_token();
+    CHECK(t.size() == 32);
+    CHECK(t.find_first_not_of("0123456789abcdef") == std::string::npos);
+    seen.insert(t);
+  }
+  CHECK(seen.size() == 1000);
+}
+
+TEST_CASE("a lock value round-trips and starts with the owner prefix") {
+  LockValue v;
+  v.token = make_token();
+  v.holder.host = "web-2";
+  v.holder.pid = 4121;
+  v.holder.user = "deploy";
+  v.holder.since = WallTime(1764472320123ms);
+  v.holder.cmd = "report.sh";
+  std::string text = encode_lock_value(v);
+  CHECK(text == "rlock/1 " + v.token +
+                    " host=web-2 pid=4121 user=deploy since=2025-11-30T03:12:00.123Z cmd=report.sh");
+  CHECK(text.rfind(owner_prefix(v.token), 0) == 0);
+  // The acquire script appends the fence.
+  auto back = decode_lock_value(text + " fence=17");
+  REQUIRE(back);
+  CHECK(back->token == v.token);
+  CHECK(back->holder.host == "web-2");
+  CHECK(back->holder.pid == 4121);
+  CHECK(back->holder.user == "deploy");
+  CHECK(back->holder.since == v.holder.since);
+  CHECK(back->holder.cmd == "report.sh");
+  CHECK(back->fence == 17);
+}
+
+TEST_CASE("fields with spaces, '=', '%' and control bytes survive") {
+  LockValue v;
+  v.token = make_token();
+  v.holder.host = "h";
+  v.holder.cmd = "my job=1 50%\n\x01";
+  v.holder.user = "Jörg";
+  std::string text = encode_lock_value(v);
+  CHECK(text.find('\n') == std::string::npos);
+  auto back = decode_lock_value(text);
+  REQUIRE(back);
+  CHECK(back->holder.cmd == v.holder.cmd);
+  CHECK(back->holder.user == "Jörg");
+}
+
+TEST_CASE("values rlock did not write are not decoded") {
+  for (const char* foreign : {"", "1", "some-uuid-from-java", "rlock/1 ", "rlock/1 xyz host=a",
+                              "rlock/1 0123456789abcdef0123456789abcdeg host=a",
+                              "rlock/1 0123456789abcdef0123456789abcdef host=%zz",
+                              "rlock/1 0123456789abcdef0123456789abcdef pid=abc",
+                              "rlock/1 0123456789abcdef0123456789abcdef novalue"})
+    CHECK_MESSAGE(!decode_lock_value(foreign), foreign);
+  CHECK(decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef"));
+  CHECK(decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef future=field"));
+}
+
+TEST_CASE("helper keys share the lock key's hash slot") {
+  CHECK(helper_key("lock:daily", "fence") == "{lock:daily}:rlock:fence");
+  CHECK(helper_key("job:{42}", "fence") == "job:{42}:rlock:fence");
+  CHECK(helper_key("{a}b{c}", "fence") == "{a}b{c}:rlock:fence");
+  CHECK(helper_key("x{}y", "fence") == "x{}y:rlock:fence");  // cannot be tagged
+  CHECK(helper_key("a{b", "fence") == "{a{b}:rlock:fence");
+}
+
+TEST_CASE("holders read well to a person") {
+  CHECK(describe_holder("java-uuid-1", 1500ms) == "another client (value \"java-uuid-1\"), ttl 1.5s");
+  CHECK(describe_holder("x\ny", -1ms) == "another client (value \"x\\x0ay\"), no ttl");
+  LockValue v;
+  v.token = make_token();
+  v.holder = current_holder("/usr/local/bin/report.sh");
+  CHECK(v.holder.cmd == "report.sh");
+  std::string text = describe_holder(encode_lock_value(v) + " fence=3", 28400ms);
+  CHECK(text.find(" pid " + std::to_string(v.holder.pid) + " (report.sh) for ") != std::string::npos);
+  CHECK(text.find("ttl 28.4s") != std::string::npos);
+}

@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include "error.h"
+#include "redis_url.h"
+
+using namespace rlock;
+
+TEST_CASE("redis:// URLs") {
+  auto u = parse_redis_url("redis://127.0.0.1:6380/2");
+  CHECK(u.scheme == RedisUrl::Scheme::tcp);
+  CHECK(u.host == "127.0.0.1");
+  CHECK(u.port == 6380);
+  CHECK(u.db == 2);
+  CHECK(!u.user);
+  CHECK(!u.password);
+
+  u = parse_redis_url("redis://cache.internal");
+  CHECK(u.port == 6379);
+  CHECK(u.db == 0);
+
+  u = parse_redis_url("redis://[::1]:7000");
+  CHECK(u.host == "::1");
+  CHECK(u.port == 7000);
+  CHECK(u.endpoint() == "[::1]:7000");
+}
+
+TEST_CASE("users and passwords, redacted everywhere") {
+  auto u = parse_redis_url("redis://app:s3cr%40t@h:1/0");
+  CHECK(*u.user == "app");
+  CHECK(*u.password == "s3cr@t");
+  CHECK(u.redacted() == "redis://app:***@h:1");
+  u = parse_redis_url("redis://:pw@h");
+  CHECK(!u.user);
+  CHECK(*u.password == "pw");
+  CHECK(u.redacted() == "redis://:***@h:6379");
+  u = parse_redis_url("redis://pw@h");
+  CHECK(*u.password == "pw");
+  CHECK(redact_url_text("redis://u:topsecret@h:1") == "redis://u:***@h:1");
+  CHECK(redact_url_text("redis://topsecret@h:1") == "redis://***@h:1");
+  CHECK(redact_url_text("redis://h:1") == "redis://h:1");
+}
+
+TEST_CASE("unix sockets") {
+  auto u = parse_redis_url("unix:///run/redis/redis.sock?db=3");
+  CHECK(u.scheme == RedisUrl::Scheme::unix_socket);
+  CHECK(u.path == "/run/redis/redis.sock");
+  CHECK(u.db == 3);
+  CHECK(u.redacted() == "unix:///run/redis/redis.sock?db=3");
+}
+
+TEST_CASE("bad URLs name the part that is wrong and never the password") {
+  auto message = [](const char* text) {
+    try {
+      parse_redis_url(text);
+    } catch (const Error& e) {
+      CHECK(e.exit_status() == k_exit_config);
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  CHECK(message("localhost:6379").find("expected redis://") != std::string::npos);
+  CHECK(message("http://h").find("unknown scheme 'http'") != std::string::npos);
+  CHECK(message("redis://h:99999").find("port '99999'") != std::string::npos);
+  CHECK(message("redis://h:").find("empty port") != std::string::npos);
+  CHECK(message("redis://h/x").find("database 'x'") != std::string::npos);
+  CHECK(message("redis://").find("no host") != std::string::npos);
+  CHECK(message("redis://::1:6379").find("brackets") != std::string::npos);
+  CHECK(message("unix://relative.sock").find("absolute") != std::string::npos);
+  std::string m = message("redis://u:hunter2@h:notaport");
+  CHECK(m.find("hunter2") == std::string::npos);
+  CHECK(m.find("***") != std::string::npos);
+}
