@@ -72,7 +72,8 @@ RunOptions finish_run_options(RunFlags& flags, const std::string& key,
   if (!flags.ttl.empty()) o.ttl = positive_duration("--ttl", flags.ttl);
   if (o.ttl < k_min_ttl)
     throw usage_error("--ttl: must be at least " + format_duration(k_min_ttl));
-  if (!flags.wait.empty() && !flags.no_wait) {
+  if (flags.no_wait && !flags.wait.empty()) throw usage_error("--no-wait excludes --wait");
+  if (!flags.wait.empty()) {
     if (flags.wait == "inf" || flags.wait == "infinity") {
       o.wait = Millis::max();
     } else {
@@ -96,6 +97,8 @@ RunOptions finish_run_options(RunFlags& flags, const std::string& key,
       throw usage_error("--kill-after " + format_duration(*o.kill_after) +
                         " must be below half the ttl (" + format_duration(o.ttl / 2) + ")");
   }
+  if (flags.on_lost != "kill" && flags.on_lost != "ignore")
+    throw usage_error("--on-lost: '" + flags.on_lost + "' is neither kill nor ignore");
   o.on_lost = flags.on_lost == "ignore" ? RunOptions::OnLost::ignore : RunOptions::OnLost::kill;
   return o;
 }
@@ -131,19 +134,22 @@ int run_command_line(int argc, char** argv) {
   bool quiet = false, verbose = false;
 
   CLI::App* run = app.add_subcommand("run", "hold KEY while COMMAND runs");
-  run->footer("  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
-              "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n"
-              "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.");
+  run->footer("Forms:\n"
+              "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
+              "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
+              "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+              "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
+              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n");
   std::string key;
   RunFlags flags;
   run->add_option("KEY", key, "the lock's Redis key (after --prefix)")->required();
   run->add_option("-c,--command", flags.shell_command,
                   "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
       ->type_name("TEXT");
-  auto* no_wait = run->add_flag("-n,--no-wait", flags.no_wait, "fail at once when held (default)");
-  run->add_option("-w,--wait", flags.wait, std::string("wait up to D for the lock ") + k_duration_help + ", or inf")
-      ->type_name("D")
-      ->excludes(no_wait);
+  run->add_flag("-n,--no-wait", flags.no_wait, "fail at once when held (default)");
+  run->add_option("-w,--wait", flags.wait,
+                  std::string("wait up to D for the lock ") + k_duration_help + ", or inf")
+      ->type_name("D");
   run->add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
                   "exit status when the lock is not obtained (default 75)")
       ->type_name("N");
@@ -157,8 +163,7 @@ int run_command_line(int argc, char** argv) {
       ->type_name("D");
   run->add_option("--on-lost", flags.on_lost,
                   "when the lock is lost: kill the command (default) or ignore it")
-      ->type_name("kill|ignore")
-      ->check(CLI::IsMember({"kill", "ignore"}));
+      ->type_name("kill|ignore");
   run->add_option("--min-hold", flags.min_hold,
                   "keep the lock until D after acquisition even if the command ends sooner")
       ->type_name("D");
@@ -178,6 +183,8 @@ int run_command_line(int argc, char** argv) {
                             ? "rlock --help"
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
     std::string message = e.what();
+    if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
+      message = "unknown command '" + args.ours.front() + "' (commands: run, help)";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) && run->parsed()) {
       // CLI11 calls both an unknown flag and a command without '--' "not expected".
       std::vector<std::string> extras = run->remaining();
@@ -200,7 +207,7 @@ int run_command_line(int argc, char** argv) {
     } catch (const CLI::OptionNotFound&) {
     }
     if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
-    std::fputs(topic->help().c_str(), stdout);
+    std::fputs(topic->help("rlock").c_str(), stdout);
     return k_exit_ok;
   }
 

@@ -1,0 +1,84 @@
+"""The command line: bad input is one clear line, the documented exit status, nothing in Redis."""
+import unittest
+
+from harness import RedisTestCase
+
+BAD_RUN_INPUT = [
+    # (arguments after "run", what the one line must mention)
+    (["", "--", "true"], "KEY must not be empty"),
+    (["k"], "missing command"),
+    (["k", "--"], "missing command"),
+    (["k", "true"], "put '--' before the command"),
+    (["--bogus", "k", "--", "true"], "unknown option '--bogus'"),
+    (["--ttl", "0", "k", "--", "true"], "--ttl"),
+    (["--ttl", "abc", "k", "--", "true"], "bad duration 'abc'"),
+    (["--ttl", "-5s", "k", "--", "true"], "--ttl"),
+    (["--ttl", "10ms", "k", "--", "true"], "at least"),
+    (["--ttl", "99999d", "k", "--", "true"], "bad duration"),
+    (["--wait", "soon", "k", "--", "true"], "--wait"),
+    (["--max-run", "0s", "k", "--", "true"], "--max-run"),
+    (["--min-hold", "1x", "k", "--", "true"], "--min-hold"),
+    (["--kill-after", "15s", "k", "--", "true"], "below half the ttl"),
+    (["--ttl", "4s", "--kill-after", "2s", "k", "--", "true"], "below half the ttl"),
+    (["--kill-after", "0", "k", "--", "true"], "--kill-after"),
+    (["--kill-signal", "NOPE", "k", "--", "true"], "unknown signal"),
+    (["-E", "256", "k", "--", "true"], "0 to 255"),
+    (["-E", "-1", "k", "--", "true"], "0 to 255"),
+    (["-E", "x", "k", "--", "true"], "conflict-exit-code"),
+    (["--on-lost", "maybe", "k", "--", "true"], "--on-lost"),
+    (["-n", "-w", "5s", "k", "--", "true"], "excludes"),
+    (["-q", "-v", "k", "--", "true"], "exclude each other"),
+    (["k", "-c", "true", "--", "true"], "not both"),
+]
+
+
+class CommandLine(RedisTestCase):
+    def assert_usage_error(self, args, needle):
+        r = self.run_rlock(args)
+        self.assertEqual(r.returncode, 64, f"{args}: {r.stderr}")
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, f"{args}: want one line, got {r.stderr!r}")
+        self.assertTrue(lines[0].startswith("rlock: error: "), lines[0])
+        self.assertIn(needle, lines[0])
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(self.server.cmd("DBSIZE"), 0, f"{args} wrote to Redis")
+
+    def test_bad_run_input(self):
+        for args, needle in BAD_RUN_INPUT:
+            with self.subTest(args=args):
+                self.assert_usage_error(["run"] + args, needle)
+
+    def test_bad_top_level_input(self):
+        self.assert_usage_error([], "subcommand is required")
+        self.assert_usage_error(["frobnicate"], "frobnicate")
+        self.assert_usage_error(["help", "frobnicate"], "no command 'frobnicate'")
+
+    def test_bad_url_is_78_and_never_shows_the_password(self):
+        r = self.run_rlock(["run", "--redis", "redis://app:hunter2@127.0.0.1:notaport", "k", "--", "true"])
+        self.assertEqual(r.returncode, 78)
+        self.assertNotIn("hunter2", r.stderr + r.stdout)
+        self.assertIn("port 'notaport'", r.stderr)
+
+    def test_wrong_password_is_69_and_never_shows_it(self):
+        url = f"redis://:hunter2@127.0.0.1:{self.server.port}"
+        r = self.run_rlock(["run", "--redis", url, "k", "--", "true"])
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertNotIn("hunter2", r.stderr + r.stdout)
+
+    def test_help_and_version(self):
+        r = self.run_rlock(["--help"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("run", r.stdout)
+        r = self.run_rlock(["run", "--help"])
+        self.assertEqual(r.returncode, 0)
+        for flag in ("--wait", "--no-wait", "--conflict-exit-code", "--ttl", "--max-run",
+                     "--kill-signal", "--kill-after", "--on-lost", "--min-hold", "--redis"):
+            self.assertIn(flag, r.stdout)
+        self.assertEqual(self.run_rlock(["help", "run"]).stdout, r.stdout)
+        r = self.run_rlock(["--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis 0\.14")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,86 @@
+"""Signals: forwarded to the child's process group exactly once; a signal aborts a wait."""
+import os
+import signal
+import time
+import unittest
+
+from harness import RedisTestCase, wait_until
+
+# The child records each signal it gets, then lives about 0.3 s more, long enough for a
+# duplicate to arrive if one were sent, and exits 0.
+COUNTING_CHILD = """
+got=
+for s in INT TERM HUP QUIT USR1 USR2; do trap "echo $s >> {log}; got=1" $s; done
+echo ready > {ready}
+n=0
+while :; do
+  sleep 0.05 & wait $!
+  if [ -n "$got" ]; then n=$((n+1)); [ $n -ge 6 ] && exit 0; fi
+done
+"""
+
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return []
+
+
+class SignalForwarding(RedisTestCase):
+    def counting_child(self, key):
+        log, ready = self.path("log"), self.path("ready")
+        p = self.start(["run", key, "--", "sh", "-c", COUNTING_CHILD.format(log=log, ready=ready)])
+        self.wait_file("ready")
+        return p, log
+
+    def test_each_signal_reaches_the_child_exactly_once(self):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+                    signal.SIGUSR1, signal.SIGUSR2):
+            with self.subTest(sig=sig.name):
+                for name in ("ready", "log"):
+                    if os.path.exists(self.path(name)):
+                        os.unlink(self.path(name))
+                p, log = self.counting_child("k")
+                os.kill(p.pid, sig)
+                self.assertEqual(p.wait(timeout=10), 0)  # the child's status, after it handled it
+                self.assertEqual(lines(log), [sig.name[3:]])
+                self.assert_no_lock("k")
+
+    def test_a_signal_to_rlocks_whole_process_group_arrives_once(self):
+        # Like a shell or supervisor signalling the job's group: rlock's group is not the child's.
+        p, log = self.counting_child("k")
+        os.killpg(p.pid, signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertEqual(lines(log), ["TERM"])
+
+    def test_the_child_runs_in_its_own_process_group(self):
+        out = self.path("ids")
+        p = self.start(["run", "k", "--", "sh", "-c", f"echo $$ $(ps -o pgid= -p $$) > {out}; sleep 30"])
+        pid, pgid = self.wait_file("ids").split()
+        self.assertEqual(pid, pgid)
+        self.assertNotEqual(int(pgid), os.getpgid(p.pid))
+        os.kill(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+
+    def test_a_signal_while_waiting_aborts_with_128_plus_n_and_leaves_nothing(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with self.subTest(sig=sig.name):
+                self.server.cmd("FLUSHALL")
+                self.server.cmd("SET", "k", "holder", "PX", 60000)
+                self.server.cmd("CONFIG", "RESETSTAT")
+                marker = self.path("ran")
+                p = self.start(["run", "-w", "inf", "k", "--", "touch", marker])
+                # rlock is waiting once it has asked Redis at least once.
+                wait_until(lambda: "cmdstat_eval" in self.server.cmd("INFO", "commandstats"), 5,
+                           "a first acquire attempt")
+                os.kill(p.pid, sig)
+                self.assertEqual(p.wait(timeout=10), 128 + sig)
+                self.assertFalse(os.path.exists(marker))
+                self.assertEqual(self.server.cmd("GET", "k"), "holder")
+                self.assertEqual(self.server.cmd("DBSIZE"), 1)  # no fence spent, nothing else
+
+
+if __name__ == "__main__":
+    unittest.main()
