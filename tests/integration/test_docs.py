@@ -1,0 +1,92 @@
+"""Docs move with the code: every flag --help shows is in the man page, the completions and the
+README; the exit-status table is the same in the header, the man page and the README."""
+import os
+import re
+import shutil
+import subprocess
+import unittest
+
+from harness import run_rlock
+
+SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+VERBS = ["run"]
+
+
+def read(rel):
+    with open(os.path.join(SOURCE, rel)) as f:
+        return f.read()
+
+
+def long_options(help_text):
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text))
+
+
+class Docs(unittest.TestCase):
+    def test_every_long_option_is_documented_and_completed(self):
+        man = read("man/rlock.1").replace("\\-", "-")
+        docs = {"man/rlock.1": man, "README.md": read("README.md"),
+                "completions/rlock.bash": read("completions/rlock.bash"),
+                "completions/_rlock": read("completions/_rlock"),
+                "completions/rlock.fish": read("completions/rlock.fish").replace("-l ", "--")}
+        for verb in VERBS:
+            r = run_rlock([verb, "--help"])
+            self.assertEqual(r.returncode, 0)
+            options = long_options(r.stdout.split("Forms:")[0]) - {"--help"}
+            self.assertGreater(len(options), 10)
+            for name, text in docs.items():
+                for option in sorted(options):
+                    self.assertIn(option, text, f"{option} of 'rlock {verb}' is missing from {name}")
+
+    def test_exit_status_tables_agree(self):
+        header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))} - {0}
+        man = read("man/rlock.1")
+        table = man.split(".SH EXIT STATUS")[1].split(".TE")[0]
+        man_codes = {int(m) for m in re.findall(r"^(\d+)\t", table, re.M)}
+        readme = read("README.md").split("## Exit status")[1].split("\n## ")[0]
+        readme_codes = {int(m) for m in re.findall(r"^\| (\d+) \|", readme, re.M)}
+        self.assertEqual(man_codes, header)
+        self.assertEqual(readme_codes, header)
+
+    def test_man_page_is_lint_clean(self):
+        mandoc = shutil.which("mandoc")
+        self.assertIsNotNone(mandoc, "mandoc is needed (packaging/setup-debian.sh installs it)")
+        r = subprocess.run([mandoc, "-Tlint", os.path.join(SOURCE, "man/rlock.1")],
+                           capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
+
+BASH_DRIVER = r"""
+source /usr/share/bash-completion/bash_completion
+source "$1"
+shift
+COMP_WORDS=("$@")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMP_LINE="$*"
+COMP_POINT=${#COMP_LINE}
+_rlock rlock "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s\n' "${COMPREPLY[@]}"
+"""
+
+
+class BashCompletion(unittest.TestCase):
+    def complete(self, *words):
+        self.assertTrue(os.path.exists("/usr/share/bash-completion/bash_completion"),
+                        "bash-completion is needed (packaging/setup-debian.sh installs it)")
+        r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver",
+                            os.path.join(SOURCE, "completions/rlock.bash"), *words],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return set(r.stdout.split())
+
+    def test_verbs_flags_and_values(self):
+        self.assertEqual(self.complete("rlock", "r"), {"run"})
+        self.assertIn("--on-lost", self.complete("rlock", "run", "--on"))
+        self.assertIn("--min-hold", self.complete("rlock", "run", "--m"))
+        self.assertEqual(self.complete("rlock", "run", "--on-lost", ""), {"kill", "ignore"})
+        self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
+        # After "--", the command's own completion: commands from $PATH.
+        self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
+
+
+if __name__ == "__main__":
+    unittest.main()
