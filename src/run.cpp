@@ -89,7 +89,7 @@ private:
     if (lost_) return;
     LeaseKeeper::State state = keeper_.state();
     TimePoint deadline = keeper_.deadline();
-    if (state == LeaseKeeper::State::held && now < deadline - kill_after_) return;
+    if (state == LeaseKeeper::State::held && now < loss_threshold()) return;
     lost_ = true;
     if (options_.on_lost == RunOptions::OnLost::ignore) {
       log_error(key() + ": lock lost; --on-lost ignore: the command keeps running without it");
@@ -109,6 +109,13 @@ private:
                 "); stopping the command");
       begin_stop(End::lost, deadline, options_.kill_signal);
     }
+  }
+
+  // When an unrenewed lease counts as lost: with --on-lost kill, early enough that SIGKILL
+  // (kill-after after the kill signal) lands by the deadline; with ignore, at the deadline.
+  TimePoint loss_threshold() const {
+    TimePoint deadline = keeper_.deadline();
+    return options_.on_lost == RunOptions::OnLost::kill ? deadline - kill_after_ : deadline;
   }
 
   void begin_stop(End why, TimePoint kill_at, int sig) {
@@ -136,7 +143,7 @@ private:
     TimePoint now = Clock::now();
     TimePoint next = now + std::chrono::hours(24);
     if (!child_status_) {
-      if (!lost_) next = std::min(next, keeper_.deadline() - kill_after_);
+      if (!lost_) next = std::min(next, loss_threshold());
       if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
     } else {
       next = std::min(next, now + k_group_poll_interval);
@@ -206,7 +213,8 @@ void release(Lock& lock, Millis ttl) {
       if (*released)
         log_debug(lock.key() + ": released");
       else
-        log_warning(lock.key() + ": was no longer ours at release");
+        log_warning(lock.key() + ": the lock was no longer ours at release (it expired or was "
+                                 "taken); the run may have overlapped another");
       return;
     }
     if (released.failure().kind == Failure::Kind::server || Clock::now() >= give_up) {

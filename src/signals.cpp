@@ -38,10 +38,9 @@ SignalEvents::SignalEvents() {
   sigaction(SIGPIPE, &ign, &old_pipe_);
 }
 
-SignalEvents::~SignalEvents() {
-  sigaction(SIGPIPE, &old_pipe_, nullptr);
-  pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
-}
+// The signals stay blocked: one arriving after the child ended (while rlock releases) must not
+// replace the child's exit status with rlock's death by that signal.
+SignalEvents::~SignalEvents() = default;
 
 std::optional<int> SignalEvents::next() {
   signalfd_siginfo info;

@@ -19,7 +19,8 @@ class SignalEvents {
 public:
   // Blocks the forwarded signals (those not ignored when rlock started; an ignored signal stays
   // ignored, for rlock and for the child, as nohup(1) and `cmd &` expect), SIGCHLD, SIGTTOU and
-  // SIGTTIN; ignores SIGPIPE. Call before any thread starts: threads inherit the mask.
+  // SIGTTIN; ignores SIGPIPE. Call before any thread starts: threads inherit the mask. They stay
+  // so until rlock exits.
   SignalEvents();
   ~SignalEvents();
   SignalEvents(const SignalEvents&) = delete;
