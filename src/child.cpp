@@ -213,8 +213,9 @@ Child::~Child() {
   }
   if (guardian_ > 0) {
     dismiss_guardian();
-    while (::waitpid(guardian_, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    // Reap it if it is already gone, but do not wait: it exits on its own, and rlock's exit
+    // hands any zombie to init.
+    ::waitpid(guardian_, nullptr, WNOHANG);
   }
 }
 

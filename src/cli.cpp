@@ -1,7 +1,6 @@
 #include "cli.h"
 
 #include <hiredis/hiredis.h>
-#include <openssl/crypto.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -29,8 +28,7 @@ constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare numb
 
 std::string version_text() {
   return std::string("rlock ") + RLOCK_VERSION + " (hiredis " + std::to_string(HIREDIS_MAJOR) +
-         "." + std::to_string(HIREDIS_MINOR) + "." + std::to_string(HIREDIS_PATCH) + ", " +
-         OpenSSL_version(OPENSSL_VERSION) + ")";
+         "." + std::to_string(HIREDIS_MINOR) + "." + std::to_string(HIREDIS_PATCH) + ")";
 }
 
 Millis positive_duration(const std::string& flag, const std::string& text) {

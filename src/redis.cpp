@@ -1,8 +1,7 @@
 #include "redis.h"
 
-#include <openssl/sha.h>
-
 #include "connection.h"
+#include "sha1.h"
 
 namespace rlock {
 
@@ -34,25 +33,13 @@ private:
   std::unique_ptr<Connection> conn_;
 };
 
-std::string hex_sha1(const std::string& text) {
-  unsigned char digest[SHA_DIGEST_LENGTH];
-  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  static const char* k_hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : digest) {
-    out += k_hex[c >> 4];
-    out += k_hex[c & 15];
-  }
-  return out;
-}
-
 }  // namespace
 
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url) {
   return std::make_unique<SingleRedis>(url);
 }
 
-Script::Script(std::string source) : source_(std::move(source)), sha1_(hex_sha1(source_)) {}
+Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
 
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline) {
