@@ -197,8 +197,7 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
   int err = 0;
   if (read_full(exec_read.get(), &err, sizeof err)) {
     int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
     exited_ = true;
     exec_problem_ = problem_for_errno(spec.argv[0], err);
   }
@@ -208,8 +207,7 @@ Child::~Child() {
   // An exception between fork and a normal end: leave no child running unguarded.
   if (!exited_ && pid_ > 0) {
     ::kill(-pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
   }
   if (guardian_ > 0) {
     dismiss_guardian();

@@ -1,14 +1,13 @@
 #include "cli.h"
 
-#include <hiredis/hiredis.h>
-
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <hiredis/hiredis.h>
 
 #include "duration.h"
-#include "lease.h"
 #include "error.h"
+#include "lease.h"
 #include "options.h"
 #include "signals.h"
 #include "verbs.h"
@@ -68,15 +67,16 @@ RunOptions finish_run_options(RunFlags& flags, const std::string& key,
   o.command = std::move(command);
   o.shell_command = flags.shell_command;
   if (!flags.ttl.empty()) o.ttl = positive_duration("--ttl", flags.ttl);
-  if (o.ttl < k_min_ttl)
-    throw usage_error("--ttl: must be at least " + format_duration(k_min_ttl));
+  if (o.ttl < k_min_ttl) throw usage_error("--ttl: must be at least " + format_duration(k_min_ttl));
   if (flags.no_wait && !flags.wait.empty()) throw usage_error("--no-wait excludes --wait");
   if (!flags.wait.empty()) {
     if (flags.wait == "inf" || flags.wait == "infinity") {
       o.wait = Millis::max();
     } else {
       auto d = parse_duration(flags.wait);
-      if (!d) throw usage_error("--wait: bad duration '" + flags.wait + "' " + k_duration_help + ", or inf");
+      if (!d)
+        throw usage_error("--wait: bad duration '" + flags.wait + "' " + k_duration_help +
+                          ", or inf");
       if (d->count() > 0) o.wait = *d;
     }
   }
@@ -151,7 +151,8 @@ int run_command_line(int argc, char** argv) {
   run->add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
                   "exit status when the lock is not obtained (default 75)")
       ->type_name("N");
-  run->add_option("--ttl", flags.ttl, "lock expiry, renewed every ttl/3 (default 30s)")->type_name("D");
+  run->add_option("--ttl", flags.ttl, "lock expiry, renewed every ttl/3 (default 30s)")
+      ->type_name("D");
   run->add_option("--max-run", flags.max_run, "stop the command after D; exit 124")->type_name("D");
   run->add_option("--kill-signal", flags.kill_signal,
                   "signal that stops the command on loss or --max-run (default TERM)")
@@ -202,8 +203,7 @@ int run_command_line(int argc, char** argv) {
     CLI::App* topic = nullptr;
     try {
       topic = app.get_subcommand(help_topic);
-    } catch (const CLI::OptionNotFound&) {
-    }
+    } catch (const CLI::OptionNotFound&) {}
     if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
     std::fputs(topic->help("rlock").c_str(), stdout);
     return k_exit_ok;

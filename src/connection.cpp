@@ -1,7 +1,6 @@
 #include "connection.h"
 
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <hiredis/hiredis.h>
 
 namespace rlock {
 
@@ -21,7 +21,9 @@ using ReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
 Reply copy_reply(const redisReply* r) {
   Reply out;
   switch (r->type) {
-  case REDIS_REPLY_NIL: out.type = Reply::Type::nil; break;
+  case REDIS_REPLY_NIL:
+    out.type = Reply::Type::nil;
+    break;
   case REDIS_REPLY_INTEGER:
     out.type = Reply::Type::integer;
     out.integer = r->integer;
@@ -81,14 +83,17 @@ Result<Fd> connect_to(const sockaddr* addr, socklen_t len, int family, TimePoint
   if (!fd.valid()) return Failure{Failure::Kind::io, errno_message("socket")};
   if (::connect(fd.get(), addr, len) != 0) {
     if (errno != EINPROGRESS && errno != EAGAIN)
-      return Failure{Failure::Kind::io, "cannot connect to " + endpoint + ": " + std::strerror(errno)};
+      return Failure{Failure::Kind::io,
+                     "cannot connect to " + endpoint + ": " + std::strerror(errno)};
     auto ready = wait_fd(fd.get(), POLLOUT, deadline, endpoint);
-    if (!ready) return Failure{ready.failure().kind, "cannot connect to " + endpoint + ": timed out"};
+    if (!ready)
+      return Failure{ready.failure().kind, "cannot connect to " + endpoint + ": timed out"};
     int err = 0;
     socklen_t errlen = sizeof err;
     ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &errlen);
     if (err != 0)
-      return Failure{Failure::Kind::io, "cannot connect to " + endpoint + ": " + std::strerror(err)};
+      return Failure{Failure::Kind::io,
+                     "cannot connect to " + endpoint + ": " + std::strerror(err)};
   }
   if (family != AF_UNIX) {
     int one = 1;
@@ -129,7 +134,8 @@ Result<Fd> connect_socket(const RedisUrl& url, TimePoint deadline) {
 }  // namespace
 
 Connection::Connection(Fd fd, std::string endpoint)
-    : fd_(std::move(fd)), endpoint_(std::move(endpoint)), reader_(redisReaderCreate(), redisReaderFree) {
+    : fd_(std::move(fd)), endpoint_(std::move(endpoint)),
+      reader_(redisReaderCreate(), redisReaderFree) {
   if (!reader_) throw std::bad_alloc();
 }
 

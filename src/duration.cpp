@@ -39,7 +39,7 @@ std::optional<Millis> parse_duration(std::string_view text) {
       if (i == frac_start) return std::nullopt;  // "1." is a typo, not 1
     }
     if (int_end == start) return std::nullopt;  // ".5" or a unit with no number
-    if (i - start > 18) return std::nullopt;     // far beyond k_max_duration anyway
+    if (i - start > 18) return std::nullopt;    // far beyond k_max_duration anyway
     double number = std::stod(std::string(text.substr(start, i - start)));
     size_t unit_start = i;
     while (i < text.size() && is_unit_char(text[i])) ++i;

@@ -10,7 +10,8 @@
 namespace rlock {
 
 LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent)
-    : lock_(lock), ttl_(ttl), deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
+    : lock_(lock), ttl_(ttl),
+      deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
       next_renewal_(acquire_sent + renew_interval(ttl)) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
@@ -20,7 +21,9 @@ LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent)
 
 LeaseKeeper::~LeaseKeeper() { stop(); }
 
-void LeaseKeeper::start() { thread_ = std::thread([this] { run(); }); }
+void LeaseKeeper::start() {
+  thread_ = std::thread([this] { run(); });
+}
 
 void LeaseKeeper::stop() {
   {
@@ -33,8 +36,7 @@ void LeaseKeeper::stop() {
 
 void LeaseKeeper::drain_wakeups() {
   char buf[64];
-  while (::read(wake_read_.get(), buf, sizeof buf) > 0) {
-  }
+  while (::read(wake_read_.get(), buf, sizeof buf) > 0) {}
 }
 
 void LeaseKeeper::notify() {

@@ -71,8 +71,7 @@ Lock::Lock(Redis& redis, std::string key, std::string token)
     : redis_(redis), key_(std::move(key)), fence_key_(helper_key(key_, "fence")),
       token_(std::move(token)), prefix_(owner_prefix(token_)) {}
 
-Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
-                                         TimePoint deadline) {
+Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl, TimePoint deadline) {
   auto reply = eval(redis_, k_acquire_script, {key_, fence_key_},
                     {value, std::to_string(ttl.count()), prefix_}, deadline);
   if (!reply) return reply.failure();

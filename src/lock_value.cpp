@@ -164,7 +164,8 @@ Holder current_holder(std::string_view cmd) {
     h.user = found->pw_name;
   else
     h.user = std::to_string(uid);
-  h.since = std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  h.since =
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   size_t slash = cmd.rfind('/');
   h.cmd = std::string(slash == std::string_view::npos ? cmd : cmd.substr(slash + 1));
   return h;
@@ -184,8 +185,8 @@ std::string format_rfc3339(WallTime t) {
 
 std::optional<WallTime> parse_rfc3339(std::string_view text) {
   // Exactly the form format_rfc3339 writes: YYYY-MM-DDTHH:MM:SS.mmmZ
-  if (text.size() != 24 || text[4] != '-' || text[7] != '-' || text[10] != 'T' ||
-      text[13] != ':' || text[16] != ':' || text[19] != '.' || text[23] != 'Z')
+  if (text.size() != 24 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text[19] != '.' || text[23] != 'Z')
     return std::nullopt;
   auto num = [&](size_t pos, size_t len) { return parse_i64(text.substr(pos, len)); };
   auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),

@@ -55,9 +55,9 @@ std::string redact_url_text(std::string_view text) {
   if (scheme_end == std::string_view::npos) return std::string(text);
   size_t auth_start = scheme_end + 3;
   size_t auth_end = text.find_first_of("/?", auth_start);
-  std::string_view authority = text.substr(auth_start, auth_end == std::string_view::npos
-                                                          ? std::string_view::npos
-                                                          : auth_end - auth_start);
+  std::string_view authority =
+      text.substr(auth_start, auth_end == std::string_view::npos ? std::string_view::npos
+                                                                 : auth_end - auth_start);
   size_t at = authority.rfind('@');
   if (at == std::string_view::npos) return std::string(text);
   std::string_view userinfo = authority.substr(0, at);
@@ -84,8 +84,7 @@ RedisUrl parse_redis_url(std::string_view text) {
   } else if (scheme == "unix") {
     url.scheme = RedisUrl::Scheme::unix_socket;
   } else {
-    bad_url(text, "unknown scheme '" + std::string(scheme) +
-                      "' (expected redis, rediss or unix)");
+    bad_url(text, "unknown scheme '" + std::string(scheme) + "' (expected redis, rediss or unix)");
   }
 
   if (url.scheme == RedisUrl::Scheme::unix_socket) {
@@ -121,7 +120,8 @@ RedisUrl parse_redis_url(std::string_view text) {
     size_t colon = userinfo.find(':');
     // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
     // an ACL user and password, and "redis://secret@h" as a password alone.
-    std::string_view user = colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
+    std::string_view user =
+        colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
     std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
     auto user_decoded = percent_decode(user);
     auto pass_decoded = percent_decode(pass);
@@ -167,8 +167,12 @@ std::string RedisUrl::redacted() const {
     out = "unix://" + path;
     if (db != 0) out += "?db=" + std::to_string(db);
     return out;
-  case Scheme::tcp: out = "redis://"; break;
-  case Scheme::tls: out = "rediss://"; break;
+  case Scheme::tcp:
+    out = "redis://";
+    break;
+  case Scheme::tls:
+    out = "rediss://";
+    break;
   }
   if (user) out += *user;
   if (password) out += std::string(":") + k_redacted_secret;

@@ -42,10 +42,9 @@ bool group_is_empty(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH
 // --max-run, until its whole process group has.
 class Supervisor {
 public:
-  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper,
-             SignalEvents& signals, Terminal* terminal, TimePoint started)
-      : options_(options), child_(child), keeper_(keeper), signals_(signals),
-        terminal_(terminal),
+  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
+             Terminal* terminal, TimePoint started)
+      : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
         kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
@@ -97,10 +96,12 @@ private:
     }
     if (state == LeaseKeeper::State::expired || now >= deadline) {
       // Past the deadline the key may already be someone else's: no grace period.
-      log_error(key() + ": lock lost (the lease ran out, e.g. rlock was frozen); killing the command");
+      log_error(key() +
+                ": lock lost (the lease ran out, e.g. rlock was frozen); killing the command");
       begin_stop(End::lost, now, SIGKILL);
     } else if (state == LeaseKeeper::State::not_mine) {
-      log_error(key() + ": lock lost (the key is gone or holds another token); stopping the command");
+      log_error(key() +
+                ": lock lost (the key is gone or holds another token); stopping the command");
       begin_stop(End::lost, now + kill_after_, options_.kill_signal);
     } else {
       // Redis unreachable: SIGKILL must land by the deadline, before the key can expire there.
@@ -294,11 +295,12 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
     return k_exit_unavailable;
   }
-  if (auto* failure = std::get_if<Failure>(&outcome)) return exit_for_failure(options.key, *failure);
+  if (auto* failure = std::get_if<Failure>(&outcome))
+    return exit_for_failure(options.key, *failure);
   const auto& got = std::get<Obtained>(outcome);
   if (got.waited > Millis(0) && options.wait)
-    log_info(options.key + ": acquired after waiting " + format_duration(got.waited) +
-             " (fence " + std::to_string(got.fence) + ")");
+    log_info(options.key + ": acquired after waiting " + format_duration(got.waited) + " (fence " +
+             std::to_string(got.fence) + ")");
   else
     log_debug(options.key + ": acquired (fence " + std::to_string(got.fence) + ")");
 

@@ -74,10 +74,9 @@ struct NamedSignal {
 };
 
 constexpr NamedSignal k_signal_names[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM},
-    {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"PIPE", SIGPIPE},
-    {"ABRT", SIGABRT}, {"WINCH", SIGWINCH},
+    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},   {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
+    {"TSTP", SIGTSTP}, {"PIPE", SIGPIPE}, {"ABRT", SIGABRT}, {"WINCH", SIGWINCH},
 };
 
 }  // namespace

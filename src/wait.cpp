@@ -89,7 +89,8 @@ WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optio
     auto spread = std::uniform_int_distribution<int64_t>(k_poll_interval.count() / 2,
                                                          k_poll_interval.count() * 3 / 2);
     TimePoint next = now + Millis(spread(jitter));
-    if (holder_pttl && holder_pttl->count() >= 0) next = std::min(next, now + *holder_pttl + Millis(1));
+    if (holder_pttl && holder_pttl->count() >= 0)
+      next = std::min(next, now + *holder_pttl + Millis(1));
     if (give_up) next = std::min(next, *give_up);
     if (auto sig = sleep_interruptible(next, signals)) {
       if (last_failure) undo_possible_acquire(lock, *last_failure);

@@ -22,8 +22,9 @@ TEST_CASE("durations people write") {
 }
 
 TEST_CASE("not durations") {
-  for (const char* bad : {"", " ", "s", "ms", "-1s", "1x", "1 s", "1h30", "1.s", ".5s", "1e3",
-                          "abc", "1sm", "10years", "+5s", "5s ", "0x10", "1..5s", "nan", "inf"})
+  for (const char* bad :
+       {"",    " ",   "s",   "ms",      "-1s", "1x",  "1 s",  "1h30",  "1.s", ".5s",
+        "1e3", "abc", "1sm", "10years", "+5s", "5s ", "0x10", "1..5s", "nan", "inf"})
     CHECK_MESSAGE(!parse_duration(bad), bad);
 }
 

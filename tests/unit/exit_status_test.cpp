@@ -1,8 +1,8 @@
-#include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <doctest/doctest.h>
 
 #include "child.h"
 #include "exit_status.h"

@@ -43,6 +43,6 @@ TEST_CASE("with the defaults, SIGKILL lands before the key expires on the server
     TimePoint deadline = lease_deadline(sent, ttl);
     TimePoint term_at = deadline - default_kill_after(ttl);
     CHECK(term_at > sent + renew_interval(ttl));  // at least one renewal was tried first
-    CHECK(deadline < sent + ttl);                  // KILL goes out before the server's expiry
+    CHECK(deadline < sent + ttl);                 // KILL goes out before the server's expiry
   }
 }

@@ -1,5 +1,4 @@
 #include <doctest/doctest.h>
-
 #include <set>
 
 #include "lock.h"
@@ -29,8 +28,9 @@ TEST_CASE("a lock value round-trips and starts with the owner prefix") {
   v.holder.since = WallTime(1764472320123ms);
   v.holder.cmd = "report.sh";
   std::string text = encode_lock_value(v);
-  CHECK(text == "rlock/1 " + v.token +
-                    " host=web-2 pid=4121 user=deploy since=2025-11-30T03:12:00.123Z cmd=report.sh");
+  CHECK(text ==
+        "rlock/1 " + v.token +
+            " host=web-2 pid=4121 user=deploy since=2025-11-30T03:12:00.123Z cmd=report.sh");
   CHECK(text.rfind(owner_prefix(v.token), 0) == 0);
   // The acquire script appends the fence.
   auto back = decode_lock_value(text + " fence=17");
@@ -78,13 +78,15 @@ TEST_CASE("helper keys share the lock key's hash slot") {
 }
 
 TEST_CASE("holders read well to a person") {
-  CHECK(describe_holder("java-uuid-1", 1500ms) == "another client (value \"java-uuid-1\"), ttl 1.5s");
+  CHECK(describe_holder("java-uuid-1", 1500ms) ==
+        "another client (value \"java-uuid-1\"), ttl 1.5s");
   CHECK(describe_holder("x\ny", -1ms) == "another client (value \"x\\x0ay\"), no ttl");
   LockValue v;
   v.token = make_token();
   v.holder = current_holder("/usr/local/bin/report.sh");
   CHECK(v.holder.cmd == "report.sh");
   std::string text = describe_holder(encode_lock_value(v) + " fence=3", 28400ms);
-  CHECK(text.find(" pid " + std::to_string(v.holder.pid) + " (report.sh) for ") != std::string::npos);
+  CHECK(text.find(" pid " + std::to_string(v.holder.pid) + " (report.sh) for ") !=
+        std::string::npos);
   CHECK(text.find("ttl 28.4s") != std::string::npos);
 }

@@ -1,5 +1,4 @@
 #include <doctest/doctest.h>
-
 #include <string>
 
 #include "sha1.h"

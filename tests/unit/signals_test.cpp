@@ -1,6 +1,5 @@
-#include <doctest/doctest.h>
-
 #include <csignal>
+#include <doctest/doctest.h>
 
 #include "signals.h"
 
