@@ -4,10 +4,12 @@ _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run help"
-    local common="--redis --prefix -q --quiet -v --verbose -h --help"
-    local run_opts="-c --command -n --no-wait -w --wait -E --conflict-exit-code --ttl
-        --max-run --kill-signal --kill-after --on-lost --min-hold"
+    local verbs="run config help"
+    local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
+        --sni --connect-timeout --command-timeout -q --quiet -v --verbose -h --help"
+    local run_settings="-w --wait -E --conflict-exit-code --ttl --max-run --kill-signal
+        --kill-after --on-lost --min-hold"
+    local run_opts="-c --command -n --no-wait $run_settings"
 
     # The verb is the first word that is not an option.
     local i verb="" dashdash=0
@@ -50,7 +52,16 @@ _rlock() {
             COMPREPLY=($(compgen -W "inf 10s 1m 10m" -- "$cur"))
             return
             ;;
-        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --prefix | -c | --command)
+        --config | --password-file | --cacert | --cert | --key)
+            _filedir
+            return
+            ;;
+        --cacertdir)
+            _filedir -d
+            return
+            ;;
+        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --prefix | \
+            -c | --command | --sni | --connect-timeout | --command-timeout)
             return
             ;;
     esac
@@ -61,8 +72,11 @@ _rlock() {
                 COMPREPLY=($(compgen -W "$run_opts $common" -- "$cur"))
             fi
             ;;
+        config)
+            COMPREPLY=($(compgen -W "$run_settings $common" -- "$cur"))
+            ;;
         help)
-            COMPREPLY=($(compgen -W "run" -- "$cur"))
+            COMPREPLY=($(compgen -W "run config" -- "$cur"))
             ;;
     esac
 } &&

@@ -1,30 +1,41 @@
 # fish completion for rlock(1)
 
 function __rlock_no_verb
-    not __fish_seen_subcommand_from run help
+    not __fish_seen_subcommand_from run config help
 end
 
 complete -c rlock -f
 complete -c rlock -n __rlock_no_verb -a run -d 'hold KEY while COMMAND runs'
+complete -c rlock -n __rlock_no_verb -a config -d 'print the effective configuration'
 complete -c rlock -n __rlock_no_verb -a help -d 'show the help of a command'
 complete -c rlock -n __rlock_no_verb -l version -d 'print version'
 complete -c rlock -s h -l help -d 'show help'
-complete -c rlock -n '__fish_seen_subcommand_from help' -a run
+complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run config'
 
 # Options of every verb
-complete -c rlock -n '__fish_seen_subcommand_from run' -l redis -r -d 'Redis URL'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l prefix -r -d 'prepended to every key'
-complete -c rlock -n '__fish_seen_subcommand_from run' -s q -l quiet -d 'print only errors'
-complete -c rlock -n '__fish_seen_subcommand_from run' -s v -l verbose -d 'print every event'
+set -l verbs '__fish_seen_subcommand_from run config'
+complete -c rlock -n $verbs -l redis -x -a 'redis:// rediss:// unix://' -d 'Redis URL'
+complete -c rlock -n $verbs -l config -r -F -d 'config file'
+complete -c rlock -n $verbs -l prefix -x -d 'prepended to every key'
+complete -c rlock -n $verbs -l password-file -r -F -d 'file holding the Redis password'
+complete -c rlock -n $verbs -l cacert -r -F -d 'CA certificates for rediss://'
+complete -c rlock -n $verbs -l cacertdir -r -a '(__fish_complete_directories)' -d 'directory of CA certificates'
+complete -c rlock -n $verbs -l cert -r -F -d 'client certificate'
+complete -c rlock -n $verbs -l key -r -F -d 'private key of --cert'
+complete -c rlock -n $verbs -l sni -x -d 'TLS server name'
+complete -c rlock -n $verbs -l connect-timeout -x -d 'connect timeout'
+complete -c rlock -n $verbs -l command-timeout -x -d 'timeout of one Redis command'
+complete -c rlock -n $verbs -s q -l quiet -d 'print only errors'
+complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 
-# rlock run
+# rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
 complete -c rlock -n '__fish_seen_subcommand_from run' -s n -l no-wait -d 'fail at once when held'
-complete -c rlock -n '__fish_seen_subcommand_from run' -s w -l wait -x -a 'inf 10s 1m 10m' -d 'wait up to D'
-complete -c rlock -n '__fish_seen_subcommand_from run' -s E -l conflict-exit-code -x -d 'exit status when not obtained'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l ttl -x -d 'lock expiry, renewed every ttl/3'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l max-run -x -d 'stop the command after D'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal that stops the command'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l kill-after -x -d 'KILL this long after the kill signal'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l on-lost -x -a 'kill ignore' -d 'when the lock is lost'
-complete -c rlock -n '__fish_seen_subcommand_from run' -l min-hold -x -d 'keep the lock at least D'
+complete -c rlock -n $verbs -s w -l wait -x -a 'inf 10s 1m 10m' -d 'wait up to D'
+complete -c rlock -n $verbs -s E -l conflict-exit-code -x -d 'exit status when not obtained'
+complete -c rlock -n $verbs -l ttl -x -d 'lock expiry, renewed every ttl/3'
+complete -c rlock -n $verbs -l max-run -x -d 'stop the command after D'
+complete -c rlock -n $verbs -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal that stops the command'
+complete -c rlock -n $verbs -l kill-after -x -d 'KILL this long after the kill signal'
+complete -c rlock -n $verbs -l on-lost -x -a 'kill ignore' -d 'when the lock is lost'
+complete -c rlock -n $verbs -l min-hold -x -d 'keep the lock at least D'

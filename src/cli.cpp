@@ -2,14 +2,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <hiredis/hiredis.h>
 
-#include "duration.h"
+#include "config_file.h"
 #include "error.h"
-#include "lease.h"
-#include "options.h"
-#include "signals.h"
+#include "settings.h"
+#include "tls.h"
 #include "verbs.h"
 
 #ifndef RLOCK_VERSION
@@ -20,85 +20,109 @@ namespace rlock {
 
 namespace {
 
-// Shortest --ttl: renewals every ttl/3 and a drift of ttl/100 + 2 ms need some room to work.
-constexpr Millis k_min_ttl{100};
-
 constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
 
 std::string version_text() {
+  std::string tls = tls_library_version().value_or("not found");
   return std::string("rlock ") + RLOCK_VERSION + " (hiredis " + std::to_string(HIREDIS_MAJOR) +
-         "." + std::to_string(HIREDIS_MINOR) + "." + std::to_string(HIREDIS_PATCH) + ")";
+         "." + std::to_string(HIREDIS_MINOR) + "." + std::to_string(HIREDIS_PATCH) +
+         "; TLS: " + tls + ", loaded for rediss:// only)";
 }
 
-Millis positive_duration(const std::string& flag, const std::string& text) {
-  auto d = parse_duration(text);
-  if (!d) throw usage_error(flag + ": bad duration '" + text + "' " + k_duration_help);
-  if (d->count() == 0) throw usage_error(flag + ": must be more than zero");
-  return *d;
-}
+const char* env(const char* name) { return std::getenv(name); }
 
-// The command-line state of one verb: CLI11 writes into strings; we turn them into options.
-struct RunFlags {
-  std::string ttl, wait, max_run, kill_after, min_hold, kill_signal = "TERM", on_lost = "kill";
-  bool no_wait = false;
+// What the command line says: settings given as flags (by long name), and the rest.
+struct CommandLine {
+  RawSettings flags;
+  std::optional<std::string> config_path;
+  std::string key;
   std::optional<std::string> shell_command;
-  int conflict_exit_code = k_exit_busy;
+  bool no_wait = false;
 };
 
-void add_common_options(CLI::App* app, GlobalOptions& global, bool& quiet, bool& verbose) {
-  app->add_option("--redis", global.redis_urls,
-                  "Redis URL: redis://[user[:pass]@]host[:port][/db] or unix:///path "
-                  "(default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)")
-      ->type_name("URL");
-  app->add_option("--prefix", global.prefix, "prepended to every key")->type_name("TEXT");
-  app->add_flag("-q,--quiet", quiet, "print only errors");
-  app->add_flag("-v,--verbose", verbose, "print every event (acquired, renewed, released)");
+// A flag that is also a setting (and so a config-file key): its value lands in line.flags.
+CLI::Option* add_setting(CLI::App* app, CommandLine& line, const std::string& names,
+                         const std::string& setting, const std::string& help,
+                         const std::string& type) {
+  auto* opt = app->add_option_function<std::vector<std::string>>(
+      names,
+      [&line, setting](const std::vector<std::string>& values) {
+        line.flags[setting] = RawValue{values, {Origin::Kind::flag, "--" + setting}};
+      },
+      help);
+  opt->type_name(type);
+  if (setting != "redis") opt->expected(1);
+  return opt;
 }
 
-RunOptions finish_run_options(RunFlags& flags, const std::string& key,
-                              std::vector<std::string> command) {
-  RunOptions o;
-  if (key.empty()) throw usage_error("KEY must not be empty");
-  o.key = key;
-  if (flags.shell_command && !command.empty())
-    throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
-  if (!flags.shell_command && command.empty())
-    throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
-  o.command = std::move(command);
-  o.shell_command = flags.shell_command;
-  if (!flags.ttl.empty()) o.ttl = positive_duration("--ttl", flags.ttl);
-  if (o.ttl < k_min_ttl) throw usage_error("--ttl: must be at least " + format_duration(k_min_ttl));
-  if (flags.no_wait && !flags.wait.empty()) throw usage_error("--no-wait excludes --wait");
-  if (!flags.wait.empty()) {
-    if (flags.wait == "inf" || flags.wait == "infinity") {
-      o.wait = Millis::max();
-    } else {
-      auto d = parse_duration(flags.wait);
-      if (!d)
-        throw usage_error("--wait: bad duration '" + flags.wait + "' " + k_duration_help +
-                          ", or inf");
-      if (d->count() > 0) o.wait = *d;
-    }
-  }
-  if (flags.conflict_exit_code < 0 || flags.conflict_exit_code > 255)
-    throw usage_error("--conflict-exit-code: " + std::to_string(flags.conflict_exit_code) +
-                      " is not an exit status from 0 to 255");
-  o.conflict_exit_code = flags.conflict_exit_code;
-  if (!flags.max_run.empty()) o.max_run = positive_duration("--max-run", flags.max_run);
-  if (!flags.min_hold.empty()) o.min_hold = positive_duration("--min-hold", flags.min_hold);
-  auto sig = parse_signal(flags.kill_signal);
-  if (!sig) throw usage_error("--kill-signal: unknown signal '" + flags.kill_signal + "'");
-  o.kill_signal = *sig;
-  if (!flags.kill_after.empty()) {
-    o.kill_after = positive_duration("--kill-after", flags.kill_after);
-    if (!kill_after_allowed(*o.kill_after, o.ttl))
-      throw usage_error("--kill-after " + format_duration(*o.kill_after) +
-                        " must be below half the ttl (" + format_duration(o.ttl / 2) + ")");
-  }
-  if (flags.on_lost != "kill" && flags.on_lost != "ignore")
-    throw usage_error("--on-lost: '" + flags.on_lost + "' is neither kill nor ignore");
-  o.on_lost = flags.on_lost == "ignore" ? RunOptions::OnLost::ignore : RunOptions::OnLost::kill;
-  return o;
+void add_flag_setting(CLI::App* app, CommandLine& line, const std::string& names,
+                      const std::string& setting, const std::string& help) {
+  app->add_flag_function(
+      names,
+      [&line, setting](int64_t) {
+        line.flags[setting] = RawValue{{"true"}, {Origin::Kind::flag, "--" + setting}};
+      },
+      help);
+}
+
+// The options every verb takes: where Redis is and how to reach it.
+void add_connection_options(CLI::App* app, CommandLine& line) {
+  add_setting(app, line, "--redis", "redis",
+              "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS) or "
+              "unix:///path[?db=N] (default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
+              "URL");
+  app->add_option("--config", line.config_path,
+                  "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
+                  "/etc/rlock/config.toml)")
+      ->type_name("FILE");
+  add_setting(app, line, "--prefix", "prefix", "prepended to every key", "TEXT");
+  add_setting(app, line, "--password-file", "password-file",
+              "read the Redis password from FILE (or use RLOCK_PASSWORD, REDISCLI_AUTH)", "FILE");
+  add_setting(app, line, "--cacert", "cacert", "CA certificate bundle for rediss://", "FILE");
+  add_setting(app, line, "--cacertdir", "cacertdir", "directory of CA certificates", "DIR");
+  add_setting(app, line, "--cert", "cert", "client certificate for rediss://", "FILE");
+  add_setting(app, line, "--key", "key", "private key of --cert", "FILE");
+  add_setting(app, line, "--sni", "sni", "TLS server name to send and verify", "NAME");
+  add_setting(app, line, "--connect-timeout", "connect-timeout", "connect timeout (default 2s)",
+              "D");
+  add_setting(app, line, "--command-timeout", "command-timeout",
+              "timeout of one Redis command (default 3s)", "D");
+  add_flag_setting(app, line, "-q,--quiet", "quiet", "print only errors");
+  add_flag_setting(app, line, "-v,--verbose", "verbose",
+                   "print every event (acquired, renewed, released)");
+}
+
+// The settings of `run` (also accepted by `config`, to show what a run would use).
+void add_run_settings(CLI::App* run, CommandLine& line) {
+  add_setting(run, line, "-w,--wait", "wait",
+              std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
+  add_setting(run, line, "-E,--conflict-exit-code", "conflict-exit-code",
+              "exit status when the lock is not obtained (default 75)", "N");
+  add_setting(run, line, "--ttl", "ttl", "lock expiry, renewed every ttl/3 (default 30s)", "D");
+  add_setting(run, line, "--max-run", "max-run", "stop the command after D; exit 124", "D");
+  add_setting(run, line, "--kill-signal", "kill-signal",
+              "signal that stops the command on loss or --max-run (default TERM)", "SIG");
+  add_setting(run, line, "--kill-after", "kill-after",
+              "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)", "D");
+  add_setting(run, line, "--on-lost", "on-lost",
+              "when the lock is lost: kill the command (default) or ignore it", "kill|ignore");
+  add_setting(run, line, "--min-hold", "min-hold",
+              "keep the lock until D after acquisition even if the command ends sooner", "D");
+}
+
+void add_run_options(CLI::App* run, CommandLine& line) {
+  run->add_option("KEY", line.key, "the lock's Redis key (after --prefix)")->required();
+  run->add_option("-c,--command", line.shell_command,
+                  "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
+      ->type_name("TEXT");
+  run->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+  add_run_settings(run, line);
+  run->footer("Forms:\n"
+              "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
+              "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
+              "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+              "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
+              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n");
 }
 
 // argv split at the first "--": CLI11 sees what comes before, the command is what comes after
@@ -116,6 +140,16 @@ SplitArgs split_at_double_dash(int argc, char** argv) {
   return out;
 }
 
+// Defaults, then the config file, then the environment, then the flags.
+RawSettings layered_settings(const CommandLine& line, std::optional<std::string>* config_file) {
+  RawSettings settings = default_settings();
+  *config_file = find_config_file(line.config_path, env);
+  if (*config_file) overlay(settings, read_config_file(**config_file));
+  overlay(settings, environment_settings(env));
+  overlay(settings, line.flags);
+  return settings;
+}
+
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
@@ -128,49 +162,20 @@ int run_command_line(int argc, char** argv) {
              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n"
              "See rlock(1).");
 
-  GlobalOptions global;
-  bool quiet = false, verbose = false;
-
+  CommandLine line;
   CLI::App* run = app.add_subcommand("run", "hold KEY while COMMAND runs");
-  run->footer("Forms:\n"
-              "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
-              "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
-              "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-              "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
-              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n");
-  std::string key;
-  RunFlags flags;
-  run->add_option("KEY", key, "the lock's Redis key (after --prefix)")->required();
-  run->add_option("-c,--command", flags.shell_command,
-                  "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
-      ->type_name("TEXT");
-  run->add_flag("-n,--no-wait", flags.no_wait, "fail at once when held (default)");
-  run->add_option("-w,--wait", flags.wait,
-                  std::string("wait up to D for the lock ") + k_duration_help + ", or inf")
-      ->type_name("D");
-  run->add_option("-E,--conflict-exit-code", flags.conflict_exit_code,
-                  "exit status when the lock is not obtained (default 75)")
-      ->type_name("N");
-  run->add_option("--ttl", flags.ttl, "lock expiry, renewed every ttl/3 (default 30s)")
-      ->type_name("D");
-  run->add_option("--max-run", flags.max_run, "stop the command after D; exit 124")->type_name("D");
-  run->add_option("--kill-signal", flags.kill_signal,
-                  "signal that stops the command on loss or --max-run (default TERM)")
-      ->type_name("SIG");
-  run->add_option("--kill-after", flags.kill_after,
-                  "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)")
-      ->type_name("D");
-  run->add_option("--on-lost", flags.on_lost,
-                  "when the lock is lost: kill the command (default) or ignore it")
-      ->type_name("kill|ignore");
-  run->add_option("--min-hold", flags.min_hold,
-                  "keep the lock until D after acquisition even if the command ends sooner")
-      ->type_name("D");
-  add_common_options(run, global, quiet, verbose);
+  add_run_options(run, line);
+  add_connection_options(run, line);
+
+  CLI::App* config =
+      app.add_subcommand("config", "print the effective configuration and where each value "
+                                   "came from, secrets redacted");
+  add_run_settings(config, line);
+  add_connection_options(config, line);
 
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("COMMAND", help_topic, "run");
+  help->add_option("COMMAND", help_topic, "run, config");
 
   SplitArgs args = split_at_double_dash(argc, argv);
   std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
@@ -183,13 +188,13 @@ int run_command_line(int argc, char** argv) {
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
     std::string message = e.what();
     if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-      message = "unknown command '" + args.ours.front() + "' (commands: run, help)";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) && run->parsed()) {
+      message = "unknown command '" + args.ours.front() + "' (commands: run, config, help)";
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
       // CLI11 calls both an unknown flag and a command without '--' "not expected".
-      std::vector<std::string> extras = run->remaining();
+      std::vector<std::string> extras = app.get_subcommands().front()->remaining();
       if (!extras.empty() && extras.front().rfind("-", 0) == 0)
         message = "unknown option '" + extras.front() + "'";
-      else
+      else if (run->parsed())
         message += " (put '--' before the command: rlock run KEY -- COMMAND)";
     }
     throw usage_error(message + "; see '" + where + "'");
@@ -203,21 +208,40 @@ int run_command_line(int argc, char** argv) {
     CLI::App* topic = nullptr;
     try {
       topic = app.get_subcommand(help_topic);
-    } catch (const CLI::OptionNotFound&) {}
+    } catch (const CLI::OptionNotFound&) {
+    }
     if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
     std::fputs(topic->help("rlock").c_str(), stdout);
     return k_exit_ok;
   }
 
-  if (quiet && verbose) throw usage_error("-q and -v exclude each other");
-  global.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
-  set_verbosity(global.verbosity);
-
   if (!args.command.empty() && !run->parsed())
     throw usage_error("'--' COMMAND is only for rlock run");
-  RunOptions options = finish_run_options(flags, key, std::move(args.command));
-  options.key = global.prefix + options.key;
-  return run_verb(global, options);
+  if (line.no_wait) {
+    if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
+    line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
+  }
+  if (run->parsed()) {
+    // The key and the command first: they are this invocation's, and the likelier mistake.
+    if (line.key.empty()) throw usage_error("KEY must not be empty");
+    if (line.shell_command && !args.command.empty())
+      throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
+    if (!line.shell_command && args.command.empty())
+      throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
+  }
+
+  std::optional<std::string> config_file;
+  RawSettings settings = layered_settings(line, &config_file);
+  Resolved resolved = resolve_settings(settings);
+  set_verbosity(resolved.global.verbosity);
+
+  if (config->parsed()) return config_verb(settings, config_file);
+
+  RunOptions options = std::move(resolved.run);
+  options.key = resolved.global.prefix + line.key;
+  options.command = std::move(args.command);
+  options.shell_command = line.shell_command;
+  return run_verb(resolved.global, options);
 }
 
 }  // namespace rlock

@@ -1,23 +1,51 @@
-// From options to "a Redis": which URL, and which implementation serves it.
-#include <cstdlib>
+// From options to "a Redis": which URL, which password, and which implementation serves it.
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
 
 #include "error.h"
+#include "log.h"
 #include "redis.h"
 #include "redis_url.h"
 #include "verbs.h"
 
 namespace rlock {
 
-std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
-  std::string url_text = k_default_redis_url;
-  if (!global.redis_urls.empty()) {
-    if (global.redis_urls.size() > 1)
-      throw Error(k_exit_config, "several --redis URLs (Redlock) are not supported yet");
-    url_text = global.redis_urls.front();
-  } else if (const char* env = std::getenv("RLOCK_REDIS_URL"); env && *env) {
-    url_text = env;
+namespace {
+
+// The password in PATH: the file's text less one trailing newline. Like ssh with a private
+// key, a file others can read earns a warning (not a refusal: the operator may have reasons).
+std::string read_password_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(k_exit_config, "cannot read the password file " + errno_message(path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string password = text.str();
+  if (!password.empty() && password.back() == '\n') password.pop_back();
+  if (!password.empty() && password.back() == '\r') password.pop_back();
+  if (password.empty()) throw Error(k_exit_config, "the password file " + path + " is empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    log_warning("the password file " + path + " can be read by others (mode " + mode +
+                "); chmod 600 it");
   }
-  return make_single_redis(parse_redis_url(url_text));
+  return password;
+}
+
+}  // namespace
+
+std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
+  if (global.redis_urls.size() > 1)
+    throw Error(k_exit_config, "several Redis URLs (Redlock) are not supported yet");
+  RedisUrl url = parse_redis_url(global.redis_urls.empty() ? std::string(k_default_redis_url)
+                                                           : global.redis_urls.front());
+  ConnectOptions options = global.connect;
+  if (global.password_file && !url.password)
+    options.password = read_password_file(*global.password_file);
+  return make_single_redis(url, options);
 }
 
 }  // namespace rlock

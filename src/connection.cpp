@@ -65,17 +65,6 @@ std::string format_command(const Argv& argv) {
   return std::string(cmd, static_cast<size_t>(len));
 }
 
-// Waits until FD is ready for EVENTS or DEADLINE passes. EINTR restarts with the time left.
-Result<Unit> wait_fd(int fd, short events, TimePoint deadline, const std::string& endpoint) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, millis_until(deadline));
-    if (n > 0) return Unit{};
-    if (n == 0) return Failure{Failure::Kind::timeout, endpoint + ": timed out"};
-    if (errno != EINTR) return Failure{Failure::Kind::io, endpoint + ": " + errno_message("poll")};
-  }
-}
-
 // A non-blocking connect to one address, finished before DEADLINE.
 Result<Fd> connect_to(const sockaddr* addr, socklen_t len, int family, TimePoint deadline,
                       const std::string& endpoint) {
@@ -133,96 +122,79 @@ Result<Fd> connect_socket(const RedisUrl& url, TimePoint deadline) {
 
 }  // namespace
 
-Connection::Connection(Fd fd, std::string endpoint)
-    : fd_(std::move(fd)), endpoint_(std::move(endpoint)),
+Connection::Connection(std::unique_ptr<Stream> stream, std::string endpoint)
+    : stream_(std::move(stream)), endpoint_(std::move(endpoint)),
       reader_(redisReaderCreate(), redisReaderFree) {
   if (!reader_) throw std::bad_alloc();
 }
 
 Connection::~Connection() = default;
 
-Result<std::unique_ptr<Connection>> Connection::open(const RedisUrl& url, TimePoint deadline) {
-  if (url.scheme == RedisUrl::Scheme::tls)
-    throw Error(k_exit_config, "rediss:// (TLS) is not supported yet: " + url.redacted());
+Result<std::unique_ptr<Connection>> Connection::open(const RedisUrl& url,
+                                                     const ConnectOptions& options,
+                                                     TimePoint deadline) {
+  deadline = std::min(deadline, Clock::now() + options.connect_timeout);
   auto fd = connect_socket(url, deadline);
   if (!fd) return Failure{Failure::Kind::connect, fd.failure().message};
-  std::unique_ptr<Connection> conn(new Connection(std::move(*fd), url.endpoint()));
+  std::unique_ptr<Stream> stream;
+  if (url.scheme == RedisUrl::Scheme::tls) {
+    auto tls = make_tls_stream(std::move(*fd), url.host, url.endpoint(), options.tls, deadline);
+    if (!tls) return tls.failure();
+    stream = std::move(*tls);
+  } else {
+    stream = make_plain_stream(std::move(*fd), url.endpoint());
+  }
+  std::unique_ptr<Connection> conn(new Connection(std::move(stream), url.endpoint()));
   std::vector<Argv> setup;
-  if (url.password) {
+  const std::optional<std::string>& password = url.password ? url.password : options.password;
+  if (password) {
     if (url.user)
-      setup.push_back({"AUTH", *url.user, *url.password});
+      setup.push_back({"AUTH", *url.user, *password});
     else
-      setup.push_back({"AUTH", *url.password});
+      setup.push_back({"AUTH", *password});
   }
   if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
   if (!setup.empty()) {
     auto replies = conn->pipeline(setup, deadline);
-    if (!replies) return replies.failure();
+    if (!replies) return Failure{Failure::Kind::connect, replies.failure().message};
     for (const Reply& r : *replies)
       if (r.type == Reply::Type::error)
-        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str};
+        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str,
+                       r.str.substr(0, r.str.find(' '))};
   }
   return conn;
 }
 
-Failure Connection::fail(Failure::Kind kind, const std::string& what) {
-  fd_.reset();  // the stream is out of step now; no later call may read a stale reply
-  return Failure{kind, endpoint_ + ": " + what};
-}
-
-Result<Unit> Connection::write_all(const std::string& bytes, TimePoint deadline) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::send(fd_.get(), bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n > 0) {
-      done += static_cast<size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      auto ready = wait_fd(fd_.get(), POLLOUT, deadline, endpoint_);
-      if (!ready) return fail(ready.failure().kind, "timed out sending");
-      continue;
-    }
-    return fail(Failure::Kind::io, errno_message("send"));
-  }
-  return Unit{};
+Failure Connection::fail(const Failure& failure) {
+  stream_.reset();  // the stream is out of step now; no later call may read a stale reply
+  return failure;
 }
 
 Result<Reply> Connection::read_reply(TimePoint deadline) {
   for (;;) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
-      return fail(Failure::Kind::protocol, "bad reply from server");
+      return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
     if (raw) {
       ReplyPtr reply(static_cast<redisReply*>(raw), freeReplyObject);
       return copy_reply(reply.get());
     }
     char buf[16384];
-    ssize_t n = ::recv(fd_.get(), buf, sizeof buf, 0);
-    if (n > 0) {
-      if (redisReaderFeed(reader_.get(), buf, static_cast<size_t>(n)) != REDIS_OK)
-        return fail(Failure::Kind::protocol, "bad reply from server");
-      continue;
-    }
-    if (n == 0) return fail(Failure::Kind::io, "connection closed by server");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      auto ready = wait_fd(fd_.get(), POLLIN, deadline, endpoint_);
-      if (!ready) return fail(ready.failure().kind, "timed out waiting for a reply");
-      continue;
-    }
-    return fail(Failure::Kind::io, errno_message("recv"));
+    auto n = stream_->read_some(buf, sizeof buf, deadline);
+    if (!n) return fail(n.failure());
+    if (*n == 0) return fail({Failure::Kind::io, endpoint_ + ": connection closed by server"});
+    if (redisReaderFeed(reader_.get(), buf, *n) != REDIS_OK)
+      return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
   }
 }
 
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,
                                                 TimePoint deadline) {
-  if (!fd_.valid()) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
+  if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
   std::string out;
   for (const Argv& argv : commands) out += format_command(argv);
-  auto written = write_all(out, deadline);
-  if (!written) return written.failure();
+  auto written = stream_->write_all(out, deadline);
+  if (!written) return fail(written.failure());
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {

@@ -11,17 +11,32 @@
 #include "fd.h"
 #include "redis_url.h"
 #include "reply.h"
+#include "stream.h"
+#include "tls.h"
 
 struct redisReader;
 
 namespace rlock {
 
+// A dead or black-holed server must never hang rlock: every connect and command has one of
+// these unless --connect-timeout / --command-timeout say otherwise.
 inline constexpr std::chrono::milliseconds k_default_connect_timeout{2000};
+inline constexpr std::chrono::milliseconds k_default_command_timeout{3000};
+
+struct ConnectOptions {
+  TlsOptions tls;                        // for rediss://
+  std::optional<std::string> password;   // used when the URL carries none
+  std::chrono::milliseconds connect_timeout = k_default_connect_timeout;
+  std::chrono::milliseconds command_timeout = k_default_command_timeout;
+};
 
 class Connection {
 public:
-  // Connects, then AUTH and SELECT as the URL asks, all before DEADLINE.
-  static Result<std::unique_ptr<Connection>> open(const RedisUrl& url, TimePoint deadline);
+  // Connects (TCP, unix socket or TLS), then AUTH and SELECT as URL and OPTIONS ask, within
+  // the connect timeout and before DEADLINE.
+  static Result<std::unique_ptr<Connection>> open(const RedisUrl& url,
+                                                  const ConnectOptions& options,
+                                                  TimePoint deadline);
   ~Connection();
 
   // Sends every command in one write and reads their replies in order. An error reply is a
@@ -31,12 +46,11 @@ public:
   Result<Reply> call(const Argv& argv, TimePoint deadline);
 
 private:
-  Connection(Fd fd, std::string endpoint);
-  Result<Unit> write_all(const std::string& bytes, TimePoint deadline);
+  Connection(std::unique_ptr<Stream> stream, std::string endpoint);
   Result<Reply> read_reply(TimePoint deadline);
-  Failure fail(Failure::Kind kind, const std::string& what);
+  Failure fail(const Failure& failure);
 
-  Fd fd_;
+  std::unique_ptr<Stream> stream_;  // null once an I/O error has made the connection unusable
   std::string endpoint_;  // for messages; never holds a password
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
 };

@@ -42,6 +42,7 @@ struct Failure {
   };
   Kind kind;
   std::string message;
+  std::string code = {};  // server errors: the reply's first word (NOSCRIPT, READONLY, OOM ...)
 };
 
 template <class T> class Result {

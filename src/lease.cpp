@@ -66,7 +66,8 @@ void LeaseKeeper::run() {
       lose(State::expired);
       return;
     }
-    TimePoint attempt_deadline = std::min(sent + renew_attempt_timeout(ttl_), deadline);
+    Millis attempt = std::min(renew_attempt_timeout(ttl_), lock_.command_timeout());
+    TimePoint attempt_deadline = std::min(sent + attempt, deadline);
     auto renewed = lock_.renew(ttl_, attempt_deadline);
     if (renewed && *renewed) {
       deadline_ = lease_deadline(sent, ttl_).time_since_epoch().count();

@@ -39,6 +39,8 @@ public:
 
   const std::string& key() const { return key_; }
   const std::string& token() const { return token_; }
+  // The connection's per-command timeout, for callers without a tighter deadline.
+  Millis command_timeout() const { return redis_.command_timeout(); }
 
   // SET KEY VALUE NX PX TTL and INCR of the fence counter, in one step. VALUE is
   // encode_lock_value() of our holder without a fence. Retrying after a lost reply is safe:

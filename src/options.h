@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "connection.h"
 #include "duration.h"
 #include "exit_status.h"
 #include "log.h"
@@ -16,9 +17,11 @@ namespace rlock {
 inline constexpr Millis k_default_ttl{30'000};
 
 struct GlobalOptions {
-  std::vector<std::string> redis_urls;  // empty: $RLOCK_REDIS_URL, then k_default_redis_url
-  std::string prefix;                   // prepended to every key
+  std::vector<std::string> redis_urls;
+  std::string prefix;  // prepended to every key
   Verbosity verbosity = Verbosity::normal;
+  ConnectOptions connect;                    // TLS material, timeouts; password when given inline
+  std::optional<std::string> password_file;  // read at connect time when it won over a password
 };
 
 struct RunOptions {

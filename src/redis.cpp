@@ -9,11 +9,12 @@ namespace {
 
 class SingleRedis final : public Redis {
 public:
-  explicit SingleRedis(RedisUrl url) : url_(std::move(url)) {}
+  SingleRedis(RedisUrl url, ConnectOptions options)
+      : url_(std::move(url)), options_(std::move(options)) {}
 
   Result<Reply> call(const Argv& argv, TimePoint deadline) override {
     if (!conn_) {
-      auto opened = Connection::open(url_, deadline);
+      auto opened = Connection::open(url_, options_, deadline);
       if (!opened) return opened.failure();
       conn_ = std::move(*opened);
     }
@@ -22,21 +23,30 @@ public:
       conn_.reset();  // a failed connection is dead; the next call makes a new one
       return reply.failure();
     }
-    if (reply->type == Reply::Type::error) return Failure{Failure::Kind::server, reply->str};
+    if (reply->type == Reply::Type::error) {
+      std::string message = reply->str;
+      std::string code = message.substr(0, message.find(' '));
+      if (code == "NOAUTH")
+        message += " (give the password in the URL, RLOCK_PASSWORD, REDISCLI_AUTH or "
+                   "--password-file)";
+      return Failure{Failure::Kind::server, url_.redacted() + ": " + message, code};
+    }
     return reply;
   }
 
   std::string name() const override { return url_.redacted(); }
+  Millis command_timeout() const override { return options_.command_timeout; }
 
 private:
   RedisUrl url_;
+  ConnectOptions options_;
   std::unique_ptr<Connection> conn_;
 };
 
 }  // namespace
 
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url) {
-  return std::make_unique<SingleRedis>(url);
+std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options) {
+  return std::make_unique<SingleRedis>(url, options);
 }
 
 Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
@@ -52,7 +62,7 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
   argv.insert(argv.end(), args.begin(), args.end());
   auto reply = redis.call(argv, deadline);
   if (!reply && reply.failure().kind == Failure::Kind::server &&
-      reply.failure().message.rfind("NOSCRIPT", 0) == 0) {
+      reply.failure().code == "NOSCRIPT") {
     argv[0] = "EVAL";
     argv[1] = script.source();
     reply = redis.call(argv, deadline);

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "clock.h"
+#include "connection.h"
+#include "duration.h"
 #include "error.h"
 #include "redis_url.h"
 #include "reply.h"
@@ -19,10 +21,12 @@ public:
   virtual Result<Reply> call(const Argv& argv, TimePoint deadline) = 0;
   // What to call this Redis in messages: a redacted URL.
   virtual std::string name() const = 0;
+  // How long one command may take when the caller has no tighter deadline.
+  virtual Millis command_timeout() const = 0;
 };
 
 // One server at URL. Connects lazily and reconnects after a failure, on the next call.
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url);
+std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
 class Script {

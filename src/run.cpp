@@ -209,7 +209,7 @@ void release(Lock& lock, Millis ttl) {
   TimePoint give_up = Clock::now() + std::min(ttl, k_release_budget);
   for (;;) {
     TimePoint now = Clock::now();
-    auto released = lock.release(std::min(now + k_default_command_timeout, give_up));
+    auto released = lock.release(std::min(now + lock.command_timeout(), give_up));
     if (released) {
       if (*released)
         log_debug(lock.key() + ": released");
@@ -233,7 +233,7 @@ void finish(Lock& lock, const RunOptions& options, TimePoint acquired) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired);
     if (held < *options.min_hold) {
       Millis rest = *options.min_hold - held;
-      auto kept = lock.renew(rest, Clock::now() + k_default_command_timeout);
+      auto kept = lock.renew(rest, Clock::now() + lock.command_timeout());
       if (kept && *kept) {
         log_debug(lock.key() + ": keeping it " + format_duration(rest) + " more (--min-hold)");
         return;

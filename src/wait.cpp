@@ -34,7 +34,7 @@ std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
 // to undo when the failure was that no connection could be made.
 void undo_possible_acquire(Lock& lock, const Failure& failure) {
   if (failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server)
-    (void)lock.release(Clock::now() + k_default_command_timeout);
+    (void)lock.release(Clock::now() + lock.command_timeout());
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optio
   bool ever_answered = false;
   for (;;) {
     TimePoint sent = Clock::now();
-    auto attempt = lock.try_acquire(value, ttl, sent + k_default_command_timeout);
+    auto attempt = lock.try_acquire(value, ttl, sent + lock.command_timeout());
     std::optional<Millis> holder_pttl;
     std::string holder_value;
     if (attempt) {

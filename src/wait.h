@@ -18,7 +18,6 @@ class SignalEvents;
 // Between attempts while the holder is alive. Peers poll at 50-250 ms; a notification-based
 // wait replaces this loop later (it is kept in this one function for that).
 inline constexpr Millis k_poll_interval{100};
-inline constexpr Millis k_default_command_timeout{3000};
 
 struct Obtained {
   int64_t fence;

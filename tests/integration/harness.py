@@ -144,7 +144,9 @@ class RedisServer:
                 return c("PING") == "PONG"
             finally:
                 c.close()
-        except (OSError, RespError):
+        except RespError as e:
+            return str(e).startswith("NOAUTH")  # up, and wants a password
+        except OSError:
             return False
 
     def client(self):

@@ -9,7 +9,7 @@ import unittest
 from harness import run_rlock
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run"]
+VERBS = ["run", "config"]
 
 
 def read(rel):
@@ -34,8 +34,8 @@ class Docs(unittest.TestCase):
             options = long_options(r.stdout.split("Forms:")[0]) - {"--help"}
             self.assertGreater(len(options), 10)
             for name, text in docs.items():
-                for option in sorted(options):
-                    self.assertIn(option, text, f"{option} of 'rlock {verb}' is missing from {name}")
+                missing = sorted(o for o in options if o not in text)
+                self.assertEqual(missing, [], f"options of 'rlock {verb}' missing from {name}")
 
     def test_exit_status_tables_agree(self):
         header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))} - {0}
@@ -80,6 +80,8 @@ class BashCompletion(unittest.TestCase):
 
     def test_verbs_flags_and_values(self):
         self.assertEqual(self.complete("rlock", "r"), {"run"})
+        self.assertEqual(self.complete("rlock", "c"), {"config"})
+        self.assertIn("--cacert", self.complete("rlock", "config", "--ca"))
         self.assertIn("--on-lost", self.complete("rlock", "run", "--on"))
         self.assertIn("--min-hold", self.complete("rlock", "run", "--m"))
         self.assertEqual(self.complete("rlock", "run", "--on-lost", ""), {"kill", "ignore"})
@@ -90,3 +92,23 @@ class BashCompletion(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ZshAndFish(unittest.TestCase):
+    def test_zsh_completion_parses(self):
+        zsh = shutil.which("zsh")
+        self.assertIsNotNone(zsh, "zsh is needed (packaging/setup-debian.sh installs it)")
+        r = subprocess.run([zsh, "-n", os.path.join(SOURCE, "completions/_rlock")],
+                           capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+
+    def test_fish_completion_completes(self):
+        fish = shutil.which("fish")
+        self.assertIsNotNone(fish, "fish is needed (packaging/setup-debian.sh installs it)")
+        path = os.path.join(SOURCE, "completions/rlock.fish")
+        r = subprocess.run([fish, "-n", path], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        r = subprocess.run([fish, "--no-config", "-c",
+                            f"source {path}; complete -C 'rlock run --on-lost '"],
+                           capture_output=True, text=True)
+        self.assertEqual({line.split("\t")[0] for line in r.stdout.splitlines()}, {"kill", "ignore"})

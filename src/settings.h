@@ -1,0 +1,60 @@
+// Settings from every source, and how they combine: flag > environment > config file > default
+// (SPEC §4). Every setting is named by its long flag; the config file uses the same names.
+// Pure: the environment comes in as a lookup function, files as text (config_file.h).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "options.h"
+
+namespace rlock {
+
+struct Origin {
+  enum class Kind { default_value, file, environment, flag };
+  Kind kind = Kind::default_value;
+  std::string where;  // "--ttl", "RLOCK_REDIS_URL", "/etc/rlock/config.toml:3:7", "default"
+};
+
+struct RawValue {
+  std::vector<std::string> values;  // one, except for lists (redis)
+  Origin origin;
+};
+
+// By long flag name ("ttl", "redis", ...).
+using RawSettings = std::map<std::string, RawValue>;
+
+enum class SettingKind { text, list, duration, wait, exit_code, signal, on_lost, flag, secret };
+
+struct SettingInfo {
+  const char* name;
+  SettingKind kind;
+  const char* default_text;  // nullptr: no default (unset, or computed from others)
+  const char* help;
+};
+
+// Every setting rlock knows, in display order.
+const std::vector<SettingInfo>& all_settings();
+const SettingInfo* find_setting(const std::string& name);
+
+RawSettings default_settings();
+// RLOCK_REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.
+RawSettings environment_settings(const std::function<const char*(const char*)>& getenv);
+// TOP's values replace BASE's, key by key.
+void overlay(RawSettings& base, const RawSettings& top);
+
+// Typed settings. A bad value is Error(k_exit_usage) when it came from a flag, else
+// Error(k_exit_config) naming where it came from (file:line:column, or the variable).
+struct Resolved {
+  GlobalOptions global;
+  RunOptions run;  // key and command are the command line's, not settings
+};
+Resolved resolve_settings(const RawSettings& settings);
+
+// The value as `rlock config` shows it: secrets as ***, passwords in URLs redacted.
+std::string display_value(const std::string& name, const RawValue& value);
+
+}  // namespace rlock

@@ -1,0 +1,335 @@
+"""Reaching Redis the way production does: unix sockets, databases, ACL users, passwords from
+the environment and files, TLS, timeouts, reconnection, and the config file."""
+import os
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import (RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, start_rlock,
+                     wait_until)
+
+SECRET = "s3cret-Pa55"
+
+
+class Reaching(RedisTestCase):
+    def test_unix_socket(self):
+        url = f"unix://{self.server.unix_socket}"
+        r = run_rlock(["run", "--redis", url, "k", "--", "sh", "-c", "echo $RLOCK_FENCE"],
+                      env=rlock_env())
+        self.assertEqual((r.returncode, r.stdout), (0, "1\n"), r.stderr)
+        self.assertEqual(self.server.cmd("GET", "{k}:rlock:fence"), "1")
+
+    def test_database_number(self):
+        url = f"redis://127.0.0.1:{self.server.port}/3"
+        p = start_rlock(["run", "--redis", url, "k", "--", "sleep", "30"], env=rlock_env())
+        self.procs.append(p)
+        c = self.server.client()
+        c("SELECT", 3)
+        wait_until(lambda: c("GET", "k"), 5, "the lock in db 3")
+        self.assertIsNone(self.server.cmd("GET", "k"))  # db 0 untouched
+        c.close()
+
+    def test_dropped_connection_is_reconnected_by_the_lease_keeper(self):
+        p = self.start(["run", "--ttl", "900ms", "k", "--", "sleep", "2.5"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 5, "lock taken")
+        killed = self.server.cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        self.assertGreaterEqual(killed, 1)
+        self.assertEqual(p.wait(timeout=15), 0, p.stderr.read())
+        self.assert_no_lock("k")
+
+    def test_scripts_go_by_sha_and_survive_a_script_flush(self):
+        self.server.cmd("SCRIPT", "FLUSH")
+        self.server.cmd("CONFIG", "RESETSTAT")
+        r = self.run_rlock(["run", "--ttl", "300ms", "k", "--", "sleep", "1.2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stats = self.server.cmd("INFO", "commandstats")
+        calls = {line.split(":")[0]: int(line.split("calls=")[1].split(",")[0])
+                 for line in stats.splitlines() if line.startswith("cmdstat_")}
+        # Each script is sent whole once (NOSCRIPT fallback), then by SHA only.
+        self.assertLessEqual(calls.get("cmdstat_eval", 0), 3)
+        self.assertGreaterEqual(calls.get("cmdstat_evalsha", 0), 5)
+
+    def test_a_server_that_never_answers_times_out(self):
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        accepted = []
+        threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()
+        port = listener.getsockname()[1]
+        start = time.monotonic()
+        r = run_rlock(["run", "--redis", f"redis://127.0.0.1:{port}", "--command-timeout", "300ms",
+                       "k", "--", "true"], env=rlock_env())
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("timed out", r.stderr)
+        self.assertLess(time.monotonic() - start, 5)
+        for conn, _ in accepted:
+            conn.close()
+        listener.close()
+
+
+class Passwords(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RedisServer("--requirepass", SECRET)
+        cls.url = f"redis://127.0.0.1:{cls.server.port}"
+        c = cls.server.client()
+        c("AUTH", SECRET)
+        c("ACL", "SETUSER", "app", "on", ">app-" + SECRET, "~*", "+@all")
+        c.close()
+        cls.tmp = tempfile.mkdtemp()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def run_with(self, args, **env):
+        return run_rlock(["run"] + args + ["k", "--", "true"], env=rlock_env(**env))
+
+    def assert_secret_absent(self, r):
+        for secret in (SECRET, "app-" + SECRET, "wrong-" + SECRET):
+            self.assertNotIn(secret, r.stdout + r.stderr)
+
+    def test_acl_user_in_the_url(self):
+        r = self.run_with(["--redis", f"redis://app:app-{SECRET}@127.0.0.1:{self.server.port}"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_wrong_password_is_69_and_never_printed(self):
+        r = self.run_with(["--redis", f"redis://app:wrong-{SECRET}@127.0.0.1:{self.server.port}"])
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("WRONGPASS", r.stderr)
+        self.assertIn("redis://app:***@", r.stderr)
+        self.assert_secret_absent(r)
+
+    def test_no_password_says_how_to_give_one(self):
+        r = self.run_with(["--redis", self.url])
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("NOAUTH", r.stderr)
+        self.assertIn("REDISCLI_AUTH", r.stderr)
+
+    def test_rediscli_auth(self):
+        r = self.run_with(["--redis", self.url], REDISCLI_AUTH=SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_rlock_password_beats_rediscli_auth(self):
+        r = self.run_with(["--redis", self.url], RLOCK_PASSWORD=SECRET, REDISCLI_AUTH="wrong-" + SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_with(["--redis", self.url], RLOCK_PASSWORD="wrong-" + SECRET, REDISCLI_AUTH=SECRET)
+        self.assertEqual(r.returncode, 69)
+        self.assert_secret_absent(r)
+
+    def test_password_file_and_its_permissions(self):
+        path = os.path.join(self.tmp, "pw")
+        with open(path, "w") as f:
+            f.write(SECRET + "\n")
+        os.chmod(path, 0o600)
+        r = self.run_with(["--redis", self.url, "--password-file", path])
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        os.chmod(path, 0o644)
+        r = self.run_with(["--redis", self.url, "--password-file", path])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("can be read by others", r.stderr)
+        # The flag beats the environment.
+        os.chmod(path, 0o600)
+        r = self.run_with(["--redis", self.url, "--password-file", path], RLOCK_PASSWORD="wrong")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_with(["--redis", self.url, "--password-file", os.path.join(self.tmp, "none")])
+        self.assertEqual(r.returncode, 78)
+
+    def test_acl_user_with_password_from_the_environment(self):
+        r = self.run_with(["--redis", f"redis://app:@127.0.0.1:{self.server.port}"],
+                          RLOCK_PASSWORD="app-" + SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+
+def make_certificates(directory):
+    """A CA and a server certificate for 127.0.0.1 and localhost, made with the openssl CLI."""
+    def sh(*args):
+        subprocess.run(args, cwd=directory, check=True, capture_output=True)
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+       "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=rlock test CA")
+    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
+       "-out", "server.csr", "-subj", "/CN=localhost")
+    with open(os.path.join(directory, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    sh("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+       "-CAcreateserial", "-days", "2", "-out", "server.crt", "-extfile", "ext.cnf")
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+       "-keyout", "other-ca.key", "-out", "other-ca.crt", "-subj", "/CN=some other CA")
+
+
+class Tls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = tempfile.mkdtemp(prefix="rlock-tls-")
+        make_certificates(cls.certs)
+        cls.tls_port = free_port()
+        cert = lambda name: os.path.join(cls.certs, name)
+        # TLS only: the plain port is closed.
+        cls.server = RedisServer("--tls-port", str(cls.tls_port), "--tls-cert-file", cert("server.crt"),
+                                 "--tls-key-file", cert("server.key"),
+                                 "--tls-ca-cert-file", cert("ca.crt"), "--tls-auth-clients", "no")
+        cls.marker = os.path.join(cls.certs, "ran")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        if os.path.exists(self.marker):
+            os.unlink(self.marker)
+
+    def run_tls(self, host, *args):
+        return run_rlock(["run", "--redis", f"rediss://{host}:{self.tls_port}", *args,
+                          "k", "--", "touch", self.marker], env=rlock_env())
+
+    def test_with_the_ca_it_works(self):
+        for host in ("127.0.0.1", "localhost"):
+            with self.subTest(host=host):
+                os.path.exists(self.marker) and os.unlink(self.marker)
+                r = self.run_tls(host, "--cacert", os.path.join(self.certs, "ca.crt"))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertTrue(os.path.exists(self.marker))
+
+    def test_without_the_ca_the_certificate_is_refused_and_nothing_runs(self):
+        r = self.run_tls("127.0.0.1")
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("certificate", r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertFalse(os.path.exists(self.marker))
+
+    def test_another_ca_is_refused(self):
+        r = self.run_tls("127.0.0.1", "--cacert", os.path.join(self.certs, "other-ca.crt"))
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("certificate verification failed", r.stderr)
+        self.assertFalse(os.path.exists(self.marker))
+
+    def test_a_name_the_certificate_does_not_carry_is_refused(self):
+        r = self.run_tls("127.0.0.1", "--cacert", os.path.join(self.certs, "ca.crt"),
+                         "--sni", "not-this-server.example")
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("certificate", r.stderr)
+        self.assertFalse(os.path.exists(self.marker))
+
+    def test_unusable_tls_material_is_78(self):
+        r = self.run_tls("127.0.0.1", "--cacert", os.path.join(self.certs, "missing.crt"))
+        self.assertEqual(r.returncode, 78)
+        self.assertIn("missing.crt", r.stderr)
+        r = self.run_tls("127.0.0.1", "--cacert", os.path.join(self.certs, "ca.crt"),
+                         "--cert", os.path.join(self.certs, "server.crt"))
+        self.assertEqual(r.returncode, 78)
+        self.assertIn("--key", r.stderr)
+
+    def test_plain_redis_to_a_tls_port_fails_cleanly(self):
+        r = run_rlock(["run", "--redis", f"redis://127.0.0.1:{self.tls_port}", "--command-timeout",
+                       "1s", "k", "--", "touch", self.marker], env=rlock_env())
+        self.assertEqual(r.returncode, 69)
+        self.assertFalse(os.path.exists(self.marker))
+
+
+class ConfigFile(RedisTestCase):
+    def write_config(self, text, name="config.toml"):
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_config(self, args, path=None, **env):
+        environment = rlock_env(**env)
+        if path:
+            environment["RLOCK_CONFIG"] = path
+        return run_rlock(args, env=environment)
+
+    def test_the_file_sets_url_ttl_and_conflict_code(self):
+        path = self.write_config(f'redis = "{self.server.url}"\nttl = "7s"\n'
+                                 f'conflict-exit-code = 3\nprefix = "lock:"\n')
+        p = start_rlock(["run", "--config", path, "k", "--", "sleep", "30"], env=rlock_env())
+        self.procs.append(p)
+        wait_until(lambda: self.server.cmd("GET", "lock:k"), 5, "lock taken via the file's URL")
+        self.assertTrue(5000 < self.server.cmd("PTTL", "lock:k") <= 7000)
+        r = self.run_config(["run", "k", "--", "true"], path)
+        self.assertEqual(r.returncode, 3)
+
+    def test_flag_beats_environment_beats_file(self):
+        dead = f"redis://127.0.0.1:{free_port()}"
+        good = self.server.url
+        path = self.write_config(f'redis = ["{dead}"]\nttl = "7s"\n')
+        # environment over file
+        r = self.run_config(["run", "k", "--", "true"], path, RLOCK_REDIS_URL=good)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # flag over environment
+        r = self.run_config(["run", "--redis", good, "k", "--", "true"], path, RLOCK_REDIS_URL=dead)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_config(["run", "--redis", dead, "k", "--", "true"], path, RLOCK_REDIS_URL=good)
+        self.assertEqual(r.returncode, 69)
+        # flag over file, for a run option
+        p = start_rlock(["run", "--config", path, "--redis", good, "--ttl", "9s", "k", "--",
+                         "sleep", "30"], env=rlock_env())
+        self.procs.append(p)
+        wait_until(lambda: self.server.cmd("GET", "k"), 5, "lock taken")
+        self.assertTrue(7000 < self.server.cmd("PTTL", "k") <= 9000)
+
+    def test_broken_toml_is_78_with_line_and_column(self):
+        path = self.write_config('ttl = "30s"\nredis = [\n  "redis://x",\n  oops\n]\n')
+        r = self.run_config(["run", "k", "--", "true"], path)
+        self.assertEqual(r.returncode, 78)
+        self.assertRegex(r.stderr, rf"{path}:4:\d+: ")
+        self.assertEqual(len(r.stderr.splitlines()), 1)
+
+    def test_unknown_key_is_78_naming_it(self):
+        path = self.write_config('ttl = "30s"\n\ntimeout = "5s"\n')
+        r = self.run_config(["run", "k", "--", "true"], path)
+        self.assertEqual(r.returncode, 78)
+        self.assertIn(f"{path}:3:1: unknown key 'timeout'", r.stderr)
+
+    def test_bad_values_in_the_file_are_78_with_their_place(self):
+        for text, needle in [('ttl = "soon"\n', ":1:"), ('conflict-exit-code = "x"\n', ":1:"),
+                             ('ttl = [1]\n', "expected a duration"),
+                             ('quiet = "yes"\n', "expected true or false"),
+                             ('redis = "http://x"\n', "unknown scheme"),
+                             ('kill-after = "20s"\n', "below half the ttl")]:
+            with self.subTest(text=text):
+                path = self.write_config(text)
+                r = self.run_config(["run", "k", "--", "true"], path)
+                self.assertEqual(r.returncode, 78, r.stderr)
+                self.assertIn(path, r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+    def test_a_named_file_that_does_not_exist_is_78(self):
+        r = self.run_config(["run", "--config", self.path("nope.toml"), "k", "--", "true"])
+        self.assertEqual(r.returncode, 78)
+        r = self.run_config(["run", "k", "--", "true"], self.path("nope.toml"))
+        self.assertEqual(r.returncode, 78)
+        self.assertIn("RLOCK_CONFIG", r.stderr)
+
+    def test_xdg_config_home_is_searched(self):
+        os.makedirs(self.path("xdg/rlock"))
+        self.write_config(f'redis = "{self.server.url}"\nconflict-exit-code = 9\n', "xdg/rlock/config.toml")
+        self.server.cmd("SET", "k", "held", "PX", 30000)
+        env = rlock_env(XDG_CONFIG_HOME=self.path("xdg"))
+        env.pop("RLOCK_REDIS_URL", None)
+        r = run_rlock(["run", "k", "--", "true"], env=env)
+        self.assertEqual(r.returncode, 9, r.stderr)
+
+    def test_rlock_config_shows_values_origins_and_no_secrets(self):
+        path = self.write_config(f'redis = "redis://app:{SECRET}@127.0.0.1:1"\nttl = "7s"\n')
+        r = self.run_config(["config", "--ttl", "9s"], path, REDISCLI_AUTH="env-" + SECRET)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(SECRET, r.stdout + r.stderr)
+        lines = {line.split()[0]: line for line in r.stdout.splitlines()}
+        self.assertIn(path, lines["config-file"])
+        self.assertIn("redis://app:***@127.0.0.1:1", lines["redis"])
+        self.assertIn(f"file {path}:1:1", lines["redis"])
+        self.assertIn("9s", lines["ttl"])
+        self.assertIn("flag --ttl", lines["ttl"])
+        self.assertIn("***", lines["password"])
+        self.assertIn("environment REDISCLI_AUTH", lines["password"])
+        self.assertIn("default", lines["conflict-exit-code"])
+
+
+if __name__ == "__main__":
+    unittest.main()

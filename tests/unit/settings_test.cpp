@@ -1,0 +1,124 @@
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "config_file.h"
+#include "error.h"
+#include "settings.h"
+
+using namespace rlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+RawSettings flags(std::initializer_list<std::pair<const char*, const char*>> items) {
+  RawSettings out;
+  for (auto [name, value] : items)
+    out[name] = RawValue{{value}, {Origin::Kind::flag, std::string("--") + name}};
+  return out;
+}
+
+// The same layering the command line does: defaults < file < environment < flags.
+Resolved layered(std::string_view file, std::map<std::string, std::string> env,
+                 const RawSettings& flag_layer) {
+  RawSettings s = default_settings();
+  overlay(s, parse_config(file, "test.toml"));
+  overlay(s, environment_settings([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  }));
+  overlay(s, flag_layer);
+  return resolve_settings(s);
+}
+
+int exit_status_of(std::string_view file, const RawSettings& flag_layer = {}) {
+  try {
+    layered(file, {}, flag_layer);
+  } catch (const Error& e) {
+    return e.exit_status();
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("defaults") {
+  Resolved r = layered("", {}, {});
+  CHECK(r.global.redis_urls == std::vector<std::string>{"redis://127.0.0.1:6379"});
+  CHECK(r.run.ttl == 30s);
+  CHECK(!r.run.wait);
+  CHECK(r.run.conflict_exit_code == 75);
+  CHECK(r.global.connect.connect_timeout == 2s);
+  CHECK(r.global.connect.command_timeout == 3s);
+}
+
+TEST_CASE("flag beats environment beats file beats default") {
+  std::string file = "redis = [\"redis://file:1\"]\nttl = \"7s\"\nconflict-exit-code = 3\n";
+  Resolved from_file = layered(file, {}, {});
+  CHECK(from_file.global.redis_urls.front() == "redis://file:1");
+  CHECK(from_file.run.ttl == 7s);
+  CHECK(from_file.run.conflict_exit_code == 3);
+
+  Resolved from_env = layered(file, {{"RLOCK_REDIS_URL", "redis://env:2"}}, {});
+  CHECK(from_env.global.redis_urls.front() == "redis://env:2");
+
+  Resolved from_flag =
+      layered(file, {{"RLOCK_REDIS_URL", "redis://env:2"}},
+              flags({{"redis", "redis://flag:3"}, {"ttl", "9s"}}));
+  CHECK(from_flag.global.redis_urls.front() == "redis://flag:3");
+  CHECK(from_flag.run.ttl == 9s);
+  CHECK(from_flag.run.conflict_exit_code == 3);  // untouched by flags: still the file's
+}
+
+TEST_CASE("passwords: flag file > RLOCK_PASSWORD > REDISCLI_AUTH > config file") {
+  Resolved r = layered("password = \"from-file\"\n", {}, {});
+  CHECK(*r.global.connect.password == "from-file");
+  r = layered("password = \"from-file\"\n", {{"REDISCLI_AUTH", "cli"}}, {});
+  CHECK(*r.global.connect.password == "cli");
+  r = layered("", {{"REDISCLI_AUTH", "cli"}, {"RLOCK_PASSWORD", "ours"}}, {});
+  CHECK(*r.global.connect.password == "ours");
+  r = layered("", {{"RLOCK_PASSWORD", "ours"}}, flags({{"password-file", "/run/pw"}}));
+  CHECK(*r.global.password_file == "/run/pw");
+  CHECK(!r.global.connect.password);
+  r = layered("password-file = \"/etc/pw\"\n", {{"RLOCK_PASSWORD", "ours"}}, {});
+  CHECK(*r.global.connect.password == "ours");
+  CHECK(!r.global.password_file);
+  CHECK(exit_status_of("password = \"a\"\npassword-file = \"/b\"\n") == 78);
+}
+
+TEST_CASE("config file errors carry file:line:column and exit 78") {
+  auto message = [](std::string_view text) {
+    try {
+      parse_config(text, "c.toml");
+    } catch (const Error& e) {
+      CHECK(e.exit_status() == 78);
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  CHECK(message("ttl = \"1s\"\nbogus = 1\n").find("c.toml:2:1: unknown key 'bogus'") == 0);
+  CHECK(message("ttl = \n").find("c.toml:1:") == 0);
+  CHECK(message("[section]\nttl = \"1s\"\n").find("unknown key 'section'") != std::string::npos);
+  CHECK(message("ttl = true\n").find("c.toml:1:7: ttl: expected a duration") == 0);
+  CHECK(message("redis = [\"a\", 2]\n").find("c.toml:1:15: redis: expected") == 0);
+  CHECK(message("quiet = 1\n").find("expected true or false") != std::string::npos);
+}
+
+TEST_CASE("bad values: 64 from a flag, 78 from the file") {
+  CHECK(exit_status_of("ttl = \"abc\"\n") == 78);
+  CHECK(exit_status_of("", flags({{"ttl", "abc"}})) == 64);
+  CHECK(exit_status_of("conflict-exit-code = 256\n") == 78);
+  CHECK(exit_status_of("on-lost = \"maybe\"\n") == 78);
+  CHECK(exit_status_of("kill-signal = \"NOPE\"\n") == 78);
+  CHECK(exit_status_of("redis = \"http://x\"\n") == 78);
+  CHECK(exit_status_of("", flags({{"redis", "http://x"}})) == 78);  // a bad URL is always 78
+  CHECK(exit_status_of("ttl = \"4s\"\nkill-after = \"2s\"\n") == 78);
+  CHECK(exit_status_of("ttl = 45\nwait = 1.5\nconflict-exit-code = 0\n") == 0);
+}
+
+TEST_CASE("rlock config never shows a secret") {
+  RawValue pw{{"hunter2"}, {Origin::Kind::environment, "RLOCK_PASSWORD"}};
+  CHECK(display_value("password", pw) == "***");
+  RawValue url{{"redis://u:hunter2@h:1", "redis://h2"}, {Origin::Kind::flag, "--redis"}};
+  CHECK(display_value("redis", url) == "redis://u:***@h:1, redis://h2");
+}
