@@ -208,8 +208,7 @@ int run_command_line(int argc, char** argv) {
     CLI::App* topic = nullptr;
     try {
       topic = app.get_subcommand(help_topic);
-    } catch (const CLI::OptionNotFound&) {
-    }
+    } catch (const CLI::OptionNotFound&) {}
     if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
     std::fputs(topic->help("rlock").c_str(), stdout);
     return k_exit_ok;

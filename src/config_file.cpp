@@ -1,10 +1,10 @@
 #include "config_file.h"
 
 #include <sys/stat.h>
+#include <toml++/toml.h>
 
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "error.h"
 
@@ -44,12 +44,17 @@ std::optional<std::string> scalar_text(const toml::node& node, SettingKind kind)
 
 const char* expected(SettingKind kind) {
   switch (kind) {
-  case SettingKind::list: return "a string or an array of strings";
-  case SettingKind::flag: return "true or false";
+  case SettingKind::list:
+    return "a string or an array of strings";
+  case SettingKind::flag:
+    return "true or false";
   case SettingKind::duration:
-  case SettingKind::wait: return "a duration such as \"30s\"";
-  case SettingKind::exit_code: return "an integer";
-  default: return "a string";
+  case SettingKind::wait:
+    return "a duration such as \"30s\"";
+  case SettingKind::exit_code:
+    return "an integer";
+  default:
+    return "a string";
   }
 }
 

@@ -10,10 +10,14 @@ namespace {
 
 const char* origin_label(Origin::Kind kind) {
   switch (kind) {
-  case Origin::Kind::default_value: return "default";
-  case Origin::Kind::file: return "file";
-  case Origin::Kind::environment: return "environment";
-  case Origin::Kind::flag: return "flag";
+  case Origin::Kind::default_value:
+    return "default";
+  case Origin::Kind::file:
+    return "file";
+  case Origin::Kind::environment:
+    return "environment";
+  case Origin::Kind::flag:
+    return "flag";
   }
   return "";
 }

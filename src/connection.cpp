@@ -130,9 +130,8 @@ Connection::Connection(std::unique_ptr<Stream> stream, std::string endpoint)
 
 Connection::~Connection() = default;
 
-Result<std::unique_ptr<Connection>> Connection::open(const RedisUrl& url,
-                                                     const ConnectOptions& options,
-                                                     TimePoint deadline) {
+Result<std::unique_ptr<Connection>>
+Connection::open(const RedisUrl& url, const ConnectOptions& options, TimePoint deadline) {
   deadline = std::min(deadline, Clock::now() + options.connect_timeout);
   auto fd = connect_socket(url, deadline);
   if (!fd) return Failure{Failure::Kind::connect, fd.failure().message};

@@ -24,8 +24,8 @@ inline constexpr std::chrono::milliseconds k_default_connect_timeout{2000};
 inline constexpr std::chrono::milliseconds k_default_command_timeout{3000};
 
 struct ConnectOptions {
-  TlsOptions tls;                        // for rediss://
-  std::optional<std::string> password;   // used when the URL carries none
+  TlsOptions tls;                       // for rediss://
+  std::optional<std::string> password;  // used when the URL carries none
   std::chrono::milliseconds connect_timeout = k_default_connect_timeout;
   std::chrono::milliseconds command_timeout = k_default_command_timeout;
 };
@@ -34,9 +34,8 @@ class Connection {
 public:
   // Connects (TCP, unix socket or TLS), then AUTH and SELECT as URL and OPTIONS ask, within
   // the connect timeout and before DEADLINE.
-  static Result<std::unique_ptr<Connection>> open(const RedisUrl& url,
-                                                  const ConnectOptions& options,
-                                                  TimePoint deadline);
+  static Result<std::unique_ptr<Connection>>
+  open(const RedisUrl& url, const ConnectOptions& options, TimePoint deadline);
   ~Connection();
 
   // Sends every command in one write and reads their replies in order. An error reply is a
@@ -51,7 +50,7 @@ private:
   Failure fail(const Failure& failure);
 
   std::unique_ptr<Stream> stream_;  // null once an I/O error has made the connection unusable
-  std::string endpoint_;  // for messages; never holds a password
+  std::string endpoint_;            // for messages; never holds a password
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
 };
 

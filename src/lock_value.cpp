@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "error.h"
+#include "text.h"
 
 namespace rlock {
 
 namespace {
-
-constexpr const char* k_hex = "0123456789abcdef";
 
 // Field values are percent-escaped where they would break the line apart: space, control bytes,
 // '%' and '='. UTF-8 passes through.
@@ -24,34 +23,10 @@ std::string escape(std::string_view s) {
   for (unsigned char c : s) {
     if (c <= 0x20 || c == 0x7f || c == '%' || c == '=') {
       out += '%';
-      out += k_hex[c >> 4];
-      out += k_hex[c & 15];
+      append_hex(out, c);
     } else {
       out += static_cast<char>(c);
     }
-  }
-  return out;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::optional<std::string> unescape(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    int hi = hex_digit(s[i + 1]), lo = hex_digit(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
   }
   return out;
 }
@@ -66,7 +41,7 @@ std::optional<int64_t> parse_i64(std::string_view s) {
 bool is_token(std::string_view s) {
   if (s.size() != 2 * k_token_bytes) return false;
   for (char c : s)
-    if (hex_digit(c) < 0 || (c >= 'A' && c <= 'F')) return false;
+    if (hex_digit_value(c) < 0 || (c >= 'A' && c <= 'F')) return false;
   return true;
 }
 
@@ -82,10 +57,7 @@ std::string make_token() {
     got += static_cast<size_t>(n);
   }
   std::string token;
-  for (unsigned char c : bytes) {
-    token += k_hex[c >> 4];
-    token += k_hex[c & 15];
-  }
+  for (unsigned char c : bytes) append_hex(token, c);
   return token;
 }
 
@@ -119,7 +91,7 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
     size_t eq = field.find('=');
     if (eq == std::string_view::npos) return std::nullopt;
     std::string_view name = field.substr(0, eq);
-    auto value = unescape(field.substr(eq + 1));
+    auto value = percent_decode(field.substr(eq + 1));
     if (!value) return std::nullopt;
     if (name == "host") {
       v.holder.host = *value;

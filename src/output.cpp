@@ -3,11 +3,11 @@
 #include <chrono>
 
 #include "lock_value.h"
+#include "text.h"
 
 namespace rlock {
 
 std::string printable(std::string_view text, size_t max) {
-  static const char* k_hex = "0123456789abcdef";
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
     if (i == max) {
@@ -17,8 +17,7 @@ std::string printable(std::string_view text, size_t max) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c >= 0x7f || c == '\\') {
       out += "\\x";
-      out += k_hex[c >> 4];
-      out += k_hex[c & 15];
+      append_hex(out, c);
     } else {
       out += static_cast<char>(c);
     }

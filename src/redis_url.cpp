@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "error.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -10,31 +11,6 @@ namespace {
 
 [[noreturn]] void bad_url(std::string_view text, const std::string& why) {
   throw Error(k_exit_config, "bad Redis URL '" + redact_url_text(text) + "': " + why);
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decoding, so that a password may hold '@', ':' or '/'.
-std::optional<std::string> percent_decode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
 }
 
 std::optional<int> parse_int(std::string_view s, int min, int max) {

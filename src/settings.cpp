@@ -19,9 +19,12 @@ int rank(Origin::Kind kind) { return static_cast<int>(kind); }
 
 [[noreturn]] void bad_value(const std::string& name, const RawValue& v, const std::string& why) {
   switch (v.origin.kind) {
-  case Origin::Kind::flag: throw usage_error("--" + name + ": " + why);
-  case Origin::Kind::file: throw Error(k_exit_config, v.origin.where + ": " + name + ": " + why);
-  default: throw Error(k_exit_config, v.origin.where + ": " + why);
+  case Origin::Kind::flag:
+    throw usage_error("--" + name + ": " + why);
+  case Origin::Kind::file:
+    throw Error(k_exit_config, v.origin.where + ": " + name + ": " + why);
+  default:
+    throw Error(k_exit_config, v.origin.where + ": " + why);
   }
 }
 
@@ -94,7 +97,8 @@ const SettingInfo* find_setting(const std::string& name) {
 RawSettings default_settings() {
   RawSettings out;
   for (const auto& s : all_settings())
-    if (s.default_text) out[s.name] = RawValue{{s.default_text}, {Origin::Kind::default_value, "default"}};
+    if (s.default_text)
+      out[s.name] = RawValue{{s.default_text}, {Origin::Kind::default_value, "default"}};
   return out;
 }
 
@@ -102,8 +106,7 @@ RawSettings environment_settings(const std::function<const char*(const char*)>& 
   RawSettings out;
   auto take = [&](const char* var, const char* name) {
     const char* v = getenv(var);
-    if (v && *v && !out.count(name))
-      out[name] = RawValue{{v}, {Origin::Kind::environment, var}};
+    if (v && *v && !out.count(name)) out[name] = RawValue{{v}, {Origin::Kind::environment, var}};
   };
   take("RLOCK_REDIS_URL", "redis");
   take("RLOCK_PASSWORD", "password");  // first: it wins over redis-cli's variable
@@ -150,7 +153,8 @@ Resolved resolve_settings(const RawSettings& s) {
   if (password && password_file && password->origin.kind == Origin::Kind::file &&
       password_file->origin.kind == Origin::Kind::file)
     bad_value("password-file", *password_file, "give password or password-file, not both");
-  if (password_file && (!password || rank(password_file->origin.kind) >= rank(password->origin.kind)))
+  if (password_file &&
+      (!password || rank(password_file->origin.kind) >= rank(password->origin.kind)))
     g.password_file = single("password-file", *password_file);
   else if (password)
     g.connect.password = single("password", *password);
@@ -159,12 +163,14 @@ Resolved resolve_settings(const RawSettings& s) {
     const RawValue* v = lookup(s, name);
     return v ? single(name, *v) : std::string();
   };
-  g.connect.tls = TlsOptions{text("cacert"), text("cacertdir"), text("cert"), text("key"), text("sni")};
+  g.connect.tls =
+      TlsOptions{text("cacert"), text("cacertdir"), text("cert"), text("key"), text("sni")};
   if (auto d = optional_duration(s, "connect-timeout")) g.connect.connect_timeout = *d;
   if (auto d = optional_duration(s, "command-timeout")) g.connect.command_timeout = *d;
 
   if (auto d = optional_duration(s, "ttl")) o.ttl = *d;
-  if (o.ttl < k_min_ttl) bad_value("ttl", *lookup(s, "ttl"), "must be at least " + format_duration(k_min_ttl));
+  if (o.ttl < k_min_ttl)
+    bad_value("ttl", *lookup(s, "ttl"), "must be at least " + format_duration(k_min_ttl));
   if (const RawValue* v = lookup(s, "wait")) {
     std::string w = single("wait", *v);
     if (w == "inf" || w == "infinity") {
@@ -180,7 +186,8 @@ Resolved resolve_settings(const RawSettings& s) {
     int code = -1;
     if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
       code = std::stoi(c);
-    if (code < 0 || code > 255) bad_value("conflict-exit-code", *v, "'" + c + "' is not an exit status from 0 to 255");
+    if (code < 0 || code > 255)
+      bad_value("conflict-exit-code", *v, "'" + c + "' is not an exit status from 0 to 255");
     o.conflict_exit_code = code;
   }
   o.max_run = optional_duration(s, "max-run");
@@ -194,8 +201,9 @@ Resolved resolve_settings(const RawSettings& s) {
   if (const RawValue* v = lookup(s, "kill-after")) {
     o.kill_after = positive_duration("kill-after", *v);
     if (!kill_after_allowed(*o.kill_after, o.ttl))
-      bad_value("kill-after", *v, format_duration(*o.kill_after) + " must be below half the ttl (" +
-                                      format_duration(o.ttl / 2) + ")");
+      bad_value("kill-after", *v,
+                format_duration(*o.kill_after) + " must be below half the ttl (" +
+                    format_duration(o.ttl / 2) + ")");
   }
   if (const RawValue* v = lookup(s, "on-lost")) {
     std::string action = single("on-lost", *v);

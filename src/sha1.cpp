@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdint>
 
+#include "text.h"
+
 namespace rlock {
 
 namespace {
@@ -63,11 +65,10 @@ std::string sha1_hex(std::string_view data) {
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
   for (size_t i = 0; i < tail_len; i += 64) compress(h, tail + i);
 
-  static const char* k_hex = "0123456789abcdef";
   std::string out;
   out.reserve(40);
   for (uint32_t word : h)
-    for (int shift = 28; shift >= 0; shift -= 4) out += k_hex[(word >> shift) & 15];
+    for (int shift = 28; shift >= 0; shift -= 4) out += k_hex_digits[(word >> shift) & 15];
   return out;
 }
 

@@ -143,8 +143,8 @@ public:
       if (r > 0) return r;
       int err = ssl_.SSL_get_error(conn_.get(), r);
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        auto ready = wait_fd(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
-                             endpoint_);
+        auto ready =
+            wait_fd(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_);
         if (!ready) return ready.failure();
         continue;
       }
@@ -183,8 +183,8 @@ public:
   }
 
   Result<size_t> read_some(char* buf, size_t len, TimePoint deadline) override {
-    auto n = drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); },
-                   deadline);
+    auto n =
+        drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); }, deadline);
     if (!n) return n.failure();
     return static_cast<size_t>(*n);
   }
@@ -216,8 +216,8 @@ Result<std::unique_ptr<Stream>> make_tls_stream(Fd fd, const std::string& host,
     ssl.SSL_ctrl(conn.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                  const_cast<char*>(name.c_str()));
   }
-  auto stream = std::make_unique<TlsStream>(ssl, std::move(fd), std::move(ctx), std::move(conn),
-                                            endpoint);
+  auto stream =
+      std::make_unique<TlsStream>(ssl, std::move(fd), std::move(ctx), std::move(conn), endpoint);
   auto done = stream->handshake(deadline);
   if (!done) return done.failure();
   return std::unique_ptr<Stream>(std::move(stream));

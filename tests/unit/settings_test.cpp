@@ -1,5 +1,4 @@
 #include <doctest/doctest.h>
-
 #include <map>
 
 #include "config_file.h"
@@ -24,9 +23,9 @@ Resolved layered(std::string_view file, std::map<std::string, std::string> env,
   RawSettings s = default_settings();
   overlay(s, parse_config(file, "test.toml"));
   overlay(s, environment_settings([&](const char* name) -> const char* {
-    auto it = env.find(name);
-    return it == env.end() ? nullptr : it->second.c_str();
-  }));
+            auto it = env.find(name);
+            return it == env.end() ? nullptr : it->second.c_str();
+          }));
   overlay(s, flag_layer);
   return resolve_settings(s);
 }
@@ -62,9 +61,8 @@ TEST_CASE("flag beats environment beats file beats default") {
   Resolved from_env = layered(file, {{"RLOCK_REDIS_URL", "redis://env:2"}}, {});
   CHECK(from_env.global.redis_urls.front() == "redis://env:2");
 
-  Resolved from_flag =
-      layered(file, {{"RLOCK_REDIS_URL", "redis://env:2"}},
-              flags({{"redis", "redis://flag:3"}, {"ttl", "9s"}}));
+  Resolved from_flag = layered(file, {{"RLOCK_REDIS_URL", "redis://env:2"}},
+                               flags({{"redis", "redis://flag:3"}, {"ttl", "9s"}}));
   CHECK(from_flag.global.redis_urls.front() == "redis://flag:3");
   CHECK(from_flag.run.ttl == 9s);
   CHECK(from_flag.run.conflict_exit_code == 3);  // untouched by flags: still the file's

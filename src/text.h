@@ -1,0 +1,29 @@
+// Small text helpers that several parsers and printers share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+inline constexpr const char* k_hex_digits = "0123456789abcdef";
+
+// Appends BYTE as two lowercase hex digits.
+inline void append_hex(std::string& out, unsigned char byte) {
+  out += k_hex_digits[byte >> 4];
+  out += k_hex_digits[byte & 15];
+}
+
+// 0-15 for a hex digit (either case), -1 for anything else.
+inline int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "%40" -> "@"; nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view text);
+
+}  // namespace rlock
