@@ -10,7 +10,7 @@
 #include "error.h"
 #include "settings.h"
 #include "tls.h"
-#include "verbs.h"
+#include "verbs/verbs.h"
 
 #ifndef RLOCK_VERSION
 #define RLOCK_VERSION "0.0.0"
@@ -36,22 +36,38 @@ struct CommandLine {
   RawSettings flags;
   std::optional<std::string> config_path;
   std::string key;
+  std::vector<std::string> keys;  // status
+  std::string pattern = "*";      // list
   std::optional<std::string> shell_command;
+  std::optional<std::string> token;
   bool no_wait = false;
+  bool force = false;
+  bool json = false;
 };
 
 // A flag that is also a setting (and so a config-file key): its value lands in line.flags.
 CLI::Option* add_setting(CLI::App* app, CommandLine& line, const std::string& names,
                          const std::string& setting, const std::string& help,
                          const std::string& type) {
-  auto* opt = app->add_option_function<std::vector<std::string>>(
-      names,
-      [&line, setting](const std::vector<std::string>& values) {
-        line.flags[setting] = RawValue{values, {Origin::Kind::flag, "--" + setting}};
-      },
-      help);
+  CLI::Option* opt;
+  if (setting == "redis") {
+    // Repeatable (Redlock): --redis A --redis B; each takes one value.
+    opt = app->add_option_function<std::vector<std::string>>(
+        names,
+        [&line, setting](const std::vector<std::string>& values) {
+          line.flags[setting] = RawValue{values, {Origin::Kind::flag, "--" + setting}};
+        },
+        help);
+    opt->allow_extra_args(false);
+  } else {
+    opt = app->add_option_function<std::string>(
+        names,
+        [&line, setting](const std::string& value) {
+          line.flags[setting] = RawValue{{value}, {Origin::Kind::flag, "--" + setting}};
+        },
+        help);
+  }
   opt->type_name(type);
-  if (setting != "redis") opt->expected(1);
   return opt;
 }
 
@@ -92,12 +108,24 @@ void add_connection_options(CLI::App* app, CommandLine& line) {
                    "print every event (acquired, renewed, released)");
 }
 
+void add_json(CLI::App* app, CommandLine& line) {
+  app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
+}
+
+void add_key(CLI::App* app, CommandLine& line) {
+  app->add_option("KEY", line.key, "the lock's Redis key (after --prefix)")->required();
+}
+
+void add_wait_settings(CLI::App* app, CommandLine& line) {
+  app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+  add_setting(app, line, "-w,--wait", "wait",
+              std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
+  add_setting(app, line, "-E,--conflict-exit-code", "conflict-exit-code",
+              "exit status when the lock is not obtained (default 75)", "N");
+}
+
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 void add_run_settings(CLI::App* run, CommandLine& line) {
-  add_setting(run, line, "-w,--wait", "wait",
-              std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
-  add_setting(run, line, "-E,--conflict-exit-code", "conflict-exit-code",
-              "exit status when the lock is not obtained (default 75)", "N");
   add_setting(run, line, "--ttl", "ttl", "lock expiry, renewed every ttl/3 (default 30s)", "D");
   add_setting(run, line, "--max-run", "max-run", "stop the command after D; exit 124", "D");
   add_setting(run, line, "--kill-signal", "kill-signal",
@@ -111,11 +139,11 @@ void add_run_settings(CLI::App* run, CommandLine& line) {
 }
 
 void add_run_options(CLI::App* run, CommandLine& line) {
-  run->add_option("KEY", line.key, "the lock's Redis key (after --prefix)")->required();
+  add_key(run, line);
   run->add_option("-c,--command", line.shell_command,
                   "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
       ->type_name("TEXT");
-  run->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+  add_wait_settings(run, line);
   add_run_settings(run, line);
   run->footer("Forms:\n"
               "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
@@ -167,15 +195,61 @@ int run_command_line(int argc, char** argv) {
   add_run_options(run, line);
   add_connection_options(run, line);
 
+  CLI::App* status = app.add_subcommand("status", "one line per key: free, or held by whom");
+  status->add_option("KEY", line.keys, "lock keys (after --prefix)")->required();
+  add_json(status, line);
+  add_connection_options(status, line);
+  status->footer("Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key "
+                 "that is not a lock.");
+
+  CLI::App* inspect = app.add_subcommand("inspect", "everything known about one lock");
+  add_key(inspect, line);
+  add_json(inspect, line);
+  add_connection_options(inspect, line);
+  inspect->footer("Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.");
+
+  CLI::App* list = app.add_subcommand("list", "every lock under the prefix that matches PATTERN");
+  list->add_option("PATTERN", line.pattern, "a Redis glob after --prefix (default *)");
+  add_json(list, line);
+  add_connection_options(list, line);
+
+  CLI::App* acquire = app.add_subcommand("acquire", "take the lock, print its token, exit");
+  add_key(acquire, line);
+  add_wait_settings(acquire, line);
+  add_setting(acquire, line, "--ttl", "ttl", "lock expiry; extend it before then (default 30s)",
+              "D");
+  add_json(acquire, line);
+  add_connection_options(acquire, line);
+  acquire->footer("Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock: run\n"
+                  "rlock extend before the ttl runs out, and rlock release at the end.");
+
+  CLI::App* extend = app.add_subcommand("extend", "renew a lock taken with acquire");
+  add_key(extend, line);
+  extend->add_option("--token", line.token, "the token acquire printed")
+      ->required()
+      ->type_name("T");
+  add_setting(extend, line, "--ttl", "ttl", "the new expiry, from now (default 30s)", "D");
+  add_connection_options(extend, line);
+  extend->footer("Exit status: 0 extended, 1 not ours (nothing changed).");
+
+  CLI::App* release = app.add_subcommand("release", "give a lock back, or break anyone's");
+  add_key(release, line);
+  release->add_option("--token", line.token, "the token acquire printed")->type_name("T");
+  release->add_flag("--force", line.force, "break the lock whoever holds it; says whose it was");
+  add_connection_options(release, line);
+  release->footer("Exit status: 0 released, 1 not ours or free (nothing changed).");
+
   CLI::App* config =
       app.add_subcommand("config", "print the effective configuration and where each value "
                                    "came from, secrets redacted");
+  add_wait_settings(config, line);
   add_run_settings(config, line);
+  add_json(config, line);
   add_connection_options(config, line);
 
   CLI::App* help = app.add_subcommand("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("COMMAND", help_topic, "run, config");
+  help->add_option("COMMAND", help_topic, "a command");
 
   SplitArgs args = split_at_double_dash(argc, argv);
   std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
@@ -188,7 +262,8 @@ int run_command_line(int argc, char** argv) {
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
     std::string message = e.what();
     if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-      message = "unknown command '" + args.ours.front() + "' (commands: run, config, help)";
+      message = "unknown command '" + args.ours.front() +
+                "' (commands: run, status, inspect, list, acquire, extend, release, config, help)";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
       // CLI11 calls both an unknown flag and a command without '--' "not expected".
       std::vector<std::string> extras = app.get_subcommands().front()->remaining();
@@ -220,6 +295,11 @@ int run_command_line(int argc, char** argv) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
   }
+  for (const auto& key : line.keys)
+    if (key.empty()) throw usage_error("KEY must not be empty");
+  if ((inspect->parsed() || acquire->parsed() || extend->parsed() || release->parsed()) &&
+      line.key.empty())
+    throw usage_error("KEY must not be empty");
   if (run->parsed()) {
     // The key and the command first: they are this invocation's, and the likelier mistake.
     if (line.key.empty()) throw usage_error("KEY must not be empty");
@@ -234,10 +314,25 @@ int run_command_line(int argc, char** argv) {
   Resolved resolved = resolve_settings(settings);
   set_verbosity(resolved.global.verbosity);
 
-  if (config->parsed()) return config_verb(settings, config_file);
+  const GlobalOptions& global = resolved.global;
+  std::string key = global.prefix + line.key;
+  if (config->parsed()) return config_verb(settings, config_file, line.json);
+  if (status->parsed()) {
+    std::vector<std::string> keys;
+    for (const auto& k : line.keys) keys.push_back(global.prefix + k);
+    return status_verb(global, keys, line.json);
+  }
+  if (inspect->parsed()) return inspect_verb(global, key, line.json);
+  if (list->parsed()) return list_verb(global, line.pattern, line.json);
+  if (extend->parsed()) return extend_verb(global, key, *line.token, resolved.run.ttl);
+  if (release->parsed()) return release_verb(global, key, line.token, line.force);
+  if (acquire->parsed()) {
+    resolved.run.key = key;
+    return acquire_verb(global, resolved.run, line.json);
+  }
 
   RunOptions options = std::move(resolved.run);
-  options.key = resolved.global.prefix + line.key;
+  options.key = key;
   options.command = std::move(args.command);
   options.shell_command = line.shell_command;
   return run_verb(resolved.global, options);

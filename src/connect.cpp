@@ -8,7 +8,7 @@
 #include "log.h"
 #include "redis.h"
 #include "redis_url.h"
-#include "verbs.h"
+#include "verbs/verbs.h"
 
 namespace rlock {
 

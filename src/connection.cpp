@@ -157,9 +157,11 @@ Connection::open(const RedisUrl& url, const ConnectOptions& options, TimePoint d
     auto replies = conn->pipeline(setup, deadline);
     if (!replies) return Failure{Failure::Kind::connect, replies.failure().message};
     for (const Reply& r : *replies)
-      if (r.type == Reply::Type::error)
-        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str,
-                       r.str.substr(0, r.str.find(' '))};
+      if (r.type == Reply::Type::error) {
+        std::string code = r.str.substr(0, r.str.find(' '));
+        std::string hint = code == "WRONGPASS" ? " (the user or password is wrong)" : "";
+        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str + hint, code};
+      }
   }
   return conn;
 }

@@ -67,6 +67,14 @@ std::string helper_key(std::string_view key, std::string_view kind) {
   return "{" + std::string(key) + "}" + suffix;
 }
 
+bool is_helper_key(std::string_view key) {
+  for (std::string_view kind : {"fence"}) {
+    std::string suffix = ":rlock:" + std::string(kind);
+    if (key.size() > suffix.size() && key.substr(key.size() - suffix.size()) == suffix) return true;
+  }
+  return false;
+}
+
 Lock::Lock(Redis& redis, std::string key, std::string token)
     : redis_(redis), key_(std::move(key)), fence_key_(helper_key(key_, "fence")),
       token_(std::move(token)), prefix_(owner_prefix(token_)) {}

@@ -21,6 +21,9 @@ namespace rlock {
 // Cluster.
 std::string helper_key(std::string_view key, std::string_view kind);
 
+// Whether KEY is one of rlock's helper keys (a fence counter ...), which are never locks.
+bool is_helper_key(std::string_view key);
+
 struct Acquired {
   int64_t fence;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <vector>
@@ -38,13 +39,6 @@ std::optional<int64_t> parse_i64(std::string_view s) {
   return v;
 }
 
-bool is_token(std::string_view s) {
-  if (s.size() != 2 * k_token_bytes) return false;
-  for (char c : s)
-    if (hex_digit_value(c) < 0 || (c >= 'A' && c <= 'F')) return false;
-  return true;
-}
-
 }  // namespace
 
 std::string make_token() {
@@ -59,6 +53,13 @@ std::string make_token() {
   std::string token;
   for (unsigned char c : bytes) append_hex(token, c);
   return token;
+}
+
+bool is_token(std::string_view s) {
+  if (s.size() != 2 * k_token_bytes) return false;
+  for (char c : s)
+    if (hex_digit_value(c) < 0 || (c >= 'A' && c <= 'F')) return false;
+  return true;
 }
 
 std::string owner_prefix(std::string_view token) {
@@ -140,6 +141,20 @@ Holder current_holder(std::string_view cmd) {
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   size_t slash = cmd.rfind('/');
   h.cmd = std::string(slash == std::string_view::npos ? cmd : cmd.substr(slash + 1));
+  return h;
+}
+
+Holder parent_holder() {
+  pid_t parent = ::getppid();
+  std::string comm;
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(parent) + "/comm").c_str(), "r")) {
+    char buf[64] = {};
+    if (std::fgets(buf, sizeof buf, f)) comm = buf;
+    std::fclose(f);
+  }
+  while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\r')) comm.pop_back();
+  Holder h = current_holder(comm.empty() ? "rlock-acquire" : comm);
+  h.pid = parent;
   return h;
 }
 

@@ -37,6 +37,9 @@ struct LockValue {
 // A fresh token: k_token_bytes from getrandom(2), hex-encoded. Throws Error if the OS fails.
 std::string make_token();
 
+// Whether TEXT has the form of a token make_token() returns.
+bool is_token(std::string_view text);
+
 // The value's first bytes, "rlock/1 TOKEN ": a value is ours exactly when it starts with this.
 std::string owner_prefix(std::string_view token);
 
@@ -48,6 +51,10 @@ std::optional<LockValue> decode_lock_value(std::string_view text);
 
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
+
+// Our parent as the holder, for `rlock acquire`, which exits at once: the script that called
+// it is what holds the lock. Its name comes from /proc.
+Holder parent_holder();
 
 // RFC 3339 in UTC with milliseconds: 2026-11-30T03:12:00.123Z.
 std::string format_rfc3339(WallTime t);

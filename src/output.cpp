@@ -1,11 +1,130 @@
 #include "output.h"
 
-#include <chrono>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "error.h"
 #include "lock_value.h"
 #include "text.h"
 
 namespace rlock {
+
+namespace {
+
+using nlohmann::json;
+
+WallTime now_wall() {
+  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+}
+
+const char* state_name(LockState::Kind kind) {
+  switch (kind) {
+  case LockState::Kind::free:
+    return "free";
+  case LockState::Kind::held:
+    return "held";
+  case LockState::Kind::foreign:
+    return "foreign";
+  case LockState::Kind::not_a_lock:
+    return "not_a_lock";
+  }
+  return "";
+}
+
+std::string paint(const OutputStyle& style, const char* ansi, const std::string& text) {
+  if (!style.color) return text;
+  return std::string("\033[") + ansi + "m" + text + "\033[0m";
+}
+
+std::string ttl_text(Millis pttl) {
+  return pttl.count() < 0 ? "no ttl" : "ttl " + format_duration(pttl);
+}
+
+// One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
+json lock_json(const LockState& s, bool with_counter) {
+  json j;
+  j["key"] = s.key;
+  j["state"] = state_name(s.kind);
+  if (s.kind == LockState::Kind::not_a_lock) j["type"] = s.type;
+  bool has_value = s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign;
+  j["value"] = has_value ? json(s.raw) : json(nullptr);
+  j["ttl_ms"] = has_value && s.pttl.count() >= 0 ? json(s.pttl.count()) : json(nullptr);
+  j["holder"] = nullptr;
+  j["token"] = nullptr;
+  j["fence"] = nullptr;
+  j["acquired_at"] = nullptr;
+  j["held_ms"] = nullptr;
+  if (s.value) {
+    const Holder& h = s.value->holder;
+    j["holder"] = {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
+    j["token"] = s.value->token;
+    if (s.value->fence) j["fence"] = *s.value->fence;
+    j["acquired_at"] = format_rfc3339(h.since);
+    j["held_ms"] = std::max<int64_t>(0, (now_wall() - h.since).count());
+  }
+  if (with_counter) j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
+  return j;
+}
+
+void print_json(const json& j) { write_stdout(j.dump(2) + "\n"); }
+
+// The part of a status line after the key and the state word.
+std::string lock_details(const LockState& s) {
+  switch (s.kind) {
+  case LockState::Kind::free:
+    return "";
+  case LockState::Kind::not_a_lock:
+    return "";
+  case LockState::Kind::foreign:
+    return "by another client  " + ttl_text(s.pttl) + "  value \"" + printable(s.raw, 40) + "\"";
+  case LockState::Kind::held: {
+    const Holder& h = s.value->holder;
+    std::string out = "by " + printable(h.host) + " pid " + std::to_string(h.pid);
+    if (!h.cmd.empty()) out += " (" + printable(h.cmd) + ")";
+    out += "  for " + format_duration(std::max(Millis(0), now_wall() - h.since));
+    out += "  " + ttl_text(s.pttl);
+    out += "  token " + s.value->token.substr(0, 8) + "...";
+    return out;
+  }
+  }
+  return "";
+}
+
+std::string state_word(const LockState& s, const OutputStyle& style) {
+  switch (s.kind) {
+  case LockState::Kind::free:
+    return paint(style, "32", "free");
+  case LockState::Kind::held:
+  case LockState::Kind::foreign:
+    return paint(style, "33", "held");
+  case LockState::Kind::not_a_lock:
+    return paint(style, "31", "not a lock (" + s.type + ")");
+  }
+  return "";
+}
+
+}  // namespace
+
+OutputStyle output_style(bool json) {
+  OutputStyle style;
+  style.json = json;
+  const char* no_color = std::getenv("NO_COLOR");
+  style.color = !json && ::isatty(STDOUT_FILENO) && !(no_color && *no_color);
+  return style;
+}
+
+void write_stdout(const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(k_exit_internal, errno_message("write to stdout"));
+    done += static_cast<size_t>(n);
+  }
+}
 
 std::string printable(std::string_view text, size_t max) {
   std::string out;
@@ -26,14 +145,128 @@ std::string printable(std::string_view text, size_t max) {
 }
 
 std::string describe_holder(std::string_view raw_value, Millis pttl) {
-  std::string ttl = pttl.count() < 0 ? "no ttl" : "ttl " + format_duration(pttl);
   auto v = decode_lock_value(raw_value);
-  if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl;
-  auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
   std::string out = printable(v->holder.host) + " pid " + std::to_string(v->holder.pid);
   if (!v->holder.cmd.empty()) out += " (" + printable(v->holder.cmd) + ")";
-  out += " for " + format_duration(std::max(Millis(0), now - v->holder.since));
-  return out + ", " + ttl;
+  out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
+  return out + ", " + ttl_text(pttl);
+}
+
+void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
+  if (style.json) {
+    json list = json::array();
+    for (const auto& s : locks) list.push_back(lock_json(s, false));
+    print_json({{"locks", list}});
+    return;
+  }
+  size_t key_width = 0;
+  for (const auto& s : locks) key_width = std::max(key_width, printable(s.key).size());
+  std::string out;
+  for (const auto& s : locks) {
+    std::string key = printable(s.key);
+    std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_word(s, style);
+    std::string details = lock_details(s);
+    if (!details.empty()) line += "  " + details;
+    out += line + "\n";
+  }
+  write_stdout(out);
+}
+
+void print_inspect(const LockState& s, const OutputStyle& style) {
+  if (style.json) {
+    print_json(lock_json(s, true));
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back("key", printable(s.key));
+  rows.emplace_back("state", state_word(s, style));
+  if (s.value) {
+    const Holder& h = s.value->holder;
+    rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
+                                    printable(h.user));
+    rows.emplace_back("command", printable(h.cmd));
+    rows.emplace_back("acquired at",
+                      format_rfc3339(h.since) + " (" +
+                          format_duration(std::max(Millis(0), now_wall() - h.since)) + " ago)");
+    rows.emplace_back("token", s.value->token);
+    if (s.value->fence) rows.emplace_back("fence", std::to_string(*s.value->fence));
+  } else if (s.kind == LockState::Kind::foreign) {
+    rows.emplace_back("holder", "another client (not rlock)");
+  }
+  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
+    rows.emplace_back("ttl", s.pttl.count() < 0 ? "none (never expires)" : format_duration(s.pttl));
+  rows.emplace_back("fence counter",
+                    s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
+  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
+    rows.emplace_back("value", printable(s.raw, 500));
+  std::string out;
+  for (const auto& [label, value] : rows)
+    out += label + std::string(15 - label.size(), ' ') + value + "\n";
+  write_stdout(out);
+}
+
+void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
+                    const OutputStyle& style) {
+  if (style.json) {
+    print_json({{"key", key}, {"token", token}, {"fence", fence}, {"ttl_ms", ttl.count()}});
+    return;
+  }
+  write_stdout(token + "\n");
+}
+
+void print_config(const RawSettings& settings, const std::optional<std::string>& config_file,
+                  const OutputStyle& style) {
+  auto origin_name = [](Origin::Kind kind) {
+    switch (kind) {
+    case Origin::Kind::default_value:
+      return "default";
+    case Origin::Kind::file:
+      return "file";
+    case Origin::Kind::environment:
+      return "environment";
+    case Origin::Kind::flag:
+      return "flag";
+    }
+    return "";
+  };
+  if (style.json) {
+    json all = json::object();
+    for (const SettingInfo& info : all_settings()) {
+      auto it = settings.find(info.name);
+      if (it == settings.end()) {
+        all[info.name] = nullptr;
+        continue;
+      }
+      all[info.name] = {{"value", display_value(info.name, it->second)},
+                        {"origin", origin_name(it->second.origin.kind)},
+                        {"where", it->second.origin.where}};
+    }
+    print_json(
+        {{"config_file", config_file ? json(*config_file) : json(nullptr)}, {"settings", all}});
+    return;
+  }
+  auto row = [](const std::string& name, const std::string& value, const std::string& where) {
+    std::string line = name + std::string(name.size() < 21 ? 21 - name.size() : 1, ' ') + value;
+    if (!where.empty()) line += std::string(value.size() < 41 ? 41 - value.size() : 1, ' ') + where;
+    return line + "\n";
+  };
+  std::string out = row("config-file", config_file ? *config_file : "(none)", "");
+  for (const SettingInfo& info : all_settings()) {
+    auto it = settings.find(info.name);
+    if (it == settings.end()) {
+      out += row(info.name, "-", "");
+      continue;
+    }
+    const RawValue& v = it->second;
+    std::string value = display_value(info.name, v);
+    if (value.empty()) value = "\"\"";
+    std::string where = v.origin.kind == Origin::Kind::default_value
+                            ? "default"
+                            : std::string(origin_name(v.origin.kind)) + " " + v.origin.where;
+    out += row(info.name, value, where);
+  }
+  write_stdout(out);
 }
 
 }  // namespace rlock

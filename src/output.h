@@ -1,12 +1,24 @@
-// How locks and holders read to a person. One place, so every verb and message says the same.
+// How rlock speaks to people and to programs: text lines, or one JSON document (--json) with
+// stable snake_case fields (man page, JSON OUTPUT). The verbs print only through here. The only
+// file that includes nlohmann/json.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "duration.h"
+#include "lock_state.h"
+#include "settings.h"
 
 namespace rlock {
+
+struct OutputStyle {
+  bool json = false;
+  bool color = false;  // ANSI colours: only on a terminal, never with NO_COLOR set
+};
+OutputStyle output_style(bool json);
 
 // TEXT safe for a terminal: control and non-ASCII bytes as \xNN, cut after MAX bytes.
 std::string printable(std::string_view text, size_t max = 80);
@@ -14,5 +26,19 @@ std::string printable(std::string_view text, size_t max = 80);
 // "web-2 pid 4121 (report.sh) for 3m12s, ttl 28.4s", or for a value rlock did not write
 // "another client (value "…"), ttl 28.4s". PTTL < 0: the key has no TTL.
 std::string describe_holder(std::string_view raw_value, Millis pttl);
+
+// status and list: one aligned line per lock.
+void print_locks(const std::vector<LockState>& locks, const OutputStyle& style);
+// inspect: everything known about one lock.
+void print_inspect(const LockState& lock, const OutputStyle& style);
+// acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.
+void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
+                    const OutputStyle& style);
+// config: each setting, its value and origin.
+void print_config(const RawSettings& settings, const std::optional<std::string>& config_file,
+                  const OutputStyle& style);
+
+// Writes TEXT to stdout; throws Error(k_exit_internal) when stdout is gone.
+void write_stdout(const std::string& text);
 
 }  // namespace rlock

@@ -12,26 +12,16 @@ public:
   SingleRedis(RedisUrl url, ConnectOptions options)
       : url_(std::move(url)), options_(std::move(options)) {}
 
-  Result<Reply> call(const Argv& argv, TimePoint deadline) override {
+  Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
+                                      TimePoint deadline) override {
     if (!conn_) {
       auto opened = Connection::open(url_, options_, deadline);
       if (!opened) return opened.failure();
       conn_ = std::move(*opened);
     }
-    auto reply = conn_->call(argv, deadline);
-    if (!reply) {
-      conn_.reset();  // a failed connection is dead; the next call makes a new one
-      return reply.failure();
-    }
-    if (reply->type == Reply::Type::error) {
-      std::string message = reply->str;
-      std::string code = message.substr(0, message.find(' '));
-      if (code == "NOAUTH")
-        message += " (give the password in the URL, RLOCK_PASSWORD, REDISCLI_AUTH or "
-                   "--password-file)";
-      return Failure{Failure::Kind::server, url_.redacted() + ": " + message, code};
-    }
-    return reply;
+    auto replies = conn_->pipeline(commands, deadline);
+    if (!replies) conn_.reset();  // a failed connection is dead; the next call makes a new one
+    return replies;
   }
 
   std::string name() const override { return url_.redacted(); }
@@ -43,7 +33,35 @@ private:
   std::unique_ptr<Connection> conn_;
 };
 
+// What to do about the server errors an operator is likely to meet.
+const char* hint_for(const std::string& code) {
+  if (code == "NOAUTH")
+    return "give the password in the URL, RLOCK_PASSWORD, REDISCLI_AUTH or --password-file";
+  if (code == "WRONGPASS") return "the user or password is wrong";
+  if (code == "READONLY") return "this is a read-only replica: point --redis at the primary";
+  if (code == "OOM")
+    return "Redis reached maxmemory and evicts nothing: free memory or raise maxmemory";
+  if (code == "NOPERM") return "the ACL user may not run this command or touch this key";
+  if (code == "MASTERDOWN") return "the replica lost its primary";
+  return nullptr;
+}
+
 }  // namespace
+
+Result<Reply> Redis::call(const Argv& argv, TimePoint deadline) {
+  auto replies = pipeline({argv}, deadline);
+  if (!replies) return replies.failure();
+  Reply& reply = replies->front();
+  if (reply.type == Reply::Type::error) return server_failure(reply.str);
+  return std::move(reply);
+}
+
+Failure Redis::server_failure(const std::string& error) const {
+  std::string code = error.substr(0, error.find(' '));
+  std::string message = name() + ": " + error;
+  if (const char* hint = hint_for(code)) message += " (" + std::string(hint) + ")";
+  return Failure{Failure::Kind::server, message, code};
+}
 
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options) {
   return std::make_unique<SingleRedis>(url, options);

@@ -17,8 +17,15 @@ namespace rlock {
 class Redis {
 public:
   virtual ~Redis() = default;
+  // Sends COMMANDS in one round trip and returns their replies in order; error replies are
+  // Replies of type error here, not Failures.
+  virtual Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
+                                              TimePoint deadline) = 0;
   // Runs one command. An error reply (WRONGTYPE, NOSCRIPT ...) is a Failure of kind server.
-  virtual Result<Reply> call(const Argv& argv, TimePoint deadline) = 0;
+  Result<Reply> call(const Argv& argv, TimePoint deadline);
+  // ERROR (a server's error reply) as a Failure naming this Redis, with a hint for the errors
+  // operators meet (NOAUTH, READONLY, OOM).
+  Failure server_failure(const std::string& error) const;
   // What to call this Redis in messages: a redacted URL.
   virtual std::string name() const = 0;
   // How long one command may take when the caller has no tighter deadline.

@@ -14,7 +14,7 @@
 #include "redis.h"
 #include "signals.h"
 #include "terminal.h"
-#include "verbs.h"
+#include "verbs/verbs.h"
 #include "wait.h"
 
 namespace rlock {

@@ -1,0 +1,46 @@
+// A lock seen from outside, as operators look at it (status, inspect, list) and break it
+// (release --force). Reads are plain pipelined commands, not scripts or MULTI, so that they also
+// work on a read-only replica and on a server out of memory: the times an operator needs them.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "duration.h"
+#include "error.h"
+#include "lock_value.h"
+#include "redis.h"
+
+namespace rlock {
+
+struct LockState {
+  enum class Kind {
+    free,
+    held,        // by rlock: value decodes
+    foreign,     // a plain string another client set (SET NX PX token)
+    not_a_lock,  // a hash, a list ...
+  };
+  std::string key;
+  Kind kind = Kind::free;
+  std::string type;                      // Redis type, for not_a_lock
+  std::string raw;                       // the value as stored
+  std::optional<LockValue> value;        // decoded, when rlock wrote it
+  Millis pttl{-2};                       // -1: no expiry; -2: no key
+  std::optional<int64_t> fence_counter;  // the last fence drawn for this key
+};
+
+// The state of each of KEYS, in one round trip.
+Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
+
+// Every lock whose key matches PATTERN (a Redis glob), sorted by key: values rlock wrote, and
+// plain strings with an expiry (other software's locks). Found with SCAN, never KEYS;
+// rlock's helper keys are left out.
+Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern);
+
+// Deletes KEY whoever holds it; returns what it held (nullopt: it was free). A key of another
+// type is left alone and reported as not_a_lock.
+Result<LockState> break_lock(Redis& redis, const std::string& key);
+
+}  // namespace rlock

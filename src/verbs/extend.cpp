@@ -1,0 +1,24 @@
+// rlock extend KEY --token T: renew a lock taken with acquire.
+#include "lock.h"
+#include "lock_value.h"
+#include "log.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+int extend_verb(const GlobalOptions& global, const std::string& key, const std::string& token,
+                Millis ttl) {
+  check_token(token);
+  auto redis = connect_redis(global);
+  Lock lock(*redis, key, token);
+  auto renewed = lock.renew(ttl, Clock::now() + lock.command_timeout());
+  if (!renewed) return unavailable(renewed.failure());
+  if (!*renewed) {
+    log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
+    return 1;
+  }
+  log_debug(key + ": extended to " + format_duration(ttl));
+  return k_exit_ok;
+}
+
+}  // namespace rlock

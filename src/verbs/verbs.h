@@ -1,0 +1,44 @@
+// The verbs: one function each, taking parsed options and returning the exit status.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "error.h"
+#include "options.h"
+#include "settings.h"
+
+namespace rlock {
+
+class Redis;
+
+// The Redis that GlobalOptions point at, with its password read (from a password file too).
+std::unique_ptr<Redis> connect_redis(const GlobalOptions& global);
+
+int run_verb(const GlobalOptions& global, const RunOptions& options);
+
+// status KEY...: 0 every key held, 1 some key free, 69 Redis unreachable or a key not a lock.
+int status_verb(const GlobalOptions& global, const std::vector<std::string>& keys, bool json);
+// inspect KEY: 0 held, 1 free.
+int inspect_verb(const GlobalOptions& global, const std::string& key, bool json);
+// list [PATTERN]: every lock under the prefix that matches.
+int list_verb(const GlobalOptions& global, const std::string& pattern, bool json);
+// acquire KEY: takes the lock (waiting as OPTIONS say) and prints its token.
+int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool json);
+// extend KEY --token T: 0 renewed, 1 not ours.
+int extend_verb(const GlobalOptions& global, const std::string& key, const std::string& token,
+                Millis ttl);
+// release KEY --token T: 0 released, 1 not ours. With FORCE (no token): breaks anyone's lock.
+int release_verb(const GlobalOptions& global, const std::string& key,
+                 const std::optional<std::string>& token, bool force);
+// Prints every setting, its value (secrets redacted) and where it came from.
+int config_verb(const RawSettings& settings, const std::optional<std::string>& config_file,
+                bool json);
+
+// A Redis failure before anything started: one line on stderr, exit 69.
+int unavailable(const Failure& failure);
+// Usage error unless TOKEN looks like one rlock makes.
+void check_token(const std::string& token);
+
+}  // namespace rlock

@@ -1,0 +1,244 @@
+"""Operator and script verbs: status, inspect, list, acquire, extend, release, config, --json."""
+import json
+import os
+import signal
+import time
+import unittest
+
+from harness import RedisTestCase, wait_until
+
+
+class Operator(RedisTestCase):
+    @staticmethod
+    def read_text(path):
+        try:
+            with open(path) as f:
+                text = f.read()
+            return text.strip() if text.endswith("\n") else None
+        except FileNotFoundError:
+            return None
+
+    def hold(self, key, *extra):
+        """Starts `rlock run KEY -- sh` that writes its token, and returns (process, token)."""
+        out = self.path("token-" + key.replace(":", "_"))
+        p = self.start(["run", *extra, key, "--", "sh", "-c", f'echo "$RLOCK_TOKEN" > {out}; sleep 60'])
+        token = wait_until(lambda: self.read_text(out), 10, "the token")
+        return p, token
+
+    def test_status_of_free_held_and_foreign_keys(self):
+        p, token = self.hold("lock:daily-report")
+        self.server.cmd("SET", "lock:java", "uuid-from-java-service", "PX", 60000)
+        r = self.run_rlock(["status", "lock:daily-report", "lock:free", "lock:java"])
+        self.assertEqual(r.returncode, 1, r.stderr)  # some key free
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 3)
+        self.assertRegex(lines[0], rf"^lock:daily-report  held  by \S+ pid {p.pid} \(sh\)  for \S+  "
+                                   rf"ttl \S+s  token {token[:8]}\.\.\.$")
+        self.assertRegex(lines[1], r"^lock:free {10}free$")
+        self.assertIn('held  by another client  ttl', lines[2])
+        self.assertIn('value "uuid-from-java-service"', lines[2])
+        r = self.run_rlock(["status", "lock:daily-report", "lock:java"])
+        self.assertEqual(r.returncode, 0)
+        r = self.run_rlock(["status", "--prefix", "lock:", "free"])
+        self.assertEqual((r.returncode, r.stdout), (1, "lock:free  free\n"))
+
+    def test_status_of_a_key_that_is_not_a_lock_is_69(self):
+        self.server.cmd("HSET", "lock:h", "f", "v")
+        r = self.run_rlock(["status", "lock:h"])
+        self.assertEqual(r.returncode, 69)
+        self.assertEqual(r.stdout, "lock:h  not a lock (hash)\n")
+        self.assertEqual(self.server.cmd("HGET", "lock:h", "f"), "v")
+
+    def test_status_with_redis_unreachable_is_69(self):
+        from harness import free_port
+        r = self.run_rlock(["status", "--redis", f"redis://127.0.0.1:{free_port()}", "k"])
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("cannot connect", r.stderr)
+
+    def test_inspect_shows_the_token_the_child_got(self):
+        p, token = self.hold("lock:x", "--ttl", "20s")
+        r = self.run_rlock(["inspect", "lock:x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        fields = {line[:15].strip(): line[15:] for line in r.stdout.splitlines()}
+        self.assertEqual(fields["token"], token)
+        self.assertEqual(fields["state"], "held")
+        self.assertIn(f"pid {p.pid}", fields["holder"])
+        self.assertEqual(fields["command"], "sh")
+        self.assertEqual(fields["fence"], "1")
+        self.assertEqual(fields["fence counter"], "1")
+        self.assertIn("ago)", fields["acquired at"])
+        self.assertTrue(fields["value"].startswith(f"rlock/1 {token} "))
+        r = self.run_rlock(["inspect", "--json", "lock:x"])
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["token"], token)
+        self.assertEqual(doc["holder"]["pid"], p.pid)
+        self.assertEqual(doc["fence"], 1)
+        self.assertEqual(doc["fence_counter"], 1)
+        self.assertTrue(0 < doc["ttl_ms"] <= 20000)
+        self.assertRegex(doc["acquired_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        r = self.run_rlock(["inspect", "lock:nothing"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("free", r.stdout)
+
+    def test_list_finds_locks_among_20000_unrelated_keys_with_scan(self):
+        c = self.server.client()
+        # 20,000 unrelated keys, strings with and without TTL and hashes, some under the prefix.
+        for batch in range(20):
+            args = []
+            for i in range(1000):
+                args += [f"cache:{batch}:{i}", "x"]
+            c("MSET", *args)
+        for i in range(200):
+            c("HSET", f"lock:not-a-lock:{i}", "f", "v")
+            c("SET", f"lock:plain-data:{i}", "no ttl, not a lock")
+        c.close()
+        held = [self.hold(f"lock:job{i}")[1] for i in range(3)]
+        self.server.cmd("SET", "lock:foreign", "uuid", "PX", 60000)
+        self.server.cmd("CONFIG", "RESETSTAT")
+        start = time.monotonic()
+        r = self.run_rlock(["list", "--prefix", "lock:"])
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 0, r.stderr)
+        keys = [line.split()[0] for line in r.stdout.splitlines()]
+        self.assertEqual(keys, ["lock:foreign", "lock:job0", "lock:job1", "lock:job2"])  # sorted
+        self.assertLess(elapsed, 10)
+        stats = self.server.cmd("INFO", "commandstats")
+        self.assertIn("cmdstat_scan:", stats)
+        self.assertNotIn("cmdstat_keys:", stats)
+        doc = json.loads(self.run_rlock(["list", "--json", "--prefix", "lock:", "job*"]).stdout)
+        self.assertEqual([l["key"] for l in doc["locks"]], ["lock:job0", "lock:job1", "lock:job2"])
+        self.assertEqual(sorted(l["token"] for l in doc["locks"]), sorted(held))
+        # Helper keys (fence counters) are never shown as locks.
+        r = self.run_rlock(["list"])
+        self.assertNotIn(":rlock:", r.stdout)
+
+    def test_acquire_extend_release_cycle(self):
+        r = self.run_rlock(["acquire", "--ttl", "5s", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        token = r.stdout.strip()
+        self.assertRegex(r.stdout, r"^[0-9a-f]{32}\n$")  # only the token: t=$(rlock acquire k)
+        value = self.server.cmd("GET", "k")
+        self.assertTrue(value.startswith(f"rlock/1 {token} "))
+        self.assertIn(f" pid={os.getpid()} ", value)  # the caller holds it, not rlock
+        self.assertEqual(self.run_rlock(["acquire", "k"]).returncode, 75)
+        self.assertEqual(self.run_rlock(["acquire", "-E", "7", "k"]).returncode, 7)
+        self.assertLessEqual(self.server.cmd("PTTL", "k"), 5000)
+        r = self.run_rlock(["extend", "k", "--token", token, "--ttl", "60s"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreater(self.server.cmd("PTTL", "k"), 50000)
+        other = "0123456789abcdef0123456789abcdef"
+        r = self.run_rlock(["release", "k", "--token", other])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not ours", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "k"), value)
+        r = self.run_rlock(["extend", "k", "--token", other])
+        self.assertEqual(r.returncode, 1)
+        r = self.run_rlock(["release", "k", "--token", token])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_no_lock("k")
+        r = self.run_rlock(["extend", "k", "--token", token])
+        self.assertEqual(r.returncode, 1)
+
+    def test_acquire_json_and_wait(self):
+        r = self.run_rlock(["acquire", "--json", "--ttl", "700ms", "k"])
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["key"], "k")
+        self.assertEqual(doc["ttl_ms"], 700)
+        self.assertEqual(doc["fence"], 1)
+        r = self.run_rlock(["acquire", "--wait", "10s", "k"])  # the first expires unextended
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_release_force_breaks_anyones_lock_and_says_whose(self):
+        p, token = self.hold("k")
+        r = self.run_rlock(["release", "--force", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"held by ", r.stdout)
+        self.assertIn(f"pid {p.pid} (sh)", r.stdout)
+        self.assert_no_lock("k")
+        # The holder learns at its next renewal; its command is stopped (exit 76).
+        self.assertEqual(p.wait(timeout=30), 76)
+        r = self.run_rlock(["release", "--force", "k"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("was free", r.stdout)
+        self.server.cmd("HSET", "h", "f", "v")
+        r = self.run_rlock(["release", "--force", "h"])
+        self.assertEqual(r.returncode, 69)
+        self.assertEqual(self.server.cmd("HGET", "h", "f"), "v")
+
+    def test_config_json(self):
+        r = self.run_rlock(["config", "--json", "--ttl", "9s"])
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["settings"]["ttl"], {"value": "9s", "origin": "flag", "where": "--ttl"})
+        self.assertEqual(doc["settings"]["conflict-exit-code"]["origin"], "default")
+        self.assertIsNone(doc["settings"]["max-run"])
+
+    def test_bad_input_for_the_verbs(self):
+        cases = [(["status"], "KEY is required"), (["status", ""], "KEY must not be empty"),
+                 (["inspect"], "KEY is required"), (["extend", "k"], "--token is required"),
+                 (["extend", "k", "--token", "xyz"], "not an rlock token"),
+                 (["release", "k"], "either --token T or --force"),
+                 (["release", "k", "--force", "--token", "0" * 32], "either --token T or --force"),
+                 (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "not expected")]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                r = self.run_rlock(args)
+                self.assertEqual(r.returncode, 64, r.stderr)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                self.assertIn(needle, r.stderr)
+                self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+    def test_readonly_replica_and_oom_are_clear(self):
+        from harness import RedisServer
+        replica = RedisServer("--replicaof", "127.0.0.1", str(self.server.port))
+        try:
+            r = self.run_rlock(["run", "--redis", replica.url, "k", "--", "true"])
+            self.assertEqual(r.returncode, 69)
+            self.assertIn("READONLY", r.stderr)
+            self.assertIn("read-only replica", r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            # Reading still works there: an operator can look at a replica.
+            r = self.run_rlock(["status", "--redis", replica.url, "k"])
+            self.assertEqual(r.returncode, 1, r.stderr)
+        finally:
+            replica.stop()
+        self.server.cmd("SET", "filler", "x" * 2_000_000)
+        self.server.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        self.server.cmd("CONFIG", "SET", "maxmemory", "1")
+        try:
+            r = self.run_rlock(["run", "k", "--", "true"])
+            self.assertEqual(r.returncode, 69)
+            self.assertIn("OOM", r.stderr)
+            self.assertIn("maxmemory", r.stderr)
+            self.assertEqual(self.run_rlock(["status", "k"]).returncode, 1)
+        finally:
+            self.server.cmd("CONFIG", "SET", "maxmemory", "0")
+
+    def test_colour_only_on_a_terminal_and_never_with_no_color(self):
+        import pty
+        import subprocess
+        from harness import RLOCK, rlock_env
+        self.server.cmd("SET", "k", "x", "PX", 60000)
+        for no_color, coloured in ((None, True), ("1", False)):
+            env = rlock_env(self.server)
+            if no_color:
+                env["NO_COLOR"] = no_color
+            master, slave = pty.openpty()
+            p = subprocess.Popen([RLOCK, "status", "k", "free"], stdout=slave, env=env)
+            os.close(slave)
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            p.wait(timeout=10)
+            os.close(master)
+            self.assertEqual(b"\x1b[" in out, coloured, out)
+        self.assertNotIn("\x1b[", self.run_rlock(["status", "k"]).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
