@@ -1,10 +1,18 @@
 # bash completion for rlock(1)                                    -*- shell-script -*-
 
+# Lock keys from `rlock list`, when Redis answers within a second; nothing when it does not.
+_rlock_keys() {
+    local keys
+    keys=$(timeout 1 rlock list --connect-timeout 500ms --command-timeout 500ms 2>/dev/null |
+        awk '{print $1}')
+    COMPREPLY=($(compgen -W "$keys" -- "$cur"))
+}
+
 _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run config help"
+    local verbs="run status inspect list acquire extend release config help"
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --ttl --max-run --kill-signal
@@ -61,7 +69,7 @@ _rlock() {
             return
             ;;
         --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --prefix | \
-            -c | --command | --sni | --connect-timeout | --command-timeout)
+            -c | --command | --sni | --connect-timeout | --command-timeout | --token)
             return
             ;;
     esac
@@ -73,10 +81,32 @@ _rlock() {
             fi
             ;;
         config)
-            COMPREPLY=($(compgen -W "$run_settings $common" -- "$cur"))
+            COMPREPLY=($(compgen -W "-n --no-wait $run_settings --json $common" -- "$cur"))
+            ;;
+        status | inspect | list)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "--json $common" -- "$cur"))
+            else
+                _rlock_keys
+            fi
+            ;;
+        acquire)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --ttl --json
+                    $common" -- "$cur"))
+            fi
+            ;;
+        extend | release)
+            if [[ $cur == -* ]]; then
+                local extra="--token"
+                [[ $verb == extend ]] && extra="--token --ttl" || extra="--token --force"
+                COMPREPLY=($(compgen -W "$extra $common" -- "$cur"))
+            else
+                _rlock_keys
+            fi
             ;;
         help)
-            COMPREPLY=($(compgen -W "run config" -- "$cur"))
+            COMPREPLY=($(compgen -W "${verbs% help}" -- "$cur"))
             ;;
     esac
 } &&

@@ -1,19 +1,25 @@
 # fish completion for rlock(1)
 
 function __rlock_no_verb
-    not __fish_seen_subcommand_from run config help
+    not __fish_seen_subcommand_from run status inspect list acquire extend release config help
 end
 
 complete -c rlock -f
 complete -c rlock -n __rlock_no_verb -a run -d 'hold KEY while COMMAND runs'
+complete -c rlock -n __rlock_no_verb -a status -d 'free, or held by whom'
+complete -c rlock -n __rlock_no_verb -a inspect -d 'everything about one lock'
+complete -c rlock -n __rlock_no_verb -a list -d 'every lock that matches'
+complete -c rlock -n __rlock_no_verb -a acquire -d 'take the lock, print the token'
+complete -c rlock -n __rlock_no_verb -a extend -d 'renew a lock taken with acquire'
+complete -c rlock -n __rlock_no_verb -a release -d 'give a lock back, or break it'
 complete -c rlock -n __rlock_no_verb -a config -d 'print the effective configuration'
 complete -c rlock -n __rlock_no_verb -a help -d 'show the help of a command'
 complete -c rlock -n __rlock_no_verb -l version -d 'print version'
 complete -c rlock -s h -l help -d 'show help'
-complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run config'
+complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect list acquire extend release config'
 
 # Options of every verb
-set -l verbs '__fish_seen_subcommand_from run config'
+set -l verbs '__fish_seen_subcommand_from run status inspect list acquire extend release config'
 complete -c rlock -n $verbs -l redis -x -a 'redis:// rediss:// unix://' -d 'Redis URL'
 complete -c rlock -n $verbs -l config -r -F -d 'config file'
 complete -c rlock -n $verbs -l prefix -x -d 'prepended to every key'
@@ -30,7 +36,6 @@ complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 
 # rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
-complete -c rlock -n '__fish_seen_subcommand_from run' -s n -l no-wait -d 'fail at once when held'
 complete -c rlock -n $verbs -s w -l wait -x -a 'inf 10s 1m 10m' -d 'wait up to D'
 complete -c rlock -n $verbs -s E -l conflict-exit-code -x -d 'exit status when not obtained'
 complete -c rlock -n $verbs -l ttl -x -d 'lock expiry, renewed every ttl/3'
@@ -39,3 +44,14 @@ complete -c rlock -n $verbs -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 US
 complete -c rlock -n $verbs -l kill-after -x -d 'KILL this long after the kill signal'
 complete -c rlock -n $verbs -l on-lost -x -a 'kill ignore' -d 'when the lock is lost'
 complete -c rlock -n $verbs -l min-hold -x -d 'keep the lock at least D'
+
+# Waiting: run, acquire, config
+set -l waiting '__fish_seen_subcommand_from run acquire config'
+complete -c rlock -n $waiting -s n -l no-wait -d 'fail at once when held'
+
+# --json: status, inspect, list, acquire, config
+complete -c rlock -n '__fish_seen_subcommand_from status inspect list acquire config' -l json -d 'print one JSON document'
+
+# extend, release
+complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token from acquire'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'break the lock whoever holds it'

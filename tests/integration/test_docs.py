@@ -9,7 +9,7 @@ import unittest
 from harness import run_rlock
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run", "config"]
+VERBS = ["run", "status", "inspect", "list", "acquire", "extend", "release", "config"]
 
 
 def read(rel):
@@ -79,8 +79,10 @@ class BashCompletion(unittest.TestCase):
         return set(r.stdout.split())
 
     def test_verbs_flags_and_values(self):
-        self.assertEqual(self.complete("rlock", "r"), {"run"})
+        self.assertEqual(self.complete("rlock", "ru"), {"run"})
         self.assertEqual(self.complete("rlock", "c"), {"config"})
+        self.assertEqual(self.complete("rlock", "re"), {"release"})
+        self.assertIn("--force", self.complete("rlock", "release", "k", "--f"))
         self.assertIn("--cacert", self.complete("rlock", "config", "--ca"))
         self.assertIn("--on-lost", self.complete("rlock", "run", "--on"))
         self.assertIn("--min-hold", self.complete("rlock", "run", "--m"))
