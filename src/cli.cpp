@@ -122,6 +122,9 @@ void add_wait_settings(CLI::App* app, CommandLine& line) {
               std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
   add_setting(app, line, "-E,--conflict-exit-code", "conflict-exit-code",
               "exit status when the lock is not obtained (default 75)", "N");
+  add_setting(app, line, "--limit", "limit",
+              "a semaphore: up to N holders at once (use the same N everywhere for a key)", "N");
+  add_flag_setting(app, line, "--fair", "fair", "serve waiters in arrival order");
 }
 
 // The settings of `run` (also accepted by `config`, to show what a run would use).

@@ -171,7 +171,7 @@ Failure Connection::fail(const Failure& failure) {
   return failure;
 }
 
-Result<Reply> Connection::read_reply(TimePoint deadline) {
+Result<Reply> Connection::read_reply(TimePoint deadline, int interrupt_fd) {
   for (;;) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
@@ -181,7 +181,7 @@ Result<Reply> Connection::read_reply(TimePoint deadline) {
       return copy_reply(reply.get());
     }
     char buf[16384];
-    auto n = stream_->read_some(buf, sizeof buf, deadline);
+    auto n = stream_->read_some(buf, sizeof buf, deadline, interrupt_fd);
     if (!n) return fail(n.failure());
     if (*n == 0) return fail({Failure::Kind::io, endpoint_ + ": connection closed by server"});
     if (redisReaderFeed(reader_.get(), buf, *n) != REDIS_OK)
@@ -190,7 +190,7 @@ Result<Reply> Connection::read_reply(TimePoint deadline) {
 }
 
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,
-                                                TimePoint deadline) {
+                                                TimePoint deadline, int interrupt_fd) {
   if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
   std::string out;
   for (const Argv& argv : commands) out += format_command(argv);
@@ -199,7 +199,7 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& command
   std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
-    auto reply = read_reply(deadline);
+    auto reply = read_reply(deadline, interrupt_fd);
     if (!reply) return reply.failure();
     replies.push_back(std::move(*reply));
   }

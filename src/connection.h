@@ -41,12 +41,14 @@ public:
   // Sends every command in one write and reads their replies in order. An error reply is a
   // Reply of type error here; I/O failures and timeouts are Failures, after which this
   // connection is dead.
-  Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands, TimePoint deadline);
+  // INTERRUPT_FD (if not -1): give up, dropping the connection, when it becomes readable.
+  Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands, TimePoint deadline,
+                                      int interrupt_fd = -1);
   Result<Reply> call(const Argv& argv, TimePoint deadline);
 
 private:
   Connection(std::unique_ptr<Stream> stream, std::string endpoint);
-  Result<Reply> read_reply(TimePoint deadline);
+  Result<Reply> read_reply(TimePoint deadline, int interrupt_fd);
   Failure fail(const Failure& failure);
 
   std::unique_ptr<Stream> stream_;  // null once an I/O error has made the connection unusable

@@ -39,6 +39,7 @@ struct Failure {
     timeout,   // no answer in time: the connection is dead too
     server,    // Redis answered with an error reply (WRONGTYPE, NOAUTH, READONLY ...)
     protocol,  // an answer we cannot understand
+    interrupted,  // a signal arrived while blocked (BLPOP): the connection was dropped
   };
   Kind kind;
   std::string message;

@@ -1,5 +1,15 @@
-// The lock protocol: the Lua scripts and the four operations on one lock key. It speaks to "a
-// Redis" (redis.h) and knows nothing of processes, time policy or the command line.
+// The lock protocol: the Lua scripts and the operations on one lock key: acquire (with the
+// waiting queue), renew, release, leave the queue, and the semaphore form of each (--limit).
+// It speaks to "a Redis" (redis.h) and knows nothing of processes or the command line.
+//
+// Keys of lock KEY (all in KEY's Cluster hash slot, see helper_key):
+//   KEY                     the lock: a string, the holder's value, with PX ttl
+//   {KEY}:rlock:fence       counter of acquisitions: the fencing numbers
+//   {KEY}:rlock:queue       waiters, by arrival (zset token -> server time in us)
+//   {KEY}:rlock:alive       waiters' liveness (zset token -> expiry in ms); the dead are pruned
+//   {KEY}:rlock:wake-TOKEN  one waiter's wake-up list, which it BLPOPs
+//   {KEY}:rlock:sem         semaphore holders (zset token -> expiry in ms), for --limit
+//   {KEY}:rlock:holders     semaphore holders' values (hash token -> value)
 #pragma once
 
 #include <string>
@@ -13,53 +23,93 @@
 
 namespace rlock {
 
-// The name of a helper key of KEY (the fence counter, later queues and semaphores), chosen to
-// live in KEY's Redis Cluster hash slot so one script may touch both:
+// The name of a helper key of KEY, chosen to live in KEY's Redis Cluster hash slot so one
+// script may touch both:
 //   KEY has a hash tag ("job:{42}")  -> "job:{42}:rlock:fence"  (appending keeps the tag)
 //   KEY has no '}'    ("lock:daily") -> "{lock:daily}:rlock:fence"  (the whole key is the tag)
 // A key with a '}' but no tag ("a}b") cannot be tagged; its helpers share a slot only outside
 // Cluster.
 std::string helper_key(std::string_view key, std::string_view kind);
 
-// Whether KEY is one of rlock's helper keys (a fence counter ...), which are never locks.
+// Whether KEY is one of rlock's helper keys (fence counter, queue ...), which are never locks.
 bool is_helper_key(std::string_view key);
+
+// How a waiter waits. Rlock holders wake the first waiter when they release; a holder that
+// died is noticed at its expiry; other software's locks send no wake-up, so they are looked at
+// again every FALLBACK.
+struct WaitPlan {
+  Millis max_block;  // never block longer than this before looking again
+  Millis fallback;   // how often to look at a lock that will not wake us
+};
+inline constexpr Millis k_wake_fallback{2000};
 
 struct Acquired {
   int64_t fence;
 };
 struct Busy {
-  std::string value;  // the holder's raw value
-  Millis pttl;        // time to its expiry; negative when the key has no TTL
+  std::string value;  // the holder's raw value; empty when the lock is free but not our turn
+  Millis pttl;        // time to its expiry; negative when there is no expiry (or no holder)
+  Millis block;       // how long to wait for a wake-up before trying again (0: not waiting)
 };
 struct WrongType {
   std::string type;  // the key holds a hash, a list ...: not a lock
 };
 using AcquireOutcome = std::variant<Acquired, Busy, WrongType>;
 
+struct LockMode {
+  int limit = 0;      // 0: a mutex; N > 0: a semaphore with N holders (--limit)
+  bool fair = false;  // waiters served in arrival order (--fair)
+};
+
+// What `release --force` found and deleted.
+struct Broken {
+  std::string type;   // "none": it was free; "string": a lock, now deleted; else left alone
+  std::string value;  // the value it held
+  Millis pttl{-2};
+};
+
+// Deletes KEY whoever holds it (a string only) and wakes the first waiter.
+Result<Broken> break_lock(Redis& redis, const std::string& key);
+
+// For renewing or releasing a semaphore slot by its token, where the limit does not matter.
+inline constexpr LockMode k_any_semaphore{2, false};
+
 class Lock {
 public:
-  Lock(Redis& redis, std::string key, std::string token);
+  Lock(Redis& redis, std::string key, std::string token, LockMode mode = {});
 
   const std::string& key() const { return key_; }
   const std::string& token() const { return token_; }
+  const LockMode& mode() const { return mode_; }
+  // Our wake-up list, to BLPOP while waiting.
+  const std::string& wake_key() const { return wake_key_; }
   // The connection's per-command timeout, for callers without a tighter deadline.
   Millis command_timeout() const { return redis_.command_timeout(); }
+  Redis& redis() { return redis_; }
 
-  // SET KEY VALUE NX PX TTL and INCR of the fence counter, in one step. VALUE is
-  // encode_lock_value() of our holder without a fence. Retrying after a lost reply is safe:
-  // a value that is already ours counts as acquired.
-  Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl, TimePoint deadline);
-  // Sets the TTL of our lock to TTL; false when the lock is not ours (gone, or someone else's).
+  // Takes the lock if it is free (and, with --fair, it is our turn), drawing the next fencing
+  // number in the same step; VALUE is encode_lock_value() of our holder without a fence. With
+  // a WAIT plan, a busy answer also puts us in the queue. Retrying after a lost reply is safe:
+  // a lock that is already ours counts as acquired.
+  Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
+                                     const std::optional<WaitPlan>& wait, TimePoint deadline);
+  // Sets the expiry of our lock to TTL from now; false when it is not ours (gone, or taken).
   Result<bool> renew(Millis ttl, TimePoint deadline);
-  // Deletes our lock; false when it was not ours, and then nothing changed.
+  // Gives our lock back and wakes the first waiter; false when it was not ours (no change).
   Result<bool> release(TimePoint deadline);
+  // Leaves the queue after waiting in vain, passing on a wake-up we will not use.
+  Result<Unit> leave_queue(TimePoint deadline);
+  // Whether our token holds the lock now (without renewing it).
+  Result<bool> holds(TimePoint deadline);
 
 private:
   Redis& redis_;
   std::string key_;
-  std::string fence_key_;
   std::string token_;
+  LockMode mode_;
   std::string prefix_;  // owner_prefix(token_)
+  std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_, sem_key_,
+      holders_key_;
 };
 
 }  // namespace rlock

@@ -1,6 +1,9 @@
 #include "lock_state.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
+#include <map>
 
 #include "lock.h"
 
@@ -12,16 +15,6 @@ namespace {
 // round trips, small enough that no step blocks the server noticeably.
 constexpr int k_scan_count = 1000;
 
-// Reading and deleting are one step, so the value reported is exactly the one deleted.
-const Script k_break_script(R"lua(
-local t = redis.call('TYPE', KEYS[1])['ok']
-if t ~= 'string' then return {t} end
-local v = redis.call('GET', KEYS[1])
-local pttl = redis.call('PTTL', KEYS[1])
-redis.call('DEL', KEYS[1])
-return {t, v, pttl}
-)lua");
-
 Failure unexpected(const std::string& what) {
   return Failure{Failure::Kind::protocol, "unexpected reply to " + what};
 }
@@ -29,7 +22,7 @@ Failure unexpected(const std::string& what) {
 // Fills KIND, VALUE from TYPE and the raw value.
 void classify(LockState& s) {
   if (s.type == "none") {
-    s.kind = LockState::Kind::free;
+    s.kind = s.semaphore.empty() ? LockState::Kind::free : LockState::Kind::semaphore;
   } else if (s.type != "string") {
     s.kind = LockState::Kind::not_a_lock;
   } else {
@@ -38,24 +31,67 @@ void classify(LockState& s) {
   }
 }
 
+// The lock key a semaphore's helper key belongs to: "{K}:rlock:sem" or "K:rlock:sem".
+std::string semaphore_owner(const std::string& sem_key) {
+  static const std::string k_suffix = ":rlock:sem";
+  std::string key = sem_key.substr(0, sem_key.size() - k_suffix.size());
+  if (key.size() >= 2 && key.front() == '{' && key.back() == '}')
+    key = key.substr(1, key.size() - 2);
+  return key;
+}
+
 }  // namespace
+
+// Semaphores (--limit) live in helper zsets, not under their own key: find those, then keep
+// the ones whose lock key matches PATTERN.
+Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern) {
+  std::vector<std::string> keys;
+  std::string cursor = "0";
+  do {
+    auto page = redis.call({"SCAN", cursor, "MATCH", "*:rlock:sem", "COUNT",
+                            std::to_string(k_scan_count), "TYPE", "zset"},
+                           Clock::now() + redis.command_timeout());
+    if (!page) return page.failure();
+    if (!page->is_array() || page->elements.size() != 2 || !page->elements[1].is_array())
+      return unexpected("SCAN");
+    cursor = page->elements[0].str;
+    for (const Reply& k : page->elements[1].elements) {
+      std::string key = semaphore_owner(k.str);
+      if (::fnmatch(pattern.c_str(), key.c_str(), 0) == 0) keys.push_back(key);
+    }
+  } while (cursor != "0");
+  if (keys.empty()) return std::vector<LockState>{};
+  auto locks = read_locks(redis, keys);
+  if (!locks) return locks.failure();
+  std::vector<LockState> out;
+  for (auto& s : *locks)
+    if (s.kind == LockState::Kind::semaphore) out.push_back(std::move(s));
+  return out;
+}
 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 4;
-  std::vector<Argv> commands;
+  constexpr size_t k_per_key = 7;
+  std::vector<Argv> commands = {{"TIME"}};
   for (const auto& key : keys) {
     commands.push_back({"TYPE", key});
     commands.push_back({"GET", key});
     commands.push_back({"PTTL", key});
     commands.push_back({"GET", helper_key(key, "fence")});
+    commands.push_back({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
+    commands.push_back({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
+    commands.push_back({"HGETALL", helper_key(key, "holders")});
   }
   auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
   if (!replies) return replies.failure();
+  const Reply& time = replies->front();
+  if (time.type == Reply::Type::error) return redis.server_failure(time.str);
+  if (!time.is_array() || time.elements.size() != 2) return unexpected("TIME");
+  int64_t now_ms = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
   std::vector<LockState> out;
   for (size_t i = 0; i < keys.size(); ++i) {
-    const Reply* e = &(*replies)[i * k_per_key];
+    const Reply* e = &(*replies)[1 + i * k_per_key];
     // The type decides; GET's WRONGTYPE for a non-string is expected and ignored.
     if (e[0].type == Reply::Type::error) return redis.server_failure(e[0].str);
     if (e[2].type == Reply::Type::error) return redis.server_failure(e[2].str);
@@ -70,6 +106,22 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       } catch (const std::exception&) {
         // someone else's data under our helper's name: show nothing rather than fail
       }
+    }
+    // Waiters that still renew their place (the dead are pruned at the next acquire).
+    for (size_t j = 0; e[4].is_array() && j + 1 < e[4].elements.size(); j += 2)
+      if (std::stod(e[4].elements[j + 1].str) > static_cast<double>(now_ms)) ++s.waiters;
+    std::map<std::string, std::string> values;
+    for (size_t j = 0; e[6].is_array() && j + 1 < e[6].elements.size(); j += 2)
+      values[e[6].elements[j].str] = e[6].elements[j + 1].str;
+    for (size_t j = 0; e[5].is_array() && j + 1 < e[5].elements.size(); j += 2) {
+      auto expiry = static_cast<int64_t>(std::stod(e[5].elements[j + 1].str));
+      if (expiry <= now_ms) continue;
+      SemaphoreHolder h;
+      h.token = e[5].elements[j].str;
+      h.raw = values[h.token];
+      h.value = decode_lock_value(h.raw);
+      h.ttl = Millis(expiry - now_ms);
+      s.semaphore.push_back(std::move(h));
     }
     // Changed between TYPE and GET: show it as it was typed, without a value.
     if (s.type == "string" && !e[1].is_string()) s.type = "none";
@@ -118,25 +170,12 @@ Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& patte
       out.push_back(std::move(s));
     }
   } while (cursor != "0");
+  auto semaphores = scan_semaphores(redis, pattern);
+  if (!semaphores) return semaphores.failure();
+  out.insert(out.end(), semaphores->begin(), semaphores->end());
   std::sort(out.begin(), out.end(),
             [](const LockState& a, const LockState& b) { return a.key < b.key; });
   return out;
-}
-
-Result<LockState> break_lock(Redis& redis, const std::string& key) {
-  auto reply = eval(redis, k_break_script, {key}, {}, Clock::now() + redis.command_timeout());
-  if (!reply) return reply.failure();
-  const auto& e = reply->elements;
-  if (!reply->is_array() || e.empty()) return unexpected("the break script");
-  LockState s;
-  s.key = key;
-  s.type = e[0].str;
-  if (e.size() == 3) {
-    s.raw = e[1].str;
-    s.pttl = Millis(e[2].integer);
-  }
-  classify(s);
-  return s;
 }
 
 }  // namespace rlock

@@ -15,11 +15,20 @@
 
 namespace rlock {
 
+// One holder of a semaphore (--limit).
+struct SemaphoreHolder {
+  std::string token;
+  std::string raw;
+  std::optional<LockValue> value;
+  Millis ttl{0};
+};
+
 struct LockState {
   enum class Kind {
     free,
     held,        // by rlock: value decodes
     foreign,     // a plain string another client set (SET NX PX token)
+    semaphore,   // held by up to --limit rlock holders
     not_a_lock,  // a hash, a list ...
   };
   std::string key;
@@ -29,18 +38,17 @@ struct LockState {
   std::optional<LockValue> value;        // decoded, when rlock wrote it
   Millis pttl{-2};                       // -1: no expiry; -2: no key
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
+  int64_t waiters = 0;                   // rlock processes waiting for it
+  std::vector<SemaphoreHolder> semaphore;
 };
 
 // The state of each of KEYS, in one round trip.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
 
-// Every lock whose key matches PATTERN (a Redis glob), sorted by key: values rlock wrote, and
-// plain strings with an expiry (other software's locks). Found with SCAN, never KEYS;
-// rlock's helper keys are left out.
+// Every lock whose key matches PATTERN (a Redis glob), sorted by key: values rlock wrote,
+// semaphores, and plain strings with an expiry (other software's locks). Found with SCAN, never
+// KEYS; rlock's helper keys are left out.
 Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern);
-
-// Deletes KEY whoever holds it; returns what it held (nullopt: it was free). A key of another
-// type is left alone and reported as not_a_lock.
-Result<LockState> break_lock(Redis& redis, const std::string& key);
+Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern);
 
 }  // namespace rlock

@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -45,5 +46,27 @@ void log_warning(const std::string& message) {
 }
 
 void log_error(const std::string& message) { emit("error", message); }
+
+}  // namespace rlock
+
+namespace rlock {
+
+StatusLine::StatusLine()
+    : enabled_(::isatty(STDERR_FILENO) && g_verbosity.load() != Verbosity::quiet) {}
+
+void StatusLine::draw(const std::string& text) {
+  if (!enabled_) return;
+  winsize ws{};
+  size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+  std::string line = "\r\033[K" + text.substr(0, width - 1);
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  shown_ = true;
+}
+
+void StatusLine::clear() {
+  if (!shown_) return;
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, "\r\033[K", 4);
+  shown_ = false;
+}
 
 }  // namespace rlock

@@ -20,3 +20,22 @@ void log_warning(const std::string& message);
 void log_error(const std::string& message);
 
 }  // namespace rlock
+
+namespace rlock {
+
+// One line on stderr, redrawn in place, while rlock waits on a terminal: who holds the lock,
+// for how long, how long we have waited. Nothing when stderr is not a terminal or with -q.
+class StatusLine {
+public:
+  StatusLine();
+  ~StatusLine() { clear(); }
+  bool enabled() const { return enabled_; }
+  void draw(const std::string& text);
+  void clear();
+
+private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+}  // namespace rlock

@@ -36,6 +36,8 @@ struct RunOptions {
   std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
   enum class OnLost { kill, ignore } on_lost = OnLost::kill;
   std::optional<Millis> min_hold;
+  int limit = 0;      // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
+  bool fair = false;  // --fair: waiters in arrival order
 };
 
 }  // namespace rlock

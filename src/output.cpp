@@ -22,14 +22,11 @@ WallTime now_wall() {
 
 const char* state_name(LockState::Kind kind) {
   switch (kind) {
-  case LockState::Kind::free:
-    return "free";
-  case LockState::Kind::held:
-    return "held";
-  case LockState::Kind::foreign:
-    return "foreign";
-  case LockState::Kind::not_a_lock:
-    return "not_a_lock";
+  case LockState::Kind::free: return "free";
+  case LockState::Kind::held: return "held";
+  case LockState::Kind::foreign: return "foreign";
+  case LockState::Kind::semaphore: return "semaphore";
+  case LockState::Kind::not_a_lock: return "not_a_lock";
   }
   return "";
 }
@@ -41,6 +38,17 @@ std::string paint(const OutputStyle& style, const char* ansi, const std::string&
 
 std::string ttl_text(Millis pttl) {
   return pttl.count() < 0 ? "no ttl" : "ttl " + format_duration(pttl);
+}
+
+// "web-2 pid 4121 (report.sh)"
+std::string holder_text(const Holder& h) {
+  std::string out = printable(h.host) + " pid " + std::to_string(h.pid);
+  if (!h.cmd.empty()) out += " (" + printable(h.cmd) + ")";
+  return out;
+}
+
+json holder_json(const Holder& h) {
+  return {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
 }
 
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
@@ -59,11 +67,26 @@ json lock_json(const LockState& s, bool with_counter) {
   j["held_ms"] = nullptr;
   if (s.value) {
     const Holder& h = s.value->holder;
-    j["holder"] = {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
+    j["holder"] = holder_json(h);
     j["token"] = s.value->token;
     if (s.value->fence) j["fence"] = *s.value->fence;
     j["acquired_at"] = format_rfc3339(h.since);
     j["held_ms"] = std::max<int64_t>(0, (now_wall() - h.since).count());
+  }
+  j["waiters"] = s.waiters;
+  if (s.kind == LockState::Kind::semaphore) {
+    json holders = json::array();
+    for (const auto& h : s.semaphore) {
+      json one = {{"token", h.token}, {"ttl_ms", h.ttl.count()}, {"value", h.raw},
+                  {"holder", nullptr}, {"fence", nullptr}, {"acquired_at", nullptr}};
+      if (h.value) {
+        one["holder"] = holder_json(h.value->holder);
+        if (h.value->fence) one["fence"] = *h.value->fence;
+        one["acquired_at"] = format_rfc3339(h.value->holder.since);
+      }
+      holders.push_back(one);
+    }
+    j["semaphore_holders"] = holders;
   }
   if (with_counter) j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
   return j;
@@ -75,18 +98,25 @@ void print_json(const json& j) { write_stdout(j.dump(2) + "\n"); }
 std::string lock_details(const LockState& s) {
   switch (s.kind) {
   case LockState::Kind::free:
-    return "";
-  case LockState::Kind::not_a_lock:
-    return "";
+  case LockState::Kind::not_a_lock: return "";
   case LockState::Kind::foreign:
     return "by another client  " + ttl_text(s.pttl) + "  value \"" + printable(s.raw, 40) + "\"";
+  case LockState::Kind::semaphore: {
+    std::string out = "by " + std::to_string(s.semaphore.size()) + " (semaphore):";
+    for (size_t i = 0; i < s.semaphore.size(); ++i) {
+      const auto& h = s.semaphore[i];
+      out += i ? ", " : " ";
+      out += h.value ? holder_text(h.value->holder) : "another client";
+    }
+    return out;
+  }
   case LockState::Kind::held: {
     const Holder& h = s.value->holder;
-    std::string out = "by " + printable(h.host) + " pid " + std::to_string(h.pid);
-    if (!h.cmd.empty()) out += " (" + printable(h.cmd) + ")";
+    std::string out = "by " + holder_text(h);
     out += "  for " + format_duration(std::max(Millis(0), now_wall() - h.since));
     out += "  " + ttl_text(s.pttl);
     out += "  token " + s.value->token.substr(0, 8) + "...";
+    if (s.waiters > 0) out += "  " + std::to_string(s.waiters) + " waiting";
     return out;
   }
   }
@@ -95,13 +125,11 @@ std::string lock_details(const LockState& s) {
 
 std::string state_word(const LockState& s, const OutputStyle& style) {
   switch (s.kind) {
-  case LockState::Kind::free:
-    return paint(style, "32", "free");
+  case LockState::Kind::free: return paint(style, "32", "free");
   case LockState::Kind::held:
-  case LockState::Kind::foreign:
-    return paint(style, "33", "held");
-  case LockState::Kind::not_a_lock:
-    return paint(style, "31", "not a lock (" + s.type + ")");
+  case LockState::Kind::semaphore:
+  case LockState::Kind::foreign: return paint(style, "33", "held");
+  case LockState::Kind::not_a_lock: return paint(style, "31", "not a lock (" + s.type + ")");
   }
   return "";
 }
@@ -147,8 +175,7 @@ std::string printable(std::string_view text, size_t max) {
 std::string describe_holder(std::string_view raw_value, Millis pttl) {
   auto v = decode_lock_value(raw_value);
   if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
-  std::string out = printable(v->holder.host) + " pid " + std::to_string(v->holder.pid);
-  if (!v->holder.cmd.empty()) out += " (" + printable(v->holder.cmd) + ")";
+  std::string out = holder_text(v->holder);
   out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
   return out + ", " + ttl_text(pttl);
 }
@@ -196,6 +223,10 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   }
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
     rows.emplace_back("ttl", s.pttl.count() < 0 ? "none (never expires)" : format_duration(s.pttl));
+  for (const auto& h : s.semaphore)
+    rows.emplace_back("holder", (h.value ? holder_text(h.value->holder) : "another client") +
+                                    ", ttl " + format_duration(h.ttl) + ", token " + h.token);
+  rows.emplace_back("waiters", std::to_string(s.waiters));
   rows.emplace_back("fence counter",
                     s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)

@@ -14,20 +14,32 @@ public:
 
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
-    if (!conn_) {
-      auto opened = Connection::open(url_, options_, deadline);
-      if (!opened) return opened.failure();
-      conn_ = std::move(*opened);
-    }
-    auto replies = conn_->pipeline(commands, deadline);
-    if (!replies) conn_.reset();  // a failed connection is dead; the next call makes a new one
-    return replies;
+    return run(commands, deadline, -1);
+  }
+
+  Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+    auto replies = run({argv}, deadline, interrupt_fd);
+    if (!replies) return replies.failure();
+    if (replies->front().type == Reply::Type::error) return server_failure(replies->front().str);
+    return std::move(replies->front());
   }
 
   std::string name() const override { return url_.redacted(); }
   Millis command_timeout() const override { return options_.command_timeout; }
 
 private:
+  Result<std::vector<Reply>> run(const std::vector<Argv>& commands, TimePoint deadline,
+                                 int interrupt_fd) {
+    if (!conn_) {
+      auto opened = Connection::open(url_, options_, deadline);
+      if (!opened) return opened.failure();
+      conn_ = std::move(*opened);
+    }
+    auto replies = conn_->pipeline(commands, deadline, interrupt_fd);
+    if (!replies) conn_.reset();  // a failed connection is dead; the next call makes a new one
+    return replies;
+  }
+
   RedisUrl url_;
   ConnectOptions options_;
   std::unique_ptr<Connection> conn_;
@@ -58,6 +70,9 @@ Result<Reply> Redis::call(const Argv& argv, TimePoint deadline) {
 
 Failure Redis::server_failure(const std::string& error) const {
   std::string code = error.substr(0, error.find(' '));
+  // A server that wants a password cuts off long commands from a client that gave none, before
+  // it would say NOAUTH.
+  if (error.find("unauthenticated") != std::string::npos) code = "NOAUTH";
   std::string message = name() + ": " + error;
   if (const char* hint = hint_for(code)) message += " (" + std::string(hint) + ")";
   return Failure{Failure::Kind::server, message, code};

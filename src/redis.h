@@ -23,6 +23,9 @@ public:
                                               TimePoint deadline) = 0;
   // Runs one command. An error reply (WRONGTYPE, NOSCRIPT ...) is a Failure of kind server.
   Result<Reply> call(const Argv& argv, TimePoint deadline);
+  // Runs a command that blocks on the server (BLPOP). When INTERRUPT_FD becomes readable first,
+  // fails with kind interrupted (and the connection is replaced).
+  virtual Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) = 0;
   // ERROR (a server's error reply) as a Failure naming this Redis, with a hint for the errors
   // operators meet (NOAUTH, READONLY, OOM).
   Failure server_failure(const std::string& error) const;

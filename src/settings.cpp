@@ -82,6 +82,8 @@ const std::vector<SettingInfo>& all_settings() {
       {"kill-after", SettingKind::duration, nullptr, "KILL this long after the kill signal"},
       {"on-lost", SettingKind::on_lost, "kill", "what to do when the lock is lost"},
       {"min-hold", SettingKind::duration, nullptr, "keep the lock at least this long"},
+      {"limit", SettingKind::count, nullptr, "up to N holders (a semaphore)"},
+      {"fair", SettingKind::flag, "false", "waiters in arrival order"},
       {"quiet", SettingKind::flag, "false", "print only errors"},
       {"verbose", SettingKind::flag, "false", "print every event"},
   };
@@ -205,6 +207,15 @@ Resolved resolve_settings(const RawSettings& s) {
                 format_duration(*o.kill_after) + " must be below half the ttl (" +
                     format_duration(o.ttl / 2) + ")");
   }
+  if (const RawValue* v = lookup(s, "limit")) {
+    std::string n = single("limit", *v);
+    int limit = 0;
+    if (!n.empty() && n.size() <= 6 && n.find_first_not_of("0123456789") == std::string::npos)
+      limit = std::stoi(n);
+    if (limit < 1) bad_value("limit", *v, "'" + n + "' is not a number of holders from 1 up");
+    o.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
+  }
+  if (const RawValue* v = lookup(s, "fair")) o.fair = flag_value("fair", *v);
   if (const RawValue* v = lookup(s, "on-lost")) {
     std::string action = single("on-lost", *v);
     if (action != "kill" && action != "ignore")

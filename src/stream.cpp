@@ -7,11 +7,13 @@
 
 namespace rlock {
 
-Result<Unit> wait_fd(int fd, short events, TimePoint deadline, const std::string& what) {
+Result<Unit> wait_fd(int fd, short events, TimePoint deadline, const std::string& what,
+                     int interrupt_fd) {
   for (;;) {
-    pollfd p{fd, events, 0};
-    int n = ::poll(&p, 1, millis_until(deadline));
-    if (n > 0) return Unit{};
+    pollfd p[2] = {{fd, events, 0}, {interrupt_fd, POLLIN, 0}};
+    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(deadline));
+    if (n > 0 && p[0].revents) return Unit{};
+    if (n > 0) return Failure{Failure::Kind::interrupted, what + ": interrupted"};
     if (n == 0) return Failure{Failure::Kind::timeout, what + ": timed out"};
     if (errno != EINTR) return Failure{Failure::Kind::io, what + ": " + errno_message("poll")};
   }
@@ -39,12 +41,13 @@ public:
     return Unit{};
   }
 
-  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline) override {
+  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline,
+                           int interrupt_fd) override {
     for (;;) {
       ssize_t n = ::recv(fd_.get(), buf, len, 0);
       if (n >= 0) return static_cast<size_t>(n);
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        auto ready = wait_fd(fd_.get(), POLLIN, deadline, endpoint_);
+        auto ready = wait_fd(fd_.get(), POLLIN, deadline, endpoint_, interrupt_fd);
         if (!ready) return ready.failure();
       } else if (errno != EINTR) {
         return Failure{Failure::Kind::io, endpoint_ + ": " + errno_message("recv")};

@@ -136,15 +136,15 @@ public:
 
   // Runs one OpenSSL call until it neither wants to read nor write; returns its result, or a
   // failure when the socket is not ready before DEADLINE.
-  template <class F> Result<int> drive(F call, TimePoint deadline) {
+  template <class F> Result<int> drive(F call, TimePoint deadline, int interrupt_fd = -1) {
     for (;;) {
       ssl_.ERR_clear_error();
       int r = call();
       if (r > 0) return r;
       int err = ssl_.SSL_get_error(conn_.get(), r);
       if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        auto ready =
-            wait_fd(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline, endpoint_);
+        auto ready = wait_fd(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
+                             endpoint_, interrupt_fd);
         if (!ready) return ready.failure();
         continue;
       }
@@ -182,9 +182,10 @@ public:
     return Unit{};
   }
 
-  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline) override {
-    auto n =
-        drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); }, deadline);
+  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline,
+                           int interrupt_fd) override {
+    auto n = drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); },
+                   deadline, interrupt_fd);
     if (!n) return n.failure();
     return static_cast<size_t>(*n);
   }

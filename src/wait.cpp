@@ -2,10 +2,11 @@
 
 #include <poll.h>
 
-#include <random>
+#include <cstdio>
 
 #include "lock.h"
 #include "log.h"
+#include "output.h"
 #include "signals.h"
 
 namespace rlock {
@@ -18,11 +19,17 @@ bool is_forwarded(int sig) {
   return false;
 }
 
+// The first forwarded signal pending on SIGNALS, if any (others are dropped: no child yet).
+std::optional<int> pending_signal(SignalEvents& signals) {
+  while (auto sig = signals.next())
+    if (is_forwarded(*sig)) return sig;
+  return std::nullopt;
+}
+
 // Sleeps until UNTIL; returns the signal that cut the sleep short, if any.
 std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
   for (;;) {
-    while (auto sig = signals.next())
-      if (is_forwarded(*sig)) return sig;
+    if (auto sig = pending_signal(signals)) return sig;
     int timeout = millis_until(until);
     if (timeout == 0) return std::nullopt;
     pollfd p{signals.fd(), POLLIN, 0};
@@ -30,73 +37,132 @@ std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
   }
 }
 
-// Best effort after giving up: an attempt whose reply we lost may have taken the lock. Nothing
-// to undo when the failure was that no connection could be made.
+// BLPOP's timeout in seconds, with millisecond precision (Redis 6 and later).
+std::string blpop_seconds(Millis d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(std::max(d, Millis(1)).count()) / 1000);
+  return buf;
+}
+
+// Best effort after giving up: an attempt whose reply we lost may have taken the lock.
+// Nothing to undo when the failure was that no connection could be made.
 void undo_possible_acquire(Lock& lock, const Failure& failure) {
   if (failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server)
     (void)lock.release(Clock::now() + lock.command_timeout());
 }
 
+class Waiter {
+public:
+  Waiter(Lock& lock, SignalEvents& signals, std::optional<Millis> wait)
+      : lock_(lock), signals_(signals), start_(Clock::now()) {
+    if (!wait)
+      give_up_ = start_;
+    else if (*wait != Millis::max())
+      give_up_ = start_ + *wait;
+  }
+
+  WaitOutcome run(const std::string& value, Millis ttl) {
+    for (;;) {
+      TimePoint sent = Clock::now();
+      auto attempt = lock_.try_acquire(value, ttl, plan(sent), sent + lock_.command_timeout());
+      if (attempt) {
+        ever_answered_ = true;
+        if (last_failure_) log_info(lock_.key() + ": Redis answers again");
+        last_failure_.reset();
+        if (auto* got = std::get_if<Acquired>(&*attempt)) {
+          status_.clear();
+          return Obtained{got->fence, sent, std::chrono::duration_cast<Millis>(sent - start_)};
+        }
+        if (auto* wrong = std::get_if<WrongType>(&*attempt)) return NotALock{wrong->type};
+        busy_ = std::get<Busy>(*attempt);
+        busy_seen_ = Clock::now();
+        if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl});
+        if (auto sig = block(busy_.block)) return give_up(Interrupted{*sig});
+      } else {
+        // Unreachable on the first try: fail now (exit 69) rather than wait on a Redis that may
+        // never come. Once it has answered, a blip during a long wait is retried.
+        if (!ever_answered_ || attempt.failure().kind == Failure::Kind::server) {
+          undo_possible_acquire(lock_, attempt.failure());
+          return attempt.failure();
+        }
+        if (!last_failure_) log_warning(lock_.key() + ": " + attempt.failure().message + "; retrying");
+        last_failure_ = attempt.failure();
+        if (out_of_time()) return give_up(*last_failure_);
+        TimePoint next = Clock::now() + k_retry_interval;
+        if (give_up_) next = std::min(next, *give_up_);
+        if (auto sig = sleep_interruptible(next, signals_)) return give_up(Interrupted{*sig});
+      }
+    }
+  }
+
+private:
+  // The longest the script may tell us to block: k_max_block, or the time left to wait.
+  std::optional<WaitPlan> plan(TimePoint now) const {
+    if (give_up_ && *give_up_ <= now) return std::nullopt;  // one attempt: do not queue
+    Millis max_block = k_max_block;
+    if (give_up_)
+      max_block = std::min(max_block, std::chrono::ceil<Millis>(*give_up_ - now));
+    return WaitPlan{max_block, k_wake_fallback};
+  }
+
+  bool out_of_time() const { return give_up_ && Clock::now() >= *give_up_; }
+
+  // Blocks on our wake-up list for up to FOR_HOW_LONG, redrawing the status line every second
+  // on a terminal. Returns a forwarded signal that arrived meanwhile.
+  std::optional<int> block(Millis for_how_long) {
+    TimePoint until = Clock::now() + for_how_long;
+    for (;;) {
+      draw_status();
+      TimePoint now = Clock::now();
+      if (now >= until) return std::nullopt;
+      Millis slice = std::chrono::ceil<Millis>(until - now);
+      if (status_.enabled()) slice = std::min(slice, Millis(1000));
+      auto popped = lock_.redis().blocking_call({"BLPOP", lock_.wake_key(), blpop_seconds(slice)},
+                                                now + slice + lock_.command_timeout(),
+                                                signals_.fd());
+      if (popped && popped->is_array()) return std::nullopt;  // woken: try now
+      if (!popped && popped.failure().kind == Failure::Kind::interrupted) {
+        if (auto sig = pending_signal(signals_)) return sig;
+        continue;
+      }
+      if (!popped) return std::nullopt;  // the next attempt will say what is wrong
+    }
+  }
+
+  void draw_status() {
+    if (!status_.enabled()) return;
+    Millis since_seen = std::chrono::duration_cast<Millis>(Clock::now() - busy_seen_);
+    Millis pttl = busy_.pttl.count() >= 0 ? std::max(Millis(0), busy_.pttl - since_seen) : busy_.pttl;
+    std::string holder =
+        busy_.value.empty() ? "free, waiting for our turn" : "held by " + describe_holder(busy_.value, pttl);
+    status_.draw("rlock: waiting for " + lock_.key() + ": " + holder + "; waited " +
+                 format_duration(std::chrono::duration_cast<Millis>(Clock::now() - start_)));
+  }
+
+  // Leaves the queue (and undoes a possibly successful attempt) before reporting OUTCOME.
+  WaitOutcome give_up(WaitOutcome outcome) {
+    status_.clear();
+    if (last_failure_) undo_possible_acquire(lock_, *last_failure_);
+    if (give_up_ != start_) (void)lock_.leave_queue(Clock::now() + lock_.command_timeout());
+    return outcome;
+  }
+
+  Lock& lock_;
+  SignalEvents& signals_;
+  TimePoint start_;
+  std::optional<TimePoint> give_up_;  // nullopt: for ever
+  bool ever_answered_ = false;
+  std::optional<Failure> last_failure_;
+  Busy busy_{};
+  TimePoint busy_seen_{};
+  StatusLine status_;
+};
+
 }  // namespace
 
 WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
                     SignalEvents& signals) {
-  TimePoint start = Clock::now();
-  std::optional<TimePoint> give_up;  // nullopt: for ever
-  if (!wait)
-    give_up = start;
-  else if (*wait != Millis::max())
-    give_up = start + *wait;
-  std::minstd_rand jitter(std::random_device{}());
-  std::optional<Failure> last_failure;
-  bool ever_answered = false;
-  for (;;) {
-    TimePoint sent = Clock::now();
-    auto attempt = lock.try_acquire(value, ttl, sent + lock.command_timeout());
-    std::optional<Millis> holder_pttl;
-    std::string holder_value;
-    if (attempt) {
-      ever_answered = true;
-      if (last_failure) log_info(lock.key() + ": Redis answers again");
-      last_failure.reset();
-      if (auto* got = std::get_if<Acquired>(&*attempt))
-        return Obtained{got->fence, sent, std::chrono::duration_cast<Millis>(sent - start)};
-      if (auto* wrong = std::get_if<WrongType>(&*attempt)) return NotALock{wrong->type};
-      auto& busy = std::get<Busy>(*attempt);
-      holder_pttl = busy.pttl;
-      holder_value = busy.value;
-    } else {
-      // Unreachable on the first try: fail now (exit 69) rather than wait on a Redis that may
-      // never come. Once it has answered, a blip during a long wait is retried.
-      if (!ever_answered || attempt.failure().kind == Failure::Kind::server) {
-        undo_possible_acquire(lock, attempt.failure());
-        return attempt.failure();
-      }
-      if (!last_failure) log_warning(lock.key() + ": " + attempt.failure().message + "; retrying");
-      last_failure = attempt.failure();
-    }
-
-    TimePoint now = Clock::now();
-    if (give_up && now >= *give_up) {
-      if (last_failure) {
-        undo_possible_acquire(lock, *last_failure);
-        return *last_failure;
-      }
-      return NotObtained{holder_value, holder_pttl.value_or(Millis(-1))};
-    }
-    // 50-150% of the poll interval so that many waiters spread out, but never past the holder's
-    // expiry (a holder that died is replaced at once) or our own deadline.
-    auto spread = std::uniform_int_distribution<int64_t>(k_poll_interval.count() / 2,
-                                                         k_poll_interval.count() * 3 / 2);
-    TimePoint next = now + Millis(spread(jitter));
-    if (holder_pttl && holder_pttl->count() >= 0)
-      next = std::min(next, now + *holder_pttl + Millis(1));
-    if (give_up) next = std::min(next, *give_up);
-    if (auto sig = sleep_interruptible(next, signals)) {
-      if (last_failure) undo_possible_acquire(lock, *last_failure);
-      return Interrupted{*sig};
-    }
-  }
+  return Waiter(lock, signals, wait).run(value, ttl);
 }
 
 }  // namespace rlock

@@ -1,5 +1,6 @@
 // Getting the lock under a wait policy: one attempt (--no-wait), or attempts until a deadline
-// (--wait D) or for ever (--wait inf). The only place that decides when to try again.
+// (--wait D) or for ever (--wait inf), sleeping in between on a wake-up list (BLPOP) that a
+// release pushes to, so a waiter gets the lock within a round trip of its release.
 #pragma once
 
 #include <optional>
@@ -15,9 +16,11 @@ namespace rlock {
 class Lock;
 class SignalEvents;
 
-// Between attempts while the holder is alive. Peers poll at 50-250 ms; a notification-based
-// wait replaces this loop later (it is kept in this one function for that).
-inline constexpr Millis k_poll_interval{100};
+// Look at the lock again at least this often, even when nothing wakes us: covers a wake-up
+// lost with a waiter that died between being woken and taking the lock.
+inline constexpr Millis k_max_block{30'000};
+// After a failed attempt (Redis unreachable), wait this long before the next.
+inline constexpr Millis k_retry_interval{200};
 
 struct Obtained {
   int64_t fence;
@@ -38,7 +41,8 @@ using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, F
 
 // WAIT: nullopt for a single attempt; Millis::max() for no limit. A forwarded signal read from
 // SIGNALS ends the wait as Interrupted. After a failed or interrupted wait nothing of ours is
-// left in Redis (a lost reply to a successful attempt is undone with a release).
+// left in Redis (a lost reply to a successful attempt is undone with a release, and we leave
+// the queue).
 WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
                     SignalEvents& signals);
 

@@ -12,20 +12,15 @@ namespace rlock {
 int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool json) {
   SignalEvents signals;  // a signal while waiting ends the wait, leaving nothing behind
   auto redis = connect_redis(global);
-  Lock lock(*redis, options.key, make_token());
+  if (auto token = inherited_token(*redis, options)) {
+    // Inside a command that holds KEY: that lock is ours already. Print its token.
+    print_acquired(options.key, *token, 0, options.ttl, output_style(json));
+    return k_exit_ok;
+  }
+  Lock lock(*redis, options.key, make_token(), lock_mode(options));
   LockValue value{lock.token(), parent_holder(), std::nullopt};
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
-  if (auto* busy = std::get_if<NotObtained>(&outcome)) {
-    log_info(options.key + ": busy, held by " + describe_holder(busy->holder_value, busy->pttl));
-    return options.conflict_exit_code;
-  }
-  if (auto* interrupted = std::get_if<Interrupted>(&outcome))
-    return exit_status_for_signal(interrupted->signo);
-  if (auto* not_lock = std::get_if<NotALock>(&outcome)) {
-    log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
-    return k_exit_unavailable;
-  }
-  if (auto* failure = std::get_if<Failure>(&outcome)) return unavailable(*failure);
+  if (auto status = exit_unless_obtained(outcome, options)) return *status;
   const auto& got = std::get<Obtained>(outcome);
   try {
     print_acquired(options.key, lock.token(), got.fence, options.ttl, output_style(json));

@@ -10,9 +10,15 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
                 Millis ttl) {
   check_token(token);
   auto redis = connect_redis(global);
-  Lock lock(*redis, key, token);
-  auto renewed = lock.renew(ttl, Clock::now() + lock.command_timeout());
-  if (!renewed) return unavailable(renewed.failure());
+  // The token says whose it is, not whether it is a plain lock or a slot of a semaphore
+  // (--limit): try the one, then the other.
+  Result<bool> renewed = false;
+  for (LockMode mode : {LockMode{}, k_any_semaphore}) {
+    Lock lock(*redis, key, token, mode);
+    renewed = lock.renew(ttl, Clock::now() + lock.command_timeout());
+    if (!renewed) return unavailable(renewed.failure());
+    if (*renewed) break;
+  }
   if (!*renewed) {
     log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
     return 1;

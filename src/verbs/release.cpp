@@ -1,6 +1,5 @@
 // rlock release KEY --token T | --force: give a lock back, or break anyone's and say whose.
 #include "lock.h"
-#include "lock_state.h"
 #include "lock_value.h"
 #include "log.h"
 #include "output.h"
@@ -14,9 +13,14 @@ int release_verb(const GlobalOptions& global, const std::string& key,
   auto redis = connect_redis(global);
   if (token) {
     check_token(*token);
-    Lock lock(*redis, key, *token);
-    auto released = lock.release(Clock::now() + lock.command_timeout());
-    if (!released) return unavailable(released.failure());
+    // A plain lock or a semaphore slot (--limit): try the one, then the other.
+    Result<bool> released = false;
+    for (LockMode mode : {LockMode{}, k_any_semaphore}) {
+      Lock lock(*redis, key, *token, mode);
+      released = lock.release(Clock::now() + lock.command_timeout());
+      if (!released) return unavailable(released.failure());
+      if (*released) break;
+    }
     if (!*released) {
       log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
       return 1;
@@ -26,18 +30,17 @@ int release_verb(const GlobalOptions& global, const std::string& key,
   }
   auto broken = break_lock(*redis, key);
   if (!broken) return unavailable(broken.failure());
-  switch (broken->kind) {
-  case LockState::Kind::free:
+  if (broken->type == "none") {
     write_stdout(key + ": was free; nothing to release\n");
     return 1;
-  case LockState::Kind::not_a_lock:
+  }
+  if (broken->type != "string") {
     log_error(key + ": not a lock: the key holds a " + broken->type + "; left alone");
     return k_exit_unavailable;
-  default:
-    write_stdout(key + ": released by force; it was held by " +
-                 describe_holder(broken->raw, broken->pttl) + "\n");
-    return k_exit_ok;
   }
+  write_stdout(key + ": released by force; it was held by " +
+               describe_holder(broken->value, broken->pttl) + "\n");
+  return k_exit_ok;
 }
 
 }  // namespace rlock

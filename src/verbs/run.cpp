@@ -3,7 +3,10 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "child.h"
 #include "lease.h"
@@ -223,7 +226,7 @@ void release(Lock& lock, Millis ttl) {
                   "); it expires within " + format_duration(ttl));
       return;
     }
-    ::poll(nullptr, 0, static_cast<int>(k_poll_interval.count()));
+    ::poll(nullptr, 0, static_cast<int>(k_retry_interval.count()));
   }
 }
 
@@ -260,9 +263,16 @@ std::string command_name(const RunOptions& options) {
   return text.substr(start, end == std::string::npos ? end : end - start);
 }
 
-int exit_for_failure(const std::string& key, const Failure& failure) {
-  log_error(key + ": " + failure.message);
-  return k_exit_unavailable;
+// The nested run of a lock this process tree holds: become the command, which runs under the
+// outer rlock's lock and lease.
+int exec_straight_through(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  int err = errno;
+  log_error(argv[0] + ": " + std::strerror(err));
+  return err == ENOENT ? k_exit_not_found : k_exit_not_executable;
 }
 
 }  // namespace
@@ -277,26 +287,15 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     }
   }
 
-  SignalEvents signals;  // before any thread or child exists: they inherit the mask
   auto redis = connect_redis(global);
-  Lock lock(*redis, options.key, make_token());
+  if (inherited_token(*redis, options)) return exec_straight_through(argv);
+
+  SignalEvents signals;  // before any thread or child exists: they inherit the mask
+  Lock lock(*redis, options.key, make_token(), lock_mode(options));
   LockValue value{lock.token(), current_holder(command_name(options)), std::nullopt};
 
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
-  if (auto* busy = std::get_if<NotObtained>(&outcome)) {
-    log_info(options.key + ": busy, held by " + describe_holder(busy->holder_value, busy->pttl));
-    return options.conflict_exit_code;
-  }
-  if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {
-    log_info(options.key + ": gave up waiting on SIG" + signal_name(interrupted->signo));
-    return exit_status_for_signal(interrupted->signo);
-  }
-  if (auto* not_lock = std::get_if<NotALock>(&outcome)) {
-    log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
-    return k_exit_unavailable;
-  }
-  if (auto* failure = std::get_if<Failure>(&outcome))
-    return exit_for_failure(options.key, *failure);
+  if (auto status = exit_unless_obtained(outcome, options)) return *status;
   const auto& got = std::get<Obtained>(outcome);
   if (got.waited > Millis(0) && options.wait)
     log_info(options.key + ": acquired after waiting " + format_duration(got.waited) + " (fence " +

@@ -2,6 +2,10 @@
 
 #include "lock_value.h"
 #include "log.h"
+#include "output.h"
+#include "signals.h"
+
+#include <cstdlib>
 
 namespace rlock {
 
@@ -9,6 +13,46 @@ int unavailable(const Failure& failure) {
   log_error(failure.message);
   return k_exit_unavailable;
 }
+
+std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options) {
+  if (auto* busy = std::get_if<NotObtained>(&outcome)) {
+    if (busy->holder_value.empty())
+      log_info(options.key + ": busy: earlier waiters come first (--fair)");
+    else
+      log_info(options.key + ": busy, held by " + describe_holder(busy->holder_value, busy->pttl));
+    return options.conflict_exit_code;
+  }
+  if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {
+    log_info(options.key + ": gave up waiting on SIG" + signal_name(interrupted->signo));
+    return exit_status_for_signal(interrupted->signo);
+  }
+  if (auto* not_lock = std::get_if<NotALock>(&outcome)) {
+    log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
+    return k_exit_unavailable;
+  }
+  if (auto* failure = std::get_if<Failure>(&outcome)) {
+    log_error(options.key + ": " + failure->message);
+    return k_exit_unavailable;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> inherited_token(Redis& redis, const RunOptions& options) {
+  const char* key = std::getenv("RLOCK_KEY");
+  const char* token = std::getenv("RLOCK_TOKEN");
+  if (!key || !token || options.key != key || !is_token(token)) return std::nullopt;
+  Lock outer(redis, options.key, token, lock_mode(options));
+  auto held = outer.holds(Clock::now() + redis.command_timeout());
+  if (!held || !*held) {
+    log_debug(options.key + ": RLOCK_TOKEN in the environment does not hold it; taking it anew");
+    return std::nullopt;
+  }
+  log_debug(options.key + ": already held by this process tree (RLOCK_TOKEN): going straight "
+                          "through, without renewing or releasing it");
+  return std::string(token);
+}
+
+LockMode lock_mode(const RunOptions& options) { return LockMode{options.limit, options.fair}; }
 
 void check_token(const std::string& token) {
   if (!is_token(token))

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "error.h"
+#include "lock.h"
+#include "wait.h"
 #include "options.h"
 #include "settings.h"
 
@@ -38,6 +40,17 @@ int config_verb(const RawSettings& settings, const std::optional<std::string>& c
 
 // A Redis failure before anything started: one line on stderr, exit 69.
 int unavailable(const Failure& failure);
+
+// The exit status for a wait that did not get the lock (busy, interrupted, not a lock, Redis
+// unavailable), having said why on stderr; nullopt when it got the lock.
+std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options);
+
+// The token of the lock KEY that this process tree already holds (RLOCK_KEY and RLOCK_TOKEN
+// in our environment, still ours in Redis): a nested run or acquire of KEY must go straight
+// through instead of waiting for itself. A stale or forged token is ignored.
+std::optional<std::string> inherited_token(Redis& redis, const RunOptions& options);
+
+LockMode lock_mode(const RunOptions& options);
 // Usage error unless TOKEN looks like one rlock makes.
 void check_token(const std::string& token);
 

@@ -107,7 +107,7 @@ class Passwords(unittest.TestCase):
     def test_no_password_says_how_to_give_one(self):
         r = self.run_with(["--redis", self.url])
         self.assertEqual(r.returncode, 69)
-        self.assertIn("NOAUTH", r.stderr)
+        self.assertIn("give the password", r.stderr)
         self.assertIn("REDISCLI_AUTH", r.stderr)
 
     def test_rediscli_auth(self):
