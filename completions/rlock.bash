@@ -15,8 +15,8 @@ _rlock() {
     local verbs="run status inspect list acquire extend release config help"
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout -q --quiet -v --verbose -h --help"
-    local run_settings="-w --wait -E --conflict-exit-code --ttl --max-run --kill-signal
-        --kill-after --on-lost --min-hold"
+    local run_settings="-w --wait -E --conflict-exit-code --limit --fair --ttl --max-run
+        --kill-signal --kill-after --on-lost --min-hold"
     local run_opts="-c --command -n --no-wait $run_settings"
 
     # The verb is the first word that is not an option.
@@ -68,7 +68,7 @@ _rlock() {
             _filedir -d
             return
             ;;
-        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --prefix | \
+        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | --prefix | \
             -c | --command | --sni | --connect-timeout | --command-timeout | --token)
             return
             ;;
@@ -92,8 +92,8 @@ _rlock() {
             ;;
         acquire)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --ttl --json
-                    $common" -- "$cur"))
+                COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --limit --fair
+                    --ttl --json $common" -- "$cur"))
             fi
             ;;
         extend | release)

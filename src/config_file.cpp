@@ -29,8 +29,7 @@ std::optional<std::string> scalar_text(const toml::node& node, SettingKind kind)
     return std::nullopt;
   }
   if (kind == SettingKind::duration || kind == SettingKind::wait ||
-      kind == SettingKind::exit_code || kind == SettingKind::count ||
-      kind == SettingKind::signal) {
+      kind == SettingKind::exit_code || kind == SettingKind::count || kind == SettingKind::signal) {
     if (auto i = node.value_exact<int64_t>()) return std::to_string(*i);
   }
   if (kind == SettingKind::duration || kind == SettingKind::wait) {
@@ -45,18 +44,13 @@ std::optional<std::string> scalar_text(const toml::node& node, SettingKind kind)
 
 const char* expected(SettingKind kind) {
   switch (kind) {
-  case SettingKind::list:
-    return "a string or an array of strings";
-  case SettingKind::flag:
-    return "true or false";
+  case SettingKind::list: return "a string or an array of strings";
+  case SettingKind::flag: return "true or false";
   case SettingKind::duration:
-  case SettingKind::wait:
-    return "a duration such as \"30s\"";
+  case SettingKind::wait: return "a duration such as \"30s\"";
   case SettingKind::exit_code:
-  case SettingKind::count:
-    return "an integer";
-  default:
-    return "a string";
+  case SettingKind::count: return "an integer";
+  default: return "a string";
   }
 }
 

@@ -21,9 +21,7 @@ using ReplyPtr = std::unique_ptr<redisReply, void (*)(void*)>;
 Reply copy_reply(const redisReply* r) {
   Reply out;
   switch (r->type) {
-  case REDIS_REPLY_NIL:
-    out.type = Reply::Type::nil;
-    break;
+  case REDIS_REPLY_NIL: out.type = Reply::Type::nil; break;
   case REDIS_REPLY_INTEGER:
     out.type = Reply::Type::integer;
     out.integer = r->integer;

@@ -155,9 +155,7 @@ local function keep_semaphore(sem, holders, now)
 end
 )lua";
 
-Script semaphore_script(const char* body) {
-  return Script(k_lua_common + k_lua_semaphore + body);
-}
+Script semaphore_script(const char* body) { return Script(k_lua_common + k_lua_semaphore + body); }
 
 // KEYS: sem, holders, fence, queue, alive. ARGV: value, ttl, token, wake prefix, fair,
 // max block, fallback, limit.
@@ -313,22 +311,20 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
       sem_key_(helper_key(key_, "sem")), holders_key_(helper_key(key_, "holders")) {}
 
 Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
-                                         const std::optional<WaitPlan>& wait,
-                                         TimePoint deadline) {
+                                         const std::optional<WaitPlan>& wait, TimePoint deadline) {
   std::string fair = mode_.fair ? "1" : "0";
   std::string max_block = std::to_string(wait ? wait->max_block.count() : 0);
   std::string fallback = std::to_string(wait ? wait->fallback.count() : 0);
-  Result<Reply> reply =
-      mode_.limit > 0
-          ? eval(redis_, k_acquire_semaphore,
-                 {sem_key_, holders_key_, fence_key_, queue_key_, alive_key_},
-                 {value, std::to_string(ttl.count()), token_, wake_prefix_, fair, max_block,
-                  fallback, std::to_string(mode_.limit)},
-                 deadline)
-          : eval(redis_, k_acquire, {key_, fence_key_, queue_key_, alive_key_},
-                 {value, std::to_string(ttl.count()), prefix_, token_, wake_prefix_, fair,
-                  max_block, fallback},
-                 deadline);
+  Result<Reply> reply = mode_.limit > 0
+                            ? eval(redis_, k_acquire_semaphore,
+                                   {sem_key_, holders_key_, fence_key_, queue_key_, alive_key_},
+                                   {value, std::to_string(ttl.count()), token_, wake_prefix_, fair,
+                                    max_block, fallback, std::to_string(mode_.limit)},
+                                   deadline)
+                            : eval(redis_, k_acquire, {key_, fence_key_, queue_key_, alive_key_},
+                                   {value, std::to_string(ttl.count()), prefix_, token_,
+                                    wake_prefix_, fair, max_block, fallback},
+                                   deadline);
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.size() < 2 || !e[0].is_integer())
@@ -340,8 +336,7 @@ Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
   case 0:
     if (e.size() != 4 || !e[1].is_string() || !e[2].is_integer() || !e[3].is_integer()) break;
     return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer)}};
-  case -1:
-    return AcquireOutcome{WrongType{e[1].str}};
+  case -1: return AcquireOutcome{WrongType{e[1].str}};
   }
   return unexpected_reply("the acquire script");
 }
@@ -352,8 +347,7 @@ Result<bool> Lock::renew(Millis ttl, TimePoint deadline) {
     return integer_result(
         eval(redis_, k_renew_semaphore, {sem_key_, holders_key_}, {token_, ms}, deadline),
         "the renew script");
-  return integer_result(eval(redis_, k_renew, {key_}, {prefix_, ms}, deadline),
-                        "the renew script");
+  return integer_result(eval(redis_, k_renew, {key_}, {prefix_, ms}, deadline), "the renew script");
 }
 
 Result<bool> Lock::release(TimePoint deadline) {
@@ -362,9 +356,9 @@ Result<bool> Lock::release(TimePoint deadline) {
                                {sem_key_, holders_key_, queue_key_, alive_key_},
                                {token_, wake_prefix_}, deadline),
                           "the release script");
-  return integer_result(eval(redis_, k_release, {key_, queue_key_, alive_key_},
-                             {prefix_, wake_prefix_}, deadline),
-                        "the release script");
+  return integer_result(
+      eval(redis_, k_release, {key_, queue_key_, alive_key_}, {prefix_, wake_prefix_}, deadline),
+      "the release script");
 }
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {

@@ -108,8 +108,7 @@ private:
   std::string token_;
   LockMode mode_;
   std::string prefix_;  // owner_prefix(token_)
-  std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_, sem_key_,
-      holders_key_;
+  std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_, sem_key_, holders_key_;
 };
 
 }  // namespace rlock

@@ -88,7 +88,8 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
   const Reply& time = replies->front();
   if (time.type == Reply::Type::error) return redis.server_failure(time.str);
   if (!time.is_array() || time.elements.size() != 2) return unexpected("TIME");
-  int64_t now_ms = std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+  int64_t now_ms =
+      std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
   std::vector<LockState> out;
   for (size_t i = 0; i < keys.size(); ++i) {
     const Reply* e = &(*replies)[1 + i * k_per_key];

@@ -77,8 +77,8 @@ json lock_json(const LockState& s, bool with_counter) {
   if (s.kind == LockState::Kind::semaphore) {
     json holders = json::array();
     for (const auto& h : s.semaphore) {
-      json one = {{"token", h.token}, {"ttl_ms", h.ttl.count()}, {"value", h.raw},
-                  {"holder", nullptr}, {"fence", nullptr}, {"acquired_at", nullptr}};
+      json one = {{"token", h.token},  {"ttl_ms", h.ttl.count()}, {"value", h.raw},
+                  {"holder", nullptr}, {"fence", nullptr},        {"acquired_at", nullptr}};
       if (h.value) {
         one["holder"] = holder_json(h.value->holder);
         if (h.value->fence) one["fence"] = *h.value->fence;
@@ -250,14 +250,10 @@ void print_config(const RawSettings& settings, const std::optional<std::string>&
                   const OutputStyle& style) {
   auto origin_name = [](Origin::Kind kind) {
     switch (kind) {
-    case Origin::Kind::default_value:
-      return "default";
-    case Origin::Kind::file:
-      return "file";
-    case Origin::Kind::environment:
-      return "environment";
-    case Origin::Kind::flag:
-      return "flag";
+    case Origin::Kind::default_value: return "default";
+    case Origin::Kind::file: return "file";
+    case Origin::Kind::environment: return "environment";
+    case Origin::Kind::flag: return "flag";
     }
     return "";
   };

@@ -143,12 +143,8 @@ std::string RedisUrl::redacted() const {
     out = "unix://" + path;
     if (db != 0) out += "?db=" + std::to_string(db);
     return out;
-  case Scheme::tcp:
-    out = "redis://";
-    break;
-  case Scheme::tls:
-    out = "rediss://";
-    break;
+  case Scheme::tcp: out = "redis://"; break;
+  case Scheme::tls: out = "rediss://"; break;
   }
   if (user) out += *user;
   if (password) out += std::string(":") + k_redacted_secret;

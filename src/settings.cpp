@@ -19,12 +19,9 @@ int rank(Origin::Kind kind) { return static_cast<int>(kind); }
 
 [[noreturn]] void bad_value(const std::string& name, const RawValue& v, const std::string& why) {
   switch (v.origin.kind) {
-  case Origin::Kind::flag:
-    throw usage_error("--" + name + ": " + why);
-  case Origin::Kind::file:
-    throw Error(k_exit_config, v.origin.where + ": " + name + ": " + why);
-  default:
-    throw Error(k_exit_config, v.origin.where + ": " + why);
+  case Origin::Kind::flag: throw usage_error("--" + name + ": " + why);
+  case Origin::Kind::file: throw Error(k_exit_config, v.origin.where + ": " + name + ": " + why);
+  default: throw Error(k_exit_config, v.origin.where + ": " + why);
   }
 }
 

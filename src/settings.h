@@ -27,7 +27,18 @@ struct RawValue {
 // By long flag name ("ttl", "redis", ...).
 using RawSettings = std::map<std::string, RawValue>;
 
-enum class SettingKind { text, list, duration, wait, exit_code, count, signal, on_lost, flag, secret };
+enum class SettingKind {
+  text,
+  list,
+  duration,
+  wait,
+  exit_code,
+  count,
+  signal,
+  on_lost,
+  flag,
+  secret
+};
 
 struct SettingInfo {
   const char* name;

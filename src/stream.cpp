@@ -41,8 +41,7 @@ public:
     return Unit{};
   }
 
-  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline,
-                           int interrupt_fd) override {
+  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline, int interrupt_fd) override {
     for (;;) {
       ssize_t n = ::recv(fd_.get(), buf, len, 0);
       if (n >= 0) return static_cast<size_t>(n);

@@ -18,8 +18,7 @@ public:
   virtual Result<Unit> write_all(const std::string& bytes, TimePoint deadline) = 0;
   // Reads what is there (at least one byte) before DEADLINE; 0 means the peer closed. When
   // INTERRUPT_FD (if not -1) becomes readable first, fails with kind interrupted.
-  virtual Result<size_t> read_some(char* buf, size_t len, TimePoint deadline,
-                                   int interrupt_fd) = 0;
+  virtual Result<size_t> read_some(char* buf, size_t len, TimePoint deadline, int interrupt_fd) = 0;
 };
 
 // Waits until FD is ready for EVENTS (poll(2) flags) or DEADLINE passes, or INTERRUPT_FD (if

@@ -182,10 +182,9 @@ public:
     return Unit{};
   }
 
-  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline,
-                           int interrupt_fd) override {
-    auto n = drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); },
-                   deadline, interrupt_fd);
+  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline, int interrupt_fd) override {
+    auto n = drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); }, deadline,
+                   interrupt_fd);
     if (!n) return n.failure();
     return static_cast<size_t>(*n);
   }

@@ -40,7 +40,8 @@ std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
 // BLPOP's timeout in seconds, with millisecond precision (Redis 6 and later).
 std::string blpop_seconds(Millis d) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(std::max(d, Millis(1)).count()) / 1000);
+  std::snprintf(buf, sizeof buf, "%.3f",
+                static_cast<double>(std::max(d, Millis(1)).count()) / 1000);
   return buf;
 }
 
@@ -85,7 +86,8 @@ public:
           undo_possible_acquire(lock_, attempt.failure());
           return attempt.failure();
         }
-        if (!last_failure_) log_warning(lock_.key() + ": " + attempt.failure().message + "; retrying");
+        if (!last_failure_)
+          log_warning(lock_.key() + ": " + attempt.failure().message + "; retrying");
         last_failure_ = attempt.failure();
         if (out_of_time()) return give_up(*last_failure_);
         TimePoint next = Clock::now() + k_retry_interval;
@@ -100,8 +102,7 @@ private:
   std::optional<WaitPlan> plan(TimePoint now) const {
     if (give_up_ && *give_up_ <= now) return std::nullopt;  // one attempt: do not queue
     Millis max_block = k_max_block;
-    if (give_up_)
-      max_block = std::min(max_block, std::chrono::ceil<Millis>(*give_up_ - now));
+    if (give_up_) max_block = std::min(max_block, std::chrono::ceil<Millis>(*give_up_ - now));
     return WaitPlan{max_block, k_wake_fallback};
   }
 
@@ -117,9 +118,9 @@ private:
       if (now >= until) return std::nullopt;
       Millis slice = std::chrono::ceil<Millis>(until - now);
       if (status_.enabled()) slice = std::min(slice, Millis(1000));
-      auto popped = lock_.redis().blocking_call({"BLPOP", lock_.wake_key(), blpop_seconds(slice)},
-                                                now + slice + lock_.command_timeout(),
-                                                signals_.fd());
+      auto popped =
+          lock_.redis().blocking_call({"BLPOP", lock_.wake_key(), blpop_seconds(slice)},
+                                      now + slice + lock_.command_timeout(), signals_.fd());
       if (popped && popped->is_array()) return std::nullopt;  // woken: try now
       if (!popped && popped.failure().kind == Failure::Kind::interrupted) {
         if (auto sig = pending_signal(signals_)) return sig;
@@ -132,9 +133,10 @@ private:
   void draw_status() {
     if (!status_.enabled()) return;
     Millis since_seen = std::chrono::duration_cast<Millis>(Clock::now() - busy_seen_);
-    Millis pttl = busy_.pttl.count() >= 0 ? std::max(Millis(0), busy_.pttl - since_seen) : busy_.pttl;
-    std::string holder =
-        busy_.value.empty() ? "free, waiting for our turn" : "held by " + describe_holder(busy_.value, pttl);
+    Millis pttl =
+        busy_.pttl.count() >= 0 ? std::max(Millis(0), busy_.pttl - since_seen) : busy_.pttl;
+    std::string holder = busy_.value.empty() ? "free, waiting for our turn"
+                                             : "held by " + describe_holder(busy_.value, pttl);
     status_.draw("rlock: waiting for " + lock_.key() + ": " + holder + "; waited " +
                  format_duration(std::chrono::duration_cast<Millis>(Clock::now() - start_)));
   }

@@ -2,7 +2,6 @@
 // child process (child.h); the child runs only while the lease holds.
 #include <poll.h>
 #include <signal.h>
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -335,17 +334,13 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   child->dismiss_guardian();
 
   switch (end.end) {
-  case End::exited:
-    finish(lock, options, got.sent);
-    return end.child_status;
+  case End::exited: finish(lock, options, got.sent); return end.child_status;
   case End::lost:
     // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
     // either way and spares the next holder the wait for the expiry.
     if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl);
     return k_exit_lost;
-  case End::max_run:
-    release(lock, options.ttl);
-    return k_exit_max_run;
+  case End::max_run: release(lock, options.ttl); return k_exit_max_run;
   }
   return k_exit_internal;
 }

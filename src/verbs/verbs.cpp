@@ -1,11 +1,11 @@
 #include "verbs/verbs.h"
 
+#include <cstdlib>
+
 #include "lock_value.h"
 #include "log.h"
 #include "output.h"
 #include "signals.h"
-
-#include <cstdlib>
 
 namespace rlock {
 

@@ -7,9 +7,9 @@
 
 #include "error.h"
 #include "lock.h"
-#include "wait.h"
 #include "options.h"
 #include "settings.h"
+#include "wait.h"
 
 namespace rlock {
 
