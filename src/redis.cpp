@@ -82,7 +82,10 @@ std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptio
   return std::make_unique<SingleRedis>(url, options);
 }
 
-Script::Script(std::string source) : source_(std::move(source)), sha1_(sha1_hex(source_)) {}
+const std::string& Script::sha1() const {
+  std::call_once(sha1_once_, [this] { sha1_ = sha1_hex(source_); });
+  return sha1_;
+}
 
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "clock.h"
@@ -39,15 +40,17 @@ public:
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
+// The SHA1 is computed on first use: a run needs three of the scripts, not all of them.
 class Script {
 public:
-  explicit Script(std::string source);
+  explicit Script(std::string source) : source_(std::move(source)) {}
   const std::string& source() const { return source_; }
-  const std::string& sha1() const { return sha1_; }
+  const std::string& sha1() const;  // thread-safe
 
 private:
   std::string source_;
-  std::string sha1_;
+  mutable std::once_flag sha1_once_;
+  mutable std::string sha1_;
 };
 
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
