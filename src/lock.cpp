@@ -68,6 +68,17 @@ local function enqueue(queue, alive, token, now, block)
   redis.call('PEXPIRE', queue, keep)
   redis.call('PEXPIRE', alive, keep)
 end
+
+-- The answer to a caller that did not get the lock: who holds it (value, pttl) and, when it
+-- waits (MAX_BLOCK > 0), how long to block; a waiter joins the queue here.
+local function busy(queue, alive, token, now, value, pttl, max_block, fallback)
+  local block = 0
+  if max_block > 0 then
+    block = block_for(value, pttl, max_block, fallback)
+    enqueue(queue, alive, token, now, block)
+  end
+  return {0, value or '', pttl, block}
+end
 )lua";
 
 std::string script(const char* body) { return k_lua_common + body; }
@@ -101,12 +112,7 @@ if not v and turn then
   dequeue(KEYS[3], KEYS[4], ARGV[5], ARGV[4])
   return {1, fence}
 end
-local block = 0
-if tonumber(ARGV[7]) > 0 then
-  block = block_for(v, pttl, tonumber(ARGV[7]), tonumber(ARGV[8]))
-  enqueue(KEYS[3], KEYS[4], ARGV[4], now, block)
-end
-return {0, v or '', pttl, block}
+return busy(KEYS[3], KEYS[4], ARGV[4], now, v, pttl, tonumber(ARGV[7]), tonumber(ARGV[8]))
 )lua"));
 
 // Compare-then-PEXPIRE in one step: between a client's GET and PEXPIRE our lock could expire
@@ -196,12 +202,7 @@ if first[1] then
   v = redis.call('HGET', KEYS[2], first[1])
   pttl = math.max(0, tonumber(first[2]) - now)
 end
-local block = 0
-if tonumber(ARGV[6]) > 0 then
-  block = block_for(v, pttl, tonumber(ARGV[6]), tonumber(ARGV[7]))
-  enqueue(KEYS[4], KEYS[5], ARGV[3], now, block)
-end
-return {0, v or '', pttl, block}
+return busy(KEYS[4], KEYS[5], ARGV[3], now, v, pttl, tonumber(ARGV[6]), tonumber(ARGV[7]))
 )lua"));
 
 // KEYS: sem, holders. ARGV: token, ttl.
