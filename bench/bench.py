@@ -129,33 +129,44 @@ def true_command(env, tool):
     raise ValueError(tool)
 
 
-def overhead_ms(env, tool, runs):
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        subprocess.run(true_command(env, tool), env=env.env(), stdout=subprocess.DEVNULL)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1000
+def overhead_ms(env, tools, runs):
+    """Median wall time of `X true` per tool, in ms. The tools take turns run by run, so that
+    the machine's ups and downs fall on all of them alike."""
+    times = {tool: [] for tool in tools}
+    for i in range(runs):
+        for tool in tools:
+            if tool in ("etcdctl lock", "redis-py Lock") and i % 5:
+                continue  # slow tools: every fifth round is plenty
+            t = time.perf_counter()
+            subprocess.run(true_command(env, tool), env=env.env(), stdout=subprocess.DEVNULL)
+            times[tool].append(time.perf_counter() - t)
+    return {tool: statistics.median(ts) * 1000 for tool, ts in times.items()}
 
 
-def handoffs_ms(env, tool, waiters, ms, rounds):
-    out = []
+def handoff_round(env, tool, waiters, ms, r):
+    """One holder and WAITERS waiters run a section each; returns the WAITERS handoffs (ms)."""
+    path = os.path.join(env.dir, f"{tool.replace(' ', '_')}-{r}.log")
+    key = f"bench-{tool.split()[0].replace('-', '')}-{r}"
+    procs = [subprocess.Popen(section_commands(env, tool, key, path, ms), env=env.env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(waiters + 1)]
+    for p in procs:
+        p.wait(timeout=300)
+    with open(path) as f:
+        stamps = [line.split() for line in f]
+    # Sections never overlap (each tool is a lock), so the stamps alternate start, end.
+    events = [int(t) for _, t in stamps]
+    kinds = [k for k, _ in stamps]
+    assert kinds == ["start", "end"] * (waiters + 1), f"{tool}: sections overlapped"
+    return [(events[2 * i] - events[2 * i - 1]) / 1e6 for i in range(1, waiters + 1)]
+
+
+def handoffs_ms(env, tools, waiters, ms, rounds):
+    """Handoffs per tool; the tools take turns round by round."""
+    out = {tool: [] for tool in tools}
     for r in range(rounds):
-        path = os.path.join(env.dir, f"{tool.replace(' ', '_')}-{r}.log")
-        key = f"bench-{tool.split()[0].replace('-', '')}-{r}"
-        procs = [subprocess.Popen(section_commands(env, tool, key, path, ms), env=env.env(),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                 for _ in range(waiters + 1)]
-        for p in procs:
-            p.wait(timeout=300)
-        with open(path) as f:
-            stamps = [line.split() for line in f]
-        # Sections never overlap (each tool is a lock), so the stamps alternate start, end.
-        events = [int(t) for _, t in stamps]
-        kinds = [k for k, _ in stamps]
-        assert kinds == ["start", "end"] * (waiters + 1), f"{tool}: sections overlapped"
-        for i in range(1, waiters + 1):
-            out.append((events[2 * i] - events[2 * i - 1]) / 1e6)
+        for tool in tools:
+            out[tool] += handoff_round(env, tool, waiters, ms, r)
     return out
 
 
@@ -206,7 +217,7 @@ def main():
     parser.add_argument("--rlock", default=os.path.join(HERE, "..", "build", "rlock"))
     parser.add_argument("--out", default=os.path.join(HERE, "results.md"))
     parser.add_argument("--runs", type=int, default=200, help="runs per overhead figure")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of 9 sections per tool")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds of 9 sections per tool")
     args = parser.parse_args()
 
     env = Env(args.rlock)
@@ -214,15 +225,15 @@ def main():
         tools = ["rlock", "flock", "redis-cli script", "redis-py Lock"]
         if env.etcd:
             tools.insert(2, "etcdctl lock")
-        base = overhead_ms(env, "true", args.runs)
+        over = overhead_ms(env, ["true"] + tools, args.runs)
+        base = over["true"]
+        hand = handoffs_ms(env, tools, 8, 50, args.rounds)
         rows = []
         for tool in tools:
-            runs = args.runs if tool in ("rlock", "flock", "redis-cli script") else args.runs // 5
-            over = overhead_ms(env, tool, runs) - base
-            hand = handoffs_ms(env, tool, 8, 50, args.rounds)
             load = ("n/a" if tool in ("flock", "etcdctl lock")
                     else f"{commands_per_waiter(env, tool, 8, 5):.2f}")
-            rows.append((tool, over, statistics.median(hand), percentile(hand, 0.9), max(hand),
+            h = hand[tool]
+            rows.append((tool, over[tool] - base, statistics.median(h), percentile(h, 0.9), max(h),
                          load))
             print(f"  {tool}: done", file=sys.stderr)
         rss = peak_rss_kb(env)
@@ -238,7 +249,8 @@ def main():
     lines = [
         f"Measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores ({cpu}), loopback,"
         f" redis-server {subprocess.run(['redis-server', '--version'], capture_output=True, text=True).stdout.split()[2]}.",
-        f"Overhead: median of `X true` minus `true` ({base:.2f} ms). Handoff: 8 waiters behind"
+        f"Overhead: median of `X true` minus `true` ({base:.2f} ms), the tools taking turns run by"
+        f" run. Handoff: 8 waiters behind"
         f" a holder, 50 ms sections, {args.rounds * 8} handoffs, monotonic stamps at each"
         f" section's start and end. Load: Redis commands per second per waiter while the holder"
         f" holds, over 5 s.",

@@ -168,6 +168,56 @@ CommandProblem problem_for_errno(const std::string& file, int err) {
   return {k_exit_not_executable, file + ": cannot execute: " + std::strerror(err)};
 }
 
+// What the child needs between its creation and exec, prepared by rlock beforehand.
+struct ChildStart {
+  char** argv;
+  char** envp;
+  const SignalEvents* signals;
+  int terminal_fd;  // -1: not the terminal's foreground job
+  int guard_fd;
+  int exec_error_fd;
+};
+
+// The child between creation and exec: its own process group (the terminal's foreground one),
+// its pgid to the guardian before exec (so there is no moment without a guard), the signal
+// state rlock started with, then exec. Only what a vfork child may do.
+int child_main(void* arg) {
+  const auto* c = static_cast<const ChildStart*>(arg);
+  ::setpgid(0, 0);
+  pid_t self = ::getpid();
+  if (c->terminal_fd >= 0) ::tcsetpgrp(c->terminal_fd, self);
+  char msg[1 + sizeof(pid_t)];
+  msg[0] = k_guard_pgid;
+  std::memcpy(msg + 1, &self, sizeof self);
+  write_full(c->guard_fd, msg, sizeof msg);
+  c->signals->restore_for_child();
+  ::execvpe(c->argv[0], c->argv, c->envp);
+  int err = errno;
+  write_full(c->exec_error_fd, &err, sizeof err);
+  ::_exit(k_exit_not_found);
+}
+
+// Starts the child. Like posix_spawn, with CLONE_VM | CLONE_VFORK: no copy of rlock's page
+// tables and no copy-on-write faults afterwards, and rlock waits (frozen) only until the exec.
+// The child runs while no other thread of rlock exists. Sanitizer builds fork: the sanitizers'
+// interceptors are not made for a child that shares their memory.
+pid_t spawn_child(ChildStart& start) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  pid_t pid = ::fork();
+  if (pid == 0) child_main(&start);
+#else
+  constexpr size_t k_stack = 256 * 1024;  // execvpe builds paths and script argv on it
+  void* stack = ::mmap(nullptr, k_stack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
+  pid_t pid = ::clone(child_main, static_cast<char*>(stack) + k_stack,
+                      CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  ::munmap(stack, k_stack);  // the child has exec'd or exited: CLONE_VFORK waited for that
+#endif
+  if (pid < 0) throw Error(k_exit_internal, errno_message("fork"));
+  return pid;
+}
+
 }  // namespace
 
 int exit_status_from_wait(int wait_status) {
@@ -217,23 +267,9 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
   Fd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
 
-  pid_ = ::fork();
-  if (pid_ < 0) throw Error(k_exit_internal, errno_message("fork"));
-  if (pid_ == 0) {
-    // The child: only async-signal-safe calls until exec.
-    ::setpgid(0, 0);
-    if (terminal) ::tcsetpgrp(terminal->fd(), ::getpid());
-    char msg[1 + sizeof(pid_t)];
-    msg[0] = k_guard_pgid;
-    pid_t self = ::getpid();
-    std::memcpy(msg + 1, &self, sizeof self);
-    write_full(guard_write_.get(), msg, sizeof msg);  // before exec: no window without a guard
-    signals.restore_for_child();
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int err = errno;
-    write_full(exec_write.get(), &err, sizeof err);
-    ::_exit(k_exit_not_found);
-  }
+  ChildStart start{argv.data(),        envp.data(),     &signals, terminal ? terminal->fd() : -1,
+                   guard_write_.get(), exec_write.get()};
+  pid_ = spawn_child(start);
   // Both sides set the group and the terminal, so neither order of running can race.
   ::setpgid(pid_, pid_);
   if (terminal) terminal->hand_to(pid_);
