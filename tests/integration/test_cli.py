@@ -29,6 +29,9 @@ BAD_RUN_INPUT = [
     (["-n", "-w", "5s", "k", "--", "true"], "excludes"),
     (["-q", "-v", "k", "--", "true"], "exclude each other"),
     (["k", "-c", "true", "--", "true"], "not both"),
+    (["--limit", "0", "k", "--", "true"], "number of holders"),
+    (["--limit", "many", "k", "--", "true"], "number of holders"),
+    (["--limit", "-3", "k", "--", "true"], "--limit"),
 ]
 
 
