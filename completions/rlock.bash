@@ -17,7 +17,7 @@ _rlock() {
         --sni --connect-timeout --command-timeout -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --ttl --max-run
         --kill-signal --kill-after --on-lost --min-hold"
-    local run_opts="-c --command -n --no-wait $run_settings"
+    local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
     # The verb is the first word that is not an option.
     local i verb="" dashdash=0
@@ -60,7 +60,7 @@ _rlock() {
             COMPREPLY=($(compgen -W "inf 10s 1m 10m" -- "$cur"))
             return
             ;;
-        --config | --password-file | --cacert | --cert | --key)
+        --config | --password-file | --cacert | --cert | --key | --metrics-file)
             _filedir
             return
             ;;

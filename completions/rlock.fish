@@ -36,6 +36,7 @@ complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 
 # rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
+complete -c rlock -n '__fish_seen_subcommand_from run' -l metrics-file -r -F -d 'Prometheus textfile to add this run to'
 complete -c rlock -n $verbs -s w -l wait -x -a 'inf 10s 1m 10m' -d 'wait up to D'
 complete -c rlock -n $verbs -s E -l conflict-exit-code -x -d 'exit status when not obtained'
 complete -c rlock -n $verbs -l ttl -x -d 'lock expiry, renewed every ttl/3'

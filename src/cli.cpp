@@ -139,6 +139,8 @@ void add_run_settings(CLI::App* run, CommandLine& line) {
               "when the lock is lost: kill the command (default) or ignore it", "kill|ignore");
   add_setting(run, line, "--min-hold", "min-hold",
               "keep the lock until D after acquisition even if the command ends sooner", "D");
+  add_setting(run, line, "--metrics-file", "metrics-file",
+              "add this run's counters to a Prometheus textfile (node_exporter)", "PATH");
 }
 
 void add_run_options(CLI::App* run, CommandLine& line) {

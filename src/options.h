@@ -38,6 +38,7 @@ struct RunOptions {
   std::optional<Millis> min_hold;
   int limit = 0;      // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
   bool fair = false;  // --fair: waiters in arrival order
+  std::optional<std::string> metrics_file;  // Prometheus textfile to add this run to
 };
 
 }  // namespace rlock

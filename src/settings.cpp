@@ -81,6 +81,7 @@ const std::vector<SettingInfo>& all_settings() {
       {"min-hold", SettingKind::duration, nullptr, "keep the lock at least this long"},
       {"limit", SettingKind::count, nullptr, "up to N holders (a semaphore)"},
       {"fair", SettingKind::flag, "false", "waiters in arrival order"},
+      {"metrics-file", SettingKind::text, nullptr, "Prometheus textfile to add each run to"},
       {"quiet", SettingKind::flag, "false", "print only errors"},
       {"verbose", SettingKind::flag, "false", "print every event"},
   };
@@ -213,6 +214,10 @@ Resolved resolve_settings(const RawSettings& s) {
     o.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
   }
   if (const RawValue* v = lookup(s, "fair")) o.fair = flag_value("fair", *v);
+  if (const RawValue* v = lookup(s, "metrics-file")) {
+    o.metrics_file = single("metrics-file", *v);
+    if (o.metrics_file->empty()) bad_value("metrics-file", *v, "empty path");
+  }
   if (const RawValue* v = lookup(s, "on-lost")) {
     std::string action = single("on-lost", *v);
     if (action != "kill" && action != "ignore")

@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "lock_value.h"
 #include "log.h"
+#include "metrics.h"
 #include "output.h"
 #include "redis.h"
 #include "signals.h"
@@ -205,6 +206,24 @@ private:
   bool lost_ = false;
 };
 
+// Adds this run to --metrics-file when rlock is done with it, on every path out of run_verb. A
+// file that cannot be written is a warning: metrics never fail the job.
+struct MetricsRecorder {
+  explicit MetricsRecorder(const RunOptions& options) : path(options.metrics_file) {
+    m.key = options.key;
+    m.result = "error";
+  }
+  ~MetricsRecorder() {
+    if (!path) return;
+    if (acquired) m.hold_seconds = std::chrono::duration<double>(Clock::now() - *acquired).count();
+    std::string problem = record_metrics(*path, m);
+    if (!problem.empty()) log_warning("--metrics-file: " + problem);
+  }
+  std::optional<std::string> path;
+  RunMetrics m;
+  std::optional<TimePoint> acquired;
+};
+
 // Gives the lock back, retrying through a Redis blip. A lock we cannot release expires by itself
 // within the ttl; say so.
 void release(Lock& lock, Millis ttl) {
@@ -292,10 +311,21 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   SignalEvents signals;  // before any thread or child exists: they inherit the mask
   Lock lock(*redis, options.key, make_token(), lock_mode(options));
   LockValue value{lock.token(), current_holder(command_name(options)), std::nullopt};
+  MetricsRecorder metrics(options);
 
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
-  if (auto status = exit_unless_obtained(outcome, options)) return *status;
+  if (auto status = exit_unless_obtained(outcome, options)) {
+    // Not obtained: busy, or interrupted while waiting, or Redis failed us.
+    metrics.m.result =
+        std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
+            ? "error"
+            : "busy";
+    return *status;
+  }
   const auto& got = std::get<Obtained>(outcome);
+  metrics.m.result = "acquired";
+  metrics.m.wait_seconds = std::chrono::duration<double>(got.waited).count();
+  metrics.acquired = got.sent;
   if (got.waited > Millis(0) && options.wait)
     log_info(options.key + ": acquired after waiting " + format_duration(got.waited) + " (fence " +
              std::to_string(got.fence) + ")");
@@ -330,6 +360,9 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   keeper.start();
   Outcome end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
   keeper.stop();
+  metrics.m.renewals = keeper.renewals();
+  metrics.m.renewal_failures = keeper.renewal_failures();
+  metrics.m.losses = end.end == End::lost ? 1 : 0;
   if (terminal) terminal->take_back();
   child->dismiss_guardian();
 

@@ -1,0 +1,63 @@
+"""Shipping: `cmake --install` puts every file in its standard place, and the .deb from CPack
+has the right dependencies and a binary that runs from it."""
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from harness import RedisServer, run_rlock
+
+BUILD = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
+INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/bash-completion/completions/rlock",
+             "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish"]
+
+
+class Package(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="rlock-pkg-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def test_cmake_install_tree(self):
+        prefix = os.path.join(self.tmp, "prefix")
+        r = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for path in INSTALLED:
+            self.assertTrue(os.path.isfile(os.path.join(prefix, path)), path)
+        self.assertTrue(os.access(os.path.join(prefix, "bin/rlock"), os.X_OK))
+
+    def test_deb_has_its_dependencies_and_runs(self):
+        r = subprocess.run(["cpack", "-G", "DEB", "-B", self.tmp], cwd=BUILD, capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        debs = [f for f in os.listdir(self.tmp) if f.endswith(".deb")]
+        self.assertEqual(len(debs), 1, os.listdir(self.tmp))
+        deb = os.path.join(self.tmp, debs[0])
+        info = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True)
+        for dep in ("libhiredis0.14", "libssl3", "libc6"):
+            self.assertIn(dep, info.stdout)
+        root = os.path.join(self.tmp, "root")
+        subprocess.run(["dpkg-deb", "-x", deb, root], check=True)
+        for path in INSTALLED:
+            self.assertTrue(os.path.isfile(os.path.join(root, "usr", path)), path)
+        binary = os.path.join(root, "usr/bin/rlock")
+        r = subprocess.run([binary, "--version"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("hiredis 0.14", r.stdout)
+        self.assertIn("OpenSSL 3", r.stdout)  # libssl3 from the Depends loads
+        # The packaged binary takes a lock on a real server.
+        server = RedisServer()
+        self.addCleanup(server.stop)
+        r = subprocess.run([binary, "run", "--redis", server.url, "k", "--", "sh", "-c",
+                            "echo $RLOCK_FENCE"], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout), (0, "1\n"), r.stderr)
+        # Stripped: a package is not the place for debug information.
+        file_out = subprocess.run(["file", binary], capture_output=True, text=True).stdout
+        if file_out:
+            self.assertIn("stripped", file_out)
+            self.assertNotIn("not stripped", file_out)
+
+
+if __name__ == "__main__":
+    unittest.main()
