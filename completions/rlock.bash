@@ -14,7 +14,7 @@ _rlock() {
 
     local verbs="run status inspect list acquire extend release config help"
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
-        --sni --connect-timeout --command-timeout -q --quiet -v --verbose -h --help"
+        --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --ttl --max-run
         --kill-signal --kill-after --on-lost --min-hold"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
@@ -45,6 +45,10 @@ _rlock() {
     case $prev in
         --on-lost)
             COMPREPLY=($(compgen -W "kill ignore" -- "$cur"))
+            return
+            ;;
+        --log-format)
+            COMPREPLY=($(compgen -W "text json" -- "$cur"))
             return
             ;;
         --kill-signal)

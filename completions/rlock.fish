@@ -31,6 +31,7 @@ complete -c rlock -n $verbs -l key -r -F -d 'private key of --cert'
 complete -c rlock -n $verbs -l sni -x -d 'TLS server name'
 complete -c rlock -n $verbs -l connect-timeout -x -d 'connect timeout'
 complete -c rlock -n $verbs -l command-timeout -x -d 'timeout of one Redis command'
+complete -c rlock -n $verbs -l log-format -x -a 'text json' -d 'events on stderr as text or json'
 complete -c rlock -n $verbs -s q -l quiet -d 'print only errors'
 complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 

@@ -103,6 +103,8 @@ void add_connection_options(CLI::App* app, CommandLine& line) {
               "D");
   add_setting(app, line, "--command-timeout", "command-timeout",
               "timeout of one Redis command (default 3s)", "D");
+  add_setting(app, line, "--log-format", "log-format",
+              "events on stderr as text (default) or json, one object a line", "text|json");
   add_flag_setting(app, line, "-q,--quiet", "quiet", "print only errors");
   add_flag_setting(app, line, "-v,--verbose", "verbose",
                    "print every event (acquired, renewed, released)");
@@ -345,6 +347,7 @@ int run_command_line(int argc, char** argv) {
   RawSettings settings = layered_settings(line, &config_file);
   Resolved resolved = resolve_settings(settings);
   set_verbosity(resolved.global.verbosity);
+  set_log_format(resolved.global.log_format);
 
   const GlobalOptions& global = resolved.global;
   std::string key = global.prefix + line.key;

@@ -73,10 +73,13 @@ void LeaseKeeper::run() {
       deadline_ = lease_deadline(sent, ttl_).time_since_epoch().count();
       ++renewals_;
       if (failures_in_row > 0)
-        log_info(lock_.key() + ": renewal recovered after " + std::to_string(failures_in_row) +
-                 " failed attempt(s)");
+        log(Level::info,
+            {"renewal_recovered",
+             lock_.key(),
+             "renewal recovered after " + std::to_string(failures_in_row) + " failed attempt(s)",
+             {{"failed_attempts", failures_in_row}}});
       else
-        log_debug(lock_.key() + ": renewed");
+        log(Level::debug, {"renewed", lock_.key(), "renewed"});
       failures_in_row = 0;
       next = sent + renew_interval(ttl_);
       notify();
@@ -88,8 +91,11 @@ void LeaseKeeper::run() {
       // One line when trouble starts, then one a few seconds apart, not one per retry.
       if (failures_in_row % 10 == 0) {
         auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
-        log_warning(lock_.key() + ": renewal failed (" + renewed.failure().message +
-                    "); lease valid for " + format_duration(left) + " more, retrying");
+        log(Level::warning, {"renewal_failed",
+                             lock_.key(),
+                             "renewal failed (" + renewed.failure().message +
+                                 "); lease valid for " + format_duration(left) + " more, retrying",
+                             {{"lease_left_ms", left.count()}}});
       }
       ++failures_in_row;
       next = std::min(Clock::now() + renew_retry_interval(ttl_), deadline);

@@ -5,18 +5,39 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+
+#include "lock_value.h"
+#include "text.h"
 
 namespace rlock {
 
 namespace {
 
 std::atomic<Verbosity> g_verbosity{Verbosity::normal};
+std::atomic<LogFormat> g_format{LogFormat::text};
 
-void emit(const char* level, const std::string& message) {
-  std::string line = "rlock: ";
-  if (*level) line += std::string(level) + ": ";
-  line += message;
-  line += '\n';
+const char* level_name(Level level) {
+  switch (level) {
+  case Level::debug: return "debug";
+  case Level::info: return "info";
+  case Level::warning: return "warning";
+  case Level::error: return "error";
+  }
+  return "";
+}
+
+bool shown(Level level) {
+  switch (level) {
+  case Level::debug: return g_verbosity == Verbosity::verbose;
+  case Level::info:
+  case Level::warning: return g_verbosity != Verbosity::quiet;
+  case Level::error: return true;
+  }
+  return true;
+}
+
+void write_line(const std::string& line) {
   const char* p = line.data();
   size_t left = line.size();
   while (left > 0) {
@@ -28,24 +49,41 @@ void emit(const char* level, const std::string& message) {
   }
 }
 
+std::string text_line(Level level, const Event& e) {
+  std::string line = "rlock: ";
+  if (level == Level::warning || level == Level::error)
+    line += std::string(level_name(level)) + ": ";
+  if (!e.key.empty()) line += e.key + ": ";
+  return line + e.message + "\n";
+}
+
+std::string json_line(Level level, const Event& e) {
+  auto now =
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  std::string line = "{\"time\":\"" + format_rfc3339(now) + "\",\"level\":\"" + level_name(level) +
+                     "\",\"event\":\"" + e.name + "\"";
+  if (!e.key.empty()) line += ",\"key\":" + json_string(e.key);
+  line += ",\"message\":" + json_string(e.message);
+  for (const auto& [name, value] : e.numbers)
+    line += ",\"" + std::string(name) + "\":" + std::to_string(value);
+  return line + "}\n";
+}
+
 }  // namespace
 
 void set_verbosity(Verbosity v) { g_verbosity = v; }
 Verbosity verbosity() { return g_verbosity; }
+void set_log_format(LogFormat f) { g_format = f; }
 
-void log_debug(const std::string& message) {
-  if (g_verbosity == Verbosity::verbose) emit("", message);
+void log(Level level, const Event& event) {
+  if (!shown(level)) return;
+  write_line(g_format == LogFormat::json ? json_line(level, event) : text_line(level, event));
 }
 
-void log_info(const std::string& message) {
-  if (g_verbosity != Verbosity::quiet) emit("", message);
-}
-
-void log_warning(const std::string& message) {
-  if (g_verbosity != Verbosity::quiet) emit("warning", message);
-}
-
-void log_error(const std::string& message) { emit("error", message); }
+void log_debug(const std::string& message) { log(Level::debug, {"message", "", message}); }
+void log_info(const std::string& message) { log(Level::info, {"message", "", message}); }
+void log_warning(const std::string& message) { log(Level::warning, {"message", "", message}); }
+void log_error(const std::string& message) { log(Level::error, {"message", "", message}); }
 
 }  // namespace rlock
 

@@ -1,22 +1,39 @@
 // Events on stderr, one line each, written with a single write(2) so lines from the renewal
-// thread and the main thread never interleave.
+// thread and the main thread never interleave. For people (`rlock: KEY: message`) or, with
+// --log-format json, for machines: one JSON object a line with time, level, event, key, message
+// and the event's numbers.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rlock {
 
 enum class Verbosity { quiet, normal, verbose };
+enum class LogFormat { text, json };
+enum class Level { debug, info, warning, error };
 
 void set_verbosity(Verbosity v);
 Verbosity verbosity();
+void set_log_format(LogFormat f);
 
-// -v only: routine events (acquired at once, renewed, released).
+struct Event {
+  const char* name;     // for machines: "acquired", "busy", "lost" ... (rlock(1), LOGS)
+  std::string key;      // the lock, when the event is about one
+  std::string message;  // for people, without the key
+  std::vector<std::pair<const char*, int64_t>> numbers = {};  // fence, waited_ms ...
+};
+
+// debug: -v only (acquired at once, renewed, released). info and warning: silenced by -q.
+// error: always (lost lock, failures that decide the exit status).
+void log(Level level, const Event& event);
+
+// A message that is not one of the named events.
 void log_debug(const std::string& message);
-// Notable events: acquired after waiting, busy, renewal trouble. Silenced by -q.
 void log_info(const std::string& message);
 void log_warning(const std::string& message);
-// Always shown: lost lock, failures that decide the exit status.
 void log_error(const std::string& message);
 
 }  // namespace rlock

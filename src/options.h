@@ -20,6 +20,7 @@ struct GlobalOptions {
   std::vector<std::string> redis_urls;
   std::string prefix;  // prepended to every key
   Verbosity verbosity = Verbosity::normal;
+  LogFormat log_format = LogFormat::text;
   ConnectOptions connect;                    // TLS material, timeouts; password when given inline
   std::optional<std::string> password_file;  // read at connect time when it won over a password
 };

@@ -84,6 +84,7 @@ const std::vector<SettingInfo>& all_settings() {
       {"metrics-file", SettingKind::text, nullptr, "Prometheus textfile to add each run to"},
       {"quiet", SettingKind::flag, "false", "print only errors"},
       {"verbose", SettingKind::flag, "false", "print every event"},
+      {"log-format", SettingKind::text, "text", "stderr events as text or json lines"},
   };
   return settings;
 }
@@ -145,6 +146,12 @@ Resolved resolve_settings(const RawSettings& s) {
     bad_value("verbose", later, "-q and -v exclude each other");
   }
   g.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
+  if (const RawValue* v = lookup(s, "log-format")) {
+    std::string f = single("log-format", *v);
+    if (f != "text" && f != "json")
+      bad_value("log-format", *v, "'" + f + "' is neither text nor json");
+    g.log_format = f == "json" ? LogFormat::json : LogFormat::text;
+  }
 
   // A password in the URL is used for that URL. Otherwise the higher-ranked of an inline
   // password (RLOCK_PASSWORD, REDISCLI_AUTH, the file's `password`) and a password file.

@@ -1,5 +1,7 @@
 #include "text.h"
 
+#include <cstdio>
+
 namespace rlock {
 
 std::optional<std::string> percent_decode(std::string_view text) {
@@ -17,6 +19,41 @@ std::optional<std::string> percent_decode(std::string_view text) {
     i += 2;
   }
   return out;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // A whole UTF-8 sequence passes through; anything else is replaced.
+      size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+      bool valid = len > 0 && i + len <= text.size();
+      for (size_t k = 1; valid && k < len; ++k)
+        valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+      if (valid) {
+        out.append(text.substr(i, len));
+        i += len;
+      } else {
+        out += "\xef\xbf\xbd";
+        ++i;
+      }
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace rlock

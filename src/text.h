@@ -23,6 +23,9 @@ inline int hex_digit_value(char c) {
   return -1;
 }
 
+// TEXT as a JSON string literal, quotes included; bytes that are not valid UTF-8 become U+FFFD.
+std::string json_string(std::string_view text);
+
 // "%40" -> "@"; nullopt for a '%' not followed by two hex digits.
 std::optional<std::string> percent_decode(std::string_view text);
 

@@ -68,7 +68,7 @@ public:
       auto attempt = lock_.try_acquire(value, ttl, plan(sent), sent + lock_.command_timeout());
       if (attempt) {
         ever_answered_ = true;
-        if (last_failure_) log_info(lock_.key() + ": Redis answers again");
+        if (last_failure_) log(Level::info, {"redis_back", lock_.key(), "Redis answers again"});
         last_failure_.reset();
         if (auto* got = std::get_if<Acquired>(&*attempt)) {
           status_.clear();
@@ -87,7 +87,8 @@ public:
           return attempt.failure();
         }
         if (!last_failure_)
-          log_warning(lock_.key() + ": " + attempt.failure().message + "; retrying");
+          log(Level::warning,
+              {"redis_retry", lock_.key(), "" + attempt.failure().message + "; retrying"});
         last_failure_ = attempt.failure();
         if (out_of_time()) return give_up(*last_failure_);
         TimePoint next = Clock::now() + k_retry_interval;

@@ -76,13 +76,15 @@ private:
     if (!child_status_) {
       check_lease(now);
       if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
-        log_error(key() + ": the command ran past --max-run " + format_duration(*options_.max_run) +
-                  "; stopping it");
+        log(Level::error, {"max_run", key(),
+                           "the command ran past --max-run " + format_duration(*options_.max_run) +
+                               "; stopping it"});
         begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
       }
     }
     if (stopping_ && !killed_at_ && now >= stopping_->kill_at) {
-      if (!child_status_) log_error(key() + ": the command is still running; sending KILL");
+      if (!child_status_)
+        log(Level::error, {"kill", key(), "the command is still running; sending KILL"});
       kill_group(SIGKILL, now);
     }
   }
@@ -94,23 +96,27 @@ private:
     if (state == LeaseKeeper::State::held && now < loss_threshold()) return;
     lost_ = true;
     if (options_.on_lost == RunOptions::OnLost::ignore) {
-      log_error(key() + ": lock lost; --on-lost ignore: the command keeps running without it");
+      log(Level::error, {"lost_ignored", key(),
+                         "lock lost; --on-lost ignore: the command keeps running without it"});
       return;
     }
     if (state == LeaseKeeper::State::expired || now >= deadline) {
       // Past the deadline the key may already be someone else's: no grace period.
-      log_error(key() +
-                ": lock lost (the lease ran out, e.g. rlock was frozen); killing the command");
+      log(Level::error,
+          {"lost", key(),
+           "lock lost (the lease ran out, e.g. rlock was frozen); killing the command"});
       begin_stop(End::lost, now, SIGKILL);
     } else if (state == LeaseKeeper::State::not_mine) {
-      log_error(key() +
-                ": lock lost (the key is gone or holds another token); stopping the command");
+      log(Level::error,
+          {"lost", key(),
+           "lock lost (the key is gone or holds another token); stopping the command"});
       begin_stop(End::lost, now + kill_after_, options_.kill_signal);
     } else {
       // Redis unreachable: SIGKILL must land by the deadline, before the key can expire there.
-      log_error(key() + ": lock lost (no renewal succeeded; the lease ends in " +
-                format_duration(std::chrono::duration_cast<Millis>(deadline - now)) +
-                "); stopping the command");
+      log(Level::error, {"lost", key(),
+                         "lock lost (no renewal succeeded; the lease ends in " +
+                             format_duration(std::chrono::duration_cast<Millis>(deadline - now)) +
+                             "); stopping the command"});
       begin_stop(End::lost, deadline, options_.kill_signal);
     }
   }
@@ -165,7 +171,8 @@ private:
       if (*sig == SIGCHLD) {
         collect_child();
       } else if (!child_status_) {
-        log_debug(key() + ": forwarding SIG" + signal_name(*sig) + " to the command");
+        log(Level::debug,
+            {"signal_forwarded", key(), "forwarding SIG" + signal_name(*sig) + " to the command"});
         child_.signal_group(*sig);
       }
     }
@@ -233,15 +240,17 @@ void release(Lock& lock, Millis ttl) {
     auto released = lock.release(std::min(now + lock.command_timeout(), give_up));
     if (released) {
       if (*released)
-        log_debug(lock.key() + ": released");
+        log(Level::debug, {"released", lock.key(), "released"});
       else
-        log_warning(lock.key() + ": the lock was no longer ours at release (it expired or was "
-                                 "taken); the run may have overlapped another");
+        log(Level::warning, {"not_ours_at_release", lock.key(),
+                             "the lock was no longer ours at release (it expired or was "
+                             "taken); the run may have overlapped another"});
       return;
     }
     if (released.failure().kind == Failure::Kind::server || Clock::now() >= give_up) {
-      log_warning(lock.key() + ": could not release (" + released.failure().message +
-                  "); it expires within " + format_duration(ttl));
+      log(Level::warning, {"release_failed", lock.key(),
+                           "could not release (" + released.failure().message +
+                               "); it expires within " + format_duration(ttl)});
       return;
     }
     ::poll(nullptr, 0, static_cast<int>(k_retry_interval.count()));
@@ -256,7 +265,10 @@ void finish(Lock& lock, const RunOptions& options, TimePoint acquired) {
       Millis rest = *options.min_hold - held;
       auto kept = lock.renew(rest, Clock::now() + lock.command_timeout());
       if (kept && *kept) {
-        log_debug(lock.key() + ": keeping it " + format_duration(rest) + " more (--min-hold)");
+        log(Level::debug, {"kept_for_min_hold",
+                           lock.key(),
+                           "keeping it " + format_duration(rest) + " more (--min-hold)",
+                           {{"ms", rest.count()}}});
         return;
       }
     }
@@ -327,10 +339,16 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   metrics.m.wait_seconds = std::chrono::duration<double>(got.waited).count();
   metrics.acquired = got.sent;
   if (got.waited > Millis(0) && options.wait)
-    log_info(options.key + ": acquired after waiting " + format_duration(got.waited) + " (fence " +
-             std::to_string(got.fence) + ")");
+    log(Level::info, {"acquired",
+                      options.key,
+                      "acquired after waiting " + format_duration(got.waited) + " (fence " +
+                          std::to_string(got.fence) + ")",
+                      {{"fence", got.fence}, {"waited_ms", got.waited.count()}}});
   else
-    log_debug(options.key + ": acquired (fence " + std::to_string(got.fence) + ")");
+    log(Level::debug, {"acquired",
+                       options.key,
+                       "acquired (fence " + std::to_string(got.fence) + ")",
+                       {{"fence", got.fence}, {"waited_ms", got.waited.count()}}});
 
   // From here the lock is ours: every path gives it back (or keeps it for --min-hold).
   if (auto sig = signals.next(); sig && *sig != SIGCHLD) {

@@ -17,21 +17,27 @@ int unavailable(const Failure& failure) {
 std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options) {
   if (auto* busy = std::get_if<NotObtained>(&outcome)) {
     if (busy->holder_value.empty())
-      log_info(options.key + ": busy: earlier waiters come first (--fair)");
+      log(Level::info, {"busy", options.key, "busy: earlier waiters come first (--fair)"});
     else
-      log_info(options.key + ": busy, held by " + describe_holder(busy->holder_value, busy->pttl));
+      log(Level::info, {"busy",
+                        options.key,
+                        "busy, held by " + describe_holder(busy->holder_value, busy->pttl),
+                        {{"ttl_ms", busy->pttl.count()}}});
     return options.conflict_exit_code;
   }
   if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {
-    log_info(options.key + ": gave up waiting on SIG" + signal_name(interrupted->signo));
+    log(Level::info, {"gave_up",
+                      options.key,
+                      "gave up waiting on SIG" + signal_name(interrupted->signo),
+                      {{"signal", interrupted->signo}}});
     return exit_status_for_signal(interrupted->signo);
   }
   if (auto* not_lock = std::get_if<NotALock>(&outcome)) {
-    log_error(options.key + ": not a lock: the key holds a " + not_lock->type);
+    log(Level::error, {"not_a_lock", options.key, "not a lock: the key holds a " + not_lock->type});
     return k_exit_unavailable;
   }
   if (auto* failure = std::get_if<Failure>(&outcome)) {
-    log_error(options.key + ": " + failure->message);
+    log(Level::error, {"redis_error", options.key, "" + failure->message});
     return k_exit_unavailable;
   }
   return std::nullopt;
@@ -44,11 +50,13 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
   Lock outer(redis, options.key, token, lock_mode(options));
   auto held = outer.holds(Clock::now() + redis.command_timeout());
   if (!held || !*held) {
-    log_debug(options.key + ": RLOCK_TOKEN in the environment does not hold it; taking it anew");
+    log(Level::debug, {"token_not_held", options.key,
+                       "RLOCK_TOKEN in the environment does not hold it; taking it anew"});
     return std::nullopt;
   }
-  log_debug(options.key + ": already held by this process tree (RLOCK_TOKEN): going straight "
-                          "through, without renewing or releasing it");
+  log(Level::debug, {"reentrant", options.key,
+                     "already held by this process tree (RLOCK_TOKEN): going straight "
+                     "through, without renewing or releasing it"});
   return std::string(token);
 }
 

@@ -70,3 +70,46 @@ class Metrics(RedisTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class JsonLogs(RedisTestCase):
+    def events(self, stderr):
+        import json
+        out = []
+        for line in stderr.splitlines():
+            e = json.loads(line)  # every line is one JSON object
+            for field in ("time", "level", "event", "message"):
+                self.assertIn(field, e)
+            self.assertRegex(e["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            out.append(e)
+        return out
+
+    def test_every_event_is_one_json_line(self):
+        r = self.run_rlock(["run", "-v", "--log-format", "json", "--ttl", "300ms", "k", "--",
+                            "sleep", "0.35"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        events = self.events(r.stderr)
+        names = [e["event"] for e in events]
+        self.assertEqual(names[0], "acquired")
+        self.assertEqual(events[0]["key"], "k")
+        self.assertEqual(events[0]["fence"], 1)
+        self.assertIn("renewed", names)
+        self.assertEqual(names[-1], "released")
+        self.server.cmd("SET", "k", "other\n\"quoted\"", "PX", 60000)
+        r = self.run_rlock(["run", "--log-format", "json", "k", "--", "true"])
+        self.assertEqual(r.returncode, 75)
+        busy = self.events(r.stderr)
+        self.assertEqual([e["event"] for e in busy], ["busy"])
+        self.assertEqual(busy[0]["level"], "info")
+        self.assertGreater(busy[0]["ttl_ms"], 0)
+
+    def test_a_loss_is_an_error_event(self):
+        from harness import wait_until
+        p = self.start(["run", "--log-format", "json", "--ttl", "600ms", "k", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 5, "lock taken")
+        self.server.cmd("DEL", "k")
+        self.assertEqual(p.wait(timeout=20), 76)
+        events = self.events(p.stderr.read())
+        lost = [e for e in events if e["event"] == "lost"]
+        self.assertEqual(len(lost), 1)
+        self.assertEqual(lost[0]["level"], "error")
