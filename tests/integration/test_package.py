@@ -61,3 +61,29 @@ class Package(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Rpm(unittest.TestCase):
+    def test_spec_builds_an_rpm_with_every_file(self):
+        rpmbuild = shutil.which("rpmbuild")
+        self.assertIsNotNone(rpmbuild, "rpmbuild is needed (Debian's rpm package)")
+        source = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+        top = tempfile.mkdtemp(prefix="rlock-rpm-")
+        self.addCleanup(shutil.rmtree, top, True)
+        os.makedirs(os.path.join(top, "SOURCES"))
+        with open(os.path.join(source, "packaging/rpm/rlock.spec")) as f:
+            version = next(l.split()[1] for l in f if l.startswith("Version:"))
+        tarball = os.path.join(top, "SOURCES", f"rlock-{version}.tar.gz")
+        subprocess.run(["git", "-C", source, "archive", "--format=tar.gz",
+                        f"--prefix=rlock-{version}/", "-o", tarball, "HEAD"], check=True)
+        # --nodeps: the BuildRequires name Fedora's packages; here Debian's are installed.
+        r = subprocess.run([rpmbuild, "-bb", "--nodeps", "--define", f"_topdir {top}",
+                            "--define", "debug_package %{nil}",
+                            os.path.join(source, "packaging/rpm/rlock.spec")],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        rpms = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(top, "RPMS")) for f in fs]
+        self.assertEqual(len(rpms), 1, rpms)
+        files = subprocess.run(["rpm", "-qlp", rpms[0]], capture_output=True, text=True).stdout
+        for path in INSTALLED:
+            self.assertIn("/usr/" + path, files)
