@@ -47,6 +47,14 @@ class Docs(unittest.TestCase):
         self.assertEqual(man_codes, header)
         self.assertEqual(readme_codes, header)
 
+    def test_man_renders_without_warnings(self):
+        man = shutil.which("man")
+        self.assertIsNotNone(man, "man is needed (man-db)")
+        r = subprocess.run([man, "--warnings", "-l", os.path.join(SOURCE, "man/rlock.1")],
+                           capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertIn("EXIT STATUS", r.stdout)
+
     def test_man_page_is_lint_clean(self):
         mandoc = shutil.which("mandoc")
         self.assertIsNotNone(mandoc, "mandoc is needed (packaging/setup-debian.sh installs it)")
@@ -90,6 +98,26 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
         # After "--", the command's own completion: commands from $PATH.
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
+
+    def test_lock_keys_come_from_rlock_list_and_nothing_when_redis_is_down(self):
+        from harness import RedisServer, RLOCK, free_port
+        server = RedisServer()
+        self.addCleanup(server.stop)
+        server.cmd("SET", "lock:report", "held-by-java", "PX", 60000)
+        server.cmd("SET", "lock:cleanup", "held-by-java", "PX", 60000)
+        bindir = os.path.dirname(os.path.abspath(RLOCK))
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+                   RLOCK_REDIS_URL=server.url)
+        self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), {"lock:report"})
+        env["RLOCK_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}"
+        self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), set())
+
+    def complete_env(self, env, *words):
+        r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver",
+                            os.path.join(SOURCE, "completions/rlock.bash"), *words],
+                           capture_output=True, text=True, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return set(r.stdout.split())
 
 
 if __name__ == "__main__":
