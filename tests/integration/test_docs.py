@@ -78,13 +78,7 @@ printf '%s\n' "${COMPREPLY[@]}"
 
 class BashCompletion(unittest.TestCase):
     def complete(self, *words):
-        self.assertTrue(os.path.exists("/usr/share/bash-completion/bash_completion"),
-                        "bash-completion is needed (packaging/setup-debian.sh installs it)")
-        r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver",
-                            os.path.join(SOURCE, "completions/rlock.bash"), *words],
-                           capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return set(r.stdout.split())
+        return self.complete_env(dict(os.environ), *words)
 
     def test_verbs_flags_and_values(self):
         self.assertEqual(self.complete("rlock", "ru"), {"run"})
@@ -113,15 +107,13 @@ class BashCompletion(unittest.TestCase):
         self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), set())
 
     def complete_env(self, env, *words):
+        self.assertTrue(os.path.exists("/usr/share/bash-completion/bash_completion"),
+                        "bash-completion is needed (packaging/setup-debian.sh installs it)")
         r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver",
                             os.path.join(SOURCE, "completions/rlock.bash"), *words],
                            capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         return set(r.stdout.split())
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class ZshAndFish(unittest.TestCase):
@@ -142,3 +134,7 @@ class ZshAndFish(unittest.TestCase):
                             f"source {path}; complete -C 'rlock run --on-lost '"],
                            capture_output=True, text=True)
         self.assertEqual({line.split("\t")[0] for line in r.stdout.splitlines()}, {"kill", "ignore"})
+
+
+if __name__ == "__main__":
+    unittest.main()

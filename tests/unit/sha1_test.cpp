@@ -18,4 +18,3 @@ TEST_CASE("SHA-1 test vectors (FIPS 180-4 examples and boundaries)") {
   CHECK(sha1_hex(std::string(119, 'x')) == "4300320394f7ee239bcdce7d3b8bcee173a0cd5c");
   CHECK(sha1_hex(std::string(64, 'x')) == "bb2fa3ee7afb9f54c6dfb5d021f14b1ffe40c163");
 }
-
