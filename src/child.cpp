@@ -170,6 +170,7 @@ CommandProblem problem_for_errno(const std::string& file, int err) {
 
 // What the child needs between its creation and exec, prepared by rlock beforehand.
 struct ChildStart {
+  const char* file;  // with a '/': exec'd as is; without: searched in $PATH
   char** argv;
   char** envp;
   const SignalEvents* signals;
@@ -191,7 +192,7 @@ int child_main(void* arg) {
   std::memcpy(msg + 1, &self, sizeof self);
   write_full(c->guard_fd, msg, sizeof msg);
   c->signals->restore_for_child();
-  ::execvpe(c->argv[0], c->argv, c->envp);
+  ::execvpe(c->file, c->argv, c->envp);
   int err = errno;
   write_full(c->exec_error_fd, &err, sizeof err);
   ::_exit(k_exit_not_found);
@@ -226,22 +227,26 @@ int exit_status_from_wait(int wait_status) {
   return k_exit_internal;
 }
 
-std::optional<CommandProblem> check_command(const std::string& file) {
+std::optional<CommandProblem> check_command(const std::string& file, std::string* path) {
   if (file.empty()) return CommandProblem{k_exit_not_found, "empty command name"};
   int err = 0;
   if (file.find('/') != std::string::npos) {
-    if (is_executable_file(file, &err)) return std::nullopt;
-    return problem_for_errno(file, err);
+    if (!is_executable_file(file, &err)) return problem_for_errno(file, err);
+    if (path) *path = file;
+    return std::nullopt;
   }
   const char* path_env = std::getenv("PATH");
-  std::string path = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::string dirs = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
   int first_err = ENOENT;  // like execvp: report EACCES when some candidate existed
   size_t start = 0;
   for (;;) {
-    size_t colon = path.find(':', start);
-    std::string dir = path.substr(start, colon == std::string::npos ? colon : colon - start);
+    size_t colon = dirs.find(':', start);
+    std::string dir = dirs.substr(start, colon == std::string::npos ? colon : colon - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
-    if (is_executable_file(candidate, &err)) return std::nullopt;
+    if (is_executable_file(candidate, &err)) {
+      if (path) *path = candidate;
+      return std::nullopt;
+    }
     if (err != ENOENT && err != ENOTDIR) first_err = err;
     if (colon == std::string::npos) break;
     start = colon + 1;
@@ -267,8 +272,13 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
   if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
   Fd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
 
-  ChildStart start{argv.data(),        envp.data(),     &signals, terminal ? terminal->fd() : -1,
-                   guard_write_.get(), exec_write.get()};
+  ChildStart start{spec.path.empty() ? argv[0] : spec.path.c_str(),
+                   argv.data(),
+                   envp.data(),
+                   &signals,
+                   terminal ? terminal->fd() : -1,
+                   guard_write_.get(),
+                   exec_write.get()};
   pid_ = spawn_child(start);
   // Both sides set the group and the terminal, so neither order of running can race.
   ::setpgid(pid_, pid_);

@@ -19,18 +19,19 @@ class Terminal;
 int exit_status_from_wait(int wait_status);
 
 // Whether FILE can be executed, searched in $PATH as execvp(3) does when it has no '/'.
-// Returns nullopt when it can, else {126 or 127, reason}.
+// Returns nullopt when it can (and, with PATH, where it was found), else {126 or 127, reason}.
 struct CommandProblem {
   int exit_status;
   std::string message;
 };
-std::optional<CommandProblem> check_command(const std::string& file);
+std::optional<CommandProblem> check_command(const std::string& file, std::string* path = nullptr);
 
 class Child {
 public:
   struct Spec {
     std::vector<std::string> argv;
     std::vector<std::string> env;  // "NAME=value" added to (or replacing in) our environment
+    std::string path;              // the program, found already; empty: search $PATH for argv[0]
   };
 
   // Forks the guardian, then the child in a new process group (the terminal's foreground group

@@ -310,8 +310,9 @@ int exec_straight_through(const std::vector<std::string>& argv) {
 int run_verb(const GlobalOptions& global, const RunOptions& options) {
   std::vector<std::string> argv = command_argv(options);
   // A command that cannot run must not take the lock (and a typo must not keep others out).
+  std::string program;  // where the exec form's command is: the child need not search again
   if (!options.shell_command) {
-    if (auto problem = check_command(argv.front())) {
+    if (auto problem = check_command(argv.front(), &program)) {
       log_error(problem->message);
       return problem->exit_status;
     }
@@ -358,7 +359,8 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   Child::Spec spec{argv,
                    {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + lock.token(),
                     "RLOCK_FENCE=" + std::to_string(got.fence),
-                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())}};
+                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
+                   program};
   auto terminal = Terminal::if_foreground();
   std::optional<Child> child;
   try {
