@@ -204,10 +204,4 @@ Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& command
   return replies;
 }
 
-Result<Reply> Connection::call(const Argv& argv, TimePoint deadline) {
-  auto replies = pipeline({argv}, deadline);
-  if (!replies) return replies.failure();
-  return std::move(replies->front());
-}
-
 }  // namespace rlock

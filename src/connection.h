@@ -44,7 +44,6 @@ public:
   // INTERRUPT_FD (if not -1): give up, dropping the connection, when it becomes readable.
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands, TimePoint deadline,
                                       int interrupt_fd = -1);
-  Result<Reply> call(const Argv& argv, TimePoint deadline);
 
 private:
   Connection(std::unique_ptr<Stream> stream, std::string endpoint);

@@ -40,8 +40,6 @@ std::string semaphore_owner(const std::string& sem_key) {
   return key;
 }
 
-}  // namespace
-
 // Semaphores (--limit) live in helper zsets, not under their own key: find those, then keep
 // the ones whose lock key matches PATTERN.
 Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern) {
@@ -68,6 +66,8 @@ Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& 
     if (s.kind == LockState::Kind::semaphore) out.push_back(std::move(s));
   return out;
 }
+
+}  // namespace
 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside

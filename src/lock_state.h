@@ -49,6 +49,5 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
 // semaphores, and plain strings with an expiry (other software's locks). Found with SCAN, never
 // KEYS; rlock's helper keys are left out.
 Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern);
-Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern);
 
 }  // namespace rlock

@@ -72,7 +72,6 @@ std::string json_line(Level level, const Event& e) {
 }  // namespace
 
 void set_verbosity(Verbosity v) { g_verbosity = v; }
-Verbosity verbosity() { return g_verbosity; }
 void set_log_format(LogFormat f) { g_format = f; }
 
 void log(Level level, const Event& event) {

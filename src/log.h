@@ -16,7 +16,6 @@ enum class LogFormat { text, json };
 enum class Level { debug, info, warning, error };
 
 void set_verbosity(Verbosity v);
-Verbosity verbosity();
 void set_log_format(LogFormat f);
 
 struct Event {
