@@ -60,7 +60,12 @@ public:
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
+  // The thread is needed only from the first renewal on, ttl/3 after acquisition: a command
+  // that ends sooner (most cron jobs' `true` moments, every benchmark's) never pays for it.
+  // Call start() by start_due(); calling it earlier is fine, later delays the first renewal.
+  TimePoint start_due() const { return next_renewal_ - renew_interval(ttl_) / 2; }
   void start();
+  bool started() const { return thread_.joinable(); }
   // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
   void stop();
 

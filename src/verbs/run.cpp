@@ -74,6 +74,7 @@ private:
 
   void decide(TimePoint now) {
     if (!child_status_) {
+      if (!keeper_.started() && now >= keeper_.start_due()) keeper_.start();
       check_lease(now);
       if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
         log(Level::error, {"max_run", key(),
@@ -154,6 +155,7 @@ private:
     TimePoint next = now + std::chrono::hours(24);
     if (!child_status_) {
       if (!lost_) next = std::min(next, loss_threshold());
+      if (!keeper_.started()) next = std::min(next, keeper_.start_due());
       if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
     } else {
       next = std::min(next, now + k_group_poll_interval);
@@ -376,8 +378,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     return child->exec_problem()->exit_status;
   }
 
-  LeaseKeeper keeper(lock, options.ttl, got.sent);
-  keeper.start();
+  LeaseKeeper keeper(lock, options.ttl, got.sent);  // the Supervisor starts its thread
   Outcome end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
   keeper.stop();
   metrics.m.renewals = keeper.renewals();
