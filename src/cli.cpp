@@ -8,6 +8,7 @@
 
 #include "config_file.h"
 #include "error.h"
+#include "lock.h"
 #include "settings.h"
 #include "tls.h"
 #include "verbs/verbs.h"
@@ -112,6 +113,15 @@ void add_connection_options(CLI::App* app, CommandLine& line) {
 
 void add_json(CLI::App* app, CommandLine& line) {
   app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
+}
+
+// Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
+// "lock" on a fence counter or a queue would corrupt the lock it belongs to.
+void check_key(const std::string& key) {
+  if (key.empty()) throw usage_error("KEY must not be empty");
+  if (is_helper_key(key))
+    throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
+                      "':rlock:fence', ':rlock:queue' ...); choose another name");
 }
 
 void add_key(CLI::App* app, CommandLine& line) {
@@ -329,14 +339,12 @@ int run_command_line(int argc, char** argv) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
   }
-  for (const auto& key : line.keys)
-    if (key.empty()) throw usage_error("KEY must not be empty");
-  if ((inspect->parsed() || acquire->parsed() || extend->parsed() || release->parsed()) &&
-      line.key.empty())
-    throw usage_error("KEY must not be empty");
+  for (const auto& key : line.keys) check_key(key);
+  if (inspect->parsed() || acquire->parsed() || extend->parsed() || release->parsed())
+    check_key(line.key);
   if (run->parsed()) {
     // The key and the command first: they are this invocation's, and the likelier mistake.
-    if (line.key.empty()) throw usage_error("KEY must not be empty");
+    check_key(line.key);
     if (line.shell_command && !args.command.empty())
       throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
     if (!line.shell_command && args.command.empty())

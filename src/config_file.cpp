@@ -59,6 +59,7 @@ const char* expected(SettingKind kind) {
 std::optional<std::string> find_config_file(const std::optional<std::string>& flag,
                                             const std::function<const char*(const char*)>& getenv) {
   auto must_exist = [](const std::string& path, const std::string& named_by) {
+    if (path.empty()) throw usage_error(named_by + ": empty path");
     if (!file_exists(path))
       throw Error(k_exit_config, "config file " + path + " (from " + named_by + ") does not exist");
     return path;
@@ -110,6 +111,9 @@ RawSettings parse_config(std::string_view text, const std::string& path) {
 }
 
 RawSettings read_config_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(k_exit_config, "config file " + path + " is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(k_exit_config, "cannot read config file " + errno_message(path));
   std::ostringstream text;

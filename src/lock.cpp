@@ -34,10 +34,13 @@ local function wake_first(queue, alive, wake_prefix, now)
   prune_waiters(queue, alive, now)
   local first = redis.call('ZRANGE', queue, 0, 0)[1]
   if first then
+    -- pcall: under maxmemory with noeviction LPUSH is refused, and the release must stand
+    -- anyway (the waiter then wakes at its fallback, the old holder's expiry).
     local list = wake_prefix .. first
-    redis.call('LPUSH', list, '1')
-    redis.call('LTRIM', list, 0, 0)
-    redis.call('PEXPIRE', list, 60000)
+    if type(redis.pcall('LPUSH', list, '1')) == 'number' then
+      redis.call('LTRIM', list, 0, 0)
+      redis.call('PEXPIRE', list, 60000)
+    end
   end
 end
 

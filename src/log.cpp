@@ -53,8 +53,8 @@ std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
   if (level == Level::warning || level == Level::error)
     line += std::string(level_name(level)) + ": ";
-  if (!e.key.empty()) line += e.key + ": ";
-  return line + e.message + "\n";
+  if (!e.key.empty()) line += terminal_safe(e.key) + ": ";
+  return line + terminal_safe(e.message) + "\n";
 }
 
 std::string json_line(Level level, const Event& e) {
@@ -95,7 +95,7 @@ void StatusLine::draw(const std::string& text) {
   if (!enabled_) return;
   winsize ws{};
   size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-  std::string line = "\r\033[K" + text.substr(0, width - 1);
+  std::string line = "\r\033[K" + terminal_safe(text).substr(0, width - 1);
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   shown_ = true;
 }

@@ -1,5 +1,6 @@
 #include "redis_url.h"
 
+#include <cctype>
 #include <charconv>
 
 #include "error.h"
@@ -127,6 +128,11 @@ RedisUrl parse_redis_url(std::string_view text) {
       bad_url(text, "an IPv6 address must be in brackets: redis://[::1]:6379");
   }
   if (url.host.empty()) bad_url(text, "no host");
+  if (url.host.size() > 253) bad_url(text, "the host name is longer than 253 characters");
+  for (char c : url.host)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' &&
+        c != ':' && c != '%')  // ':' and '%' only get here inside [IPv6%zone]
+      bad_url(text, "the host has a character no host name or address has");
   if (!port_text.empty()) {
     auto port = parse_int(port_text, 1, 65535);
     if (!port)

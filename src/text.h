@@ -23,6 +23,14 @@ inline int hex_digit_value(char c) {
   return -1;
 }
 
+// The length of the valid UTF-8 sequence at TEXT[I] (1 for ASCII), or 0 when there is none.
+size_t utf8_sequence_length(std::string_view text, size_t i);
+
+// TEXT for a terminal line: control characters (newlines, escape sequences, C1) and bytes that
+// are not valid UTF-8 become \xNN; valid UTF-8 stays. Keys and input echoed in messages can
+// neither break a log line in two nor drive the terminal.
+std::string terminal_safe(std::string_view text);
+
 // TEXT as a JSON string literal, quotes included; bytes that are not valid UTF-8 become U+FFFD.
 std::string json_string(std::string_view text);
 

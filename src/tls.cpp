@@ -6,6 +6,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
 #include <poll.h>
+#include <sys/stat.h>
 
 namespace rlock {
 
@@ -100,6 +101,11 @@ CtxPtr make_context(const OpenSsl& ssl, const TlsOptions& o) {
   ssl.SSL_CTX_ctrl(ctx.get(), SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
   ssl.SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   if (!o.cacert.empty() || !o.cacertdir.empty()) {
+    // OpenSSL looks into a CA directory only during the handshake, and takes a missing one for
+    // an empty one: the mistake would surface as an unverifiable server, far from its cause.
+    struct stat st {};
+    if (!o.cacertdir.empty() && (::stat(o.cacertdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+      throw Error(k_exit_config, "--cacertdir " + o.cacertdir + " is not a directory");
     if (ssl.SSL_CTX_load_verify_locations(ctx.get(), o.cacert.empty() ? nullptr : o.cacert.c_str(),
                                           o.cacertdir.empty() ? nullptr : o.cacertdir.c_str()) != 1)
       throw Error(k_exit_config, "cannot load CA certificates from " +

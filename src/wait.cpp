@@ -80,9 +80,14 @@ public:
         if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl});
         if (auto sig = block(busy_.block)) return give_up(Interrupted{*sig});
       } else {
-        // Unreachable on the first try: fail now (exit 69) rather than wait on a Redis that may
-        // never come. Once it has answered, a blip during a long wait is retried.
-        if (!ever_answered_ || attempt.failure().kind == Failure::Kind::server) {
+        // Refused by Redis (OOM, NOPERM ...): fail now (exit 69), and leave the queue, which
+        // a refused write does not need. Unreachable on the first try: fail now too rather than
+        // wait on a Redis that may never come. Once it has answered, a blip is retried.
+        if (attempt.failure().kind == Failure::Kind::server) {
+          last_failure_ = attempt.failure();
+          return give_up(*last_failure_);
+        }
+        if (!ever_answered_) {
           undo_possible_acquire(lock_, attempt.failure());
           return attempt.failure();
         }

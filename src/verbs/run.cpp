@@ -295,6 +295,24 @@ std::string command_name(const RunOptions& options) {
   return text.substr(start, end == std::string::npos ? end : end - start);
 }
 
+// When the lease that the command starts on begins: at acquisition, unless the reply came back
+// so late (a paused or overloaded Redis) that less than half of it is left. The lease counts
+// from when the command was sent, so such a command would be killed as soon as it started:
+// renew first, counting from now. Nothing (the lock is to be given back) if that fails.
+std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent) {
+  if (Clock::now() < lease_deadline(acquire_sent, ttl) - ttl / 2) return acquire_sent;
+  TimePoint sent = Clock::now();
+  auto renewed = lock.renew(ttl, std::min(sent + lock.command_timeout(), sent + ttl / 2));
+  if (renewed && *renewed) {
+    log(Level::debug, {"renewed", lock.key(), "renewed at once: Redis answered late"});
+    return sent;
+  }
+  log_error(lock.key() + ": Redis answered too late to run the command on the lease (" +
+            (renewed ? std::string("the lock expired meanwhile") : renewed.failure().message) +
+            ")");
+  return std::nullopt;
+}
+
 // The nested run of a lock this process tree holds: become the command, which runs under the
 // outer rlock's lock and lease.
 int exec_straight_through(const std::vector<std::string>& argv) {
@@ -358,6 +376,12 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     release(lock, options.ttl);
     return exit_status_for_signal(*sig);
   }
+  auto lease_from = fresh_lease(lock, options.ttl, got.sent);
+  if (!lease_from) {
+    metrics.m.result = "error";
+    release(lock, options.ttl);
+    return k_exit_unavailable;
+  }
   Child::Spec spec{argv,
                    {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + lock.token(),
                     "RLOCK_FENCE=" + std::to_string(got.fence),
@@ -378,7 +402,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     return child->exec_problem()->exit_status;
   }
 
-  LeaseKeeper keeper(lock, options.ttl, got.sent);  // the Supervisor starts its thread
+  LeaseKeeper keeper(lock, options.ttl, *lease_from);  // the Supervisor starts its thread
   Outcome end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
   keeper.stop();
   metrics.m.renewals = keeper.renewals();

@@ -41,8 +41,10 @@ class RespError(Exception):
 class RedisClient:
     """A minimal RESP2 client, so tests can look at keys without spawning redis-cli each time."""
 
-    def __init__(self, port=None, unix=None, timeout=5.0):
-        if unix:
+    def __init__(self, port=None, unix=None, timeout=5.0, address=None):
+        if address:
+            self.sock = socket.create_connection(address, timeout=timeout)
+        elif unix:
             self.sock = socket.socket(socket.AF_UNIX)
             self.sock.settimeout(timeout)
             self.sock.connect(unix)

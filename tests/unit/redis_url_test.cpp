@@ -66,6 +66,12 @@ TEST_CASE("bad URLs name the part that is wrong and never the password") {
   CHECK(message("redis://").find("no host") != std::string::npos);
   CHECK(message("redis://::1:6379").find("brackets") != std::string::npos);
   CHECK(message("unix://relative.sock").find("absolute") != std::string::npos);
+  CHECK(message("redis://h h").find("a character no host name") != std::string::npos);
+  CHECK(message("redis://\x1b[31mh").find("a character no host name") != std::string::npos);
+  CHECK(message("redis://\xff").find("a character no host name") != std::string::npos);
+  CHECK(message(("redis://" + std::string(254, 'h')).c_str()).find("253") != std::string::npos);
+  CHECK(message("redis://[fe80::1%eth0]:6379") == "parsed");
+  CHECK(message("redis://redis-1.prod_db.example:6379") == "parsed");
   std::string m = message("redis://u:hunter2@h:notaport");
   CHECK(m.find("hunter2") == std::string::npos);
   CHECK(m.find("***") != std::string::npos);

@@ -1,0 +1,206 @@
+"""The bad-input corpus: every malformed flag, duration, number, URL, config file and key we
+could think of, for every verb that takes it.
+
+Each case must end with its documented exit status (64 usage, 78 configuration), exactly one
+line on stderr that starts "rlock: error: ", is valid UTF-8 and carries no raw control
+character (input is echoed escaped), nothing on stdout, no crash, and nothing in Redis.
+test_cli.py has the messages of the common mistakes; this is the breadth.
+"""
+import os
+import subprocess
+import tempfile
+import unittest
+
+from harness import RLOCK, RedisTestCase, rlock_env
+
+USAGE, CONFIG = 64, 78
+
+VERBS_WITH_KEY = [["run", "{key}", "--", "true"], ["status", "{key}"], ["inspect", "{key}"],
+                  ["acquire", "{key}"], ["extend", "--token", "t", "{key}"],
+                  ["release", "--token", "t", "{key}"]]
+ALL_VERBS = VERBS_WITH_KEY + [["list"], ["config"]]
+
+DURATION_FLAGS = {"--ttl": ["run", "acquire", "extend"], "--wait": ["run", "acquire"],
+                  "--max-run": ["run"], "--kill-after": ["run"], "--min-hold": ["run"],
+                  "--connect-timeout": ["run", "status", "list"],
+                  "--command-timeout": ["run", "status", "list"]}
+BAD_DURATIONS = ["", " ", "abc", "-1s", "+5s", "1x", "1s2", "5ms5", "1.5.5s", "1h-5m", "5 s",
+                 "1e9s", "0x10s", "nan", "s", "ms", ".s", "99999999999999999999",
+                 "999999999999d", "1\x01s", "5s\n", "\x1b[2J", b"\xff\xfe", b"5\xc3s", "9" * 5000,
+                 "\u0665s"]  # an Arabic-Indic digit five
+
+BAD_NUMBERS = [("--limit", "0"), ("--limit", "-1"), ("--limit", "1e3"), ("--limit", "two"),
+               ("--limit", "2147483648"), ("--limit", "99999999999999999999"), ("--limit", ""),
+               ("--limit", " 3"), ("-E", "256"), ("-E", "-1"), ("-E", "1e2"), ("-E", ""),
+               ("-E", "0x4b"), ("--kill-signal", "0"), ("--kill-signal", "99"),
+               ("--kill-signal", "-9"), ("--kill-signal", "SIGNOPE"), ("--kill-signal", ""),
+               ("--kill-signal", "KILL\n"), ("--on-lost", ""), ("--on-lost", "KILL"),
+               ("--log-format", "xml"), ("--log-format", ""), ("--metrics-file", "")]
+
+BAD_URLS = ["", " ", "localhost", "localhost:6379", "redis:/h", "redis//h", "http://h",
+            "REDIS://h", "redis://", "redis://:6379", "redis://u:p@", "redis://h:", "redis://h:0",
+            "redis://h:65536", "redis://h:-1", "redis://h:abc", "redis://h:6379x",
+            "redis://h:6379?db=1", "redis://h/x", "redis://h/-1", "redis://h/1/2",
+            "redis://h/99999999999999999999", "redis://::1", "redis://[::1", "redis://[::1]x",
+            "redis://[::1]:", "unix://", "unix://relative.sock", "unix://?db=1",
+            "redis://h h", "redis://h\n", "redis://\x1b[31mh", b"redis://\xff", "redis://" + "h" * 254,
+            "redis://u:%zz@h", "redis://u:%4@h"]
+
+BAD_CONFIGS = {
+    "syntax error": b"redis = \n",
+    "unknown key": b"bogus = 1\n",
+    "unknown table": b"[x]\nttl = \"5s\"\n",
+    "wrong type": b"redis = 5\n",
+    "array for a duration": b"ttl = [\"5s\"]\n",
+    "bad duration": b"ttl = \"abc\"\n",
+    "bad limit": b"limit = 0\n",
+    "bad exit code": b"conflict-exit-code = 300\n",
+    "bad url": b"redis = \"redis://h:abc\"\n",
+    "duplicate key": b"ttl = \"5s\"\nttl = \"6s\"\n",
+    "not UTF-8": b"prefix = \"\xff\"\n",
+    "NUL byte": b"ttl = \"5s\"\x00\n",
+    "control character": b"\"\x1b[2J\" = 1\n",
+    "binary": bytes(range(256)) * 4,
+    "nested too deep": b"a = " + b"[" * 10000 + b"]" * 10000 + b"\n",
+    "unterminated string": b"prefix = \"abc\n",
+}
+
+# Keys are used as given; these are not keys.
+BAD_KEYS = ["", "x:rlock:fence", "{x}:rlock:fence", "{x}:rlock:queue", "{x}:rlock:alive",
+            "{x}:rlock:wake-0123"]
+
+
+def arg(a):
+    return a if isinstance(a, bytes) else a.encode()
+
+
+class BadInput(RedisTestCase):
+    tried = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        print(f"\n  bad inputs tried: {cls.tried}")
+        super().tearDownClass()
+
+    def assert_rejected(self, args, status, env=None):
+        type(self).tried += 1
+        r = subprocess.run([arg(RLOCK)] + [arg(a) for a in args], capture_output=True, timeout=30,
+                           env=env or rlock_env(self.server))
+        shown = repr(args)[:120]
+        self.assertEqual(r.returncode, status, f"{shown}: {r.stderr!r}")
+        self.assertEqual(r.stdout, b"", shown)
+        self.assertTrue(r.stderr.endswith(b"\n") and r.stderr.count(b"\n") == 1,
+                        f"{shown}: not one line: {r.stderr[:300]!r}")
+        line = r.stderr[:-1]
+        self.assertTrue(line.startswith(b"rlock: error: "), f"{shown}: {line[:200]!r}")
+        self.assertFalse([c for c in line if c < 0x20 or c == 0x7f],
+                         f"{shown}: raw control characters in {line[:200]!r}")
+        line.decode("utf-8")  # raises on bytes that are not UTF-8
+        self.assertEqual(self.server.cmd("DBSIZE"), 0, f"{shown} wrote to Redis")
+
+    def test_bad_durations_for_every_flag_that_takes_one(self):
+        for flag, verbs in DURATION_FLAGS.items():
+            for verb in verbs:
+                args = next(v for v in ALL_VERBS if v[0] == verb)
+                for d in BAD_DURATIONS:
+                    if flag == "--wait" and d == "inf":
+                        continue
+                    with self.subTest(flag=flag, verb=verb, value=d):
+                        self.assert_rejected(
+                            [args[0], flag, d] + [a.replace("{key}", "k") for a in args[1:]],
+                            USAGE)
+
+    def test_bad_numbers_signals_and_choices(self):
+        for flag, value in BAD_NUMBERS:
+            with self.subTest(flag=flag, value=value):
+                self.assert_rejected(["run", flag, value, "k", "--", "true"], USAGE)
+
+    def test_unknown_flags_and_missing_values_for_every_verb(self):
+        for args in ALL_VERBS:
+            verb, rest = args[0], [a.replace("{key}", "k") for a in args[1:]]
+            missing_value = ["--ttl"] if verb in ("run", "acquire", "extend") else ["--prefix"]
+            for bad in (["--bogus"], missing_value, ["-Z"], ["--redis"], ["--\x1b[2J"],
+                        [b"--\xff"]):
+                if verb == "run":  # before '--', where rlock's own options end
+                    attempt = ["run", "k"] + bad + ["--", "true"]
+                elif bad in (missing_value, ["--redis"]):  # last, or it takes the key
+                    attempt = [verb] + rest + bad
+                else:
+                    attempt = [verb] + bad + rest
+                with self.subTest(args=attempt):
+                    self.assert_rejected(attempt, USAGE)
+
+    def test_extra_and_missing_arguments(self):
+        for args in (["inspect"], ["inspect", "a", "b"], ["acquire"], ["extend", "k"],
+                     ["release", "k"], ["release", "--token", "t", "--force", "k"],
+                     ["status"], ["list", "a", "b"], ["config", "x"], ["run", "k"],
+                     ["run", "--", "true"], ["run", "k", "-c"], ["help", "nothing"]):
+            with self.subTest(args=args):
+                self.assert_rejected(args, USAGE)
+
+    def test_keys_that_are_not_keys_for_every_verb(self):
+        for args in VERBS_WITH_KEY:
+            for key in BAD_KEYS:
+                with self.subTest(verb=args[0], key=key):
+                    self.assert_rejected([a.replace("{key}", key) for a in args], USAGE)
+
+    def test_bad_urls_from_the_flag_the_environment_and_the_file(self):
+        for url in BAD_URLS:
+            with self.subTest(url=url):
+                self.assert_rejected(["status", "--redis", url, "k"], CONFIG)
+                if b"\0" not in arg(url) and url != "":  # an empty variable means "not set"
+                    env = rlock_env()
+                    env[b"RLOCK_REDIS_URL"] = arg(url)
+                    env = {arg(k): arg(v) for k, v in env.items()}
+                    self.assert_rejected(["status", "k"], CONFIG, env=env)
+
+    def test_bad_config_files(self):
+        for name, content in BAD_CONFIGS.items():
+            with self.subTest(config=name):
+                path = self.path("config.toml")
+                with open(path, "wb") as f:
+                    f.write(content)
+                # The URL comes from the environment (which beats the file), so that only the
+                # file can be wrong; but not when the file's URL is what is wrong.
+                env = rlock_env(None if name == "bad url" else self.server)
+                self.assert_rejected(["status", "--config", path, "k"], CONFIG, env=env)
+                self.assert_rejected(["run", "k", "--", "true"], CONFIG,
+                                     env=dict(env, RLOCK_CONFIG=path))
+        for path in ("/nonexistent/rlock.toml", tempfile.gettempdir(), ""):
+            with self.subTest(config=path):
+                self.assert_rejected(["status", "--config", path, "k"],
+                                     USAGE if path == "" else CONFIG)
+
+    def test_bad_tls_material(self):
+        for flag in ("--cacert", "--cert", "--key", "--cacertdir"):
+            with self.subTest(flag=flag):
+                url = f"rediss://127.0.0.1:{self.server.port}"
+                self.assert_rejected(["status", "--redis", url, flag, "/nonexistent", "k"],
+                                     CONFIG)
+
+
+class OddButValidKeys(RedisTestCase):
+    """Keys are bytes, used exactly as given; what rlock prints of them stays one safe line."""
+
+    def test_keys_with_control_characters_and_other_bytes(self):
+        for key in ("a\nb", "\x1b[2J", "J\u00f6rg", "tab\there", "k" * 10000):
+            with self.subTest(key=key[:20]):
+                self.server.cmd("FLUSHALL")
+                r = subprocess.run([RLOCK, "run", "-v", key, "--", "sh", "-c",
+                                    'test "$RLOCK_KEY" = "$1"', "sh", key],
+                                   env=rlock_env(self.server), capture_output=True, timeout=30)
+                self.assertEqual(r.returncode, 0, r.stderr[:300])
+                fence_key = "{" + key + "}:rlock:fence"
+                self.assertEqual(self.server.cmd("GET", fence_key), "1")
+                self.assertIsNone(self.server.cmd("GET", key))
+                for line in r.stderr.split(b"\n")[:-1]:
+                    self.assertTrue(line.startswith(b"rlock: "), line[:100])
+                    self.assertFalse([c for c in line if c < 0x20 or c == 0x7f], line[:100])
+                s = subprocess.run([RLOCK, "status", key], env=rlock_env(self.server),
+                                   capture_output=True, timeout=30)
+                self.assertEqual(s.returncode, 1)  # free
+                self.assertEqual(s.stdout.count(b"\n"), 1, s.stdout[:100])
+
+
+if __name__ == "__main__":
+    unittest.main()
