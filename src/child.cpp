@@ -106,7 +106,7 @@ pid_t start_guardian(int fd) {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer cannot follow a process that shares its memory: fork one in TSan builds.
   pid_t forked = ::fork();
-  if (forked < 0) throw Error(k_exit_internal, errno_message("fork"));
+  if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
   if (forked == 0) guardian_main(&fd);
   return forked;
 #endif
@@ -118,7 +118,7 @@ pid_t start_guardian(int fd) {
   char* top = static_cast<char*>(stack) + k_guardian_stack - 64;
   *reinterpret_cast<int*>(top) = fd;
   pid_t pid = ::clone(guardian_main, top, CLONE_VM | SIGCHLD, top);
-  if (pid < 0) throw Error(k_exit_internal, errno_message("clone"));
+  if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: clone"));
   return pid;
 }
 
@@ -215,7 +215,7 @@ pid_t spawn_child(ChildStart& start) {
                       CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   ::munmap(stack, k_stack);  // the child has exec'd or exited: CLONE_VFORK waited for that
 #endif
-  if (pid < 0) throw Error(k_exit_internal, errno_message("fork"));
+  if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the command: fork"));
   return pid;
 }
 

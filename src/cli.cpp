@@ -4,11 +4,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <hiredis/hiredis.h>
 
 #include "config_file.h"
 #include "error.h"
 #include "lock.h"
+#include "output.h"
 #include "settings.h"
 #include "tls.h"
 #include "verbs/verbs.h"
@@ -300,7 +302,12 @@ int run_command_line(int argc, char** argv) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
+      std::ostringstream out;
+      int status = app.exit(e, out, out);
+      write_stdout(out.str());
+      return status;
+    }
     std::string where = app.get_subcommands().empty()
                             ? "rlock --help"
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
@@ -321,7 +328,7 @@ int run_command_line(int argc, char** argv) {
 
   if (help->parsed()) {
     if (help_topic.empty()) {
-      std::fputs(app.help().c_str(), stdout);
+      write_stdout(app.help());
       return k_exit_ok;
     }
     CLI::App* topic = nullptr;
@@ -329,7 +336,7 @@ int run_command_line(int argc, char** argv) {
       topic = app.get_subcommand(help_topic);
     } catch (const CLI::OptionNotFound&) {}
     if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
-    std::fputs(topic->help("rlock").c_str(), stdout);
+    write_stdout(topic->help("rlock"));
     return k_exit_ok;
   }
 

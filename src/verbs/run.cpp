@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 #include "child.h"
 #include "lease.h"
@@ -29,6 +30,8 @@ namespace {
 constexpr Millis k_group_exit_grace{2000};
 // How often to look whether the group is empty once the child itself has exited.
 constexpr Millis k_group_poll_interval{10};
+// How soon to try again when the renewal thread could not be started.
+constexpr Millis k_keeper_retry{100};
 // Time allowed to give the lock back at the end, across retries.
 constexpr Millis k_release_budget{5000};
 
@@ -48,7 +51,8 @@ public:
   Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
              Terminal* terminal, TimePoint started)
       : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
-        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))) {
+        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))),
+        keeper_start_at_(keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
 
@@ -74,7 +78,7 @@ private:
 
   void decide(TimePoint now) {
     if (!child_status_) {
-      if (!keeper_.started() && now >= keeper_.start_due()) keeper_.start();
+      if (!keeper_.started() && now >= keeper_start_at_) start_keeper(now);
       check_lease(now);
       if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
         log(Level::error, {"max_run", key(),
@@ -87,6 +91,21 @@ private:
       if (!child_status_)
         log(Level::error, {"kill", key(), "the command is still running; sending KILL"});
       kill_group(SIGKILL, now);
+    }
+  }
+
+  // A thread may not start (ulimit -u, out of memory): retry soon. A lease that nothing renews
+  // runs out, and the loss path below stops the command in time, so this never goes unsafe.
+  void start_keeper(TimePoint now) {
+    try {
+      keeper_.start();
+    } catch (const std::system_error& e) {
+      if (!keeper_failed_)
+        log(Level::warning,
+            {"renewal_thread", key(),
+             std::string("cannot start the renewal thread (") + e.what() + "); retrying"});
+      keeper_failed_ = true;
+      keeper_start_at_ = now + k_keeper_retry;
     }
   }
 
@@ -155,7 +174,7 @@ private:
     TimePoint next = now + std::chrono::hours(24);
     if (!child_status_) {
       if (!lost_) next = std::min(next, loss_threshold());
-      if (!keeper_.started()) next = std::min(next, keeper_.start_due());
+      if (!keeper_.started()) next = std::min(next, keeper_start_at_);
       if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
     } else {
       next = std::min(next, now + k_group_poll_interval);
@@ -208,6 +227,8 @@ private:
   SignalEvents& signals_;
   Terminal* terminal_;
   const Millis kill_after_;
+  TimePoint keeper_start_at_;
+  bool keeper_failed_ = false;
   std::optional<TimePoint> max_run_at_;
   std::optional<Stopping> stopping_;
   std::optional<TimePoint> killed_at_;
@@ -403,7 +424,17 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   }
 
   LeaseKeeper keeper(lock, options.ttl, *lease_from);  // the Supervisor starts its thread
-  Outcome end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
+  Outcome end{};
+  try {
+    end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
+  } catch (...) {
+    // rlock's own failure (out of memory ...): the Child's destructor stops the command;
+    // the lock goes back now rather than at its expiry.
+    keeper.stop();
+    if (terminal) terminal->take_back();
+    release(lock, options.ttl);
+    throw;
+  }
   keeper.stop();
   metrics.m.renewals = keeper.renewals();
   metrics.m.renewal_failures = keeper.renewal_failures();
