@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -54,6 +56,103 @@ const char* expected(SettingKind kind) {
   }
 }
 
+// toml++ 3.3 reaches __builtin_unreachable (undefined behaviour) when it asks whether a
+// character from U+00A1 to U+0499 is whitespace, which it does wherever TOML allows only ASCII:
+// between tokens, inside a malformed token, after a backslash (found by
+// tests/fuzz/config_fuzz.cpp). So toml++ gets a line with non-ASCII in it only when that line
+// is plainly a comment or `key = "string"` / `key = ["string", ...]` with the non-ASCII inside
+// the strings or the comment. Anything else with non-ASCII is refused first, in the same
+// file:line:column form (it is invalid TOML, or a multi-line string, which no setting needs).
+class LineCheck {
+public:
+  explicit LineCheck(std::string_view line) : s_(line) {}
+
+  // The first non-ASCII byte of the line, if toml++ must not see the line.
+  std::optional<size_t> problem() {
+    if (std::all_of(s_.begin(), s_.end(), [](char c) { return (c & 0x80) == 0; }))
+      return std::nullopt;
+    blanks();
+    if (at('#') || (key() && (blanks(), eat('=')) && (blanks(), value()) && (blanks(), end())))
+      return std::nullopt;
+    return first_non_ascii();
+  }
+
+private:
+  bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  bool eat(char c) { return at(c) ? (++i_, true) : false; }
+  void blanks() {
+    while (at(' ') || at('\t')) ++i_;
+  }
+  bool end() const { return at('#') || i_ == s_.size() || (at('\r') && i_ + 1 == s_.size()); }
+  bool key() {
+    size_t from = i_;
+    while (i_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' || s_[i_] == '_'))
+      ++i_;
+    return i_ > from;
+  }
+  bool value() {
+    if (!eat('[')) return string();
+    for (;;) {
+      blanks();
+      if (eat(']')) return true;
+      if (!string()) return false;
+      blanks();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+  bool string() {
+    std::string_view rest = s_.substr(i_);
+    if (rest.starts_with(R"(""")") || rest.starts_with("'''")) return false;
+    char quote = at('"') ? '"' : at('\'') ? '\'' : 0;
+    if (!quote) return false;
+    for (++i_; i_ < s_.size(); ++i_) {
+      if (s_[i_] == quote) {
+        ++i_;
+        return true;
+      }
+      if (quote == '"' && s_[i_] == '\\') {
+        if (i_ + 1 >= s_.size() || (s_[i_ + 1] & 0x80)) return false;  // ASCII escapes only
+        ++i_;
+      }
+    }
+    return false;
+  }
+  size_t first_non_ascii() const {
+    size_t k = 0;
+    while (k < s_.size() && (s_[k] & 0x80) == 0) ++k;
+    return k;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// The offset of the first byte toml++ must not see, or nullopt.
+std::optional<size_t> non_ascii_outside_strings(std::string_view text) {
+  for (size_t start = 0; start <= text.size();) {
+    size_t newline = text.find('\n', start);
+    size_t stop = newline == std::string_view::npos ? text.size() : newline;
+    if (auto at = LineCheck(text.substr(start, stop - start)).problem()) return start + *at;
+    start = stop + 1;
+  }
+  return std::nullopt;
+}
+
+std::string line_and_column(std::string_view text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) {
+      ++column;  // columns count characters, as toml++'s do
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
 }  // namespace
 
 std::optional<std::string> find_config_file(const std::optional<std::string>& flag,
@@ -78,6 +177,10 @@ std::optional<std::string> find_config_file(const std::optional<std::string>& fl
 }
 
 RawSettings parse_config(std::string_view text, const std::string& path) {
+  if (auto at = non_ascii_outside_strings(text))
+    throw Error(k_exit_config,
+                path + ":" + line_and_column(text, *at) +
+                    ": a character other than ASCII outside a one-line string or a comment");
   toml::table table;
   try {
     table = toml::parse(text, path);

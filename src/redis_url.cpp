@@ -14,6 +14,20 @@ namespace {
   throw Error(k_exit_config, "bad Redis URL '" + redact_url_text(text) + "': " + why);
 }
 
+std::string percent_encode_userinfo(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    auto b = static_cast<unsigned char>(c);
+    if (std::isalnum(b) || std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos) {
+      out += c;
+    } else {
+      out += '%';
+      append_hex(out, b);
+    }
+  }
+  return out;
+}
+
 std::optional<int> parse_int(std::string_view s, int min, int max) {
   int v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -152,8 +166,11 @@ std::string RedisUrl::redacted() const {
   case Scheme::tcp: out = "redis://"; break;
   case Scheme::tls: out = "rediss://"; break;
   }
-  if (user) out += *user;
+  // A printed URL parses back to the same place: the user %-escaped, and "user:@" when there
+  // is no password (a lone "user@" would read as a password).
+  if (user) out += percent_encode_userinfo(*user);
   if (password) out += std::string(":") + k_redacted_secret;
+  if (user && !password) out += ":";
   if (user || password) out += "@";
   out += endpoint();
   if (db != 0) out += "/" + std::to_string(db);

@@ -63,6 +63,8 @@ BAD_CONFIGS = {
     "binary": bytes(range(256)) * 4,
     "nested too deep": b"a = " + b"[" * 10000 + b"]" * 10000 + b"\n",
     "unterminated string": b"prefix = \"abc\n",
+    "non-ASCII in a key": b"kill\xca\x8csignal = \"INT\"\n",  # UB in toml++ 3.3: fuzzing
+    "non-ASCII space": b"ttl = \"5s\"\xc2\xa0\n",
 }
 
 # Keys are used as given; these are not keys.

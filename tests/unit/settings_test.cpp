@@ -100,6 +100,16 @@ TEST_CASE("config file errors carry file:line:column and exit 78") {
   CHECK(message("ttl = true\n").find("c.toml:1:7: ttl: expected a duration") == 0);
   CHECK(message("redis = [\"a\", 2]\n").find("c.toml:1:15: redis: expected") == 0);
   CHECK(message("quiet = 1\n").find("expected true or false") != std::string::npos);
+  // Non-ASCII outside one-line strings and comments is refused before toml++ sees it (README).
+  CHECK(message("ttl = \"1s\"\nkill\xca\x8csignal = 1\n") ==
+        "c.toml:2:5: a character other than ASCII outside a one-line string or a comment");
+  CHECK(message("ttl = \"1s\" \xc2\xa0\n").find("c.toml:1:12: a character other") == 0);
+  CHECK(message("sni = '''a\n\xc3\xbc'''\n").find("c.toml:2:1: a character other") == 0);
+  CHECK(message("prefix = \"\\\xc3\xbc\"\n").find("c.toml:1:12: a character other") == 0);
+  // ... and allowed inside them, quotes and escapes included.
+  CHECK(message("prefix = \"J\xc3\xb6rg \\\" \xc3\xa4\" # \xc3\xbc\n") == "parsed");
+  CHECK(message("# \xc3\xbc\nprefix = '\xc3\xbc'\nredis = [\"redis://h/\xc3\xbc\", 'b',]\n") ==
+        "parsed");
 }
 
 TEST_CASE("bad values: 64 from a flag, 78 from the file") {
