@@ -15,7 +15,7 @@ _rlock() {
     local verbs="run status inspect list acquire extend release config help"
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
-    local run_settings="-w --wait -E --conflict-exit-code --limit --fair --ttl --max-run
+    local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --min-hold"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
@@ -72,7 +72,8 @@ _rlock() {
             _filedir -d
             return
             ;;
-        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | --prefix | \
+        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | \
+            --min-replicas | --prefix | \
             -c | --command | --sni | --connect-timeout | --command-timeout | --token)
             return
             ;;
@@ -97,7 +98,7 @@ _rlock() {
         acquire)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --limit --fair
-                    --ttl --json $common" -- "$cur"))
+                    --min-replicas --ttl --json $common" -- "$cur"))
             fi
             ;;
         extend | release)

@@ -52,6 +52,7 @@ set -l waiting '__fish_seen_subcommand_from run acquire config'
 complete -c rlock -n $waiting -s n -l no-wait -d 'fail at once when held'
 complete -c rlock -n $waiting -l limit -x -d 'up to N holders at once (semaphore)'
 complete -c rlock -n $waiting -l fair -d 'serve waiters in arrival order'
+complete -c rlock -n $waiting -l min-replicas -x -d 'start once N replicas have the lock'
 
 # --json: status, inspect, list, acquire, config
 complete -c rlock -n '__fish_seen_subcommand_from status inspect list acquire config' -l json -d 'print one JSON document'

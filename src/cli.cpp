@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <hiredis/hiredis.h>
+#include <sstream>
 
 #include "config_file.h"
 #include "error.h"
@@ -139,6 +139,8 @@ void add_wait_settings(CLI::App* app, CommandLine& line) {
   add_setting(app, line, "--limit", "limit",
               "a semaphore: up to N holders at once (use the same N everywhere for a key)", "N");
   add_flag_setting(app, line, "--fair", "fair", "serve waiters in arrival order");
+  add_setting(app, line, "--min-replicas", "min-replicas",
+              "start only once N replicas have the lock (WAIT); renewals too", "N");
 }
 
 // The settings of `run` (also accepted by `config`, to show what a run would use).

@@ -8,6 +8,8 @@
 #include "log.h"
 #include "redis.h"
 #include "redis_url.h"
+#include "redlock.h"
+#include "sentinel.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -38,14 +40,28 @@ std::string read_password_file(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
-  if (global.redis_urls.size() > 1)
-    throw Error(k_exit_config, "several Redis URLs (Redlock) are not supported yet");
-  RedisUrl url = parse_redis_url(global.redis_urls.empty() ? std::string(k_default_redis_url)
-                                                           : global.redis_urls.front());
+  std::vector<std::string> texts = global.redis_urls;
+  if (texts.empty()) texts.push_back(k_default_redis_url);
   ConnectOptions options = global.connect;
-  if (global.password_file && !url.password)
-    options.password = read_password_file(*global.password_file);
-  return make_single_redis(url, options);
+  auto password = [&](bool url_has_one) {
+    if (global.password_file && !url_has_one && !options.password)
+      options.password = read_password_file(*global.password_file);
+  };
+  if (texts.size() == 1 && is_sentinel_url(texts.front())) {
+    SentinelUrl url = parse_sentinel_url(texts.front());
+    password(url.sentinels.front().password.has_value());
+    return make_sentinel_redis(url, options);
+  }
+  std::vector<RedisUrl> urls;
+  for (const auto& text : texts) {
+    if (is_sentinel_url(text))
+      throw Error(k_exit_config,
+                  "a Sentinel URL cannot be one of several Redlock nodes: give it alone");
+    urls.push_back(parse_redis_url(text));
+    password(urls.back().password.has_value());
+  }
+  if (urls.size() == 1) return make_single_redis(urls.front(), options);
+  return make_redlock_redis(urls, options);
 }
 
 }  // namespace rlock

@@ -187,21 +187,32 @@ Result<Reply> Connection::read_reply(TimePoint deadline, int interrupt_fd) {
   }
 }
 
-Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,
-                                                TimePoint deadline, int interrupt_fd) {
+Result<Unit> Connection::send(const std::vector<Argv>& commands, TimePoint deadline) {
   if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
   std::string out;
   for (const Argv& argv : commands) out += format_command(argv);
   auto written = stream_->write_all(out, deadline);
   if (!written) return fail(written.failure());
+  return Unit{};
+}
+
+Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline, int interrupt_fd) {
+  if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
   std::vector<Reply> replies;
-  replies.reserve(commands.size());
-  for (size_t i = 0; i < commands.size(); ++i) {
+  replies.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
     auto reply = read_reply(deadline, interrupt_fd);
     if (!reply) return reply.failure();
     replies.push_back(std::move(*reply));
   }
   return replies;
+}
+
+Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,
+                                                TimePoint deadline, int interrupt_fd) {
+  auto sent = send(commands, deadline);
+  if (!sent) return sent.failure();
+  return receive(commands.size(), deadline, interrupt_fd);
 }
 
 }  // namespace rlock

@@ -44,6 +44,10 @@ public:
   // INTERRUPT_FD (if not -1): give up, dropping the connection, when it becomes readable.
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands, TimePoint deadline,
                                       int interrupt_fd = -1);
+  // pipeline() in two halves, so that one caller can have commands in flight on several
+  // connections at once (Redlock, Cluster): send to each, then receive from each.
+  Result<Unit> send(const std::vector<Argv>& commands, TimePoint deadline);
+  Result<std::vector<Reply>> receive(size_t count, TimePoint deadline, int interrupt_fd = -1);
 
 private:
   Connection(std::unique_ptr<Stream> stream, std::string endpoint);

@@ -1,6 +1,10 @@
 #include "lock.h"
 
+#include <algorithm>
+
+#include "lease.h"
 #include "lock_value.h"
+#include "redlock.h"
 
 namespace rlock {
 
@@ -316,6 +320,7 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
 
 Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
                                          const std::optional<WaitPlan>& wait, TimePoint deadline) {
+  if (redis_.node_count() > 1) return quorum_acquire(value, ttl, deadline);
   std::string fair = mode_.fair ? "1" : "0";
   std::string max_block = std::to_string(wait ? wait->max_block.count() : 0);
   std::string fallback = std::to_string(wait ? wait->fallback.count() : 0);
@@ -334,9 +339,14 @@ Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
   if (!reply->is_array() || e.size() < 2 || !e[0].is_integer())
     return unexpected_reply("the acquire script");
   switch (e[0].integer) {
-  case 1:
+  case 1: {
     if (!e[1].is_integer()) break;
+    if (auto short_of = replicated(ttl, deadline)) {
+      (void)release(deadline);  // the command will not run on it: give it back
+      return *short_of;
+    }
     return AcquireOutcome{Acquired{e[1].integer}};
+  }
   case 0:
     if (e.size() != 4 || !e[1].is_string() || !e[2].is_integer() || !e[3].is_integer()) break;
     return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer)}};
@@ -347,14 +357,60 @@ Result<AcquireOutcome> Lock::try_acquire(const std::string& value, Millis ttl,
 
 Result<bool> Lock::renew(Millis ttl, TimePoint deadline) {
   std::string ms = std::to_string(ttl.count());
-  if (mode_.limit > 0)
-    return integer_result(
-        eval(redis_, k_renew_semaphore, {sem_key_, holders_key_}, {token_, ms}, deadline),
-        "the renew script");
-  return integer_result(eval(redis_, k_renew, {key_}, {prefix_, ms}, deadline), "the renew script");
+  if (redis_.node_count() > 1)
+    return quorum_verdict(eval_on_all(redis_, k_renew, {key_}, {prefix_, ms}, deadline), "renewed");
+  auto renewed =
+      integer_result(mode_.limit > 0 ? eval(redis_, k_renew_semaphore, {sem_key_, holders_key_},
+                                            {token_, ms}, deadline)
+                                     : eval(redis_, k_renew, {key_}, {prefix_, ms}, deadline),
+                     "the renew script");
+  if (renewed && *renewed) {
+    // Not renewed until the replicas have it: a failover would lose the longer ttl.
+    if (auto short_of = replicated(ttl, deadline)) return *short_of;
+  }
+  return renewed;
+}
+
+std::optional<Failure> Lock::replicated(Millis ttl, TimePoint deadline) {
+  if (mode_.min_replicas <= 0) return std::nullopt;
+  // WAIT counts the replicas that have every write this connection made; PTTL of the lock's
+  // own key first routes it to the lock's node in a Cluster.
+  std::string wait_ms = std::to_string(replica_wait(ttl).count());
+  auto replies = redis_.pipeline({{"PTTL", mode_.limit > 0 ? sem_key_ : key_},
+                                  {"WAIT", std::to_string(mode_.min_replicas), wait_ms}},
+                                 deadline);
+  if (!replies) return replies.failure();
+  const Reply& acks = (*replies)[1];
+  if (acks.type == Reply::Type::error) return redis_.server_failure(acks.str);
+  if (!acks.is_integer()) return unexpected_reply("WAIT");
+  if (acks.integer >= mode_.min_replicas) return std::nullopt;
+  // Not a refusal: replicas catch up (after a failover, a restart), so waiters try again.
+  return Failure{Failure::Kind::timeout,
+                 redis_.name() + ": " + std::to_string(acks.integer) + " of the " +
+                     std::to_string(mode_.min_replicas) +
+                     " replicas --min-replicas asks for acknowledged the lock within " + wait_ms +
+                     " ms",
+                 "NOREPLICAS"};
 }
 
 Result<bool> Lock::release(TimePoint deadline) {
+  if (redis_.node_count() > 1) {
+    // Every node, whatever the quorum said: one whose reply was lost may hold it too.
+    auto replies = eval_on_all(redis_, k_release, {key_, queue_key_, alive_key_},
+                               {prefix_, wake_prefix_}, deadline);
+    std::optional<Failure> failure;
+    bool released = false, answered = false;
+    for (auto& r : replies) {
+      if (!r) {
+        failure = r.failure();
+        continue;
+      }
+      answered = true;
+      released = released || (r->is_integer() && r->integer == 1);
+    }
+    if (!answered && failure) return *failure;
+    return released;
+  }
   if (mode_.limit > 0)
     return integer_result(eval(redis_, k_release_semaphore,
                                {sem_key_, holders_key_, queue_key_, alive_key_},
@@ -366,12 +422,26 @@ Result<bool> Lock::release(TimePoint deadline) {
 }
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {
+  if (redis_.node_count() > 1) return Unit{};  // Redlock waiters poll; they never queue
   auto reply = eval(redis_, k_leave, {queue_key_, alive_key_}, {token_, wake_prefix_}, deadline);
   if (!reply) return reply.failure();
   return Unit{};
 }
 
 Result<bool> Lock::holds(TimePoint deadline) {
+  if (redis_.node_count() > 1) {
+    std::vector<Result<Reply>> found;
+    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline)) {
+      if (!r) {
+        found.push_back(r.failure());
+        continue;
+      }
+      const Reply& v = r->front();
+      found.push_back(Reply{
+          Reply::Type::integer, v.is_string() && v.str.rfind(prefix_, 0) == 0 ? 1 : 0, "", {}});
+    }
+    return quorum_verdict(std::move(found), "held");
+  }
   if (mode_.limit > 0)
     return integer_result(eval(redis_, k_holds_semaphore, {sem_key_}, {token_}, deadline),
                           "the holds script");
@@ -381,6 +451,82 @@ Result<bool> Lock::holds(TimePoint deadline) {
     return value.failure();
   }
   return value->is_string() && value->str.rfind(prefix_, 0) == 0;
+}
+
+}  // namespace rlock
+
+namespace rlock {
+
+Result<AcquireOutcome> Lock::quorum_acquire(const std::string& value, Millis ttl,
+                                            TimePoint deadline) {
+  TimePoint started = Clock::now();
+  // Not waiting in the script: Redlock waiters poll (wait.cpp), so nobody queues on a node.
+  auto replies = eval_on_all(
+      redis_, k_acquire, {key_, fence_key_, queue_key_, alive_key_},
+      {value, std::to_string(ttl.count()), prefix_, token_, wake_prefix_, "0", "0", "0"}, deadline);
+  size_t acquired = 0;
+  int64_t fence = 0;
+  std::optional<Busy> busy;
+  std::optional<WrongType> wrong;
+  std::optional<Failure> failure;
+  for (auto& r : replies) {
+    if (!r) {
+      failure = r.failure();
+      continue;
+    }
+    const auto& e = r->elements;
+    if (!r->is_array() || e.size() < 2 || !e[0].is_integer()) {
+      failure = unexpected_reply("the acquire script");
+    } else if (e[0].integer == 1 && e[1].is_integer()) {
+      ++acquired;
+      fence = std::max(fence, e[1].integer);
+    } else if (e[0].integer == 0 && e.size() == 4 && !busy) {
+      busy = Busy{e[1].str, Millis(e[2].integer), Millis(0)};
+    } else if (e[0].integer == -1 && !wrong) {
+      wrong = WrongType{e[1].str};
+    }
+  }
+  size_t quorum = redlock_quorum(replies.size());
+  // What is left of the lease once the nodes agreed: SPEC's validity.
+  Millis validity =
+      ttl - std::chrono::duration_cast<Millis>(Clock::now() - started) - lease_drift(ttl);
+  if (acquired >= quorum && validity > Millis(0)) return AcquireOutcome{Acquired{fence}};
+  // No quorum (or no time left in it): give back whatever we took, on every node.
+  if (acquired > 0 || failure) (void)release(deadline);
+  if (wrong) return AcquireOutcome{*wrong};
+  std::string counts = std::to_string(acquired) + " of " + std::to_string(replies.size()) +
+                       " Redis nodes (Redlock needs " + std::to_string(quorum) + ")";
+  if (acquired >= quorum)
+    return Failure{Failure::Kind::timeout,
+                   "took the lock on " + counts + " too slowly: no validity left in the ttl"};
+  if (busy) return AcquireOutcome{*busy};  // held by someone on some node: busy, not down
+  return Failure{failure ? failure->kind : Failure::Kind::io,
+                 "took the lock on only " + counts + ": " +
+                     (failure ? failure->message : std::string("no quorum")),
+                 failure ? failure->code : ""};
+}
+
+// A quorum of REPLIES (integers, 1 = yes) says yes: true. So many said no that no quorum can
+// say yes: false. Neither (nodes that did not answer): the last failure.
+Result<bool> Lock::quorum_verdict(std::vector<Result<Reply>> replies, const char* what) {
+  size_t yes = 0, no = 0;
+  std::optional<Failure> failure;
+  for (auto& r : replies) {
+    if (!r)
+      failure = r.failure();
+    else if (r->is_integer() && r->integer == 1)
+      ++yes;
+    else
+      ++no;
+  }
+  size_t quorum = redlock_quorum(replies.size());
+  if (yes >= quorum) return true;
+  if (no > replies.size() - quorum) return false;
+  return Failure{failure ? failure->kind : Failure::Kind::io,
+                 std::string(what) + " on only " + std::to_string(yes) + " of " +
+                     std::to_string(replies.size()) +
+                     " Redis nodes: " + (failure ? failure->message : std::string("no quorum")),
+                 failure ? failure->code : ""};
 }
 
 }  // namespace rlock

@@ -57,9 +57,16 @@ struct WrongType {
 using AcquireOutcome = std::variant<Acquired, Busy, WrongType>;
 
 struct LockMode {
-  int limit = 0;      // 0: a mutex; N > 0: a semaphore with N holders (--limit)
-  bool fair = false;  // waiters served in arrival order (--fair)
+  int limit = 0;         // 0: a mutex; N > 0: a semaphore with N holders (--limit)
+  bool fair = false;     // waiters served in arrival order (--fair)
+  int min_replicas = 0;  // acquisitions and renewals count once N replicas have them (WAIT)
 };
+
+// How long WAIT may wait for --min-replicas acknowledgements: a tenth of the ttl, within
+// 10 ms .. 1 s, so that it fits in a renewal attempt.
+constexpr Millis replica_wait(Millis ttl) {
+  return std::min(std::max(ttl / 10, Millis(10)), Millis(1000));
+}
 
 // What `release --force` found and deleted.
 struct Broken {
@@ -103,6 +110,12 @@ public:
   Result<bool> holds(TimePoint deadline);
 
 private:
+  // Redlock (redis_ has several nodes): the same operations, believed by quorum.
+  Result<AcquireOutcome> quorum_acquire(const std::string& value, Millis ttl, TimePoint deadline);
+  static Result<bool> quorum_verdict(std::vector<Result<Reply>> replies, const char* what);
+  // --min-replicas: nothing when enough replicas have our last write, else why not.
+  std::optional<Failure> replicated(Millis ttl, TimePoint deadline);
+
   Redis& redis_;
   std::string key_;
   std::string token_;

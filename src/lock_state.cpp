@@ -132,7 +132,10 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
   return out;
 }
 
-Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern) {
+namespace {
+
+// The locks on one server (one master of a Cluster, one node of Redlock).
+Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& pattern) {
   std::vector<LockState> out;
   std::string cursor = "0";
   do {
@@ -174,8 +177,28 @@ Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& patte
   auto semaphores = scan_semaphores(redis, pattern);
   if (!semaphores) return semaphores.failure();
   out.insert(out.end(), semaphores->begin(), semaphores->end());
-  std::sort(out.begin(), out.end(),
-            [](const LockState& a, const LockState& b) { return a.key < b.key; });
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern) {
+  std::vector<LockState> out;
+  auto scanned = redis.for_each_primary(
+      [&](Redis& server) -> Result<Unit> {
+        auto found = scan_server(server, pattern);
+        if (!found) return found.failure();
+        out.insert(out.end(), found->begin(), found->end());
+        return Unit{};
+      },
+      Clock::now() + redis.command_timeout());
+  if (!scanned) return scanned.failure();
+  // Redlock's nodes each hold a copy of a lock: show it once.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const LockState& a, const LockState& b) { return a.key < b.key; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const LockState& a, const LockState& b) { return a.key == b.key; }),
+            out.end());
   return out;
 }
 

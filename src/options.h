@@ -37,8 +37,9 @@ struct RunOptions {
   std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
   enum class OnLost { kill, ignore } on_lost = OnLost::kill;
   std::optional<Millis> min_hold;
-  int limit = 0;      // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
-  bool fair = false;  // --fair: waiters in arrival order
+  int limit = 0;         // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
+  bool fair = false;     // --fair: waiters in arrival order
+  int min_replicas = 0;  // --min-replicas N: WAIT until N replicas have the lock (and renewals)
   std::optional<std::string> metrics_file;  // Prometheus textfile to add this run to
 };
 

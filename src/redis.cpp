@@ -1,49 +1,14 @@
 #include "redis.h"
 
+#include <algorithm>
+
 #include "connection.h"
+#include "redis_node.h"
 #include "sha1.h"
 
 namespace rlock {
 
 namespace {
-
-class SingleRedis final : public Redis {
-public:
-  SingleRedis(RedisUrl url, ConnectOptions options)
-      : url_(std::move(url)), options_(std::move(options)) {}
-
-  Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
-                                      TimePoint deadline) override {
-    return run(commands, deadline, -1);
-  }
-
-  Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
-    auto replies = run({argv}, deadline, interrupt_fd);
-    if (!replies) return replies.failure();
-    if (replies->front().type == Reply::Type::error) return server_failure(replies->front().str);
-    return std::move(replies->front());
-  }
-
-  std::string name() const override { return url_.redacted(); }
-  Millis command_timeout() const override { return options_.command_timeout; }
-
-private:
-  Result<std::vector<Reply>> run(const std::vector<Argv>& commands, TimePoint deadline,
-                                 int interrupt_fd) {
-    if (!conn_) {
-      auto opened = Connection::open(url_, options_, deadline);
-      if (!opened) return opened.failure();
-      conn_ = std::move(*opened);
-    }
-    auto replies = conn_->pipeline(commands, deadline, interrupt_fd);
-    if (!replies) conn_.reset();  // a failed connection is dead; the next call makes a new one
-    return replies;
-  }
-
-  RedisUrl url_;
-  ConnectOptions options_;
-  std::unique_ptr<Connection> conn_;
-};
 
 // What to do about the server errors an operator is likely to meet.
 const char* hint_for(const std::string& code) {
@@ -78,8 +43,67 @@ Failure Redis::server_failure(const std::string& error) const {
   return Failure{Failure::Kind::server, message, code};
 }
 
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options) {
-  return std::make_unique<SingleRedis>(url, options);
+Result<std::vector<Reply>> NodeRedis::pipeline(const std::vector<Argv>& commands,
+                                               TimePoint deadline) {
+  auto sent = send(commands, deadline);
+  if (!sent) return sent.failure();
+  return receive(commands.size(), deadline);
+}
+
+Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) {
+  auto sent = send({argv}, deadline);
+  if (!sent) return sent.failure();
+  auto replies = receive(1, deadline, interrupt_fd);
+  if (!replies) return replies.failure();
+  if (replies->front().type == Reply::Type::error) return server_failure(replies->front().str);
+  return std::move(replies->front());
+}
+
+Result<Unit> NodeRedis::send(const std::vector<Argv>& commands, TimePoint deadline) {
+  if (!conn_) {
+    auto opened = Connection::open(url_, options_, deadline);
+    if (!opened) return opened.failure();
+    conn_ = std::move(*opened);
+  }
+  auto sent = conn_->send(commands, deadline);
+  if (!sent) conn_.reset();  // a failed connection is dead; the next call makes a new one
+  return sent;
+}
+
+Result<std::vector<Reply>> NodeRedis::receive(size_t count, TimePoint deadline, int interrupt_fd) {
+  if (!conn_) return Failure{Failure::Kind::io, url_.endpoint() + ": not connected"};
+  auto replies = conn_->receive(count, deadline, interrupt_fd);
+  if (!replies) conn_.reset();
+  return replies;
+}
+
+std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
+                                                 const std::vector<std::vector<Argv>>& commands,
+                                                 TimePoint deadline) {
+  std::vector<Result<std::vector<Reply>>> out(nodes.size(), std::vector<Reply>{});
+  std::vector<bool> sent(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (commands[i].empty()) continue;
+    auto s = nodes[i]->send(commands[i], deadline);
+    if (s)
+      sent[i] = true;
+    else
+      out[i] = s.failure();
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (sent[i]) out[i] = nodes[i]->receive(commands[i].size(), deadline);
+  return out;
+}
+
+std::vector<Result<std::vector<Reply>>> Redis::broadcast(const std::vector<Argv>& commands,
+                                                         TimePoint deadline,
+                                                         const std::vector<bool>& to) {
+  if (!to.empty() && !to[0]) return {std::vector<Reply>{}};
+  return {pipeline(commands, deadline)};
+}
+
+Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& f, TimePoint) {
+  return f(*this);
 }
 
 const std::string& Script::sha1() const {
@@ -104,6 +128,44 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
     reply = redis.call(argv, deadline);
   }
   return reply;
+}
+
+std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
+                                       const Argv& args, TimePoint deadline) {
+  Argv argv{"EVALSHA", script.sha1(), std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<Result<Reply>> out;
+  std::vector<bool> missing(redis.node_count(), false);  // nodes that answered NOSCRIPT
+  auto replies = redis.broadcast({argv}, deadline);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i]) {
+      out.push_back(replies[i].failure());
+      continue;
+    }
+    Reply& r = replies[i]->front();
+    if (r.type != Reply::Type::error) {
+      out.push_back(std::move(r));
+      continue;
+    }
+    Failure f = redis.node(i).server_failure(r.str);
+    missing[i] = f.code == "NOSCRIPT";
+    out.push_back(f);
+  }
+  if (std::find(missing.begin(), missing.end(), true) == missing.end()) return out;
+  argv[0] = "EVAL";
+  argv[1] = script.source();
+  auto again = redis.broadcast({argv}, deadline, missing);
+  for (size_t i = 0; i < again.size(); ++i) {
+    if (!missing[i]) continue;
+    if (!again[i])
+      out[i] = again[i].failure();
+    else if (again[i]->front().type == Reply::Type::error)
+      out[i] = redis.node(i).server_failure(again[i]->front().str);
+    else
+      out[i] = std::move(again[i]->front());
+  }
+  return out;
 }
 
 }  // namespace rlock

@@ -2,9 +2,11 @@
 // Cluster and Redlock are others, so the protocol never branches on topology.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "clock.h"
 #include "connection.h"
@@ -34,9 +36,25 @@ public:
   virtual std::string name() const = 0;
   // How long one command may take when the caller has no tighter deadline.
   virtual Millis command_timeout() const = 0;
+
+  // Redlock: the independent masters behind this Redis, to be asked the same thing at once
+  // (broadcast) and believed by quorum. One for everything else: a server, a Sentinel-managed
+  // primary, a Cluster.
+  virtual size_t node_count() const { return 1; }
+  virtual Redis& node(size_t) { return *this; }
+  // Sends COMMANDS to every node (or those TO marks) at once, in one round trip: each node's
+  // replies, or why it gave none.
+  virtual std::vector<Result<std::vector<Reply>>> broadcast(const std::vector<Argv>& commands,
+                                                            TimePoint deadline,
+                                                            const std::vector<bool>& to = {});
+  // Runs F on each server that holds a share of the keys, for SCAN: this one, or every master
+  // of a Cluster (and of each Redlock node).
+  virtual Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
+                                        TimePoint deadline);
 };
 
-// One server at URL. Connects lazily and reconnects after a failure, on the next call.
+// One server at URL, or a Redis Cluster reached through it: a MOVED reply switches to routing
+// by hash slot. Connects lazily and reconnects after a failure, on the next call.
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
@@ -56,5 +74,9 @@ private:
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline);
+// eval() on every node of REDIS at once (Redlock): each node's reply, or why it gave none.
+// An error reply is a Failure of kind server, as with eval().
+std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
+                                       const Argv& args, TimePoint deadline);
 
 }  // namespace rlock

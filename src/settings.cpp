@@ -4,6 +4,7 @@
 #include "error.h"
 #include "lease.h"
 #include "redis_url.h"
+#include "sentinel.h"
 #include "signals.h"
 
 namespace rlock {
@@ -80,6 +81,7 @@ const std::vector<SettingInfo>& all_settings() {
       {"on-lost", SettingKind::on_lost, "kill", "what to do when the lock is lost"},
       {"min-hold", SettingKind::duration, nullptr, "keep the lock at least this long"},
       {"limit", SettingKind::count, nullptr, "up to N holders (a semaphore)"},
+      {"min-replicas", SettingKind::count, nullptr, "replicas that must have the lock (WAIT)"},
       {"fair", SettingKind::flag, "false", "waiters in arrival order"},
       {"metrics-file", SettingKind::text, nullptr, "Prometheus textfile to add each run to"},
       {"quiet", SettingKind::flag, "false", "print only errors"},
@@ -128,7 +130,10 @@ Resolved resolve_settings(const RawSettings& s) {
     if (v->values.empty()) bad_value("redis", *v, "no URL given");
     for (const auto& url : v->values) {
       try {
-        parse_redis_url(url);
+        if (is_sentinel_url(url))
+          parse_sentinel_url(url);
+        else
+          parse_redis_url(url);
       } catch (const Error& e) {
         // A bad URL is a configuration error (78) wherever it came from.
         std::string where = v->origin.kind == Origin::Kind::flag ? "--redis" : v->origin.where;
@@ -221,6 +226,15 @@ Resolved resolve_settings(const RawSettings& s) {
     o.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
   }
   if (const RawValue* v = lookup(s, "fair")) o.fair = flag_value("fair", *v);
+  // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
+  // and a lock only the old primary had would be granted again (README "Failover").
+  if (g.redis_urls.size() == 1 && is_sentinel_url(g.redis_urls.front())) o.min_replicas = 1;
+  if (const RawValue* v = lookup(s, "min-replicas")) {
+    std::string n = single("min-replicas", *v);
+    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos)
+      bad_value("min-replicas", *v, "'" + n + "' is not a number of replicas from 0 to 999");
+    o.min_replicas = std::stoi(n);
+  }
   if (const RawValue* v = lookup(s, "metrics-file")) {
     o.metrics_file = single("metrics-file", *v);
     if (o.metrics_file->empty()) bad_value("metrics-file", *v, "empty path");

@@ -1,8 +1,10 @@
 #include "wait.h"
 
 #include <poll.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <random>
 
 #include "lock.h"
 #include "log.h"
@@ -78,7 +80,8 @@ public:
         busy_ = std::get<Busy>(*attempt);
         busy_seen_ = Clock::now();
         if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl});
-        if (auto sig = block(busy_.block)) return give_up(Interrupted{*sig});
+        auto sig = lock_.redis().node_count() > 1 ? pause() : block(busy_.block);
+        if (sig) return give_up(Interrupted{*sig});
       } else {
         // Refused by Redis (OOM, NOPERM ...): fail now (exit 69), and leave the queue, which
         // a refused write does not need. Unreachable on the first try: fail now too rather than
@@ -87,15 +90,16 @@ public:
           last_failure_ = attempt.failure();
           return give_up(*last_failure_);
         }
-        if (!ever_answered_) {
+        if (!ever_answered_ && attempt.failure().code != "NOREPLICAS") {
           undo_possible_acquire(lock_, attempt.failure());
           return attempt.failure();
         }
-        if (!last_failure_)
-          log(Level::warning,
-              {"redis_retry", lock_.key(), "" + attempt.failure().message + "; retrying"});
+        bool first = !last_failure_;
         last_failure_ = attempt.failure();
         if (out_of_time()) return give_up(*last_failure_);
+        if (first)
+          log(Level::warning,
+              {"redis_retry", lock_.key(), "" + attempt.failure().message + "; retrying"});
         TimePoint next = Clock::now() + k_retry_interval;
         if (give_up_) next = std::min(next, *give_up_);
         if (auto sig = sleep_interruptible(next, signals_)) return give_up(Interrupted{*sig});
@@ -136,6 +140,17 @@ private:
     }
   }
 
+  // Redlock: no node can wake us (each would wake its own first waiter, and they disagree),
+  // so look again after a random 50 to 250 ms, as redsync does: waiters that collided do not
+  // collide again in step.
+  std::optional<int> pause() {
+    draw_status();
+    std::uniform_int_distribution<int> jitter(50, 250);
+    TimePoint next = Clock::now() + Millis(jitter(random_));
+    if (give_up_) next = std::min(next, *give_up_);
+    return sleep_interruptible(next, signals_);
+  }
+
   void draw_status() {
     if (!status_.enabled()) return;
     Millis since_seen = std::chrono::duration_cast<Millis>(Clock::now() - busy_seen_);
@@ -164,6 +179,8 @@ private:
   Busy busy_{};
   TimePoint busy_seen_{};
   StatusLine status_;
+  std::minstd_rand random_{static_cast<unsigned>(::getpid()) ^
+                           static_cast<unsigned>(Clock::now().time_since_epoch().count())};
 };
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace rlock {
 int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool json) {
   SignalEvents signals;  // a signal while waiting ends the wait, leaving nothing behind
   auto redis = connect_redis(global);
+  check_topology(*redis, options);
   if (auto token = inherited_token(*redis, options)) {
     // Inside a command that holds KEY: that lock is ours already. Print its token.
     print_acquired(options.key, *token, 0, options.ttl, output_style(json));

@@ -360,6 +360,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   }
 
   auto redis = connect_redis(global);
+  check_topology(*redis, options);
   if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
   SignalEvents signals;  // before any thread or child exists: they inherit the mask

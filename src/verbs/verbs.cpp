@@ -60,7 +60,20 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
   return std::string(token);
 }
 
-LockMode lock_mode(const RunOptions& options) { return LockMode{options.limit, options.fair}; }
+LockMode lock_mode(const RunOptions& options) {
+  return LockMode{options.limit, options.fair, options.min_replicas};
+}
+
+void check_topology(const Redis& redis, const RunOptions& options) {
+  if (redis.node_count() < 2) return;
+  const char* what = options.limit > 0      ? "--limit"
+                     : options.fair         ? "--fair"
+                     : options.min_replicas ? "--min-replicas"
+                                            : nullptr;
+  if (what)
+    throw usage_error(std::string(what) + " is not available with several Redis URLs (Redlock): " +
+                      "its nodes are independent, with no queue, slots or replicas in common");
+}
 
 void check_token(const std::string& token) {
   if (!is_token(token))

@@ -1,4 +1,4 @@
-// libFuzzer target: parse_redis_url either parses or throws rlock::Error with exit status 78;
+// libFuzzer target: parse_redis_url (and parse_sentinel_url) either parses or throws rlock::Error with exit status 78;
 // its redacted form (the only one printed) parses back to the same place, password hidden.
 #include <cstdint>
 #include <cstdlib>
@@ -7,10 +7,16 @@
 
 #include "error.h"
 #include "redis_url.h"
+#include "sentinel.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
+    if (rlock::is_sentinel_url(text)) {
+      rlock::SentinelUrl s = rlock::parse_sentinel_url(text);
+      if (s.sentinels.empty() || s.master_name.empty()) std::abort();
+      return 0;
+    }
     rlock::RedisUrl url = rlock::parse_redis_url(text);
     if (url.scheme != rlock::RedisUrl::Scheme::unix_socket &&
         (url.host.empty() || url.port < 1 || url.port > 65535))

@@ -1,0 +1,319 @@
+"""Beyond one Redis: Redlock over independent masters, Sentinel with a failover, Redis Cluster,
+and --min-replicas, each against real servers these tests start."""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+from harness import (RLOCK, RedisClient, RedisServer, free_port, read_pids, rlock_env,
+                     run_rlock, start_rlock, wait_until)
+
+SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
+    os.path.dirname(RLOCK), "tests", "rlock_fault_section")
+
+
+def env_without_url(**extra):
+    return rlock_env(None, **extra)
+
+
+class Procs:
+    """rlock processes started by a test, killed (with their groups) at its end."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, **kw):
+        p = start_rlock(args, env=kw.pop("env", env_without_url()), **kw)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+            for stream in (p.stdout, p.stderr):
+                if stream:
+                    stream.close()
+
+
+class Redlock(unittest.TestCase):
+    """Three independent masters: quorum 2."""
+
+    def setUp(self):
+        self.servers = [RedisServer() for _ in range(3)]
+        self.urls = []
+        for s in self.servers:
+            self.urls += ["--redis", s.url]
+        self.procs = Procs()
+        self.tmp = tempfile.mkdtemp(prefix="rlock-redlock-")
+
+    def tearDown(self):
+        self.procs.close()
+        for s in self.servers:
+            s.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_on_all(self, args, **kw):
+        return run_rlock(args[:1] + self.urls + args[1:], env=env_without_url(), **kw)
+
+    def values(self, key):
+        return [s.cmd("GET", key) if s.proc.poll() is None else None for s in self.servers]
+
+    def test_the_lock_is_on_every_master_with_one_token(self):
+        marker = os.path.join(self.tmp, "ran")
+        p = self.procs.start(["run"] + self.urls + ["k", "--", "sh", "-c",
+                                                    f'echo $RLOCK_FENCE > {marker}; sleep 30'])
+        wait_until(lambda: all(self.values("k")), 10, "the lock on all three masters")
+        values = self.values("k")
+        self.assertEqual(len({v.split()[1] for v in values}), 1, values)  # one token
+        self.assertEqual(self.run_on_all(["run", "k", "--", "true"]).returncode, 75)
+        status = self.run_on_all(["status", "k"])
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertIn("held", status.stdout)
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+        wait_until(lambda: not any(self.values("k")), 5, "the lock released on all three")
+        with open(marker) as f:
+            self.assertEqual(f.read().strip(), "1")
+
+    def test_one_master_down_still_a_quorum(self):
+        self.servers[2].kill()
+        r = self.run_on_all(["run", "k", "--", "sh", "-c", 'test -n "$RLOCK_TOKEN"'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.values("k")[:2], [None, None])  # released
+
+    def test_two_masters_down_no_quorum_no_command_nothing_left(self):
+        self.servers[1].kill()
+        self.servers[2].kill()
+        marker = os.path.join(self.tmp, "ran")
+        r = self.run_on_all(["run", "k", "--", "touch", marker])
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("1 of 3 Redis nodes (Redlock needs 2)", r.stderr)
+        self.assertFalse(os.path.exists(marker), "the command ran without a quorum")
+        self.assertIsNone(self.servers[0].cmd("GET", "k"), "left on the surviving master")
+
+    def test_wait_acquire_extend_release(self):
+        holder = self.procs.start(["run"] + self.urls + ["k", "--", "sleep", "0.7"])
+        wait_until(lambda: all(self.values("k")), 10, "the holder on all masters")
+        waited = self.run_on_all(["run", "--wait", "10s", "k", "--", "true"])
+        self.assertEqual(waited.returncode, 0, waited.stderr)
+        self.assertEqual(holder.wait(timeout=10), 0)
+        token = self.run_on_all(["acquire", "--ttl", "10s", "k"]).stdout.strip()
+        self.assertTrue(all(v and token in v for v in self.values("k")))
+        self.assertEqual(self.run_on_all(["extend", "--token", token, "--ttl", "20s", "k"])
+                         .returncode, 0)
+        self.assertTrue(all(s.cmd("PTTL", "k") > 10000 for s in self.servers))
+        self.assertEqual(self.run_on_all(["release", "--token", token, "k"]).returncode, 0)
+        self.assertEqual(self.values("k"), [None, None, None])
+
+    def test_what_redlock_cannot_do_is_refused_before_any_write(self):
+        for flag in (["--limit", "3"], ["--fair"], ["--min-replicas", "1"]):
+            r = self.run_on_all(["run"] + flag + ["k", "--", "true"])
+            self.assertEqual(r.returncode, 64, r.stderr)
+            self.assertIn("Redlock", r.stderr)
+        self.assertEqual([s.cmd("DBSIZE") for s in self.servers], [0, 0, 0])
+
+
+class Sentinel(unittest.TestCase):
+    """One primary, one replica, one sentinel; SENTINEL FAILOVER in the middle of a run."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.primary = RedisServer()
+        cls.replica = RedisServer()
+        cls.replica.cmd("REPLICAOF", "127.0.0.1", str(cls.primary.port))
+        wait_until(lambda: "master_link_status:up" in cls.replica.cmd("INFO", "replication"),
+                   10, "the replica in sync")
+        cls.dir = tempfile.mkdtemp(prefix="rlock-sentinel-")
+        cls.port = free_port()
+        conf = os.path.join(cls.dir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {cls.port}\nbind 127.0.0.1\ndir {cls.dir}\n"
+                    f"sentinel monitor mymaster 127.0.0.1 {cls.primary.port} 1\n"
+                    "sentinel down-after-milliseconds mymaster 1000\n"
+                    "sentinel failover-timeout mymaster 10000\n")
+        cls.sentinel = subprocess.Popen(
+            [shutil.which("redis-sentinel") or "redis-sentinel", conf],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: cls.replicas_known(), 20, "the sentinel to see the replica")
+        cls.url = f"redis-sentinel://127.0.0.1:{cls.port}/mymaster"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sentinel.kill()
+        cls.sentinel.wait()
+        cls.primary.stop()
+        cls.replica.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def ask(cls, *args):
+        c = RedisClient(cls.port)
+        try:
+            return c(*args)
+        finally:
+            c.close()
+
+    @classmethod
+    def replicas_known(cls):
+        try:
+            return len(cls.ask("SENTINEL", "replicas", "mymaster")) == 1
+        except OSError:
+            return False
+
+    def setUp(self):
+        self.procs = Procs()
+        self.tmp = tempfile.mkdtemp(prefix="rlock-sentinel-test-")
+
+    def tearDown(self):
+        self.procs.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def current(self):
+        port = int(self.ask("SENTINEL", "get-master-addr-by-name", "mymaster")[1])
+        return self.primary if port == self.primary.port else self.replica
+
+    def test_run_through_sentinel_and_across_a_failover(self):
+        before = self.current()
+        r = run_rlock(["run", "--redis", self.url, "s:first", "--", "true"], env=env_without_url())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(before.cmd("GET", "{s:first}:rlock:fence"), "1")
+
+        # A run holds a lock while the sentinel fails over; a second one waits for the key.
+        log, probe = os.path.join(self.tmp, "log"), os.path.join(self.tmp, "probe")
+        os.mkdir(probe)
+        section = [SECTION, log, probe, "1"]
+        first = self.procs.start(["run", "--redis", self.url, "--ttl", "2s", "s:k", "--"] +
+                                 section + ["4000"])
+        wait_until(lambda: os.path.exists(log), 10, "the first holder inside")
+        wait_until(lambda: "master_repl_offset" in before.cmd("INFO", "replication"), 5, "")
+        self.assertEqual(self.ask("SENTINEL", "failover", "mymaster"), "OK")
+        after = wait_until(lambda: self.current() is not before and self.current(), 30,
+                           "the failover")
+        wait_until(lambda: after.cmd("ROLE")[0] == "master", 20, "the new primary promoted")
+        second = self.procs.start(["run", "--redis", self.url, "--wait", "20s", "s:k", "--"] +
+                                  section + ["200"])
+        # The first either kept its lease through the switch (0) or stopped its command (76).
+        kept = first.wait(timeout=30)
+        self.assertIn(kept, (0, 76), first.stderr.read())
+        print(f"\n  across the failover the first holder {'kept its lease' if kept == 0 else 'stopped its command (76)'}")
+        self.assertEqual(second.wait(timeout=30), 0, second.stderr.read())
+        with open(log) as f:
+            history = f.read()
+        self.assertNotIn("overlap", history, "two holders at once across the failover")
+        self.assertEqual(history.count("enter"), 2)
+
+        r = run_rlock(["run", "--redis", self.url, "s:after", "--", "true"], env=env_without_url())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(after.cmd("GET", "{s:after}:rlock:fence"), "1")
+
+    def test_min_replicas(self):
+        primary = self.current()
+        r = run_rlock(["run", "--redis", self.url, "--min-replicas", "1", "m:k", "--", "true"],
+                      env=env_without_url())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Two replicas asked for, one exists: no run, exit 69, nothing left.
+        marker = os.path.join(self.tmp, "ran")
+        r = run_rlock(["run", "--redis", self.url, "--min-replicas", "2", "m:k", "--", "touch",
+                       marker], env=env_without_url())
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("1 of the 2 replicas --min-replicas asks for", r.stderr)
+        self.assertFalse(os.path.exists(marker))
+        self.assertIsNone(primary.cmd("GET", "m:k"))
+
+    def test_unknown_primary_name(self):
+        url = f"redis-sentinel://127.0.0.1:{self.port}/nosuch"
+        r = run_rlock(["run", "--redis", url, "k", "--", "true"], env=env_without_url())
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("no primary named 'nosuch'", r.stderr)
+
+
+class Cluster(unittest.TestCase):
+    """Three masters made with redis-cli --cluster create; every verb from one seed URL."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
+                                 "nodes.conf", "--cluster-node-timeout", "3000")
+                     for _ in range(3)]
+        r = subprocess.run(["redis-cli", "--cluster", "create"] +
+                           [f"127.0.0.1:{n.port}" for n in cls.nodes] +
+                           ["--cluster-replicas", "0", "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("redis-cli --cluster create failed: " + r.stdout + r.stderr)
+        for n in cls.nodes:
+            wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
+        # One key per master.
+        cls.keys = {}
+        for i in range(1000):
+            key = f"c:{i}"
+            owner = cls.owner(key)
+            cls.keys.setdefault(owner.port, key)
+            if len(cls.keys) == 3:
+                break
+
+    @classmethod
+    def tearDownClass(cls):
+        for n in cls.nodes:
+            n.stop()
+
+    @classmethod
+    def owner(cls, key):
+        slot = cls.nodes[0].cmd("CLUSTER", "KEYSLOT", key)
+        for start, end, master, *_ in cls.nodes[0].cmd("CLUSTER", "SLOTS"):
+            if start <= slot <= end:
+                return next(n for n in cls.nodes if n.port == master[1])
+        raise AssertionError(f"no owner for slot {slot}")
+
+    def setUp(self):
+        self.procs = Procs()
+
+    def tearDown(self):
+        self.procs.close()
+
+    def test_keys_on_every_master_from_one_seed(self):
+        seed = self.nodes[0].url
+        for key in list(self.keys.values()) + ["job:{c:42}:nightly"]:
+            with self.subTest(key=key):
+                r = run_rlock(["run", "--redis", seed, key, "--", "sh", "-c",
+                               'test "$RLOCK_FENCE" -ge 1'], env=env_without_url())
+                self.assertEqual(r.returncode, 0, r.stderr)
+                fence = "{" + key + "}:rlock:fence" if "{" not in key else key + ":rlock:fence"
+                self.assertIsNotNone(self.owner(key).cmd("GET", fence), f"{fence} not on owner")
+
+    def test_status_list_and_wait_from_any_node(self):
+        keys = list(self.keys.values())
+        for key in keys:
+            self.procs.start(["run", "--redis", self.nodes[0].url, "--ttl", "5s", key, "--",
+                              "sleep", "30"])
+        wait_until(lambda: all(self.owner(k).cmd("GET", k) for k in keys), 10, "three holders")
+        for node in self.nodes:
+            status = run_rlock(["status", "--redis", node.url] + keys, env=env_without_url())
+            self.assertEqual(status.returncode, 0, status.stdout + status.stderr)
+            self.assertEqual(status.stdout.count(" held "), 3, status.stdout)
+            listed = run_rlock(["list", "--redis", node.url, "c:*"], env=env_without_url())
+            self.assertEqual(listed.returncode, 0, listed.stderr)
+            for key in keys:
+                self.assertIn(key, listed.stdout)
+        # A waiter on another node's key is woken there (BLPOP routed to the key's master).
+        for p in self.procs.procs:
+            os.killpg(p.pid, signal.SIGTERM)
+        holder = self.procs.start(["run", "--redis", self.nodes[1].url, keys[2], "--", "sleep",
+                                   "0.5"])
+        wait_until(lambda: self.owner(keys[2]).cmd("GET", keys[2]), 10, "the holder")
+        r = run_rlock(["run", "--redis", self.nodes[0].url, "--wait", "10s", keys[2], "--",
+                       "true"], env=env_without_url())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(holder.wait(timeout=10), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,87 @@
+#include <doctest/doctest.h>
+
+#include "cluster.h"
+#include "error.h"
+#include "lock.h"
+#include "sentinel.h"
+
+using namespace rlock;
+
+TEST_CASE("key_slot is Redis Cluster's HASH_SLOT") {
+  // Values from CLUSTER KEYSLOT on Redis 7.
+  CHECK(key_slot("foo") == 12182);
+  CHECK(key_slot("bar") == 5061);
+  CHECK(key_slot("") == 0);
+  CHECK(key_slot("{user1000}.following") == key_slot("{user1000}.followers"));
+  CHECK(key_slot("{user1000}.following") == key_slot("user1000"));
+  CHECK(key_slot("foo{}{bar}") == 8363);  // an empty tag: the whole key
+  CHECK(key_slot("foo{{bar}}zap") == 4015);
+  CHECK(key_slot("foo{{bar}}zap") == key_slot("{bar"));
+}
+
+TEST_CASE("every key of a lock shares the lock's slot") {
+  for (const char* key : {"lock:daily", "job:{42}", "a{b}c", "{x}", "plain"}) {
+    CAPTURE(key);
+    for (const char* kind : {"fence", "queue", "alive", "sem", "holders", "wake-0123"})
+      CHECK(key_slot(helper_key(key, kind)) == key_slot(key));
+  }
+}
+
+TEST_CASE("command_key") {
+  CHECK(*command_key({"EVALSHA", "abc", "2", "k1", "k2", "arg"}) == "k1");
+  CHECK(!command_key({"EVAL", "return 1", "0"}));
+  CHECK(*command_key({"GET", "k"}) == "k");
+  CHECK(*command_key({"BLPOP", "k", "1.5"}) == "k");
+  CHECK(!command_key({"TIME"}));
+  CHECK(!command_key({"WAIT", "1", "100"}));
+  CHECK(!command_key({"SCAN", "0", "MATCH", "*"}));
+}
+
+TEST_CASE("parse_redirect") {
+  auto moved = parse_redirect("MOVED 3999 127.0.0.1:6381");
+  REQUIRE(moved);
+  CHECK(!moved->ask);
+  CHECK(moved->slot == 3999);
+  CHECK(moved->host == "127.0.0.1");
+  CHECK(moved->port == 6381);
+  auto ask = parse_redirect("ASK 12 [::1]:7000");
+  REQUIRE(ask);
+  CHECK(ask->ask);
+  CHECK(ask->host == "::1");
+  CHECK(!parse_redirect("ERR unknown command"));
+  CHECK(!parse_redirect("MOVED x 127.0.0.1:1"));
+  CHECK(!parse_redirect("MOVED 99999 h:1"));
+}
+
+TEST_CASE("Sentinel URLs") {
+  CHECK(is_sentinel_url("redis-sentinel://h:26379/m"));
+  CHECK(is_sentinel_url("rediss-sentinel://h/m"));
+  CHECK(!is_sentinel_url("redis://h"));
+  SentinelUrl u =
+      parse_sentinel_url("redis-sentinel://app:hunter2@s1:26380,s2,[::1]/mymaster?db=2");
+  REQUIRE(u.sentinels.size() == 3);
+  CHECK(u.sentinels[0].host == "s1");
+  CHECK(u.sentinels[0].port == 26380);
+  CHECK(u.sentinels[1].port == 26379);
+  CHECK(u.sentinels[2].host == "::1");
+  CHECK(u.sentinels[2].port == 26379);
+  CHECK(*u.sentinels[1].user == "app");
+  CHECK(*u.sentinels[1].password == "hunter2");
+  CHECK(u.master_name == "mymaster");
+  CHECK(u.db == 2);
+  CHECK(!u.tls);
+  CHECK(u.redacted.find("hunter2") == std::string::npos);
+  auto message = [](const char* text) {
+    try {
+      parse_sentinel_url(text);
+    } catch (const Error& e) {
+      CHECK(e.exit_status() == k_exit_config);
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  CHECK(message("redis-sentinel://h:26379").find("no primary name") != std::string::npos);
+  CHECK(message("redis-sentinel://h,,g/m").find("empty sentinel") != std::string::npos);
+  CHECK(message("redis-sentinel://h:x/m").find("port 'x'") != std::string::npos);
+  CHECK(message("redis-sentinel://u:hunter2@h/m?x=1").find("hunter2") == std::string::npos);
+}
