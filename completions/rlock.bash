@@ -12,11 +12,12 @@ _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run status inspect list acquire extend release config help"
+    local verbs="run status inspect history list acquire extend release config help"
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
-        --kill-signal --kill-after --on-lost --min-hold"
+        --kill-signal --kill-after --on-lost --min-hold --once-per --tz --retry-failed --record-skips
+        --history-length"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
     # The verb is the first word that is not an option.
@@ -64,6 +65,15 @@ _rlock() {
             COMPREPLY=($(compgen -W "inf 10s 1m 10m" -- "$cur"))
             return
             ;;
+        --once-per)
+            COMPREPLY=($(compgen -W "hour day week month 1h 1d" -- "$cur"))
+            return
+            ;;
+        --tz)
+            local zones=/usr/share/zoneinfo
+            COMPREPLY=($(cd "$zones" 2>/dev/null && compgen -f -- "$cur"))
+            return
+            ;;
         --config | --password-file | --cacert | --cert | --key | --metrics-file)
             _filedir
             return
@@ -73,7 +83,7 @@ _rlock() {
             return
             ;;
         --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | \
-            --min-replicas | --prefix | \
+            --min-replicas | --history-length | -n | --count | --prefix | \
             -c | --command | --sni | --connect-timeout | --command-timeout | --token)
             return
             ;;
@@ -88,9 +98,11 @@ _rlock() {
         config)
             COMPREPLY=($(compgen -W "-n --no-wait $run_settings --json $common" -- "$cur"))
             ;;
-        status | inspect | list)
+        status | inspect | list | history)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "--json $common" -- "$cur"))
+                local extra="--json"
+                [[ $verb == history ]] && extra="--json -n --count"
+                COMPREPLY=($(compgen -W "$extra $common" -- "$cur"))
             else
                 _rlock_keys
             fi

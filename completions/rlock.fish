@@ -1,13 +1,14 @@
 # fish completion for rlock(1)
 
 function __rlock_no_verb
-    not __fish_seen_subcommand_from run status inspect list acquire extend release config help
+    not __fish_seen_subcommand_from run status inspect history list acquire extend release config help
 end
 
 complete -c rlock -f
 complete -c rlock -n __rlock_no_verb -a run -d 'hold KEY while COMMAND runs'
 complete -c rlock -n __rlock_no_verb -a status -d 'free, or held by whom'
 complete -c rlock -n __rlock_no_verb -a inspect -d 'everything about one lock'
+complete -c rlock -n __rlock_no_verb -a history -d 'the latest runs of a key'
 complete -c rlock -n __rlock_no_verb -a list -d 'every lock that matches'
 complete -c rlock -n __rlock_no_verb -a acquire -d 'take the lock, print the token'
 complete -c rlock -n __rlock_no_verb -a extend -d 'renew a lock taken with acquire'
@@ -16,10 +17,10 @@ complete -c rlock -n __rlock_no_verb -a config -d 'print the effective configura
 complete -c rlock -n __rlock_no_verb -a help -d 'show the help of a command'
 complete -c rlock -n __rlock_no_verb -l version -d 'print version'
 complete -c rlock -s h -l help -d 'show help'
-complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect list acquire extend release config'
+complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect history list acquire extend release config'
 
 # Options of every verb
-set -l verbs '__fish_seen_subcommand_from run status inspect list acquire extend release config'
+set -l verbs '__fish_seen_subcommand_from run status inspect history list acquire extend release config'
 complete -c rlock -n $verbs -l redis -x -a 'redis:// rediss:// unix://' -d 'Redis URL'
 complete -c rlock -n $verbs -l config -r -F -d 'config file'
 complete -c rlock -n $verbs -l prefix -x -d 'prepended to every key'
@@ -38,6 +39,12 @@ complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 # rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
 complete -c rlock -n '__fish_seen_subcommand_from run' -l metrics-file -r -F -d 'Prometheus textfile to add this run to'
+complete -c rlock -n '__fish_seen_subcommand_from run config' -l once-per -x -a 'hour day week month 1h 1d' -d 'run at most once per period'
+complete -c rlock -n '__fish_seen_subcommand_from run config' -l tz -x -d 'time zone of calendar periods'
+complete -c rlock -n '__fish_seen_subcommand_from run config' -l retry-failed -d 'run again after a failed run this period'
+complete -c rlock -n '__fish_seen_subcommand_from run config' -l record-skips -d 'record skipped runs in the history'
+complete -c rlock -n '__fish_seen_subcommand_from run config' -l history-length -x -d 'runs kept in the history'
+complete -c rlock -n '__fish_seen_subcommand_from history' -s n -l count -x -d 'how many runs'
 complete -c rlock -n $verbs -s w -l wait -x -a 'inf 10s 1m 10m' -d 'wait up to D'
 complete -c rlock -n $verbs -s E -l conflict-exit-code -x -d 'exit status when not obtained'
 complete -c rlock -n $verbs -l ttl -x -d 'lock expiry, renewed every ttl/3'
@@ -54,8 +61,8 @@ complete -c rlock -n $waiting -l limit -x -d 'up to N holders at once (semaphore
 complete -c rlock -n $waiting -l fair -d 'serve waiters in arrival order'
 complete -c rlock -n $waiting -l min-replicas -x -d 'start once N replicas have the lock'
 
-# --json: status, inspect, list, acquire, config
-complete -c rlock -n '__fish_seen_subcommand_from status inspect list acquire config' -l json -d 'print one JSON document'
+# --json: status, inspect, history, list, acquire, config
+complete -c rlock -n '__fish_seen_subcommand_from status inspect history list acquire config' -l json -d 'print one JSON document'
 
 # extend, release
 complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token from acquire'

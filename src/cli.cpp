@@ -46,6 +46,7 @@ struct CommandLine {
   bool no_wait = false;
   bool force = false;
   bool json = false;
+  int count = 10;  // history -n
 };
 
 // A flag that is also a setting (and so a config-file key): its value lands in line.flags.
@@ -157,6 +158,17 @@ void add_run_settings(CLI::App* run, CommandLine& line) {
               "keep the lock until D after acquisition even if the command ends sooner", "D");
   add_setting(run, line, "--metrics-file", "metrics-file",
               "add this run's counters to a Prometheus textfile (node_exporter)", "PATH");
+  add_setting(run, line, "--once-per", "once-per",
+              "run at most once per period: hour, day, week, month, or a duration (1h, 1d)",
+              "PERIOD");
+  add_setting(run, line, "--tz", "tz", "time zone of --once-per's calendar periods (default UTC)",
+              "ZONE");
+  add_flag_setting(run, line, "--retry-failed", "retry-failed",
+                   "--once-per: run again when this period's run failed or was lost");
+  add_flag_setting(run, line, "--record-skips", "record-skips",
+                   "record busy and already-done runs in the history too");
+  add_setting(run, line, "--history-length", "history-length",
+              "runs kept in the key's history (default 1000; 0 keeps none)", "N");
 }
 
 void add_run_options(CLI::App* run, CommandLine& line) {
@@ -247,6 +259,17 @@ int run_command_line(int argc, char** argv) {
     inspect->footer("Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.");
   }
 
+  CLI::App* history = app.add_subcommand("history", "the latest runs of KEY, newest first");
+  if (wanted == "history") {
+    add_key(history, line);
+    history->add_option("-n,--count", line.count, "how many runs (default 10)")
+        ->type_name("N")
+        ->check(CLI::Range(1, 100000));
+    add_json(history, line);
+    add_connection_options(history, line);
+    history->footer("Exit status: 0, also when there is no history yet; 69 Redis unreachable.");
+  }
+
   CLI::App* list = app.add_subcommand("list", "every lock under the prefix that matches PATTERN");
   if (wanted == "list") {
     list->add_option("PATTERN", line.pattern, "a Redis glob after --prefix (default *)");
@@ -315,8 +338,10 @@ int run_command_line(int argc, char** argv) {
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
     std::string message = e.what();
     if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-      message = "unknown command '" + args.ours.front() +
-                "' (commands: run, status, inspect, list, acquire, extend, release, config, help)";
+      message =
+          "unknown command '" + args.ours.front() +
+          "' (commands: run, status, inspect, history, list, acquire, extend, release, config, "
+          "help)";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
       // CLI11 calls both an unknown flag and a command without '--' "not expected".
       std::vector<std::string> extras = app.get_subcommands().front()->remaining();
@@ -349,7 +374,8 @@ int run_command_line(int argc, char** argv) {
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
   }
   for (const auto& key : line.keys) check_key(key);
-  if (inspect->parsed() || acquire->parsed() || extend->parsed() || release->parsed())
+  if (inspect->parsed() || history->parsed() || acquire->parsed() || extend->parsed() ||
+      release->parsed())
     check_key(line.key);
   if (run->parsed()) {
     // The key and the command first: they are this invocation's, and the likelier mistake.
@@ -375,6 +401,7 @@ int run_command_line(int argc, char** argv) {
     return status_verb(global, keys, line.json);
   }
   if (inspect->parsed()) return inspect_verb(global, key, line.json);
+  if (history->parsed()) return history_verb(global, key, line.count, line.json);
   if (list->parsed()) return list_verb(global, line.pattern, line.json);
   if (extend->parsed()) return extend_verb(global, key, *line.token, resolved.run.ttl);
   if (release->parsed()) return release_verb(global, key, line.token, line.force);

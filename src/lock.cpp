@@ -292,9 +292,9 @@ bool is_helper_key(std::string_view key) {
   size_t at = key.rfind(":rlock:");
   if (at == std::string_view::npos) return false;
   std::string_view kind = key.substr(at + 7);
-  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders"})
+  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history"})
     if (kind == k) return true;
-  return kind.substr(0, 5) == "wake-";
+  return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
 }
 
 Result<Broken> break_lock(Redis& redis, const std::string& key) {

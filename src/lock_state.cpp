@@ -72,7 +72,7 @@ Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 7;
+  constexpr size_t k_per_key = 8;
   std::vector<Argv> commands = {{"TIME"}};
   for (const auto& key : keys) {
     commands.push_back({"TYPE", key});
@@ -82,6 +82,7 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
     commands.push_back({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
     commands.push_back({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
     commands.push_back({"HGETALL", helper_key(key, "holders")});
+    commands.push_back({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
   }
   auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
   if (!replies) return replies.failure();
@@ -123,6 +124,11 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       h.value = decode_lock_value(h.raw);
       h.ttl = Millis(expiry - now_ms);
       s.semaphore.push_back(std::move(h));
+    }
+    // The newest run that ran: skipped ones (--record-skips) say nothing of the job.
+    for (size_t j = 0; e[7].is_array() && j < e[7].elements.size() && !s.last_run; ++j) {
+      auto run = decode_history_entry(e[7].elements[j]);
+      if (run && run->end != "busy" && run->end != "done-this-period") s.last_run = run;
     }
     // Changed between TYPE and GET: show it as it was typed, without a value.
     if (s.type == "string" && !e[1].is_string()) s.type = "none";

@@ -10,6 +10,7 @@
 
 #include "duration.h"
 #include "error.h"
+#include "history.h"
 #include "lock_value.h"
 #include "redis.h"
 
@@ -40,6 +41,7 @@ struct LockState {
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
   int64_t waiters = 0;                   // rlock processes waiting for it
   std::vector<SemaphoreHolder> semaphore;
+  std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };
 
 // The state of each of KEYS, in one round trip.

@@ -22,7 +22,8 @@ struct Family {
 
 // Every family, in the order the file lists them.
 constexpr Family k_families[] = {
-    {"rlock_acquisitions_total", "Lock acquisitions by result (acquired, busy, error)."},
+    {"rlock_acquisitions_total", "Lock acquisitions by result (acquired, busy, done: --once-per "
+                                 "found this period done, error)."},
     {"rlock_wait_seconds_total", "Seconds spent waiting for the lock."},
     {"rlock_hold_seconds_total", "Seconds the lock was held."},
     {"rlock_renewals_total", "Successful lease renewals."},

@@ -11,6 +11,7 @@
 #include "duration.h"
 #include "exit_status.h"
 #include "log.h"
+#include "period.h"
 
 namespace rlock {
 
@@ -41,6 +42,11 @@ struct RunOptions {
   bool fair = false;     // --fair: waiters in arrival order
   int min_replicas = 0;  // --min-replicas N: WAIT until N replicas have the lock (and renewals)
   std::optional<std::string> metrics_file;  // Prometheus textfile to add this run to
+  std::optional<Period> once_per;           // --once-per: at most one run per period
+  std::optional<std::string> tz;            // --tz: the zone of calendar periods (else UTC)
+  bool retry_failed = false;                // --once-per: a failed run does not count
+  bool record_skips = false;                // history also gets busy and done-this-period
+  int history_length = 1000;                // --history-length: entries kept; 0: no history
 };
 
 }  // namespace rlock

@@ -51,6 +51,30 @@ json holder_json(const Holder& h) {
   return {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
 }
 
+json run_json(const RunRecord& r) {
+  return {{"id", r.id},
+          {"holder", holder_json(r.holder)},
+          {"acquired_at", format_rfc3339(r.holder.since)},
+          {"fence", r.fence},
+          {"waited_ms", r.waited_ms},
+          {"held_ms", r.held_ms},
+          {"exit_status", r.exit_status},
+          {"end", r.end},
+          {"period", r.period.empty() ? json(nullptr) : json(r.period)}};
+}
+
+// "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
+std::string result_text(const RunRecord& r) {
+  if (r.end == "exited") return "exit " + std::to_string(r.exit_status);
+  return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
+}
+
+// "exit 0 on web-2, 3h ago"
+std::string last_run_text(const RunRecord& r) {
+  return result_text(r) + " on " + printable(r.holder.host) + ", " +
+         format_duration(std::max(Millis(0), now_wall() - r.holder.since)) + " ago";
+}
+
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
 json lock_json(const LockState& s, bool with_counter) {
   json j;
@@ -89,6 +113,7 @@ json lock_json(const LockState& s, bool with_counter) {
     j["semaphore_holders"] = holders;
   }
   if (with_counter) j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
+  j["last_run"] = s.last_run ? run_json(*s.last_run) : json(nullptr);
   return j;
 }
 
@@ -195,6 +220,7 @@ void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) 
     std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_word(s, style);
     std::string details = lock_details(s);
     if (!details.empty()) line += "  " + details;
+    if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
     out += line + "\n";
   }
   write_stdout(out);
@@ -231,9 +257,41 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
                     s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
     rows.emplace_back("value", printable(s.raw, 500));
+  if (s.last_run)
+    rows.emplace_back("last run", last_run_text(*s.last_run) + ", held " +
+                                      format_duration(Millis(s.last_run->held_ms)) + ", fence " +
+                                      std::to_string(s.last_run->fence));
   std::string out;
   for (const auto& [label, value] : rows)
     out += label + std::string(15 - label.size(), ' ') + value + "\n";
+  write_stdout(out);
+}
+
+void print_history(const std::string& key, const std::vector<RunRecord>& runs,
+                   const OutputStyle& style) {
+  if (style.json) {
+    json list = json::array();
+    for (const auto& r : runs) list.push_back(run_json(r));
+    print_json({{"key", key}, {"runs", list}});
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "FENCE", "RESULT"});
+  for (const auto& r : runs)
+    rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
+                    std::to_string(r.holder.pid), format_duration(Millis(r.held_ms)),
+                    format_duration(Millis(r.waited_ms)), std::to_string(r.fence),
+                    result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i + 1 < row.size() ? row[i] + std::string(width[i] - row[i].size() + 2, ' ') : row[i];
+    out += line + "\n";
+  }
   write_stdout(out);
 }
 

@@ -31,6 +31,9 @@ std::string describe_holder(std::string_view raw_value, Millis pttl);
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style);
 // inspect: everything known about one lock.
 void print_inspect(const LockState& lock, const OutputStyle& style);
+// history: the runs of KEY, newest first, one aligned line each (or JSON).
+void print_history(const std::string& key, const std::vector<RunRecord>& runs,
+                   const OutputStyle& style);
 // acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.
 void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
                     const OutputStyle& style);

@@ -3,6 +3,7 @@
 #include "duration.h"
 #include "error.h"
 #include "lease.h"
+#include "period.h"
 #include "redis_url.h"
 #include "sentinel.h"
 #include "signals.h"
@@ -84,6 +85,11 @@ const std::vector<SettingInfo>& all_settings() {
       {"min-replicas", SettingKind::count, nullptr, "replicas that must have the lock (WAIT)"},
       {"fair", SettingKind::flag, "false", "waiters in arrival order"},
       {"metrics-file", SettingKind::text, nullptr, "Prometheus textfile to add each run to"},
+      {"once-per", SettingKind::text, nullptr, "run at most once per period"},
+      {"tz", SettingKind::text, nullptr, "time zone of --once-per's calendar periods"},
+      {"retry-failed", SettingKind::flag, "false", "--once-per: run again after a failed run"},
+      {"record-skips", SettingKind::flag, "false", "record busy and done runs in the history"},
+      {"history-length", SettingKind::count, "1000", "runs kept in each key's history"},
       {"quiet", SettingKind::flag, "false", "print only errors"},
       {"verbose", SettingKind::flag, "false", "print every event"},
       {"log-format", SettingKind::text, "text", "stderr events as text or json lines"},
@@ -234,6 +240,30 @@ Resolved resolve_settings(const RawSettings& s) {
     if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos)
       bad_value("min-replicas", *v, "'" + n + "' is not a number of replicas from 0 to 999");
     o.min_replicas = std::stoi(n);
+  }
+  if (const RawValue* v = lookup(s, "once-per")) {
+    std::string text = single("once-per", *v);
+    o.once_per = parse_period(text);
+    if (!o.once_per)
+      bad_value("once-per", *v,
+                "'" + text + "' is neither hour, day, week, month nor a duration of whole " +
+                    "seconds (1h, 1d, 1w ...)");
+  }
+  if (const RawValue* v = lookup(s, "tz")) {
+    o.tz = single("tz", *v);
+    if (!known_time_zone(*o.tz))
+      bad_value("tz", *v,
+                "unknown time zone '" + *o.tz + "' (a tzdata name such as Europe/Berlin)");
+  }
+  if (const RawValue* v = lookup(s, "retry-failed"))
+    o.retry_failed = flag_value("retry-failed", *v);
+  if (const RawValue* v = lookup(s, "record-skips"))
+    o.record_skips = flag_value("record-skips", *v);
+  if (const RawValue* v = lookup(s, "history-length")) {
+    std::string n = single("history-length", *v);
+    if (n.empty() || n.size() > 7 || n.find_first_not_of("0123456789") != std::string::npos)
+      bad_value("history-length", *v, "'" + n + "' is not a number of runs (0 keeps none)");
+    o.history_length = std::stoi(n);
   }
   if (const RawValue* v = lookup(s, "metrics-file")) {
     o.metrics_file = single("metrics-file", *v);

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "child.h"
+#include "history.h"
 #include "lease.h"
 #include "lock.h"
 #include "lock_value.h"
@@ -334,6 +335,37 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
   return std::nullopt;
 }
 
+// A history entry for a run that did not happen: END says why, STATUS is what rlock exits with.
+RunRecord skipped(const Holder& holder, const char* end, int status) {
+  RunRecord r;
+  r.holder = holder;
+  r.end = end;
+  r.exit_status = status;
+  return r;
+}
+
+// Appends to the key's history; a failure is one warning, never the job's.
+void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
+  if (options.history_length <= 0) return;
+  auto done = append_history(redis, options.key, record, options.history_length,
+                             Clock::now() + redis.command_timeout());
+  if (!done)
+    log_warning(options.key + ": could not record the run in its history (" +
+                done.failure().message + ")");
+}
+
+// Why a --once-per run does not run: who ran it this period, and how that went.
+std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
+  std::string how = c.state == "running" ? "it never reported its end (lost)"
+                    : c.status == "0"    ? "it succeeded"
+                    : c.end == "exited"  ? "it exited with status " + c.status
+                                         : "it ended: " + c.end + " (" + c.status + ")";
+  std::string hint =
+      options.retry_failed || c.status == "0" ? "" : "; --retry-failed would run it again";
+  return "already run this period (" + period.slot_name() + ") on " + c.host + " at " + c.since +
+         ": " + how + hint;
+}
+
 // The nested run of a lock this process tree holds: become the command, which runs under the
 // outer rlock's lock and lease.
 int exec_straight_through(const std::vector<std::string>& argv) {
@@ -371,10 +403,13 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
   if (auto status = exit_unless_obtained(outcome, options)) {
     // Not obtained: busy, or interrupted while waiting, or Redis failed us.
+    bool busy = std::holds_alternative<NotObtained>(outcome);
     metrics.m.result =
         std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
             ? "error"
             : "busy";
+    if (busy && options.record_skips)
+      record_history(*redis, options, skipped(value.holder, "busy", *status));
     return *status;
   }
   const auto& got = std::get<Obtained>(outcome);
@@ -403,6 +438,24 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     metrics.m.result = "error";
     release(lock, options.ttl);
     return k_exit_unavailable;
+  }
+  // --once-per: this period's slot, claimed while we hold the lock, so no one else runs now.
+  std::optional<PeriodGuard> period;
+  if (options.once_per) {
+    period.emplace(*redis, options.key, *options.once_per, options.tz, options.retry_failed);
+    auto claim = period->claim(value.holder, got.fence, Clock::now() + lock.command_timeout());
+    if (!claim || !claim->claimed) {
+      metrics.m.result = claim ? "done" : "error";
+      release(lock, options.ttl);
+      if (!claim) return unavailable(claim.failure());
+      log(Level::info, {"done_this_period", options.key, done_message(*claim, *period, options)});
+      if (options.record_skips) {
+        RunRecord r = skipped(value.holder, "done-this-period", options.conflict_exit_code);
+        r.period = period->slot_name();
+        record_history(*redis, options, r);
+      }
+      return options.conflict_exit_code;
+    }
   }
   Child::Spec spec{argv,
                    {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + lock.token(),
@@ -443,16 +496,43 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   if (terminal) terminal->take_back();
   child->dismiss_guardian();
 
+  RunRecord record;
+  record.holder = value.holder;
+  record.fence = got.fence;
+  record.waited_ms = got.waited.count();
+  record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got.sent).count();
   switch (end.end) {
-  case End::exited: finish(lock, options, got.sent); return end.child_status;
+  case End::exited:
+    record.exit_status = end.child_status;
+    record.end = end.child_status > 128 ? "signalled" : "exited";
+    break;
+  case End::lost:
+    record.exit_status = k_exit_lost;
+    record.end = "lost";
+    break;
+  case End::max_run:
+    record.exit_status = k_exit_max_run;
+    record.end = "max-run";
+    break;
+  }
+  if (period) {
+    // Before the release: the next holder must find this period's run finished, not running.
+    record.period = period->slot_name();
+    if (auto done = period->finish(record, Clock::now() + lock.command_timeout()); !done)
+      log_warning(options.key + ": could not record the end of this period's run (" +
+                  done.failure().message + "); --retry-failed would take it for lost");
+  }
+  switch (end.end) {
+  case End::exited: finish(lock, options, got.sent); break;
   case End::lost:
     // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
     // either way and spares the next holder the wait for the expiry.
     if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl);
-    return k_exit_lost;
-  case End::max_run: release(lock, options.ttl); return k_exit_max_run;
+    break;
+  case End::max_run: release(lock, options.ttl); break;
   }
-  return k_exit_internal;
+  record_history(*redis, options, record);  // after the release: it delays no one
+  return record.exit_status;
 }
 
 }  // namespace rlock

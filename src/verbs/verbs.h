@@ -24,6 +24,8 @@ int run_verb(const GlobalOptions& global, const RunOptions& options);
 int status_verb(const GlobalOptions& global, const std::vector<std::string>& keys, bool json);
 // inspect KEY: 0 held, 1 free.
 int inspect_verb(const GlobalOptions& global, const std::string& key, bool json);
+// history KEY: the latest COUNT runs, newest first.
+int history_verb(const GlobalOptions& global, const std::string& key, int count, bool json);
 // list [PATTERN]: every lock under the prefix that matches.
 int list_verb(const GlobalOptions& global, const std::string& pattern, bool json);
 // acquire KEY: takes the lock (waiting as OPTIONS say) and prints its token.

@@ -35,7 +35,12 @@ BAD_NUMBERS = [("--limit", "0"), ("--limit", "-1"), ("--limit", "1e3"), ("--limi
                ("-E", "0x4b"), ("--kill-signal", "0"), ("--kill-signal", "99"),
                ("--kill-signal", "-9"), ("--kill-signal", "SIGNOPE"), ("--kill-signal", ""),
                ("--kill-signal", "KILL\n"), ("--on-lost", ""), ("--on-lost", "KILL"),
-               ("--log-format", "xml"), ("--log-format", ""), ("--metrics-file", "")]
+               ("--log-format", "xml"), ("--log-format", ""), ("--metrics-file", ""),
+               ("--once-per", ""), ("--once-per", "0s"), ("--once-per", "1500ms"),
+               ("--once-per", "fortnight"), ("--once-per", "-1d"), ("--tz", ""),
+               ("--tz", "Mars/Olympus_Mons"), ("--tz", "../../etc/passwd"), ("--tz", "/etc/passwd"),
+               ("--history-length", "-1"), ("--history-length", "lots"),
+               ("--history-length", "99999999")]
 
 BAD_URLS = ["", " ", "localhost", "localhost:6379", "redis:/h", "redis//h", "http://h",
             "REDIS://h", "redis://", "redis://:6379", "redis://u:p@", "redis://h:", "redis://h:0",

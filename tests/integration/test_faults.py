@@ -11,7 +11,8 @@ After each scenario the history is checked:
     cases: a holder frozen past its ttl, and a lock deleted by hand (SPEC, README "Proven under
     faults"); there the newcomer's RLOCK_FENCE must be the greater;
   - every racer ran its section, or exited with a documented status that the fault explains;
-  - no lock key and no waiting-room key left in Redis (fence counters are meant to stay), and
+  - no lock key and no waiting-room key left in Redis (fence counters and the run history are
+    meant to stay), and
     no section process left alive.
 
 Randomness is seeded: RLOCK_FAULT_SEED=N reruns a run; the seed is printed either way. A
@@ -334,7 +335,8 @@ class FaultSuite(unittest.TestCase):
 
         def leftovers():
             keys = self.server.cmd("KEYS", "*")  # test-only: a private server, a few keys
-            return sorted(k for k in keys if not k.endswith(":rlock:fence"))
+            return sorted(k for k in keys
+                          if not k.endswith(":rlock:fence") and not k.endswith(":rlock:history"))
         try:
             wait_until(lambda: not leftovers(), TTL_MS / 1000 * 2 + 2, "keys to be gone")
         except AssertionError:

@@ -1,0 +1,174 @@
+#include "history.h"
+
+#include <cstdlib>
+
+#include "lock.h"
+
+namespace rlock {
+
+namespace {
+
+// How long a period's slot outlives the period: hosts whose cron fires late still see it.
+Millis slot_margin(const Period& p) {
+  Millis length = p.unit == Period::Unit::fixed ? p.length : Millis(3600 * 1000);
+  return std::min(length, Millis(3600 * 1000));
+}
+
+// Claims SLOT unless an earlier run of this period holds it. KEYS: slot. ARGV: host, pid, user,
+// since, fence, retry failed (0/1), expire at (ms, server clock).
+// A slot still "running" while we hold the lock belongs to a run that died without saying how
+// it ended: lost, and a failure for --retry-failed.
+const Script k_claim_slot(R"lua(
+local s = redis.pcall('HGETALL', KEYS[1])
+if type(s) ~= 'table' or s.err then return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is not a period slot') end
+if #s > 0 then
+  local f = {}
+  for i = 1, #s, 2 do f[s[i]] = s[i + 1] end
+  local failed = f.state == 'running' or (f.status ~= nil and f.status ~= '0')
+  if not (ARGV[6] == '1' and failed) then
+    return {0, f.host or '', f.since or '', f.state or '', f.status or '', f['end'] or ''}
+  end
+  redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'state', 'running', 'host', ARGV[1], 'pid', ARGV[2], 'user', ARGV[3],
+           'since', ARGV[4], 'fence', ARGV[5])
+redis.call('PEXPIREAT', KEYS[1], ARGV[7])
+return {1}
+)lua");
+
+// Records the end of our run in the slot, unless a later run (--retry-failed) took it over.
+// KEYS: slot. ARGV: fence, status, end, ended.
+const Script k_finish_slot(R"lua(
+if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[2], 'end', ARGV[3], 'ended', ARGV[4])
+return 1
+)lua");
+
+Failure unexpected(const char* what) {
+  return Failure{Failure::Kind::protocol, std::string("unexpected reply to ") + what};
+}
+
+}  // namespace
+
+Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
+  // The server's clock decides the period, so that hosts whose clocks disagree agree on it.
+  auto time = redis_.call({"TIME"}, deadline);
+  if (!time) return time.failure();
+  if (!time->is_array() || time->elements.size() != 2) return unexpected("TIME");
+  int64_t now_ms = std::atoll(time->elements[0].str.c_str()) * 1000 +
+                   std::atoll(time->elements[1].str.c_str()) / 1000;
+  slot_ = period_slot(period_, tz_, now_ms);
+  fence_ = fence;
+  int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
+  auto reply =
+      eval(redis_, k_claim_slot, {helper_key(key_, "once:" + slot_.name)},
+           {holder.host, std::to_string(holder.pid), holder.user, format_rfc3339(holder.since),
+            std::to_string(fence), retry_failed_ ? "1" : "0", std::to_string(expire_at)},
+           deadline);
+  if (!reply) return reply.failure();
+  const auto& e = reply->elements;
+  if (!reply->is_array() || e.empty() || !e[0].is_integer()) return unexpected("the claim script");
+  if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
+  if (e.size() != 6) return unexpected("the claim script");
+  return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+}
+
+Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
+  auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  auto reply = eval(
+      redis_, k_finish_slot, {helper_key(key_, "once:" + slot_.name)},
+      {std::to_string(fence_), std::to_string(record.exit_status), record.end, format_rfc3339(now)},
+      deadline);
+  if (!reply) return reply.failure();
+  return Unit{};
+}
+
+Result<Unit> append_history(Redis& redis, const std::string& key, const RunRecord& r,
+                            int max_length, TimePoint deadline) {
+  // "~" lets Redis trim whole stream nodes (100 entries): cheap, and about MAX_LENGTH. A short
+  // history is trimmed exactly; that is cheap too.
+  Argv argv{"XADD",
+            helper_key(key, "history"),
+            "MAXLEN",
+            max_length > 100 ? "~" : "=",
+            std::to_string(max_length),
+            "*",
+            "host",
+            r.holder.host,
+            "pid",
+            std::to_string(r.holder.pid),
+            "user",
+            r.holder.user,
+            "cmd",
+            r.holder.cmd,
+            "since",
+            format_rfc3339(r.holder.since),
+            "fence",
+            std::to_string(r.fence),
+            "waited_ms",
+            std::to_string(r.waited_ms),
+            "held_ms",
+            std::to_string(r.held_ms),
+            "status",
+            std::to_string(r.exit_status),
+            "end",
+            r.end};
+  if (!r.period.empty()) {
+    argv.push_back("period");
+    argv.push_back(r.period);
+  }
+  auto reply = redis.call(argv, deadline);
+  if (!reply) return reply.failure();
+  return Unit{};
+}
+
+std::optional<RunRecord> decode_history_entry(const Reply& entry) {
+  if (!entry.is_array() || entry.elements.size() != 2 || !entry.elements[1].is_array())
+    return std::nullopt;
+  RunRecord r;
+  r.id = entry.elements[0].str;
+  const auto& f = entry.elements[1].elements;
+  auto number = [](const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); };
+  for (size_t i = 0; i + 1 < f.size(); i += 2) {
+    const std::string& name = f[i].str;
+    const std::string& value = f[i + 1].str;
+    if (name == "host")
+      r.holder.host = value;
+    else if (name == "pid")
+      r.holder.pid = number(value);
+    else if (name == "user")
+      r.holder.user = value;
+    else if (name == "cmd")
+      r.holder.cmd = value;
+    else if (name == "since")
+      r.holder.since = parse_rfc3339(value).value_or(WallTime{});
+    else if (name == "fence")
+      r.fence = number(value);
+    else if (name == "waited_ms")
+      r.waited_ms = number(value);
+    else if (name == "held_ms")
+      r.held_ms = number(value);
+    else if (name == "status")
+      r.exit_status = static_cast<int>(number(value));
+    else if (name == "end")
+      r.end = value;
+    else if (name == "period")
+      r.period = value;
+  }
+  return r;
+}
+
+Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
+                                            TimePoint deadline) {
+  auto reply = redis.call(
+      {"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)},
+      deadline);
+  if (!reply) return reply.failure();
+  if (!reply->is_array()) return unexpected("XREVRANGE");
+  std::vector<RunRecord> out;
+  for (const Reply& e : reply->elements)
+    if (auto r = decode_history_entry(e)) out.push_back(std::move(*r));
+  return out;
+}
+
+}  // namespace rlock

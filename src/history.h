@@ -1,0 +1,76 @@
+// Cron-grade memory of a lock: the period slots of --once-per, and the run history.
+//
+// Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
+//   {KEY}:rlock:once:SLOT   who ran the job in period SLOT ("2026-11-30", "2026-W49" ...) and how
+//                           it ended: a hash, expiring a margin after the period ends
+//   {KEY}:rlock:history     one entry per run, newest last: a stream capped at --history-length
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "duration.h"
+#include "error.h"
+#include "lock_value.h"
+#include "period.h"
+#include "redis.h"
+
+namespace rlock {
+
+// How one run ended, as the history and the period slot record it.
+struct RunRecord {
+  std::string id;  // the stream entry's ID (when read back)
+  Holder holder;   // host, pid, user, command, and since = when the lock was taken
+  int64_t fence = 0;
+  int64_t waited_ms = 0;
+  int64_t held_ms = 0;
+  int exit_status = 0;
+  std::string end;     // exited, signalled, lost, max-run, busy, done-this-period, error
+  std::string period;  // the --once-per slot, if any
+};
+
+// The result of claiming this period's slot.
+struct SlotClaim {
+  bool claimed = false;
+  // When not claimed: who had it, and how it went ("running" when that run never said).
+  std::string host, since, state, status, end;
+};
+
+class PeriodGuard {
+public:
+  PeriodGuard(Redis& redis, const std::string& key, Period period, std::optional<std::string> tz,
+              bool retry_failed)
+      : redis_(redis), key_(key), period_(period), tz_(std::move(tz)), retry_failed_(retry_failed) {
+  }
+
+  // Claims the current period's slot for HOLDER (we hold the lock, so nobody else runs it
+  // now). Not claimed: an earlier run had it, and (without --retry-failed, or when it
+  // succeeded) the job must not run again this period.
+  Result<SlotClaim> claim(const Holder& holder, int64_t fence, TimePoint deadline);
+  // Records how our run ended in the slot we claimed.
+  Result<Unit> finish(const RunRecord& record, TimePoint deadline);
+  const std::string& slot_name() const { return slot_.name; }
+
+private:
+  Redis& redis_;
+  std::string key_;
+  Period period_;
+  std::optional<std::string> tz_;
+  bool retry_failed_;
+  PeriodSlot slot_;
+  int64_t fence_ = 0;
+};
+
+// Appends RECORD to KEY's history, capped near MAX_LENGTH entries. Never fails the job: the
+// caller turns a failure into one warning.
+Result<Unit> append_history(Redis& redis, const std::string& key, const RunRecord& record,
+                            int max_length, TimePoint deadline);
+// The latest COUNT runs of KEY, newest first.
+Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
+                                            TimePoint deadline);
+// A stream entry's fields (XRANGE's reply element) as a RunRecord.
+std::optional<RunRecord> decode_history_entry(const Reply& entry);
+
+}  // namespace rlock

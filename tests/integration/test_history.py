@@ -1,0 +1,171 @@
+"""Cron-grade guarantees: --once-per across hosts and periods, and the run history."""
+import json
+import os
+import signal
+import time
+import unittest
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from harness import RedisTestCase, rlock_env, wait_until
+
+
+class OncePer(RedisTestCase):
+    def run_as(self, host, args, **kw):
+        return self.run_rlock(args, env=rlock_env(self.server, RLOCK_HOSTNAME=host), **kw)
+
+    def server_ms(self):
+        secs, micros = self.server.cmd("TIME")
+        return int(secs) * 1000 + int(micros) // 1000
+
+    def test_two_hosts_the_same_day_run_it_once(self):
+        marker = self.path("runs")
+        job = ["--once-per", "1d", "report", "--", "sh", "-c", f"echo $RLOCK_FENCE >> {marker}"]
+        first = self.run_as("web-1", ["run"] + job)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        second = self.run_as("web-2", ["run"] + job)
+        self.assertEqual(second.returncode, 75, second.stderr)
+        self.assertIn("already run this period", second.stderr)
+        self.assertIn("on web-1", second.stderr)
+        self.assertIn("it succeeded", second.stderr)
+        with open(marker) as f:
+            self.assertEqual(f.read().split(), ["1"])
+        # While it still runs, the other host is told who holds it; -E 0 makes that success.
+        self.server.cmd("FLUSHALL")
+        holder = self.start(["run", "--once-per", "1d", "report", "--", "sleep", "30"],
+                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: self.server.cmd("GET", "report"), 10, "the first run")
+        busy = self.run_as("web-2", ["run", "-E", "0", "--once-per", "1d", "report", "--", "true"])
+        self.assertEqual(busy.returncode, 0, busy.stderr)
+        self.assertIn("held by web-1", busy.stderr)
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+
+    def test_retry_failed(self):
+        job = ["--once-per", "day", "report", "--", "sh", "-c"]
+        self.assertEqual(self.run_as("web-1", ["run"] + job + ["exit 3"]).returncode, 3)
+        plain = self.run_as("web-2", ["run"] + job + ["exit 0"])
+        self.assertEqual(plain.returncode, 75)
+        self.assertIn("exited with status 3; --retry-failed would run it again", plain.stderr)
+        retried = self.run_as("web-2", ["run", "--retry-failed"] + job + ["exit 0"])
+        self.assertEqual(retried.returncode, 0, retried.stderr)
+        again = self.run_as("web-3", ["run", "--retry-failed"] + job + ["exit 0"])
+        self.assertEqual(again.returncode, 75)
+        self.assertIn("on web-2", again.stderr)
+        self.assertIn("it succeeded", again.stderr)
+
+    def test_a_run_that_vanished_counts_as_lost(self):
+        holder = self.start(["run", "--ttl", "1s", "--once-per", "1d", "report", "--", "sleep", "30"],
+                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: self.server.cmd("GET", "report"), 10, "the first run")
+        os.kill(holder.pid, signal.SIGKILL)  # its host dies: no end recorded
+        holder.wait()
+        r = self.run_as("web-2", ["run", "--wait", "10s", "--once-per", "1d", "report", "--",
+                                  "true"])
+        self.assertEqual(r.returncode, 75)
+        self.assertIn("never reported its end (lost)", r.stderr)
+        r = self.run_as("web-2", ["run", "--retry-failed", "--once-per", "1d", "report", "--",
+                                  "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_the_next_period_runs_again(self):
+        # Both runs must fall in one 2s window of the server's clock; under a loaded machine
+        # they may straddle a boundary, and then the pair is simply tried again.
+        for attempt in range(5):
+            job = ["run", "--once-per", "2s", f"tick{attempt}", "--", "true"]
+            wait_until(lambda: self.server_ms() % 2000 < 300, 5, "the start of a 2s window")
+            window = self.server_ms() // 2000
+            first, second = self.run_rlock(job), self.run_rlock(job)
+            if self.server_ms() // 2000 != window:
+                continue
+            self.assertEqual(first.returncode, 0, first.stderr)
+            self.assertEqual(second.returncode, 75, second.stderr)
+            wait_until(lambda: self.server_ms() // 2000 > window, 5, "the next window")
+            self.assertEqual(self.run_rlock(job).returncode, 0)
+            return
+        self.fail("no two runs fitted in one 2s window in five tries")
+
+    def test_calendar_day_in_a_time_zone(self):
+        r = self.run_rlock(["run", "--once-per", "day", "--tz", "Pacific/Kiritimati", "k", "--",
+                            "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        day = datetime.fromtimestamp(self.server_ms() / 1000,
+                                     ZoneInfo("Pacific/Kiritimati")).strftime("%Y-%m-%d")
+        slot = "{k}:rlock:once:" + day
+        self.assertEqual(self.server.cmd("HGET", slot, "status"), "0")
+        # It lives until the end of that day there, plus a margin; not days.
+        self.assertLessEqual(self.server.cmd("PTTL", slot), 25 * 3600 * 1000)
+
+
+class History(RedisTestCase):
+    def history(self, key, n=20):
+        r = self.run_rlock(["history", "--json", "-n", str(n), key])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["runs"]
+
+    def test_every_run_with_its_end(self):
+        self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 0)
+        self.assertEqual(self.run_rlock(["run", "k", "--", "sh", "-c", "exit 3"]).returncode, 3)
+        self.assertEqual(self.run_rlock(["run", "--max-run", "200ms", "k", "--", "sleep", "10"])
+                         .returncode, 124)
+        self.assertEqual(self.run_rlock(["run", "k", "--", "sh", "-c", "kill -TERM $$"])
+                         .returncode, 143)
+        lost = self.start(["run", "--ttl", "1s", "k", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 10, "the holder")
+        self.server.cmd("DEL", "k")
+        self.assertEqual(lost.wait(timeout=10), 76)
+        busy_holder = self.start(["run", "k", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 10, "the holder")
+        self.assertEqual(self.run_rlock(["run", "--record-skips", "k", "--", "true"]).returncode, 75)
+        self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 75)  # unrecorded
+        os.killpg(busy_holder.pid, signal.SIGTERM)
+        busy_holder.wait(timeout=10)
+
+        runs = self.history("k")
+        got = [(r["end"], r["exit_status"]) for r in runs]
+        self.assertEqual(got, [("signalled", 143), ("busy", 75), ("lost", 76),
+                               ("signalled", 143), ("max-run", 124), ("exited", 3),
+                               ("exited", 0)])
+        for r in runs:
+            self.assertTrue(r["holder"]["host"])
+            self.assertIn("acquired_at", r)
+        fences = [r["fence"] for r in runs if r["end"] != "busy"]
+        self.assertEqual(fences, sorted(fences, reverse=True))
+        self.assertGreaterEqual(runs[-2]["held_ms"], 0)
+
+        text = self.run_rlock(["history", "k"]).stdout.splitlines()
+        self.assertTrue(text[0].startswith("ACQUIRED AT"))
+        self.assertIn("exit 3", "\n".join(text))
+        status = self.run_rlock(["status", "k"])
+        self.assertIn("last run: signalled (143)", status.stdout)
+        inspect = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertEqual(inspect["last_run"]["end"], "signalled")
+
+    def test_capped_at_history_length(self):
+        for _ in range(8):
+            self.assertEqual(self.run_rlock(["run", "--history-length", "5", "k", "--", "true"])
+                             .returncode, 0)
+        self.assertEqual(self.server.cmd("XLEN", "{k}:rlock:history"), 5)
+        self.assertEqual(len(self.history("k")), 5)
+        self.run_rlock(["run", "--history-length", "0", "other", "--", "true"])
+        self.assertEqual(self.server.cmd("EXISTS", "{other}:rlock:history"), 0)
+
+    def test_a_history_that_cannot_be_written_warns_and_the_job_runs(self):
+        self.server.cmd("SET", "{k}:rlock:history", "not a stream")
+        marker = self.path("ran")
+        r = self.run_rlock(["run", "k", "--", "touch", marker])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(marker))
+        warnings = [l for l in r.stderr.splitlines() if "could not record the run" in l]
+        self.assertEqual(len(warnings), 1, r.stderr)
+        self.assert_no_lock("k")
+        self.assertEqual(self.run_rlock(["status", "k"]).returncode, 1)  # still readable
+
+    def test_no_history_yet(self):
+        r = self.run_rlock(["history", "never"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.history("never"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
