@@ -51,6 +51,14 @@ std::optional<Millis> optional_duration(const RawSettings& s, const std::string&
   return positive_duration(name, *v);
 }
 
+// A whole number of at most DIGITS digits; else a bad value: "'x' is not WHAT".
+int whole_number(const std::string& name, const RawValue& v, size_t digits, const char* what) {
+  std::string n = single(name, v);
+  if (n.empty() || n.size() > digits || n.find_first_not_of("0123456789") != std::string::npos)
+    bad_value(name, v, "'" + n + "' is not " + what);
+  return std::stoi(n);
+}
+
 bool flag_value(const std::string& name, const RawValue& v) {
   std::string text = single(name, v);
   if (text == "true") return true;
@@ -224,23 +232,16 @@ Resolved resolve_settings(const RawSettings& s) {
                     format_duration(o.ttl / 2) + ")");
   }
   if (const RawValue* v = lookup(s, "limit")) {
-    std::string n = single("limit", *v);
-    int limit = 0;
-    if (!n.empty() && n.size() <= 6 && n.find_first_not_of("0123456789") == std::string::npos)
-      limit = std::stoi(n);
-    if (limit < 1) bad_value("limit", *v, "'" + n + "' is not a number of holders from 1 up");
+    int limit = whole_number("limit", *v, 6, "a number of holders from 1 up");
+    if (limit < 1) bad_value("limit", *v, "'0' is not a number of holders from 1 up");
     o.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
   }
   if (const RawValue* v = lookup(s, "fair")) o.fair = flag_value("fair", *v);
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover").
   if (g.redis_urls.size() == 1 && is_sentinel_url(g.redis_urls.front())) o.min_replicas = 1;
-  if (const RawValue* v = lookup(s, "min-replicas")) {
-    std::string n = single("min-replicas", *v);
-    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos)
-      bad_value("min-replicas", *v, "'" + n + "' is not a number of replicas from 0 to 999");
-    o.min_replicas = std::stoi(n);
-  }
+  if (const RawValue* v = lookup(s, "min-replicas"))
+    o.min_replicas = whole_number("min-replicas", *v, 3, "a number of replicas from 0 to 999");
   if (const RawValue* v = lookup(s, "once-per")) {
     std::string text = single("once-per", *v);
     o.once_per = parse_period(text);
@@ -259,12 +260,8 @@ Resolved resolve_settings(const RawSettings& s) {
     o.retry_failed = flag_value("retry-failed", *v);
   if (const RawValue* v = lookup(s, "record-skips"))
     o.record_skips = flag_value("record-skips", *v);
-  if (const RawValue* v = lookup(s, "history-length")) {
-    std::string n = single("history-length", *v);
-    if (n.empty() || n.size() > 7 || n.find_first_not_of("0123456789") != std::string::npos)
-      bad_value("history-length", *v, "'" + n + "' is not a number of runs (0 keeps none)");
-    o.history_length = std::stoi(n);
-  }
+  if (const RawValue* v = lookup(s, "history-length"))
+    o.history_length = whole_number("history-length", *v, 7, "a number of runs (0 keeps none)");
   if (const RawValue* v = lookup(s, "metrics-file")) {
     o.metrics_file = single("metrics-file", *v);
     if (o.metrics_file->empty()) bad_value("metrics-file", *v, "empty path");

@@ -223,6 +223,20 @@ def read_pids(path):
         return []
 
 
+def stop_procs(procs):
+    """Kills what is left of PROCS (each started in a session of its own) and closes pipes."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+        for stream in (p.stdout, p.stderr):
+            if stream:
+                stream.close()
+
+
 class RedisTestCase(unittest.TestCase):
     """One redis-server for the class, emptied before every test."""
 
@@ -242,16 +256,7 @@ class RedisTestCase(unittest.TestCase):
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-            for stream in (p.stdout, p.stderr):
-                if stream:
-                    stream.close()
+        stop_procs(self.procs)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def path(self, name):

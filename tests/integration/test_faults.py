@@ -372,30 +372,32 @@ class FaultSuite(unittest.TestCase):
             sc.notes.append(f"victim stopped {(dead - killed) / 1e6:.0f} ms after the kill")
         self.race(sc, fault)
 
+    def outage(self, what, inject, heal=lambda server: None):
+        """A fault of the whole server for 2.5 ttl: the victim's command must be stopped within
+        its lease, before the key could expire on the server."""
+        def fault(racers, sc, server):
+            p, section = self.victim(racers)
+            sc.victims[p.pid] = {LOST}
+            began = now_ns()
+            inject(server)
+            sc.faults += 1
+            try:
+                dead = wait_dead(section, 5, "the victim's command to be stopped")
+                self.assertLess(dead - began, TTL_MS * 1e6, "victim ran on past its lease")
+                wait_until(lambda: now_ns() - began > 2.5 * TTL_MS * 1e6, 5, f"2.5 ttl of {what}")
+            finally:
+                heal(server)
+            self.assertEqual(p.wait(timeout=10), LOST)
+            sc.notes.append(f"victim stopped {(dead - began) / 1e6:.0f} ms into the {what}")
+        return fault
+
     def test_redis_frozen_longer_than_the_ttl(self):
         for limit in (1, 3):
             with self.subTest(limit=limit):
                 sc = Scenario("redis-frozen", limit, redis_wide=True)
-                self.freeze_redis(sc)
+                self.race(sc, self.outage("freeze", lambda s: s.freeze(), lambda s: s.thaw()))
                 self.tearDown()
                 self.setUp()
-
-    def freeze_redis(self, sc):
-        def fault(racers, sc, server):
-            p, section = self.victim(racers)
-            sc.victims[p.pid] = {LOST}
-            frozen = now_ns()
-            server.freeze()
-            sc.faults += 1
-            try:
-                dead = wait_dead(section, 5, "the victim's command to be stopped")
-                self.assertLess(dead - frozen, TTL_MS * 1e6, "victim ran on past its lease")
-                wait_until(lambda: now_ns() - frozen > 2.5 * TTL_MS * 1e6, 5, "2.5 ttl frozen")
-            finally:
-                server.thaw()
-            self.assertEqual(p.wait(timeout=10), LOST)
-            sc.notes.append(f"victim stopped {(dead - frozen) / 1e6:.0f} ms into the freeze")
-        self.race(sc, fault)
 
     def test_rlock_frozen_past_its_ttl(self):
         """The documented case: a holder paused past its ttl overlaps the next holder until it
@@ -443,22 +445,8 @@ class FaultSuite(unittest.TestCase):
             self.skipTest(f"network namespaces unavailable here ({why_not})")
         server = NetnsRedis()
         sc = Scenario("network-cut", redis_wide=True, unavailable=True)
-
-        def fault(racers, sc, server):
-            p, section = self.victim(racers)
-            sc.victims[p.pid] = {LOST}
-            cut = now_ns()
-            server.cut()
-            sc.faults += 1
-            try:
-                dead = wait_dead(section, 5, "the victim's command to be stopped")
-                self.assertLess(dead - cut, TTL_MS * 1e6, "victim ran on past its lease")
-                wait_until(lambda: now_ns() - cut > 2.5 * TTL_MS * 1e6, 5, "2.5 ttl cut off")
-            finally:
-                server.heal()
-            self.assertEqual(p.wait(timeout=10), LOST)
-            sc.notes.append(f"victim stopped {(dead - cut) / 1e6:.0f} ms after the cut")
-        self.race(sc, fault, server=server, url=server.url)
+        self.race(sc, self.outage("cut", lambda s: s.cut(), lambda s: s.heal()), server=server,
+                  url=server.url)
 
     def test_lock_deleted_by_hand(self):
         """The other documented case: a lock deleted by hand (DEL, or release --force) is free
@@ -494,17 +482,8 @@ class FaultSuite(unittest.TestCase):
 
     def test_client_pause(self):
         sc = Scenario("client-pause", redis_wide=True)
-
-        def fault(racers, sc, server):
-            p, section = self.victim(racers)
-            sc.victims[p.pid] = {LOST}
-            paused = now_ns()
-            server.cmd("CLIENT", "PAUSE", str(int(2.5 * TTL_MS)), "ALL")
-            sc.faults += 1
-            dead = wait_dead(section, 5, "the victim's command to be stopped")
-            self.assertLess(dead - paused, TTL_MS * 1e6, "victim ran on past its lease")
-            self.assertEqual(p.wait(timeout=10), LOST)
-        self.race(sc, fault)
+        pause = lambda s: s.cmd("CLIENT", "PAUSE", str(int(2.5 * TTL_MS)), "ALL")
+        self.race(sc, self.outage("pause", pause))
 
     def test_maxmemory_reached(self):
         sc = Scenario("maxmemory-noeviction", unavailable=True)  # no new lock under OOM: 69

@@ -8,8 +8,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (RLOCK, RedisClient, RedisServer, free_port, read_pids, rlock_env,
-                     run_rlock, start_rlock, wait_until)
+from harness import (RLOCK, RedisClient, RedisServer, free_port, rlock_env, run_rlock,
+                     start_rlock, stop_procs, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -31,16 +31,7 @@ class Procs:
         return p
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-            for stream in (p.stdout, p.stderr):
-                if stream:
-                    stream.close()
+        stop_procs(self.procs)
 
 
 class Redlock(unittest.TestCase):
