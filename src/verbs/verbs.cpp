@@ -69,10 +69,12 @@ void check_topology(const Redis& redis, const RunOptions& options) {
   const char* what = options.limit > 0      ? "--limit"
                      : options.fair         ? "--fair"
                      : options.min_replicas ? "--min-replicas"
+                     : options.once_per     ? "--once-per"
                                             : nullptr;
   if (what)
     throw usage_error(std::string(what) + " is not available with several Redis URLs (Redlock): " +
-                      "its nodes are independent, with no queue, slots or replicas in common");
+                      "its nodes are independent, with no queue, slots, period records or "
+                      "replicas in common");
 }
 
 void check_token(const std::string& token) {

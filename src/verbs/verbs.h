@@ -54,8 +54,8 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
 
 LockMode lock_mode(const RunOptions& options);
 
-// Refuses (usage error, before any I/O) what a topology cannot honour: --limit, --fair and
-// --min-replicas with Redlock.
+// Refuses (usage error, before any I/O) what a topology cannot honour: --limit, --fair,
+// --min-replicas and --once-per with Redlock.
 void check_topology(const Redis& redis, const RunOptions& options);
 // Usage error unless TOKEN looks like one rlock makes.
 void check_token(const std::string& token);

@@ -105,7 +105,7 @@ class Redlock(unittest.TestCase):
         self.assertEqual(self.values("k"), [None, None, None])
 
     def test_what_redlock_cannot_do_is_refused_before_any_write(self):
-        for flag in (["--limit", "3"], ["--fair"], ["--min-replicas", "1"]):
+        for flag in (["--limit", "3"], ["--fair"], ["--min-replicas", "1"], ["--once-per", "day"]):
             r = self.run_on_all(["run"] + flag + ["k", "--", "true"])
             self.assertEqual(r.returncode, 64, r.stderr)
             self.assertIn("Redlock", r.stderr)
