@@ -55,9 +55,12 @@ class OncePer(RedisTestCase):
         self.assertIn("it succeeded", again.stderr)
 
     def test_a_run_that_vanished_counts_as_lost(self):
-        holder = self.start(["run", "--ttl", "1s", "--once-per", "1d", "report", "--", "sleep", "30"],
+        started = self.path("started")
+        holder = self.start(["run", "--ttl", "1s", "--once-per", "1d", "report", "--", "sh", "-c",
+                             f"touch {started}; sleep 30"],
                             env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        wait_until(lambda: self.server.cmd("GET", "report"), 10, "the first run")
+        # The command starts once the period is claimed.
+        wait_until(lambda: os.path.exists(started), 10, "the first run's command")
         os.kill(holder.pid, signal.SIGKILL)  # its host dies: no end recorded
         holder.wait()
         r = self.run_as("web-2", ["run", "--wait", "10s", "--once-per", "1d", "report", "--",
