@@ -8,8 +8,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (RLOCK, RedisClient, RedisServer, free_port, rlock_env, run_rlock,
-                     start_rlock, stop_procs, wait_until)
+from harness import (RLOCK, RedisClient, RedisServer, RespError, free_port, rlock_env,
+                     run_rlock, start_rlock, stop_procs, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -154,10 +154,18 @@ class Sentinel(unittest.TestCase):
 
     @classmethod
     def replicas_known(cls):
+        """The sentinel has the replica's own INFO (not only the primary's word): only then can
+        it promote it (else SENTINEL FAILOVER says NOGOODSLAVE)."""
         try:
-            return len(cls.ask("SENTINEL", "replicas", "mymaster")) == 1
+            replicas = cls.ask("SENTINEL", "replicas", "mymaster")
         except OSError:
             return False
+        if len(replicas) != 1:
+            return False
+        fields = dict(zip(replicas[0][::2], replicas[0][1::2]))
+        return (fields.get("role-reported") == "slave" and
+                fields.get("master-link-status") == "ok" and "disconnected" not in
+                fields.get("flags", ""))
 
     def setUp(self):
         self.procs = Procs()
@@ -185,7 +193,14 @@ class Sentinel(unittest.TestCase):
                                  section + ["4000"])
         wait_until(lambda: os.path.exists(log), 10, "the first holder inside")
         wait_until(lambda: "master_repl_offset" in before.cmd("INFO", "replication"), 5, "")
-        self.assertEqual(self.ask("SENTINEL", "failover", "mymaster"), "OK")
+        def failover():
+            try:
+                return self.ask("SENTINEL", "failover", "mymaster") == "OK"
+            except RespError as e:  # the sentinel not ready to pick the replica yet
+                if "NOGOODSLAVE" in str(e):
+                    return False
+                raise
+        wait_until(failover, 20, "the sentinel to start a failover")
         after = wait_until(lambda: self.current() is not before and self.current(), 30,
                            "the failover")
         wait_until(lambda: after.cmd("ROLE")[0] == "master", 20, "the new primary promoted")
