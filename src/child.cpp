@@ -92,12 +92,14 @@ RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   for (;;) {
     char op;
     if (!guardian_read_full(fd, &op, 1)) break;
-    if (op == k_guard_quit) ::syscall(SYS_exit, 0);
+    // exit_group, not exit: in sanitizer builds the guardian is forked, and the runtime's own
+    // thread would keep a guardian whose main thread merely exited alive for ever.
+    if (op == k_guard_quit) ::syscall(SYS_exit_group, 0);
     if (op == k_guard_pgid && !guardian_read_full(fd, reinterpret_cast<char*>(&pgid), sizeof pgid))
       break;
   }
   if (pgid > 0) ::syscall(SYS_kill, -pgid, SIGKILL);
-  ::syscall(SYS_exit, 0);
+  ::syscall(SYS_exit_group, 0);
   return 0;
 }
 
