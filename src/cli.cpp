@@ -88,8 +88,9 @@ void add_flag_setting(CLI::App* app, CommandLine& line, const std::string& names
 // The options every verb takes: where Redis is and how to reach it.
 void add_connection_options(CLI::App* app, CommandLine& line) {
   add_setting(app, line, "--redis", "redis",
-              "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS) or "
-              "unix:///path[?db=N] (default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
+              "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), "
+              "unix:///path[?db=N] or redis-sentinel://host[:port][,host...]/name; given "
+              "more than once: Redlock (default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
               "URL");
   app->add_option("--config", line.config_path,
                   "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "

@@ -141,7 +141,8 @@ class BadInput(RedisTestCase):
         for args in (["inspect"], ["inspect", "a", "b"], ["acquire"], ["extend", "k"],
                      ["release", "k"], ["release", "--token", "t", "--force", "k"],
                      ["status"], ["list", "a", "b"], ["config", "x"], ["run", "k"],
-                     ["run", "--", "true"], ["run", "k", "-c"], ["help", "nothing"]):
+                     ["run", "--", "true"], ["run", "k", "-c"], ["help", "nothing"],
+                     ["history"], ["history", "-n", "0", "k"], ["history", "-n", "x", "k"]):
             with self.subTest(args=args):
                 self.assert_rejected(args, USAGE)
 
