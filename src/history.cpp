@@ -18,7 +18,7 @@ Millis slot_margin(const Period& p) {
 // since, fence, retry failed (0/1), expire at (ms, server clock).
 // A slot still "running" while we hold the lock belongs to a run that died without saying how
 // it ended: lost, and a failure for --retry-failed.
-const Script k_claim_slot(R"lua(
+constexpr auto k_claim_slot = lua_script(R"lua(
 local s = redis.pcall('HGETALL', KEYS[1])
 if type(s) ~= 'table' or s.err then return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is not a period slot') end
 if #s > 0 then
@@ -38,7 +38,7 @@ return {1}
 
 // Records the end of our run in the slot, unless a later run (--retry-failed) took it over.
 // KEYS: slot. ARGV: fence, status, end, ended.
-const Script k_finish_slot(R"lua(
+constexpr auto k_finish_slot = lua_script(R"lua(
 if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[2], 'end', ARGV[3], 'ended', ARGV[4])
 return 1

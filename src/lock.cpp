@@ -20,7 +20,7 @@ namespace {
 // and a release that happens before the waiter blocks is not lost (the element waits in the
 // list). A waiter's place lasts as long as it said it would block, plus a margin; one that died
 // is pruned, so the queue never wedges behind it.
-const std::string k_lua_common = R"lua(
+constexpr char k_lua_common[] = R"lua(
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -88,14 +88,12 @@ local function busy(queue, alive, token, now, value, pttl, max_block, fallback)
 end
 )lua";
 
-std::string script(const char* body) { return k_lua_common + body; }
-
 // Mutex acquire. KEYS: lock, fence, queue, alive. ARGV: value (without fence), ttl, owner
 // prefix, token, wake prefix, fair, max block (0: not waiting), fallback.
 // Taking the lock and drawing its fence are one step: no fence number is spent on a failed
 // attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
 // type into a clean answer instead of a script error.
-const Script k_acquire(script(R"lua(
+constexpr auto k_acquire = lua_script(k_lua_common, R"lua(
 local now = now_ms()
 prune_waiters(KEYS[3], KEYS[4], now)
 local v = redis.pcall('GET', KEYS[1])
@@ -120,12 +118,12 @@ if not v and turn then
   return {1, fence}
 end
 return busy(KEYS[3], KEYS[4], ARGV[4], now, v, pttl, tonumber(ARGV[7]), tonumber(ARGV[8]))
-)lua"));
+)lua");
 
 // Compare-then-PEXPIRE in one step: between a client's GET and PEXPIRE our lock could expire
 // and be taken by another holder, whose lock we would then extend. KEYS: lock. ARGV: owner
 // prefix, ttl.
-const Script k_renew(R"lua(
+constexpr auto k_renew = lua_script(R"lua(
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -136,7 +134,7 @@ return 0
 // Compare-then-DEL in one step, for the same race: a plain DEL (or GET then DEL) can delete
 // the lock of the holder who took over after ours expired. KEYS: lock, queue, alive.
 // ARGV: owner prefix, wake prefix.
-const Script k_release(script(R"lua(
+constexpr auto k_release = lua_script(k_lua_common, R"lua(
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -144,11 +142,11 @@ if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   return 1
 end
 return 0
-)lua"));
+)lua");
 
 // Semaphore: up to LIMIT holders, each with its own token and expiry (server time), in one
 // zset; their values in a hash. An expired holder's slot is reclaimed at the next look.
-const std::string k_lua_semaphore = R"lua(
+constexpr char k_lua_semaphore[] = R"lua(
 local function expire_holders(sem, holders, now)
   local gone = redis.call('ZRANGEBYSCORE', sem, '-inf', now, 'LIMIT', 0, 1000)
   if #gone > 0 then
@@ -168,11 +166,9 @@ local function keep_semaphore(sem, holders, now)
 end
 )lua";
 
-std::string semaphore_script(const char* body) { return k_lua_common + k_lua_semaphore + body; }
-
 // KEYS: sem, holders, fence, queue, alive. ARGV: value, ttl, token, wake prefix, fair,
 // max block, fallback, limit.
-const Script k_acquire_semaphore(semaphore_script(R"lua(
+constexpr auto k_acquire_semaphore = lua_script(k_lua_common, k_lua_semaphore, R"lua(
 local now = now_ms()
 prune_waiters(KEYS[4], KEYS[5], now)
 expire_holders(KEYS[1], KEYS[2], now)
@@ -210,20 +206,20 @@ if first[1] then
   pttl = math.max(0, tonumber(first[2]) - now)
 end
 return busy(KEYS[4], KEYS[5], ARGV[3], now, v, pttl, tonumber(ARGV[6]), tonumber(ARGV[7]))
-)lua"));
+)lua");
 
 // KEYS: sem, holders. ARGV: token, ttl.
-const Script k_renew_semaphore(semaphore_script(R"lua(
+constexpr auto k_renew_semaphore = lua_script(k_lua_common, k_lua_semaphore, R"lua(
 local now = now_ms()
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])
 keep_semaphore(KEYS[1], KEYS[2], now)
 return 1
-)lua"));
+)lua");
 
 // KEYS: sem, holders, queue, alive. ARGV: token, wake prefix.
-const Script k_release_semaphore(semaphore_script(R"lua(
+constexpr auto k_release_semaphore = lua_script(k_lua_common, k_lua_semaphore, R"lua(
 local now = now_ms()
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
@@ -231,27 +227,27 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 if not s or tonumber(s) <= now then return 0 end
 wake_first(KEYS[3], KEYS[4], ARGV[2], now)
 return 1
-)lua"));
+)lua");
 
 // A waiter that gives up leaves the queue; if it was first in line, the next one is woken in
 // its place, in case the wake-up it will not use was meant to hand it the lock.
 // KEYS: queue, alive. ARGV: token, wake prefix.
-const Script k_leave(script(R"lua(
+constexpr auto k_leave = lua_script(k_lua_common, R"lua(
 local first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
 dequeue(KEYS[1], KEYS[2], ARGV[2], ARGV[1])
 if first == ARGV[1] then wake_first(KEYS[1], KEYS[2], ARGV[2], now_ms()) end
 return 1
-)lua"));
+)lua");
 
 // KEYS: sem. ARGV: token.
-const Script k_holds_semaphore(script(R"lua(
+constexpr auto k_holds_semaphore = lua_script(k_lua_common, R"lua(
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
 return (s and tonumber(s) > now_ms()) and 1 or 0
-)lua"));
+)lua");
 
 // Reading and deleting are one step, so the value reported is exactly the one deleted.
 // KEYS: lock, queue, alive. ARGV: wake prefix.
-const Script k_break(script(R"lua(
+constexpr auto k_break = lua_script(k_lua_common, R"lua(
 local t = redis.call('TYPE', KEYS[1])['ok']
 if t ~= 'string' then return {t} end
 local v = redis.call('GET', KEYS[1])
@@ -259,7 +255,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 wake_first(KEYS[2], KEYS[3], ARGV[1], now_ms())
 return {t, v, pttl}
-)lua"));
+)lua");
 
 // Cluster hashes only the part between the first '{' and the next '}', when it is not empty.
 bool has_hash_tag(std::string_view key) {

@@ -4,7 +4,6 @@
 
 #include "connection.h"
 #include "redis_node.h"
-#include "sha1.h"
 
 namespace rlock {
 
@@ -106,17 +105,12 @@ Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& 
   return f(*this);
 }
 
-const std::string& Script::sha1() const {
-  std::call_once(sha1_once_, [this] { sha1_ = sha1_hex(source_); });
-  return sha1_;
-}
-
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline) {
   Argv argv;
   argv.reserve(3 + keys.size() + args.size());
   argv.push_back("EVALSHA");
-  argv.push_back(script.sha1());
+  argv.emplace_back(script.sha1());
   argv.push_back(std::to_string(keys.size()));
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -124,7 +118,7 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
   if (!reply && reply.failure().kind == Failure::Kind::server &&
       reply.failure().code == "NOSCRIPT") {
     argv[0] = "EVAL";
-    argv[1] = script.source();
+    argv[1] = std::string(script.source());
     reply = redis.call(argv, deadline);
   }
   return reply;
@@ -132,7 +126,7 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
 
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
                                        const Argv& args, TimePoint deadline) {
-  Argv argv{"EVALSHA", script.sha1(), std::to_string(keys.size())};
+  Argv argv{"EVALSHA", std::string(script.sha1()), std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<Result<Reply>> out;
@@ -154,7 +148,7 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   }
   if (std::find(missing.begin(), missing.end(), true) == missing.end()) return out;
   argv[0] = "EVAL";
-  argv[1] = script.source();
+  argv[1] = std::string(script.source());
   auto again = redis.broadcast({argv}, deadline, missing);
   for (size_t i = 0; i < again.size(); ++i) {
     if (!missing[i]) continue;

@@ -2,10 +2,11 @@
 // Cluster and Redlock are others, so the protocol never branches on topology.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clock.h"
@@ -14,6 +15,7 @@
 #include "error.h"
 #include "redis_url.h"
 #include "reply.h"
+#include "sha1.h"
 
 namespace rlock {
 
@@ -58,18 +60,38 @@ public:
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
-// The SHA1 is computed on first use: a run needs three of the scripts, not all of them.
 class Script {
 public:
-  explicit Script(std::string source) : source_(std::move(source)) {}
-  const std::string& source() const { return source_; }
-  const std::string& sha1() const;  // thread-safe
+  constexpr Script(std::string_view source, std::string_view sha1) : source_(source), sha1_(sha1) {}
+  std::string_view source() const { return source_; }
+  std::string_view sha1() const { return sha1_; }
 
 private:
-  std::string source_;
-  mutable std::once_flag sha1_once_;
-  mutable std::string sha1_;
+  std::string_view source_;
+  std::string_view sha1_;
 };
+
+// A script the compiler puts together: its text lies in read-only data and its SHA1 is
+// computed at compile time, so a run neither copies nor hashes its scripts (lua_script()).
+template <size_t N> struct CompiledScript {
+  std::array<char, N> text;
+  Sha1Hex sha1;
+  constexpr operator Script() const {
+    return Script({text.data(), text.size()}, {sha1.data(), sha1.size()});
+  }
+};
+
+// The script whose text is PARTS (string literals, or constexpr char arrays) one after another.
+template <size_t... N> consteval auto lua_script(const char (&... parts)[N]) {
+  CompiledScript<(N + ...) - sizeof...(N)> script{};
+  size_t at = 0;
+  auto append = [&](const char* part, size_t length) {
+    for (size_t i = 0; i < length; ++i) script.text[at++] = part[i];
+  };
+  (append(parts, N - 1), ...);  // each without its terminating NUL
+  script.sha1 = sha1_hex({script.text.data(), script.text.size()});
+  return script;
+}
 
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
