@@ -83,8 +83,7 @@ Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
   return Unit{};
 }
 
-Result<Unit> append_history(Redis& redis, const std::string& key, const RunRecord& r,
-                            int max_length, TimePoint deadline) {
+Argv history_entry(const std::string& key, const RunRecord& r, int max_length) {
   // "~" lets Redis trim whole stream nodes (100 entries): cheap, and about MAX_LENGTH. A short
   // history is trimmed exactly; that is cheap too.
   Argv argv{"XADD",
@@ -117,9 +116,7 @@ Result<Unit> append_history(Redis& redis, const std::string& key, const RunRecor
     argv.push_back("period");
     argv.push_back(r.period);
   }
-  auto reply = redis.call(argv, deadline);
-  if (!reply) return reply.failure();
-  return Unit{};
+  return argv;
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {

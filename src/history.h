@@ -63,10 +63,9 @@ private:
   int64_t fence_ = 0;
 };
 
-// Appends RECORD to KEY's history, capped near MAX_LENGTH entries. Never fails the job: the
-// caller turns a failure into one warning.
-Result<Unit> append_history(Redis& redis, const std::string& key, const RunRecord& record,
-                            int max_length, TimePoint deadline);
+// The command that appends RECORD to KEY's history, capped near MAX_LENGTH entries. A failure
+// to write it never fails the job: the caller turns it into one warning.
+Argv history_entry(const std::string& key, const RunRecord& record, int max_length);
 // The latest COUNT runs of KEY, newest first.
 Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
                                             TimePoint deadline);

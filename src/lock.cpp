@@ -389,9 +389,13 @@ std::optional<Failure> Lock::replicated(Millis ttl, TimePoint deadline) {
                  "NOREPLICAS"};
 }
 
-Result<bool> Lock::release(TimePoint deadline) {
+Result<bool> Lock::release(TimePoint deadline) { return release(deadline, {}, nullptr); }
+
+Result<bool> Lock::release(TimePoint deadline, const std::vector<Argv>& then,
+                           std::vector<Reply>* then_replies) {
   if (redis_.node_count() > 1) {
-    // Every node, whatever the quorum said: one whose reply was lost may hold it too.
+    // Every node, whatever the quorum said: one whose reply was lost may hold it too. THEN
+    // is left unsent: it belongs on one node, where the caller sends it.
     auto replies = eval_on_all(redis_, k_release, {key_, queue_key_, alive_key_},
                                {prefix_, wake_prefix_}, deadline);
     std::optional<Failure> failure;
@@ -407,14 +411,16 @@ Result<bool> Lock::release(TimePoint deadline) {
     if (!answered && failure) return *failure;
     return released;
   }
-  if (mode_.limit > 0)
-    return integer_result(eval(redis_, k_release_semaphore,
-                               {sem_key_, holders_key_, queue_key_, alive_key_},
-                               {token_, wake_prefix_}, deadline),
-                          "the release script");
-  return integer_result(
-      eval(redis_, k_release, {key_, queue_key_, alive_key_}, {prefix_, wake_prefix_}, deadline),
-      "the release script");
+  auto replies = mode_.limit > 0 ? eval_then(redis_, k_release_semaphore,
+                                             {sem_key_, holders_key_, queue_key_, alive_key_},
+                                             {token_, wake_prefix_}, then, deadline)
+                                 : eval_then(redis_, k_release, {key_, queue_key_, alive_key_},
+                                             {prefix_, wake_prefix_}, then, deadline);
+  if (!replies) return replies.failure();
+  if (then_replies)
+    then_replies->assign(std::make_move_iterator(replies->begin() + 1),
+                         std::make_move_iterator(replies->end()));
+  return integer_result(std::move(replies->front()), "the release script");
 }
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {

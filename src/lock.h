@@ -104,6 +104,11 @@ public:
   Result<bool> renew(Millis ttl, TimePoint deadline);
   // Gives our lock back and wakes the first waiter; false when it was not ours (no change).
   Result<bool> release(TimePoint deadline);
+  // release(), with THEN (commands on this lock's helper keys, such as its history entry) in
+  // the same round trip, after it; their replies land in THEN_REPLIES when the release was
+  // answered. Redlock does not send THEN (THEN_REPLIES stays empty).
+  Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
+                       std::vector<Reply>* then_replies);
   // Leaves the queue after waiting in vain, passing on a wake-up we will not use.
   Result<Unit> leave_queue(TimePoint deadline);
   // Whether our token holds the lock now (without renewing it).

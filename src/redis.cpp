@@ -105,23 +105,39 @@ Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& 
   return f(*this);
 }
 
-Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
-                   TimePoint deadline) {
-  Argv argv;
+Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const Argv& keys,
+                                     const Argv& args, const std::vector<Argv>& then,
+                                     TimePoint deadline) {
+  std::vector<Argv> commands;
+  commands.reserve(1 + then.size());
+  Argv& argv = commands.emplace_back();
   argv.reserve(3 + keys.size() + args.size());
   argv.push_back("EVALSHA");
   argv.emplace_back(script.sha1());
   argv.push_back(std::to_string(keys.size()));
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
-  auto reply = redis.call(argv, deadline);
-  if (!reply && reply.failure().kind == Failure::Kind::server &&
-      reply.failure().code == "NOSCRIPT") {
-    argv[0] = "EVAL";
-    argv[1] = std::string(script.source());
-    reply = redis.call(argv, deadline);
-  }
-  return reply;
+  commands.insert(commands.end(), then.begin(), then.end());
+  auto replies = redis.pipeline(commands, deadline);
+  if (!replies) return replies.failure();
+  Reply& reply = replies->front();
+  if (reply.type != Reply::Type::error) return replies;
+  Failure failure = redis.server_failure(reply.str);
+  if (failure.code != "NOSCRIPT") return failure;
+  // THEN ran already; only the script is sent again, with its source.
+  commands[0][0] = "EVAL";
+  commands[0][1] = std::string(script.source());
+  auto again = redis.call(commands[0], deadline);
+  if (!again) return again.failure();
+  reply = std::move(*again);
+  return replies;
+}
+
+Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
+                   TimePoint deadline) {
+  auto replies = eval_then(redis, script, keys, args, {}, deadline);
+  if (!replies) return replies.failure();
+  return std::move(replies->front());
 }
 
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,

@@ -96,6 +96,12 @@ template <size_t... N> consteval auto lua_script(const char (&... parts)[N]) {
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline);
+// eval() with THEN, commands on keys of the script's hash slot, sent after it in the same round
+// trip: the script's reply followed by THEN's (error replies to THEN are Replies). An error
+// reply to the script is a Failure, as with eval().
+Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const Argv& keys,
+                                     const Argv& args, const std::vector<Argv>& then,
+                                     TimePoint deadline);
 // eval() on every node of REDIS at once (Redlock): each node's reply, or why it gave none.
 // An error reply is a Failure of kind server, as with eval().
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,

@@ -255,13 +255,26 @@ struct MetricsRecorder {
   std::optional<TimePoint> acquired;
 };
 
+// A history entry that could not be written: one warning, never the job's failure.
+void warn_history(const std::string& key, const std::string& why) {
+  log_warning(key + ": could not record the run in its history (" + why + ")");
+}
+
 // Gives the lock back, retrying through a Redis blip. A lock we cannot release expires by itself
-// within the ttl; say so.
-void release(Lock& lock, Millis ttl) {
+// within the ttl; say so. HISTORY, the run's history entry, rides in the release's round trip
+// (after the release: it delays no one) and is cleared once Redis answered it.
+void release(Lock& lock, Millis ttl, std::optional<Argv>* history = nullptr) {
   TimePoint give_up = Clock::now() + std::min(ttl, k_release_budget);
   for (;;) {
-    TimePoint now = Clock::now();
-    auto released = lock.release(std::min(now + lock.command_timeout(), give_up));
+    TimePoint deadline = std::min(Clock::now() + lock.command_timeout(), give_up);
+    std::vector<Reply> then;
+    auto released =
+        history && *history ? lock.release(deadline, {**history}, &then) : lock.release(deadline);
+    if (!then.empty()) {
+      if (then.front().type == Reply::Type::error)
+        warn_history(lock.key(), lock.redis().server_failure(then.front().str).message);
+      history->reset();
+    }
     if (released) {
       if (*released)
         log(Level::debug, {"released", lock.key(), "released"});
@@ -282,7 +295,8 @@ void release(Lock& lock, Millis ttl) {
 }
 
 // After a normal end: release, or keep the lock until --min-hold after acquisition.
-void finish(Lock& lock, const RunOptions& options, TimePoint acquired) {
+void finish(Lock& lock, const RunOptions& options, TimePoint acquired,
+            std::optional<Argv>* history) {
   if (options.min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired);
     if (held < *options.min_hold) {
@@ -297,7 +311,7 @@ void finish(Lock& lock, const RunOptions& options, TimePoint acquired) {
       }
     }
   }
-  release(lock, options.ttl);
+  release(lock, options.ttl, history);
 }
 
 std::vector<std::string> command_argv(const RunOptions& options) {
@@ -344,14 +358,16 @@ RunRecord skipped(const Holder& holder, const char* end, int status) {
   return r;
 }
 
+// Sends ENTRY (history_entry()) on its own round trip; a failure is one warning.
+void send_history(Redis& redis, const std::string& key, const Argv& entry) {
+  auto done = redis.call(entry, Clock::now() + redis.command_timeout());
+  if (!done) warn_history(key, done.failure().message);
+}
+
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
-  if (options.history_length <= 0) return;
-  auto done = append_history(redis, options.key, record, options.history_length,
-                             Clock::now() + redis.command_timeout());
-  if (!done)
-    log_warning(options.key + ": could not record the run in its history (" +
-                done.failure().message + ")");
+  if (options.history_length > 0)
+    send_history(redis, options.key, history_entry(options.key, record, options.history_length));
 }
 
 // Why a --once-per run does not run: who ran it this period, and how that went.
@@ -522,16 +538,20 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
       log_warning(options.key + ": could not record the end of this period's run (" +
                   done.failure().message + "); --retry-failed would take it for lost");
   }
+  std::optional<Argv> history;
+  if (options.history_length > 0)
+    history = history_entry(options.key, record, options.history_length);
   switch (end.end) {
-  case End::exited: finish(lock, options, got.sent); break;
+  case End::exited: finish(lock, options, got.sent, &history); break;
   case End::lost:
     // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
     // either way and spares the next holder the wait for the expiry.
-    if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl);
+    if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl, &history);
     break;
-  case End::max_run: release(lock, options.ttl); break;
+  case End::max_run: release(lock, options.ttl, &history); break;
   }
-  record_history(*redis, options, record);  // after the release: it delays no one
+  // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
+  if (history) send_history(*redis, options.key, *history);
   return record.exit_status;
 }
 

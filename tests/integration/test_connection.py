@@ -52,6 +52,13 @@ class Reaching(RedisTestCase):
         # Each script is sent whole once (NOSCRIPT fallback), then by SHA only.
         self.assertLessEqual(calls.get("cmdstat_eval", 0), 3)
         self.assertGreaterEqual(calls.get("cmdstat_evalsha", 0), 5)
+        # The history entry rode in the release's round trip, ahead of the release's resend
+        # with its source: recorded once, and the lock is gone.
+        self.assert_no_lock("k")
+        entries = self.server.cmd("XRANGE", "{k}:rlock:history", "-", "+")
+        self.assertEqual(len(entries), 1, entries)
+        fields = entries[0][1]
+        self.assertEqual(dict(zip(fields[::2], fields[1::2]))["end"], "exited")
 
     def test_a_server_that_never_answers_times_out(self):
         listener = socket.socket()
