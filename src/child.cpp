@@ -209,13 +209,11 @@ pid_t spawn_child(ChildStart& start) {
   pid_t pid = ::fork();
   if (pid == 0) child_main(&start);
 #else
-  constexpr size_t k_stack = 256 * 1024;  // execvpe builds paths and script argv on it
-  void* stack = ::mmap(nullptr, k_stack, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
-  pid_t pid = ::clone(child_main, static_cast<char*>(stack) + k_stack,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-  ::munmap(stack, k_stack);  // the child has exec'd or exited: CLONE_VFORK waited for that
+  // A stack for the moment between clone and exec (execvpe builds paths and script argv on
+  // it). Static rather than mapped per run: an munmap must flush the TLB of every CPU the
+  // guardian, which shares this memory, may have run on. One command per rlock, so one user.
+  alignas(64) static char stack[256 * 1024];
+  pid_t pid = ::clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
 #endif
   if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the command: fork"));
   return pid;

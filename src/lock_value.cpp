@@ -4,6 +4,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -130,13 +131,15 @@ Holder current_holder(std::string_view cmd) {
   h.pid = ::getpid();
   uid_t uid = ::geteuid();
   // getpwuid_r: the renewal thread may be running, and getpwuid's static buffer is not ours.
-  std::vector<char> buf(16384);
+  // Its buffer grows only when an entry needs it: 16 kB zeroed up front cost four page faults.
+  std::vector<char> buf(1024);
   passwd pw{};
   passwd* found = nullptr;
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found)
-    h.user = found->pw_name;
-  else
-    h.user = std::to_string(uid);
+  int err;
+  while ((err = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 20))
+    buf.resize(buf.size() * 2);
+  h.user = err == 0 && found ? found->pw_name : std::to_string(uid);
   h.since =
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
   size_t slash = cmd.rfind('/');
@@ -159,14 +162,17 @@ Holder parent_holder() {
 }
 
 std::string format_rfc3339(WallTime t) {
-  int64_t ms = t.time_since_epoch().count();
-  time_t secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-  int millis = static_cast<int>(ms - static_cast<int64_t>(secs) * 1000);
-  tm utc{};
-  gmtime_r(&secs, &utc);
+  // Calendar arithmetic, not gmtime_r: glibc's reads /etc/localtime first (tzset), on every
+  // run's way to its first Redis command.
+  using namespace std::chrono;
+  sys_days day = floor<days>(t);
+  year_month_day ymd(day);
+  hh_mm_ss<milliseconds> time(t - day);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, millis);
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ", int(ymd.year()),
+                unsigned(ymd.month()), unsigned(ymd.day()), int(time.hours().count()),
+                int(time.minutes().count()), int(time.seconds().count()),
+                int(time.subseconds().count()));
   return buf;
 }
 

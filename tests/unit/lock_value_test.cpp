@@ -90,3 +90,23 @@ TEST_CASE("holders read well to a person") {
         std::string::npos);
   CHECK(text.find("ttl 28.4s") != std::string::npos);
 }
+
+TEST_CASE("times are written in RFC 3339, UTC, to the millisecond, as gmtime would") {
+  CHECK(format_rfc3339(WallTime(0ms)) == "1970-01-01T00:00:00.000Z");
+  CHECK(format_rfc3339(WallTime(1764472320123ms)) == "2025-11-30T03:12:00.123Z");
+  CHECK(format_rfc3339(WallTime(951782400999ms)) == "2000-02-29T00:00:00.999Z");  // leap day
+  CHECK(format_rfc3339(WallTime(-1ms)) == "1969-12-31T23:59:59.999Z");
+  // Against the C library's own calendar, over a spread of instants, and back again.
+  for (int64_t ms = -2208988800000; ms < 4102444800000; ms += 7777777777 + ms % 1000) {
+    time_t secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+    tm utc{};
+    gmtime_r(&secs, &utc);
+    char want[64];
+    std::snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
+                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                  static_cast<int>(ms - static_cast<int64_t>(secs) * 1000));
+    std::string text = format_rfc3339(WallTime(std::chrono::milliseconds(ms)));
+    CHECK(text == want);
+    CHECK(parse_rfc3339(text) == WallTime(std::chrono::milliseconds(ms)));
+  }
+}
