@@ -1,11 +1,14 @@
 #include "cli.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <hiredis/hiredis.h>
 #include <sstream>
+#include <string_view>
 
 #include "config_file.h"
 #include "error.h"
@@ -24,6 +27,20 @@ namespace rlock {
 namespace {
 
 constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
+
+// The commands, in the order help lists them.
+constexpr std::array<std::string_view, 10> k_commands = {"run",    "status",  "inspect", "history",
+                                                         "list",   "acquire", "extend",  "release",
+                                                         "config", "help"};
+
+std::string command_list() {
+  std::string out;
+  for (std::string_view c : k_commands) out += (out.empty() ? "" : ", ") + std::string(c);
+  return out;
+}
+
+// Whether COMMAND was built (see run_command_line) and is the one given.
+bool chosen(const CLI::App* command) { return command && command->parsed(); }
 
 std::string version_text() {
   std::string tls = tls_library_version().value_or("not found");
@@ -227,23 +244,33 @@ int run_command_line(int argc, char** argv) {
 
   CommandLine line;
   SplitArgs args = split_at_double_dash(argc, argv);
-  // Only the command asked for gets its options: building every command's (a dozen options
-  // each) cost more than the rest of a run's start-up (measured with callgrind).
+  // Only the command asked for is built, with its options: building every command (an App
+  // each, a dozen options each) cost more than the rest of a run's start-up (measured with
+  // callgrind). When the command is not known (rlock --help, a typo) all are built, bare, for
+  // the help text and the error message.
   std::string wanted;
+  bool asking_help = false;  // rlock help COMMAND
   for (size_t i = 0; i < args.ours.size(); ++i) {
     if (args.ours[i].rfind("-", 0) == 0) continue;
     wanted = args.ours[i];
-    if (wanted == "help" && i + 1 < args.ours.size()) wanted = args.ours[i + 1];
+    asking_help = wanted == "help" && i + 1 < args.ours.size();
+    if (asking_help) wanted = args.ours[i + 1];
     break;
   }
+  bool known = wanted != "help" &&
+               std::find(k_commands.begin(), k_commands.end(), wanted) != k_commands.end();
+  auto add_command = [&](const char* name, const char* description) -> CLI::App* {
+    bool build = !known || wanted == name || (asking_help && std::strcmp(name, "help") == 0);
+    return build ? app.add_subcommand(name, description) : nullptr;
+  };
 
-  CLI::App* run = app.add_subcommand("run", "hold KEY while COMMAND runs");
+  CLI::App* run = add_command("run", "hold KEY while COMMAND runs");
   if (wanted == "run") {
     add_run_options(run, line);
     add_connection_options(run, line);
   }
 
-  CLI::App* status = app.add_subcommand("status", "one line per key: free, or held by whom");
+  CLI::App* status = add_command("status", "one line per key: free, or held by whom");
   if (wanted == "status") {
     status->add_option("KEY", line.keys, "lock keys (after --prefix)")->required();
     add_json(status, line);
@@ -252,7 +279,7 @@ int run_command_line(int argc, char** argv) {
                    "key that is not a lock.");
   }
 
-  CLI::App* inspect = app.add_subcommand("inspect", "everything known about one lock");
+  CLI::App* inspect = add_command("inspect", "everything known about one lock");
   if (wanted == "inspect") {
     add_key(inspect, line);
     add_json(inspect, line);
@@ -260,7 +287,7 @@ int run_command_line(int argc, char** argv) {
     inspect->footer("Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.");
   }
 
-  CLI::App* history = app.add_subcommand("history", "the latest runs of KEY, newest first");
+  CLI::App* history = add_command("history", "the latest runs of KEY, newest first");
   if (wanted == "history") {
     add_key(history, line);
     history->add_option("-n,--count", line.count, "how many runs (default 10)")
@@ -271,14 +298,14 @@ int run_command_line(int argc, char** argv) {
     history->footer("Exit status: 0, also when there is no history yet; 69 Redis unreachable.");
   }
 
-  CLI::App* list = app.add_subcommand("list", "every lock under the prefix that matches PATTERN");
+  CLI::App* list = add_command("list", "every lock under the prefix that matches PATTERN");
   if (wanted == "list") {
     list->add_option("PATTERN", line.pattern, "a Redis glob after --prefix (default *)");
     add_json(list, line);
     add_connection_options(list, line);
   }
 
-  CLI::App* acquire = app.add_subcommand("acquire", "take the lock, print its token, exit");
+  CLI::App* acquire = add_command("acquire", "take the lock, print its token, exit");
   if (wanted == "acquire") {
     add_key(acquire, line);
     add_wait_settings(acquire, line);
@@ -290,7 +317,7 @@ int run_command_line(int argc, char** argv) {
                     "run rlock extend before the ttl runs out, and rlock release at the end.");
   }
 
-  CLI::App* extend = app.add_subcommand("extend", "renew a lock taken with acquire");
+  CLI::App* extend = add_command("extend", "renew a lock taken with acquire");
   if (wanted == "extend") {
     add_key(extend, line);
     extend->add_option("--token", line.token, "the token acquire printed")
@@ -301,7 +328,7 @@ int run_command_line(int argc, char** argv) {
     extend->footer("Exit status: 0 extended, 1 not ours (nothing changed).");
   }
 
-  CLI::App* release = app.add_subcommand("release", "give a lock back, or break anyone's");
+  CLI::App* release = add_command("release", "give a lock back, or break anyone's");
   if (wanted == "release") {
     add_key(release, line);
     release->add_option("--token", line.token, "the token acquire printed")->type_name("T");
@@ -310,9 +337,8 @@ int run_command_line(int argc, char** argv) {
     release->footer("Exit status: 0 released, 1 not ours or free (nothing changed).");
   }
 
-  CLI::App* config =
-      app.add_subcommand("config", "print the effective configuration and where each value "
-                                   "came from, secrets redacted");
+  CLI::App* config = add_command("config", "print the effective configuration and where each value "
+                                           "came from, secrets redacted");
   if (wanted == "config") {
     add_wait_settings(config, line);
     add_run_settings(config, line);
@@ -320,9 +346,9 @@ int run_command_line(int argc, char** argv) {
     add_connection_options(config, line);
   }
 
-  CLI::App* help = app.add_subcommand("help", "show the help of a command");
+  CLI::App* help = add_command("help", "show the help of a command");
   std::string help_topic;
-  help->add_option("COMMAND", help_topic, "a command");
+  if (help) help->add_option("COMMAND", help_topic, "a command");
 
   std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
   try {
@@ -339,24 +365,22 @@ int run_command_line(int argc, char** argv) {
                             : "rlock " + app.get_subcommands().front()->get_name() + " --help";
     std::string message = e.what();
     if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-      message =
-          "unknown command '" + args.ours.front() +
-          "' (commands: run, status, inspect, history, list, acquire, extend, release, config, "
-          "help)";
+      message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
     if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
       // CLI11 calls both an unknown flag and a command without '--' "not expected".
       std::vector<std::string> extras = app.get_subcommands().front()->remaining();
       if (!extras.empty() && extras.front().rfind("-", 0) == 0)
         message = "unknown option '" + extras.front() + "'";
-      else if (run->parsed())
+      else if (chosen(run))
         message += " (put '--' before the command: rlock run KEY -- COMMAND)";
     }
     throw usage_error(message + "; see '" + where + "'");
   }
 
-  if (help->parsed()) {
+  if (chosen(help)) {
     if (help_topic.empty()) {
-      write_stdout(app.help());
+      // Not app.help(): that shows the help of the command given, here `help` itself.
+      write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
       return k_exit_ok;
     }
     CLI::App* topic = nullptr;
@@ -368,17 +392,16 @@ int run_command_line(int argc, char** argv) {
     return k_exit_ok;
   }
 
-  if (!args.command.empty() && !run->parsed())
+  if (!args.command.empty() && !chosen(run))
     throw usage_error("'--' COMMAND is only for rlock run");
   if (line.no_wait) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
   }
   for (const auto& key : line.keys) check_key(key);
-  if (inspect->parsed() || history->parsed() || acquire->parsed() || extend->parsed() ||
-      release->parsed())
+  if (chosen(inspect) || chosen(history) || chosen(acquire) || chosen(extend) || chosen(release))
     check_key(line.key);
-  if (run->parsed()) {
+  if (chosen(run)) {
     // The key and the command first: they are this invocation's, and the likelier mistake.
     check_key(line.key);
     if (line.shell_command && !args.command.empty())
@@ -395,18 +418,18 @@ int run_command_line(int argc, char** argv) {
 
   const GlobalOptions& global = resolved.global;
   std::string key = global.prefix + line.key;
-  if (config->parsed()) return config_verb(settings, config_file, line.json);
-  if (status->parsed()) {
+  if (chosen(config)) return config_verb(settings, config_file, line.json);
+  if (chosen(status)) {
     std::vector<std::string> keys;
     for (const auto& k : line.keys) keys.push_back(global.prefix + k);
     return status_verb(global, keys, line.json);
   }
-  if (inspect->parsed()) return inspect_verb(global, key, line.json);
-  if (history->parsed()) return history_verb(global, key, line.count, line.json);
-  if (list->parsed()) return list_verb(global, line.pattern, line.json);
-  if (extend->parsed()) return extend_verb(global, key, *line.token, resolved.run.ttl);
-  if (release->parsed()) return release_verb(global, key, line.token, line.force);
-  if (acquire->parsed()) {
+  if (chosen(inspect)) return inspect_verb(global, key, line.json);
+  if (chosen(history)) return history_verb(global, key, line.count, line.json);
+  if (chosen(list)) return list_verb(global, line.pattern, line.json);
+  if (chosen(extend)) return extend_verb(global, key, *line.token, resolved.run.ttl);
+  if (chosen(release)) return release_verb(global, key, line.token, line.force);
+  if (chosen(acquire)) {
     resolved.run.key = key;
     return acquire_verb(global, resolved.run, line.json);
   }

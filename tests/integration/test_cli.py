@@ -71,7 +71,10 @@ class CommandLine(RedisTestCase):
     def test_help_and_version(self):
         r = self.run_rlock(["--help"])
         self.assertEqual(r.returncode, 0)
-        self.assertIn("run", r.stdout)
+        for command in ("run", "status", "inspect", "history", "list", "acquire", "extend",
+                        "release", "config", "help"):
+            self.assertRegex(r.stdout, rf"\n  {command} ")
+        self.assertEqual(self.run_rlock(["help"]).stdout, r.stdout)
         r = self.run_rlock(["run", "--help"])
         self.assertEqual(r.returncode, 0)
         for flag in ("--wait", "--no-wait", "--conflict-exit-code", "--ttl", "--max-run",
