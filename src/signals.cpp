@@ -10,16 +10,12 @@
 namespace rlock {
 
 SignalEvents::SignalEvents() {
-  sigemptyset(&ignored_at_start_);
   sigset_t mask;
   sigemptyset(&mask);
   for (int sig : k_forwarded_signals) {
     struct sigaction sa {};
     sigaction(sig, nullptr, &sa);
-    if (sa.sa_handler == SIG_IGN)
-      sigaddset(&ignored_at_start_, sig);
-    else
-      sigaddset(&mask, sig);
+    if (sa.sa_handler != SIG_IGN) sigaddset(&mask, sig);
   }
   sigaddset(&mask, SIGCHLD);
   // tcsetpgrp() from a background process group raises SIGTTOU; rlock hands the terminal to the
@@ -36,6 +32,11 @@ SignalEvents::SignalEvents() {
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ign, &old_pipe_);
+  // Started with SIGCHLD ignored (a parent's choice, kept across exec), rlock would wait for an
+  // exit the kernel had already reaped, and hold the lock for ever.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGCHLD, &dfl, &old_child_);
 }
 
 // The signals stay blocked: one arriving after the child ended (while rlock releases) must not
@@ -53,12 +54,10 @@ std::optional<int> SignalEvents::next() {
 }
 
 void SignalEvents::restore_for_child() const {
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int sig : k_forwarded_signals)
-    if (!sigismember(&ignored_at_start_, sig)) sigaction(sig, &dfl, nullptr);
+  // rlock installs no handler: the forwarded signals are as rlock found them (default, or
+  // ignored). SIGPIPE and SIGCHLD it changed.
   sigaction(SIGPIPE, &old_pipe_, nullptr);
-  sigaction(SIGCHLD, &dfl, nullptr);
+  sigaction(SIGCHLD, &old_child_, nullptr);
   sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
 }
 

@@ -19,8 +19,9 @@ class SignalEvents {
 public:
   // Blocks the forwarded signals (those not ignored when rlock started; an ignored signal stays
   // ignored, for rlock and for the child, as nohup(1) and `cmd &` expect), SIGCHLD, SIGTTOU and
-  // SIGTTIN; ignores SIGPIPE. Call before any thread starts: threads inherit the mask. They stay
-  // so until rlock exits.
+  // SIGTTIN; ignores SIGPIPE; takes SIGCHLD back from SIG_IGN, under which the kernel would reap
+  // the child itself and rlock never learn how it ended. Call before any thread starts: threads
+  // inherit the mask. They stay so until rlock exits.
   SignalEvents();
   ~SignalEvents();
   SignalEvents(const SignalEvents&) = delete;
@@ -30,15 +31,15 @@ public:
   // The next pending signal, or nullopt when none is pending.
   std::optional<int> next();
 
-  // For a freshly forked child, before exec: default dispositions (except those ignored at our
-  // start) and the signal mask rlock started with. Async-signal-safe.
+  // For a freshly forked child, before exec: the dispositions and the signal mask rlock started
+  // with. Async-signal-safe.
   void restore_for_child() const;
 
 private:
   Fd fd_;
   sigset_t old_mask_;
-  sigset_t ignored_at_start_;
   struct sigaction old_pipe_;
+  struct sigaction old_child_;
 };
 
 }  // namespace rlock

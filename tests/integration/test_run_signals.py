@@ -82,5 +82,38 @@ class SignalForwarding(RedisTestCase):
                 self.assertEqual(self.server.cmd("DBSIZE"), 1)  # no fence spent, nothing else
 
 
+
+def ignored_signals(status_text):
+    """The set of signal numbers a /proc/PID/status text says are ignored."""
+    mask = int(next(l.split()[1] for l in status_text.splitlines() if l.startswith("SigIgn:")), 16)
+    return {n for n in range(1, 65) if mask & (1 << (n - 1))}
+
+
+class InheritedDispositions(RedisTestCase):
+    def run_with_ignored(self, ignored):
+        """rlock started with IGNORED signals ignored (as a parent may leave them, across
+        exec); returns the signals its command, cat(1) of its own /proc status, has ignored."""
+        def ignore():
+            for sig in ignored:
+                signal.signal(sig, signal.SIG_IGN)
+        # cat, not a shell: a shell may set dispositions of its own.
+        p = self.start(["run", "k", "--", "cat", "/proc/self/status"], preexec_fn=ignore)
+        out, err = p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 0, err)
+        self.assert_no_lock("k")
+        return ignored_signals(out)
+
+    def test_started_with_sigchld_ignored_rlock_still_sees_its_command_end(self):
+        # Under SIG_IGN the kernel reaps children itself: rlock used to wait for an exit it
+        # could never see, and renewed the lock for ever.
+        self.assertEqual(self.run_with_ignored([signal.SIGCHLD]), {signal.SIGCHLD})
+
+    def test_the_command_gets_the_dispositions_rlock_got(self):
+        # nohup(1) and `cmd &` ignore HUP and INT: still so for the command. rlock ignores
+        # SIGPIPE for itself; not for the command.
+        self.assertEqual(self.run_with_ignored([signal.SIGHUP, signal.SIGINT]),
+                         {signal.SIGHUP, signal.SIGINT})
+        self.assertEqual(self.run_with_ignored([]), set())
+
 if __name__ == "__main__":
     unittest.main()
