@@ -7,6 +7,8 @@
 // The command's arguments are never stored: they may hold secrets.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -51,6 +53,12 @@ std::optional<LockValue> decode_lock_value(std::string_view text);
 
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
+
+// Whether the passwd line of an nsswitch.conf text names "files" first; nothing without one.
+std::optional<bool> passwd_files_first(std::string_view nsswitch);
+// The name of the first /etc/passwd entry (PASSWD, its text) with UID, as glibc's files
+// service finds it; compat entries (+, -) are skipped.
+std::optional<std::string> name_in_passwd(std::string_view passwd, uid_t uid);
 
 // Our parent as the holder, for `rlock acquire`, which exits at once: the script that called
 // it is what holds the lock. Its name comes from /proc.

@@ -1,4 +1,7 @@
 #include <doctest/doctest.h>
+#include <pwd.h>
+#include <unistd.h>
+
 #include <set>
 
 #include "lock.h"
@@ -109,4 +112,36 @@ TEST_CASE("times are written in RFC 3339, UTC, to the millisecond, as gmtime wou
     CHECK(text == want);
     CHECK(parse_rfc3339(text) == WallTime(std::chrono::milliseconds(ms)));
   }
+}
+
+TEST_CASE("the user's name comes from /etc/passwd only when nsswitch.conf asks it first") {
+  CHECK(passwd_files_first("passwd:         files systemd\ngroup: files\n") == true);
+  CHECK(passwd_files_first("# passwd: sss\n  passwd:files\n") == true);
+  CHECK(passwd_files_first("passwd: files [SUCCESS=return] ldap") == true);
+  CHECK(passwd_files_first("passwd: sss files\n") == false);
+  CHECK(passwd_files_first("passwd: compat\n") == false);
+  CHECK(passwd_files_first("passwd: filesystem\n") == false);
+  CHECK(passwd_files_first("group: files\n") == std::nullopt);
+  CHECK(passwd_files_first("passwd:\n") == std::nullopt);
+  CHECK(passwd_files_first("") == std::nullopt);
+
+  std::string passwd = "root:x:0:0:root:/root:/bin/bash\n"
+                       "+nis:::::\n"
+                       "broken line\n"
+                       ":x:7:7::/:/bin/sh\n"
+                       "deploy:x:1000:1000:Deploy,,,:/home/deploy:/bin/bash\n"
+                       "alias:x:1000:1000::/home/alias:/bin/sh\n"
+                       "web:x:10000:10000::/srv:/usr/sbin/nologin";  // no final newline
+  CHECK(name_in_passwd(passwd, 0) == "root");
+  CHECK(name_in_passwd(passwd, 1000) == "deploy");  // the first entry with the uid, as glibc
+  CHECK(name_in_passwd(passwd, 10000) == "web");
+  CHECK(name_in_passwd(passwd, 100) == std::nullopt);  // not a prefix of 1000 or 10000
+  CHECK(name_in_passwd(passwd, 7) == std::nullopt);
+  CHECK(name_in_passwd("", 0) == std::nullopt);
+}
+
+TEST_CASE("this process's holder names the user getpwuid names") {
+  passwd* pw = getpwuid(geteuid());
+  REQUIRE(pw != nullptr);
+  CHECK(current_holder("x").user == pw->pw_name);
 }
