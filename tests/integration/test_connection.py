@@ -23,6 +23,22 @@ class Reaching(RedisTestCase):
         self.assertEqual((r.returncode, r.stdout), (0, "1\n"), r.stderr)
         self.assertEqual(self.server.cmd("GET", "{k}:rlock:fence"), "1")
 
+    def test_addresses_as_numbers_and_as_names(self):
+        server = RedisServer("--bind", "127.0.0.1", "::1")  # the last --bind wins: both
+        try:
+            # IPv4 and IPv6 literals are connected to directly, names are resolved.
+            for n, host in enumerate(("127.0.0.1", "[::1]", "localhost")):
+                url = f"redis://{host}:{server.port}"
+                r = run_rlock(["run", "--redis", url, f"k{n}", "--", "true"], env=rlock_env())
+                self.assertEqual(r.returncode, 0, f"{url}: {r.stderr}")
+                self.assertEqual(server.cmd("GET", f"{{k{n}}}:rlock:fence"), "1", url)
+            r = run_rlock(["status", "--redis", f"redis://[::1]:{server.port}", "k0"],
+                          env=rlock_env())
+            self.assertEqual(r.returncode, 1, r.stderr)  # free, asked over IPv6
+            self.assertIn("free", r.stdout)
+        finally:
+            server.stop()
+
     def test_database_number(self):
         url = f"redis://127.0.0.1:{self.server.port}/3"
         p = start_rlock(["run", "--redis", url, "k", "--", "sleep", "30"], env=rlock_env())
