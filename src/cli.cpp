@@ -64,12 +64,41 @@ struct CommandLine {
   bool force = false;
   bool json = false;
   int count = 10;  // history -n
+
+  // The words before "--". Only the options they name are built (and so known to the parser):
+  // building an option costs CLI11 about 2 µs, and `rlock run` has 36. A word that is not an
+  // option is not one either way, so the parse comes out the same; the help text and the
+  // message for a command line CLI11 refuses are made with every option built.
+  std::vector<std::string> words;
+  bool every_option = true;
+
+  // Whether an option called NAMES ("-w,--wait") may be in the words: a long name as a word or
+  // before '=', a short one's letter in a word of short flags (-qv, -w5). Erring towards yes
+  // only builds an option too many.
+  bool named(std::string_view names) const {
+    if (every_option) return true;
+    for (size_t start = 0; start < names.size();) {
+      size_t comma = std::min(names.find(',', start), names.size());
+      std::string_view name = names.substr(start, comma - start);
+      start = comma + 1;
+      for (std::string_view word : words) {
+        if (name.starts_with("--")
+                ? word == name || (word.starts_with(name) && word.size() > name.size() &&
+                                   word[name.size()] == '=')
+                : word.size() > 1 && word[0] == '-' && word[1] != '-' &&
+                      word.find(name.back(), 1) != std::string_view::npos)
+          return true;
+      }
+    }
+    return false;
+  }
 };
 
 // A flag that is also a setting (and so a config-file key): its value lands in line.flags.
 CLI::Option* add_setting(CLI::App* app, CommandLine& line, const std::string& names,
                          const std::string& setting, const std::string& help,
                          const std::string& type) {
+  if (!line.named(names)) return nullptr;
   CLI::Option* opt;
   if (setting == "redis") {
     // Repeatable (Redlock): --redis A --redis B; each takes one value.
@@ -94,6 +123,7 @@ CLI::Option* add_setting(CLI::App* app, CommandLine& line, const std::string& na
 
 void add_flag_setting(CLI::App* app, CommandLine& line, const std::string& names,
                       const std::string& setting, const std::string& help) {
+  if (!line.named(names)) return;
   app->add_flag_function(
       names,
       [&line, setting](int64_t) {
@@ -109,10 +139,11 @@ void add_connection_options(CLI::App* app, CommandLine& line) {
               "unix:///path[?db=N] or redis-sentinel://host[:port][,host...]/name; given "
               "more than once: Redlock (default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
               "URL");
-  app->add_option("--config", line.config_path,
-                  "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
-                  "/etc/rlock/config.toml)")
-      ->type_name("FILE");
+  if (line.named("--config"))
+    app->add_option("--config", line.config_path,
+                    "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
+                    "/etc/rlock/config.toml)")
+        ->type_name("FILE");
   add_setting(app, line, "--prefix", "prefix", "prepended to every key", "TEXT");
   add_setting(app, line, "--password-file", "password-file",
               "read the Redis password from FILE (or use RLOCK_PASSWORD, REDISCLI_AUTH)", "FILE");
@@ -133,7 +164,8 @@ void add_connection_options(CLI::App* app, CommandLine& line) {
 }
 
 void add_json(CLI::App* app, CommandLine& line) {
-  app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
+  if (line.named("--json"))
+    app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
 }
 
 // Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
@@ -150,7 +182,8 @@ void add_key(CLI::App* app, CommandLine& line) {
 }
 
 void add_wait_settings(CLI::App* app, CommandLine& line) {
-  app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+  if (line.named("-n,--no-wait"))
+    app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
   add_setting(app, line, "-w,--wait", "wait",
               std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
   add_setting(app, line, "-E,--conflict-exit-code", "conflict-exit-code",
@@ -191,9 +224,10 @@ void add_run_settings(CLI::App* run, CommandLine& line) {
 
 void add_run_options(CLI::App* run, CommandLine& line) {
   add_key(run, line);
-  run->add_option("-c,--command", line.shell_command,
-                  "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
-      ->type_name("TEXT");
+  if (line.named("-c,--command"))
+    run->add_option("-c,--command", line.shell_command,
+                    "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
+        ->type_name("TEXT");
   add_wait_settings(run, line);
   add_run_settings(run, line);
   run->footer("Forms:\n"
@@ -229,9 +263,9 @@ RawSettings layered_settings(const CommandLine& line, std::optional<std::string>
   return settings;
 }
 
-}  // namespace
-
-int run_command_line(int argc, char** argv) {
+// The command line split at "--", parsed with every option built or only those its words name
+// (CommandLine::words), and run.
+int parse_and_run(const SplitArgs& args, bool every_option) {
   CLI::App app{"rlock: run a command as a cluster singleton, holding a Redis lock while it runs",
                "rlock"};
   // A callback: the version text loads libssl, which only --version should pay for.
@@ -243,7 +277,8 @@ int run_command_line(int argc, char** argv) {
              "See rlock(1).");
 
   CommandLine line;
-  SplitArgs args = split_at_double_dash(argc, argv);
+  line.words = args.ours;
+  line.every_option = every_option;
   // Only the command asked for is built, with its options: building every command (an App
   // each, a dozen options each) cost more than the rest of a run's start-up (measured with
   // callgrind). When the command is not known (rlock --help, a typo) all are built, bare, for
@@ -354,6 +389,8 @@ int run_command_line(int argc, char** argv) {
   try {
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
+    // Help and errors are told with every option built (see CommandLine::words).
+    if (!every_option) return parse_and_run(args, true);
     if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
       std::ostringstream out;
       int status = app.exit(e, out, out);
@@ -378,6 +415,7 @@ int run_command_line(int argc, char** argv) {
   }
 
   if (chosen(help)) {
+    if (!every_option) return parse_and_run(args, true);
     if (help_topic.empty()) {
       // Not app.help(): that shows the help of the command given, here `help` itself.
       write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
@@ -436,9 +474,15 @@ int run_command_line(int argc, char** argv) {
 
   RunOptions options = std::move(resolved.run);
   options.key = key;
-  options.command = std::move(args.command);
+  options.command = args.command;
   options.shell_command = line.shell_command;
   return run_verb(resolved.global, options);
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+  return parse_and_run(split_at_double_dash(argc, argv), false);
 }
 
 }  // namespace rlock
