@@ -39,7 +39,7 @@ std::string command_list() {
   return out;
 }
 
-// Whether COMMAND was built (see run_command_line) and is the one given.
+// Whether COMMAND was built (see parse_and_run) and is the one given.
 bool chosen(const CLI::App* command) { return command && command->parsed(); }
 
 std::string version_text() {
