@@ -121,11 +121,21 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
   return v;
 }
 
+namespace {
+
+// Takes TEXT's first line off it and returns the line, without its newline.
+std::string_view take_line(std::string_view& text) {
+  size_t eol = text.find('\n');
+  std::string_view line = text.substr(0, eol);
+  text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  return line;
+}
+
+}  // namespace
+
 std::optional<bool> passwd_files_first(std::string_view nsswitch) {
   while (!nsswitch.empty()) {
-    size_t eol = nsswitch.find('\n');
-    std::string_view line = nsswitch.substr(0, eol);
-    nsswitch = eol == std::string_view::npos ? std::string_view() : nsswitch.substr(eol + 1);
+    std::string_view line = take_line(nsswitch);
     line = line.substr(0, line.find('#'));
     size_t start = line.find_first_not_of(" \t");
     if (start == std::string_view::npos || line.substr(start, 7) != "passwd:") continue;
@@ -141,9 +151,7 @@ std::optional<bool> passwd_files_first(std::string_view nsswitch) {
 std::optional<std::string> name_in_passwd(std::string_view passwd, uid_t uid) {
   std::string uid_text = std::to_string(uid);
   while (!passwd.empty()) {
-    size_t eol = passwd.find('\n');
-    std::string_view line = passwd.substr(0, eol);
-    passwd = eol == std::string_view::npos ? std::string_view() : passwd.substr(eol + 1);
+    std::string_view line = take_line(passwd);
     // name:password:uid:...; compat entries (+name, -name) are getpwuid's to interpret.
     if (line.empty() || line[0] == '+' || line[0] == '-') continue;
     size_t name_end = line.find(':');
