@@ -25,6 +25,23 @@ namespace rlock {
 
 namespace {
 
+// Why the command dies with rlock, however rlock dies:
+//
+// The command runs in a process group of its own (so that signals and the terminal reach it and
+// everything it started), which means nothing that kills rlock's group reaches it: not
+// coreutils `timeout -s KILL` (it signals its whole group), not supervisord's killasgroup, not
+// `kill -KILL -PGID`. PR_SET_PDEATHSIG would reach the command itself but not the processes it
+// started. So a guardian process watches rlock: it holds the read end of a pipe whose only
+// writer is rlock, and the kernel closes that end's last writer however rlock exits (SIGKILL,
+// the OOM killer, a crash), so end of file means "rlock is gone": the guardian SIGKILLs the
+// command's whole group at once. The guardian is in a process group of its own too, so the
+// signal that kills rlock's group does not kill the guardian with it; it blocks the signals
+// rlock forwards. If the guardian dies anyway (killed by pid or name), rlock starts another
+// (replace_dead_guardian). If both die together (`pkill -KILL rlock`), the command itself still
+// gets SIGKILL from the kernel (PR_SET_PDEATHSIG, set before exec), but what it started runs on.
+// Out of reach: processes that left the group (setsid, a daemon's double fork); a
+// cgroup-wide kill (systemd KillMode=control-group) needs no help.
+//
 // Guardian protocol, on a pipe from rlock and the child to the guardian:
 //   'p' + 4-byte pgid  from the child, just before exec: the group to kill
 //   'q'                from rlock: exit quietly
@@ -81,6 +98,9 @@ RLOCK_NO_SANITIZE bool guardian_read_full(int fd, char* buf, size_t len) {
 
 RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   int fd = *static_cast<int*>(arg);
+  // Out of rlock's process group before anything can signal it (rlock does the same from its
+  // side, so there is no moment with a command and a guardian in rlock's group).
+  ::syscall(SYS_setpgid, 0, 0);
   ::syscall(SYS_prctl, PR_SET_NAME, "rlock-guardian", 0, 0, 0);
   // Hold nothing of rlock's: not its Redis socket (the server would keep the connection), not
   // its stdout (a `$(rlock run ...)` would wait for the guardian to close it).
@@ -103,13 +123,14 @@ RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   return 0;
 }
 
-// Starts the guardian on pipe end FD; returns its pid.
+// Starts the guardian on pipe end FD, in a process group of its own; returns its pid.
 pid_t start_guardian(int fd) {
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer cannot follow a process that shares its memory: fork one in TSan builds.
   pid_t forked = ::fork();
   if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
   if (forked == 0) guardian_main(&fd);
+  ::setpgid(forked, forked);
   return forked;
 #endif
   // Never unmapped: the guardian may outlive rlock, and rlock exits soon after the run.
@@ -121,6 +142,7 @@ pid_t start_guardian(int fd) {
   *reinterpret_cast<int*>(top) = fd;
   pid_t pid = ::clone(guardian_main, top, CLONE_VM | SIGCHLD, top);
   if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: clone"));
+  ::setpgid(pid, pid);
   return pid;
 }
 
@@ -176,6 +198,7 @@ struct ChildStart {
   char** argv;
   char** envp;
   const SignalEvents* signals;
+  pid_t parent;      // rlock
   int terminal_fd;  // -1: not the terminal's foreground job
   int guard_fd;
   int exec_error_fd;
@@ -187,6 +210,10 @@ struct ChildStart {
 int child_main(void* arg) {
   const auto* c = static_cast<const ChildStart*>(arg);
   ::setpgid(0, 0);
+  // The last line of defence (see the top of this file): the kernel kills the command when rlock
+  // dies; if rlock died already, do not start it at all.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != c->parent) ::_exit(k_exit_internal);
   pid_t self = ::getpid();
   if (c->terminal_fd >= 0) ::tcsetpgrp(c->terminal_fd, self);
   char msg[1 + sizeof(pid_t)];
@@ -260,12 +287,7 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
   std::vector<char*> argv = c_strings(argv_store);
   std::vector<char*> envp = c_strings(env_store);
 
-  int guard[2];
-  if (::pipe2(guard, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
-  Fd guard_read(guard[0]);
-  guard_write_.reset(guard[1]);
-  guardian_ = start_guardian(guard_read.get());
-  guard_read.reset();
+  start_guardian_process();
 
   // Reports exec's errno; closed by a successful exec (O_CLOEXEC), so EOF means it ran.
   int exec_pipe[2];
@@ -276,6 +298,7 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
                    argv.data(),
                    envp.data(),
                    &signals,
+                   ::getpid(),
                    terminal ? terminal->fd() : -1,
                    guard_write_.get(),
                    exec_write.get()};
@@ -305,6 +328,26 @@ Child::~Child() {
     // hands any zombie to init.
     ::waitpid(guardian_, nullptr, WNOHANG);
   }
+}
+
+void Child::start_guardian_process() {
+  int guard[2];
+  if (::pipe2(guard, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  Fd guard_read(guard[0]);
+  guard_write_.reset(guard[1]);
+  guardian_ = start_guardian(guard_read.get());
+}
+
+std::optional<int> Child::replace_dead_guardian() {
+  if (guardian_ <= 0 || !guard_write_.valid() || exited_) return std::nullopt;
+  int status = 0;
+  if (::waitpid(guardian_, &status, WNOHANG) != guardian_) return std::nullopt;
+  start_guardian_process();
+  char msg[1 + sizeof(pid_t)];
+  msg[0] = k_guard_pgid;
+  std::memcpy(msg + 1, &pid_, sizeof pid_);
+  write_full(guard_write_.get(), msg, sizeof msg);
+  return exit_status_from_wait(status);
 }
 
 void Child::signal_group(int sig) const {

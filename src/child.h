@@ -1,5 +1,6 @@
 // The command rlock runs: its own process group, its environment, and a guardian process that
-// stops the whole group if rlock dies, even by SIGKILL. Knows nothing of Redis.
+// stops the whole group if rlock dies, even by SIGKILL of rlock's whole process group (child.cpp
+// argues how). Knows nothing of Redis.
 #pragma once
 
 #include <sys/types.h>
@@ -55,11 +56,17 @@ public:
   // Collects a pending state change of the child (after SIGCHLD), if any.
   std::optional<Event> poll();
 
+  // After SIGCHLD: when the guardian died (someone killed it), starts another and returns how
+  // the old one ended (a shell-style status), so that rlock's death still stops the command.
+  std::optional<int> replace_dead_guardian();
+
   // The child is done and rlock will exit normally: the guardian leaves without killing
   // anything (background processes the child left behind are the child's business).
   void dismiss_guardian();
 
 private:
+  void start_guardian_process();
+
   pid_t pid_ = -1;
   pid_t guardian_ = -1;
   Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group

@@ -201,6 +201,10 @@ private:
   }
 
   void collect_child() {
+    if (auto how = child_.replace_dead_guardian())
+      log(Level::warning, {"guardian_replaced", key(),
+                           "the guardian process ended (status " + std::to_string(*how) +
+                               "); started another, so the command still dies with rlock"});
     while (auto event = child_.poll()) {
       if (event->kind == Child::Event::Kind::exited) {
         child_status_ = event->status;
