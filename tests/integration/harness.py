@@ -11,6 +11,13 @@ import tempfile
 import time
 import unittest
 
+# Every process a test starts inherits this mark in its environment, also after it left its
+# session or was re-parented to init, so that teardown finds whatever a test left alive.
+TREE_MARK = f"RLOCKTEST_TREE={os.getpid()}.{time.time_ns()}"
+os.environ[TREE_MARK.split("=")[0]] = TREE_MARK.split("=")[1]
+# Servers outlive single tests by design (one per class); everything else must not.
+LONG_LIVED = ("redis-server", "redis-sentinel", "valkey-server", "valkey-sentinel")
+
 RLOCK = os.environ.get("RLOCK_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "rlock")
 REDIS_SERVER = shutil.which("redis-server")
@@ -183,6 +190,51 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def processes_left():
+    """{pid: command line} of the live processes that carry this test run's TREE_MARK, other
+    than this one and the Redis servers."""
+    mark = TREE_MARK.encode() + b"\0"
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = b"\0" + f.read()  # a zombie's is empty
+            if b"\0" + mark not in env:
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        if not comm.startswith(LONG_LIVED):
+            found[int(entry)] = cmdline or comm
+    return found
+
+
+def assert_no_processes_left(timeout=5.0):
+    """Fails when a process a test started (or one of theirs) is still alive after TIMEOUT
+    (for a guardian to act, a process to exit); kills them so later tests start clean."""
+    left = {}
+
+    def none_left():
+        left.clear()
+        left.update(processes_left())
+        return not left
+    try:
+        wait_until(none_left, timeout, "no process left", interval=0.01)
+    except AssertionError:
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        raise AssertionError("processes left behind after the test: " +
+                             "; ".join(f"{pid} {cmd}" for pid, cmd in sorted(left.items())))
+
+
 def rlock_env(server=None, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RLOCK_") or k == "RLOCK_BIN"}
     env.pop("RLOCK_BIN", None)
@@ -254,6 +306,8 @@ class RedisTestCase(unittest.TestCase):
         self.server.cmd("FLUSHALL")
         self.tmp = tempfile.mkdtemp(prefix="rlock-test-")
         self.procs = []
+        # Cleanups run after tearDown (and the first added, last): nothing may outlive a test.
+        self.addCleanup(assert_no_processes_left)
 
     def tearDown(self):
         stop_procs(self.procs)
@@ -285,3 +339,107 @@ class RedisTestCase(unittest.TestCase):
             except FileNotFoundError:
                 return None
         return wait_until(ready, timeout, f"file {name}")
+
+
+class DelayProxy:
+    """A TCP proxy in front of a redis-server that delivers every reply DELAY seconds late
+    (requests go through at once, so the server acts on them on time), and that can cut every
+    connection right after delivering the next reply: arm() says when. After the cut it refuses
+    connections. For lease properties: a lease counted from when a reply arrived instead of when
+    its command was sent shows up as a command alive after the key expired on the server."""
+
+    def __init__(self, target_port, delay):
+        import selectors
+        import threading
+        self.target_port, self.delay = target_port, delay
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.armed = False
+        self.cut_at = None  # monotonic time of the cut
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.listener, selectors.EVENT_READ)
+        self._pairs = {}    # socket -> its peer
+        self._pending = []  # [due, seq, client socket, bytes, cut after it]
+        self._seq = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def arm(self):
+        """The next reply that arrives from the server is the last one delivered."""
+        self.armed = True
+
+    def close(self):
+        self._stop = True
+        self._thread.join(timeout=5)
+        self._cut()
+
+    def _cut(self):
+        for s in list(self._pairs):
+            try:
+                self._sel.unregister(s)
+            except (KeyError, ValueError):
+                pass
+            s.close()
+        self._pairs.clear()
+        if self.listener.fileno() >= 0:
+            try:
+                self._sel.unregister(self.listener)
+            except (KeyError, ValueError):
+                pass
+            self.listener.close()
+
+    def _loop(self):
+        import heapq
+        import selectors
+        while not self._stop and self.cut_at is None:
+            timeout = 0.05
+            if self._pending:
+                timeout = max(0.0, min(timeout, self._pending[0][0] - time.monotonic()))
+            for key, _ in self._sel.select(timeout):
+                s = key.fileobj
+                if s is self.listener:
+                    client, _ = self.listener.accept()
+                    server = socket.create_connection(("127.0.0.1", self.target_port))
+                    self._pairs[client], self._pairs[server] = server, client
+                    self._sel.register(client, selectors.EVENT_READ, "client")
+                    self._sel.register(server, selectors.EVENT_READ, "server")
+                    continue
+                if s not in self._pairs:
+                    continue
+                try:
+                    data = s.recv(65536)
+                except OSError:
+                    data = b""
+                peer = self._pairs[s]
+                if not data:  # one side closed: close both
+                    for x in (s, peer):
+                        self._sel.unregister(x)
+                        self._pairs.pop(x, None)
+                        x.close()
+                    continue
+                if key.data == "client":
+                    peer.sendall(data)
+                else:
+                    last, self.armed = self.armed, False
+                    self._seq += 1
+                    heapq.heappush(self._pending,
+                                   [time.monotonic() + self.delay, self._seq, peer, data, last])
+            now = time.monotonic()
+            while self._pending and self._pending[0][0] <= now:
+                _, _, client, data, last = heapq.heappop(self._pending)
+                if client.fileno() >= 0:
+                    try:
+                        client.sendall(data)
+                    except OSError:
+                        pass
+                if last:
+                    self.cut_at = time.monotonic()
+                    self._cut()
+                    break

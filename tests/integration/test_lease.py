@@ -1,0 +1,91 @@
+"""The lease is counted from when a command was sent, not from when its reply came.
+
+A proxy delivers every reply DELAY late and then cuts the holder off from Redis right after a
+reply: the acquire's, or a renewal's. The server set the key's expiry when it ran the command,
+DELAY before the holder heard of it, so a holder that counted its lease from the reply would let
+its command run DELAY past the key's expiry. A waiter connected directly takes the lock the
+moment the key expires and runs the fault suite's critical section, which finds the holder's
+command still inside through a kernel flock (rlock_fault_section): an overlap.
+
+The holder's command ignores SIGTERM, so only the SIGKILL that rlock sends at the lease's
+deadline stops it; the margin is the drift allowance (ttl/100 + 2 ms) against DELAY.
+"""
+import os
+import unittest
+
+from harness import DelayProxy, RedisTestCase, rlock_env, wait_until
+
+SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "build", "tests", "rlock_fault_section")
+TTL = "5s"      # renewals every 1.67 s, each allowed 833 ms for its reply
+DELAY = 0.5     # every reply this late: within a renewal's allowance
+RUNS = 3
+LOST = 76
+
+
+def log_lines(path):
+    try:
+        with open(path) as f:
+            return [line.split() for line in f]
+    except FileNotFoundError:
+        return []
+
+
+class LeaseFromSendTime(RedisTestCase):
+    def setUp(self):
+        super().setUp()
+        # Cache the scripts on the server, so that the first reply through the proxy is the
+        # acquire's own (not a NOSCRIPT and then an EVAL).
+        r = self.run_rlock(["run", "warm-up", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def section(self, log, probe, hold_ms, ignore_term):
+        trap = "trap '' TERM; " if ignore_term else ""
+        return ["sh", "-c", f"{trap}exec {SECTION} {log} {probe} 1 {hold_ms}"]
+
+    def start_holder(self, run, cut_after_acquire):
+        """Starts a holder behind its own proxy, armed as asked, and a waiter behind it."""
+        key = f"lease-{run}"
+        log, probe = self.path(f"log-{run}"), self.path(f"probe-{run}")
+        os.mkdir(probe)
+        proxy = DelayProxy(self.server.port, DELAY)
+        self.addCleanup(proxy.close)
+        if cut_after_acquire:
+            proxy.arm()
+        holder = self.start(["run", "--ttl", TTL, key, "--"] +
+                            self.section(log, probe, 60000, ignore_term=True),
+                            env=rlock_env(RLOCK_REDIS_URL=proxy.url))
+        wait_until(lambda: any(l[0] == "enter" for l in log_lines(log)), 20,
+                   "the holder's command to start")
+        if not cut_after_acquire:
+            proxy.arm()  # the next reply is the first renewal's
+        waiter = self.start(["run", "--wait", "30s", key, "--"] +
+                            self.section(log, probe, 50, ignore_term=False))
+        return proxy, holder, waiter, log
+
+    def check(self, proxy, holder, waiter, log):
+        self.assertEqual(holder.wait(timeout=30), LOST, holder.stderr.read())
+        self.assertEqual(waiter.wait(timeout=30), 0, waiter.stderr.read())
+        self.assertIsNotNone(proxy.cut_at, "the proxy never cut the holder off")
+        lines = log_lines(log)
+        self.assertEqual([l[0] for l in lines if l[0] == "enter"], ["enter", "enter"], lines)
+        overlaps = [l for l in lines if l[0].startswith("overlap")]
+        self.assertEqual(overlaps, [], "the waiter found the holder's command still running "
+                         "after the key expired: the lease was counted from a reply")
+
+    def holders_cut_off(self, cut_after_acquire):
+        # RUNS holders at once, each on its own key and proxy: the same proof, a third the time.
+        runs = [self.start_holder(run, cut_after_acquire) for run in range(RUNS)]
+        for run, started in enumerate(runs):
+            with self.subTest(run=run):
+                self.check(*started)
+
+    def test_cut_off_after_a_late_renewal_reply(self):
+        self.holders_cut_off(cut_after_acquire=False)
+
+    def test_cut_off_after_a_late_acquire_reply(self):
+        self.holders_cut_off(cut_after_acquire=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
