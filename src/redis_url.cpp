@@ -10,8 +10,37 @@ namespace rlock {
 
 namespace {
 
+// Where the user and password of TEXT end: its last '@' (no host, port, database or path of
+// a redis:// URL has one, while an unencoded password may), or npos.
+size_t userinfo_end(std::string_view text) {
+  size_t scheme_end = text.find("://");
+  size_t at = text.rfind('@');
+  if (at == std::string_view::npos || (scheme_end != std::string_view::npos && at < scheme_end))
+    return std::string_view::npos;
+  return at;
+}
+
+}  // namespace
+
+std::string without_userinfo(std::string_view text) {
+  size_t at = userinfo_end(text);
+  if (at == std::string_view::npos) return std::string(text);
+  size_t scheme_end = text.find("://");
+  size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
+  return std::string(text.substr(0, start)) + k_redacted_secret + std::string(text.substr(at));
+}
+
+namespace {
+
 [[noreturn]] void bad_url(std::string_view text, const std::string& why) {
-  throw Error(k_exit_config, "bad Redis URL '" + redact_url_text(text) + "': " + why);
+  throw Error(k_exit_config, "bad Redis URL '" + without_userinfo(text) + "': " + why);
+}
+
+std::string hex_byte(char c) {
+  std::string out;
+  append_hex(out, static_cast<unsigned char>(c));
+  for (char& h : out) h = static_cast<char>(std::toupper(static_cast<unsigned char>(h)));
+  return out;
 }
 
 std::string percent_encode_userinfo(std::string_view text) {
@@ -41,23 +70,22 @@ constexpr int k_max_db = 1 << 20;  // far above any server's "databases" setting
 }  // namespace
 
 std::string redact_url_text(std::string_view text) {
-  // Whatever sits between "://" and the last '@' of the authority may hold a password.
+  // Whatever sits between "://" and the last '@' may hold a password.
   size_t scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(text);
+  size_t at = userinfo_end(text);
+  if (scheme_end == std::string_view::npos || at == std::string_view::npos)
+    return without_userinfo(text);
   size_t auth_start = scheme_end + 3;
-  size_t auth_end = text.find_first_of("/?", auth_start);
-  std::string_view authority =
-      text.substr(auth_start, auth_end == std::string_view::npos ? std::string_view::npos
-                                                                 : auth_end - auth_start);
-  size_t at = authority.rfind('@');
-  if (at == std::string_view::npos) return std::string(text);
-  std::string_view userinfo = authority.substr(0, at);
+  std::string_view userinfo = text.substr(auth_start, at - auth_start);
   size_t colon = userinfo.find(':');
   std::string out(text.substr(0, auth_start));
-  // "redis://secret@host": a lone userinfo is the password; "redis://user:secret@host" keeps user.
-  if (colon != std::string_view::npos) out += userinfo.substr(0, colon + 1);
+  // "redis://secret@host": a lone userinfo is the password; "redis://user:secret@host" keeps
+  // the user, unless it is no plain name (then it may be a password typed without its ':').
+  std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
+  if (colon != std::string_view::npos && user.find_first_of("/?#") == std::string_view::npos)
+    out += userinfo.substr(0, colon + 1);
   out += k_redacted_secret;
-  out += text.substr(auth_start + at);
+  out += text.substr(at);
   return out;
 }
 
@@ -65,7 +93,7 @@ RedisUrl parse_redis_url(std::string_view text) {
   RedisUrl url;
   size_t scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos)
-    bad_url(text, "expected redis://, rediss:// or unix://");
+    bad_url(text, std::string("expected ") + k_url_schemes);
   std::string_view scheme = text.substr(0, scheme_end);
   std::string_view rest = text.substr(scheme_end + 3);
   if (scheme == "redis") {
@@ -75,7 +103,7 @@ RedisUrl parse_redis_url(std::string_view text) {
   } else if (scheme == "unix") {
     url.scheme = RedisUrl::Scheme::unix_socket;
   } else {
-    bad_url(text, "unknown scheme '" + std::string(scheme) + "' (expected redis, rediss or unix)");
+    bad_url(text, "unknown scheme '" + std::string(scheme) + "' (expected " + k_url_schemes + ")");
   }
 
   if (url.scheme == RedisUrl::Scheme::unix_socket) {
@@ -94,6 +122,28 @@ RedisUrl parse_redis_url(std::string_view text) {
     return url;
   }
 
+  // The user and password first: up to the last '@', where they may hold a '/'.
+  size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (size_t bad = userinfo.find_first_of("/?#"); bad != std::string_view::npos)
+      bad_url(text, std::string("the user or password has an unencoded '") + userinfo[bad] +
+                        "': percent-encode it as %" + hex_byte(userinfo[bad]));
+    size_t colon = userinfo.find(':');
+    // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
+    // an ACL user and password, and "redis://secret@h" as a password alone.
+    std::string_view user =
+        colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
+    std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+    auto user_decoded = percent_decode(user);
+    auto pass_decoded = percent_decode(pass);
+    if (!user_decoded || !pass_decoded)
+      bad_url(text, "a '%' in the user or password starts no %-escape: percent-encode a '%' "
+                    "as %25");
+    if (!user_decoded->empty()) url.user = *user_decoded;
+    if (!pass_decoded->empty()) url.password = *pass_decoded;
+  }
   size_t slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
   if (slash != std::string_view::npos) {
@@ -103,22 +153,6 @@ RedisUrl parse_redis_url(std::string_view text) {
       if (!n) bad_url(text, "database '" + std::string(db) + "' is not a number");
       url.db = *n;
     }
-  }
-  size_t at = authority.rfind('@');
-  if (at != std::string_view::npos) {
-    std::string_view userinfo = authority.substr(0, at);
-    authority = authority.substr(at + 1);
-    size_t colon = userinfo.find(':');
-    // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
-    // an ACL user and password, and "redis://secret@h" as a password alone.
-    std::string_view user =
-        colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
-    std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
-    auto user_decoded = percent_decode(user);
-    auto pass_decoded = percent_decode(pass);
-    if (!user_decoded || !pass_decoded) bad_url(text, "bad %-escape in the user or password");
-    if (!user_decoded->empty()) url.user = *user_decoded;
-    if (!pass_decoded->empty()) url.password = *pass_decoded;
   }
   std::string_view port_text;
   if (!authority.empty() && authority[0] == '[') {

@@ -11,6 +11,9 @@ namespace rlock {
 inline constexpr int k_default_redis_port = 6379;
 inline constexpr const char* k_default_redis_url = "redis://127.0.0.1:6379";
 inline constexpr const char* k_redacted_secret = "***";
+// Every kind of URL rlock takes, as error messages list them.
+inline constexpr const char* k_url_schemes =
+    "redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://";
 
 struct RedisUrl {
   enum class Scheme { tcp, tls, unix_socket };
@@ -28,11 +31,15 @@ struct RedisUrl {
   std::string endpoint() const;
 };
 
-// Throws Error(k_exit_config) naming the part that is wrong; the message never holds the password.
+// Throws Error(k_exit_config) naming the part that is wrong; the message holds no part of the
+// user or password.
 RedisUrl parse_redis_url(std::string_view text);
 
-// TEXT with any password in it replaced by k_redacted_secret, for quoting text that failed to
-// parse.
+// TEXT with any password in it replaced by k_redacted_secret (everything before the last '@'
+// but a plain user name), for showing URLs as given (`rlock config`).
 std::string redact_url_text(std::string_view text);
+
+// TEXT for an error message: the user and password (everything before the last '@') go whole.
+std::string without_userinfo(std::string_view text);
 
 }  // namespace rlock

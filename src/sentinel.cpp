@@ -8,7 +8,7 @@ namespace rlock {
 namespace {
 
 [[noreturn]] void bad_sentinel_url(std::string_view text, const std::string& why) {
-  throw Error(k_exit_config, "bad Sentinel URL '" + redact_url_text(text) + "': " + why);
+  throw Error(k_exit_config, "bad Sentinel URL '" + without_userinfo(text) + "': " + why);
 }
 
 class SentinelRedis final : public Redis {
@@ -133,6 +133,11 @@ SentinelUrl parse_sentinel_url(std::string_view text) {
   SentinelUrl out;
   out.tls = text.rfind("rediss-sentinel://", 0) == 0;
   std::string_view rest = text.substr(text.find("://") + 3);
+  // The user and password first, up to the last '@' (as in a redis:// URL, where they are
+  // checked): an unencoded '/' in a password must not be taken for the primary's name.
+  size_t at = rest.rfind('@');
+  std::string userinfo = at == std::string_view::npos ? "" : std::string(rest.substr(0, at + 1));
+  if (at != std::string_view::npos) rest = rest.substr(at + 1);
   size_t slash = rest.find('/');
   if (slash == std::string_view::npos || slash + 1 == rest.size())
     bad_sentinel_url(text, "no primary name (redis-sentinel://host:26379/mymaster)");
@@ -148,10 +153,7 @@ SentinelUrl parse_sentinel_url(std::string_view text) {
     // Checked the way a redis:// URL's database is.
     out.db = parse_redis_url("redis://h/" + std::string(query.substr(3))).db;
   }
-  size_t at = authority.rfind('@');
-  std::string userinfo =
-      at == std::string_view::npos ? "" : std::string(authority.substr(0, at + 1));
-  std::string_view hosts = authority.substr(at == std::string_view::npos ? 0 : at + 1);
+  std::string_view hosts = authority;
   std::string scheme = out.tls ? "rediss://" : "redis://";
   while (true) {
     size_t comma = hosts.find(',');

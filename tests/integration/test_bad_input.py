@@ -89,7 +89,7 @@ class BadInput(RedisTestCase):
         print(f"\n  bad inputs tried: {cls.tried}")
         super().tearDownClass()
 
-    def assert_rejected(self, args, status, env=None):
+    def assert_rejected(self, args, status, env=None, secret=None):
         type(self).tried += 1
         r = subprocess.run([arg(RLOCK)] + [arg(a) for a in args], capture_output=True, timeout=30,
                            env=env or rlock_env(self.server))
@@ -104,6 +104,9 @@ class BadInput(RedisTestCase):
                          f"{shown}: raw control characters in {line[:200]!r}")
         line.decode("utf-8")  # raises on bytes that are not UTF-8
         self.assertEqual(self.server.cmd("DBSIZE"), 0, f"{shown} wrote to Redis")
+        if secret:
+            for piece in {secret[i:i + 4] for i in range(len(secret) - 3)}:
+                self.assertNotIn(piece.encode(), r.stderr, f"{shown}: a piece of the password")
 
     def test_bad_durations_for_every_flag_that_takes_one(self):
         for flag, verbs in DURATION_FLAGS.items():
@@ -161,6 +164,36 @@ class BadInput(RedisTestCase):
                     env[b"RLOCK_REDIS_URL"] = arg(url)
                     env = {arg(k): arg(v) for k, v in env.items()}
                     self.assert_rejected(["status", "k"], CONFIG, env=env)
+
+    def test_passwords_with_url_special_characters_never_show(self):
+        # Unencoded '/', '?', '#' and a stray '%' make a URL that cannot be read; '@' and ':' are
+        # read (the last '@' ends the password). Every error names the problem and shows no
+        # piece of the user or password, from the flag, the environment and a config file.
+        for c in "/?#%@:":
+            secret = f"Qz{c}Wx{c}Vb9"
+            for url in (f"redis://:{secret}@h:99999", f"redis://app:{secret}@h:0/1",
+                        f"rediss://{secret}@h:x", f"redis-sentinel://:{secret}@h:99999/m"):
+                for args in ALL_VERBS:
+                    attempt = [args[0], "--redis", url] + [a.replace("{key}", "k")
+                                                           for a in args[1:]]
+                    with self.subTest(url=url, verb=args[0]):
+                        self.assert_rejected(attempt, CONFIG, secret=secret)
+                with self.subTest(url=url, source="environment and file"):
+                    self.assert_rejected(["status", "k"], CONFIG, secret=secret,
+                                         env=rlock_env(RLOCK_REDIS_URL=url))
+                    path = self.path("config.toml")
+                    with open(path, "w") as f:
+                        f.write(f'redis = "{url}"\n')
+                    self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
+                                         env=rlock_env(RLOCK_CONFIG=path))
+
+    def test_an_unknown_scheme_lists_every_scheme(self):
+        r = subprocess.run([RLOCK, "status", "--redis", "http://h", "k"], capture_output=True,
+                           text=True, env=rlock_env())
+        self.assertEqual(r.returncode, CONFIG)
+        for scheme in ("redis://", "rediss://", "unix://", "redis-sentinel://",
+                       "rediss-sentinel://"):
+            self.assertIn(scheme, r.stderr)
 
     def test_bad_config_files(self):
         for name, content in BAD_CONFIGS.items():

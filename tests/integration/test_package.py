@@ -11,7 +11,8 @@ from harness import RedisServer, run_rlock
 
 BUILD = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
 INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/bash-completion/completions/rlock",
-             "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish"]
+             "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish",
+             "share/doc/rlock/LICENSE", "share/doc/rlock/copyright"]
 
 
 class Package(unittest.TestCase):
@@ -55,6 +56,10 @@ class Package(unittest.TestCase):
             self.assertTrue(owners & depends, f"{lib} (from {owners}) is not in Depends: {depends}")
         for path in INSTALLED:
             self.assertTrue(os.path.isfile(os.path.join(root, "usr", path)), path)
+        with open(os.path.join(root, "usr/share/doc/rlock/copyright")) as f:
+            copyright = f.read()
+        self.assertIn("\nLicense: MIT\n", copyright)
+        self.assertIn("SPDX-License-Identifier: MIT", copyright)
         binary = os.path.join(root, "usr/bin/rlock")
         r = subprocess.run([binary, "--version"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -101,3 +106,6 @@ class Rpm(unittest.TestCase):
         files = subprocess.run(["rpm", "-qlp", rpms[0]], capture_output=True, text=True).stdout
         for path in INSTALLED:
             self.assertIn("/usr/" + path, files)
+        self.assertIn("/usr/share/licenses/rlock/LICENSE", files)
+        info = subprocess.run(["rpm", "-qip", rpms[0]], capture_output=True, text=True).stdout
+        self.assertRegex(info, r"License\s*: MIT\n")

@@ -40,6 +40,50 @@ TEST_CASE("users and passwords, redacted everywhere") {
   CHECK(redact_url_text("redis://h:1") == "redis://h:1");
 }
 
+// The message of the Error that parsing TEXT throws.
+std::string url_error(const std::string& text) {
+  try {
+    parse_redis_url(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_CASE("passwords with URL-special characters: the last '@' ends them") {
+  auto u = parse_redis_url("redis://app:p@ss:w0rd@h:1/2");
+  CHECK(*u.user == "app");
+  CHECK(*u.password == "p@ss:w0rd");
+  CHECK(u.host == "h");
+  CHECK(u.db == 2);
+  // Unencoded '/', '?', '#' and a stray '%': an error that says how to encode, and shows no
+  // part of the user or password.
+  for (std::string pw : {"ab/cd", "ab?cd", "ab#cd", "ab%zzcd", "ab%"}) {
+    CAPTURE(pw);
+    std::string message = url_error("redis://admin:" + pw + "@h:1/0");
+    CHECK(message.find("percent-encode") != std::string::npos);
+    CHECK(message.find("'redis://***@h:1/0'") != std::string::npos);
+    CHECK(message.find("admin") == std::string::npos);
+    CHECK(message.find("ab") == std::string::npos);
+    CHECK(message.find("cd") == std::string::npos);
+  }
+  CHECK(url_error("redis://:a/b@h").find("%2F") != std::string::npos);
+  // Any error after the password, too.
+  CHECK(url_error("redis://:s3cr3t@h:0").find("s3cr3t") == std::string::npos);
+  CHECK(url_error("redis:s3cr3t@h").find("s3cr3t") == std::string::npos);
+  CHECK(redact_url_text("redis://u:a/b@h:1") == "redis://u:***@h:1");
+  CHECK(redact_url_text("redis://a/b:c@h:1") == "redis://***@h:1");
+  CHECK(without_userinfo("redis://u:pw@h:1") == "redis://***@h:1");
+  CHECK(without_userinfo("nonsense-pw@h") == "***@h");
+}
+
+TEST_CASE("an unknown scheme lists every scheme") {
+  std::string message = url_error("http://h");
+  for (const char* scheme :
+       {"redis://", "rediss://", "unix://", "redis-sentinel://", "rediss-sentinel://"})
+    CHECK(message.find(scheme) != std::string::npos);
+}
+
 TEST_CASE("unix sockets") {
   auto u = parse_redis_url("unix:///run/redis/redis.sock?db=3");
   CHECK(u.scheme == RedisUrl::Scheme::unix_socket);

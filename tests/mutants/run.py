@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Mutation check: each mutant breaks one safety property with a minimal edit, and the suite must
+catch it (some test that passes on the real code fails on the mutant).
+
+    tests/mutants/run.py [--work DIR] [NAME ...]
+
+Works on a copy of the source tree (the files git knows, as they are in the work tree now) in
+DIR (default: build-mutants/ at the top of the tree), built once and then rebuilt incrementally
+per mutant: one source file and a link. For each mutant it runs only the tests that should catch
+it. First the same tests run on the unmutated copy: a test that fails there proves nothing.
+Exit status 0 when every mutant was caught; 1 when one survived or no longer applies (the code it
+edits changed: update the mutant). CONTRIBUTING.md says when to run it.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# name, file, the exact text to replace (must occur once), its replacement, tests that must catch
+# it: "unit" (the doctest binary) or unittest names run in tests/integration.
+MUTANTS = [
+    ("release without the token compare", "src/lock.cpp",
+     """local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])""",
+     """local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' then
+  redis.call('DEL', KEYS[1])""",
+     ["test_operator.Operator.test_acquire_extend_release_cycle"]),
+    ("renew without the token compare", "src/lock.cpp",
+     """if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""",
+     """if type(v) == 'string' then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""",
+     ["test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76"]),
+    ("lease deadline from the reply time", "src/lease.cpp",
+     "deadline_ = lease_deadline(sent, ttl_)",
+     "deadline_ = lease_deadline(Clock::now(), ttl_)",
+     ["test_lease"]),
+    ("acquire's lease from the reply time", "src/wait.cpp",
+     "return Obtained{got->fence, sent,",
+     "return Obtained{got->fence, Clock::now(),",
+     ["test_lease.LeaseFromSendTime.test_cut_off_after_a_late_acquire_reply"]),
+    ("drift ignored", "src/lease.h",
+     "constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }",
+     "constexpr Millis lease_drift(Millis) { return Millis(0); }",
+     ["unit"]),
+    ("signal to the child instead of its group", "src/child.cpp",
+     "if (pid_ > 0) ::kill(-pid_, sig);",
+     "if (pid_ > 0) ::kill(pid_, sig);",
+     ["test_run_basic.RunBasics.test_max_run_stops_the_command_and_its_children_with_124"]),
+    ("no guardian", "src/child.cpp",
+     "if (pgid > 0) ::syscall(SYS_kill, -pgid, SIGKILL);",
+     "(void)pgid;",
+     ["test_run_death.CommandDiesWithRlock.test_sigkill_to_rlock_alone"]),
+    ("guardian in rlock's process group", "src/child.cpp",
+     "  ::setpgid(pid, pid);\n  return pid;",
+     "  return pid;",
+     ["test_run_death.CommandDiesWithRlock.test_sigkill_to_rlocks_process_group"]),
+    ("no fence INCR", "src/lock.cpp",
+     """  local fence = redis.call('INCR', KEYS[2])
+  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""",
+     """  local fence = 1
+  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""",
+     ["test_run_basic.RunBasics.test_fence_increases_across_acquisitions_expiry_and_restart"]),
+    ("no wake-up on release", "src/lock.cpp",
+     """  redis.call('DEL', KEYS[1])
+  wake_first(KEYS[2], KEYS[3], ARGV[2], now_ms())""",
+     """  redis.call('DEL', KEYS[1])""",
+     ["test_wait.Waiting.test_a_release_wakes_a_waiter_long_before_the_ttl"]),
+    ("busy status changed", "src/exit_status.h",
+     "k_exit_busy = 75,",
+     "k_exit_busy = 1,",
+     ["test_run_basic.RunBasics.test_busy_fails_fast_with_75_and_names_the_holder"]),
+    ("SCAN replaced by KEYS", "src/lock_state.cpp",
+     """    auto page = redis.call(
+        {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", "string"},
+        deadline);""",
+     """    auto keys_reply = redis.call({"KEYS", pattern}, deadline);
+    if (!keys_reply) return keys_reply.failure();
+    Reply fake;
+    fake.type = Reply::Type::array;
+    fake.elements.resize(2);
+    fake.elements[0].str = "0";
+    fake.elements[1] = *keys_reply;
+    Result<Reply> page = fake;""",
+     ["test_operator.Operator.test_list_finds_locks_among_20000_unrelated_keys_with_scan"]),
+    ("a password left in a message", "src/redis_url.cpp",
+     """if (password) out += std::string(":") + k_redacted_secret;""",
+     """if (password) out += std::string(":") + *password;""",
+     ["test_secrets", "test_connection.Passwords.test_wrong_password_is_69_and_never_printed"]),
+    ("the command outlives a lost lock (no SIGKILL after kill-after)", "src/verbs/run.cpp",
+     """      kill_group(SIGKILL, now);
+    }
+  }""",
+     """      killed_at_ = now;
+    }
+  }""",
+     ["test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76"]),
+]
+
+
+def sh(args, **kw):
+    return subprocess.run(args, check=True, **kw)
+
+
+def prepare(work):
+    """A copy of the tracked files as they are now, configured and built."""
+    tree, build = os.path.join(work, "tree"), os.path.join(work, "build")
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=TOP, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src, dst = os.path.join(TOP, f), os.path.join(tree, f)
+        if not os.path.isfile(src):
+            continue  # deleted in the work tree
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read():
+            shutil.copy2(src, dst)
+    if not os.path.exists(os.path.join(build, "build.ninja")):
+        sh(["cmake", "-S", tree, "-B", build, "-G", "Ninja"], stdout=subprocess.DEVNULL)
+    return tree, build
+
+
+def build_targets(build):
+    r = subprocess.run(["cmake", "--build", build, "--target", "rlock", "rlock_unit",
+                        "rlock_fault_section"], capture_output=True, text=True)
+    return r.returncode == 0, r.stdout + r.stderr
+
+
+def run_tests(tree, build, tests):
+    """True when every test in TESTS passed."""
+    env = dict(os.environ, RLOCK_BIN=os.path.join(build, "rlock"), RLOCK_SOURCE_DIR=tree,
+               RLOCK_BUILD_DIR=build, PYTHONDONTWRITEBYTECODE="1",
+               RLOCK_FAULT_SECTION=os.path.join(build, "tests", "rlock_fault_section"))
+    ok = True
+    for t in tests:
+        if t == "unit":
+            args = [os.path.join(build, "tests", "rlock_unit")]
+        else:
+            args = [sys.executable, "-m", "unittest", t]
+        r = subprocess.run(args, cwd=os.path.join(tree, "tests", "integration"), env=env,
+                           capture_output=True, text=True, timeout=600)
+        ok = ok and r.returncode == 0
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--work", default=os.path.join(TOP, "build-mutants"))
+    ap.add_argument("names", nargs="*", help="run only the mutants whose name contains one of these")
+    args = ap.parse_args()
+    mutants = [m for m in MUTANTS if not args.names or any(n in m[0] for n in args.names)]
+    tree, build = prepare(os.path.abspath(args.work))
+    ok, out = build_targets(build)
+    if not ok:
+        sys.exit("the unmutated copy does not build:\n" + out)
+    tests = sorted({t for m in mutants for t in m[4]})
+    if not run_tests(tree, build, tests):
+        sys.exit("a chosen test fails on the unmutated code; fix that first: " + " ".join(tests))
+
+    results, bad = [], 0
+    for name, path, old, new, catchers in mutants:
+        start = time.monotonic()
+        file = os.path.join(tree, path)
+        original = open(file).read()
+        if original.count(old) != 1:
+            results.append((name, "NO LONGER APPLIES", 0))
+            bad += 1
+            continue
+        try:
+            with open(file, "w") as f:
+                f.write(original.replace(old, new))
+            built, out = build_targets(build)
+            if not built:
+                verdict = "DOES NOT BUILD"
+                print(out, file=sys.stderr)
+                bad += 1
+            elif run_tests(tree, build, catchers):
+                verdict = "SURVIVED"
+                bad += 1
+            else:
+                verdict = "caught"
+        finally:
+            with open(file, "w") as f:
+                f.write(original)
+            os.utime(file)  # newer than the mutant's object: the next build recompiles it
+        results.append((name, verdict, time.monotonic() - start))
+        print(f"{verdict:>8}  {name}  ({results[-1][2]:.0f} s; {', '.join(catchers)})",
+              flush=True)
+    build_targets(build)  # leave the copy unmutated
+    print(f"{len(results) - bad} of {len(results)} mutants caught")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
