@@ -357,7 +357,8 @@ class DelayProxy:
         self.listener.listen(16)
         self.port = self.listener.getsockname()[1]
         self.armed = False
-        self.cut_at = None  # monotonic time of the cut
+        self.cut_at = None      # monotonic time of the cut
+        self.last_reply = None  # the bytes delivered just before the cut
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.listener, selectors.EVENT_READ)
         self._pairs = {}    # socket -> its peer
@@ -440,6 +441,7 @@ class DelayProxy:
                     except OSError:
                         pass
                 if last:
+                    self.last_reply = data
                     self.cut_at = time.monotonic()
                     self._cut()
                     break

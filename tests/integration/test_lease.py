@@ -34,9 +34,9 @@ def log_lines(path):
 class LeaseFromSendTime(RedisTestCase):
     def setUp(self):
         super().setUp()
-        # Cache the scripts on the server, so that the first reply through the proxy is the
-        # acquire's own (not a NOSCRIPT and then an EVAL).
-        r = self.run_rlock(["run", "warm-up", "--", "true"])
+        # Cache the scripts on the server (acquire, renew, release), so that the first reply
+        # through the proxy is the acquire's or the renewal's own, not a NOSCRIPT.
+        r = self.run_rlock(["run", "--ttl", "300ms", "warm-up", "--", "sleep", "0.4"])
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def section(self, log, probe, hold_ms, ignore_term):
@@ -67,6 +67,8 @@ class LeaseFromSendTime(RedisTestCase):
         self.assertEqual(holder.wait(timeout=30), LOST, holder.stderr.read())
         self.assertEqual(waiter.wait(timeout=30), 0, waiter.stderr.read())
         self.assertIsNotNone(proxy.cut_at, "the proxy never cut the holder off")
+        self.assertFalse(proxy.last_reply.startswith(b"-"),
+                         f"the reply before the cut was an error: {proxy.last_reply!r}")
         lines = log_lines(log)
         self.assertEqual([l[0] for l in lines if l[0] == "enter"], ["enter", "enter"], lines)
         overlaps = [l for l in lines if l[0].startswith("overlap")]

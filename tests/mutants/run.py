@@ -20,87 +20,110 @@ import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
-# name, file, the exact text to replace (must occur once), its replacement, tests that must catch
-# it: "unit" (the doctest binary) or unittest names run in tests/integration.
+# name, edits (file, the exact text to replace, which must occur once, and its replacement), and
+# the tests that must catch it: "unit" (the doctest binary) or unittest names run in
+# tests/integration.
 MUTANTS = [
-    ("release without the token compare", "src/lock.cpp",
-     """local v = redis.pcall('GET', KEYS[1])
+    ("release without the token compare",
+     [("src/lock.cpp",
+       """local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])""",
-     """local v = redis.pcall('GET', KEYS[1])
+       """local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' then
-  redis.call('DEL', KEYS[1])""",
-     ["test_operator.Operator.test_acquire_extend_release_cycle"]),
-    ("renew without the token compare", "src/lock.cpp",
-     """if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])""")],
+     ['test_operator.Operator.test_acquire_extend_release_cycle']),
+    ("renew without the token compare",
+     [("src/lock.cpp",
+       """if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])""",
-     """if type(v) == 'string' then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""",
-     ["test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76"]),
-    ("lease deadline from the reply time", "src/lease.cpp",
-     "deadline_ = lease_deadline(sent, ttl_)",
-     "deadline_ = lease_deadline(Clock::now(), ttl_)",
-     ["test_lease"]),
-    ("acquire's lease from the reply time", "src/wait.cpp",
-     "return Obtained{got->fence, sent,",
-     "return Obtained{got->fence, Clock::now(),",
-     ["test_lease.LeaseFromSendTime.test_cut_off_after_a_late_acquire_reply"]),
-    ("drift ignored", "src/lease.h",
-     "constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }",
-     "constexpr Millis lease_drift(Millis) { return Millis(0); }",
-     ["unit"]),
-    ("signal to the child instead of its group", "src/child.cpp",
-     "if (pid_ > 0) ::kill(-pid_, sig);",
-     "if (pid_ > 0) ::kill(pid_, sig);",
-     ["test_run_basic.RunBasics.test_max_run_stops_the_command_and_its_children_with_124"]),
-    ("no guardian", "src/child.cpp",
-     "if (pgid > 0) ::syscall(SYS_kill, -pgid, SIGKILL);",
-     "(void)pgid;",
-     ["test_run_death.CommandDiesWithRlock.test_sigkill_to_rlock_alone"]),
-    ("guardian in rlock's process group", "src/child.cpp",
-     "  ::setpgid(pid, pid);\n  return pid;",
-     "  return pid;",
-     ["test_run_death.CommandDiesWithRlock.test_sigkill_to_rlocks_process_group"]),
-    ("no fence INCR", "src/lock.cpp",
-     """  local fence = redis.call('INCR', KEYS[2])
+       """if type(v) == 'string' then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""")],
+     ['test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76']),
+    ("lease deadline from the reply time",
+     [("src/lease.cpp",
+       "deadline_ = lease_deadline(sent, ttl_)",
+       "deadline_ = lease_deadline(Clock::now(), ttl_)")],
+     ['test_lease']),
+    ("acquire's lease from the reply time",
+     [("src/wait.cpp",
+       "return Obtained{got->fence, sent,",
+       "return Obtained{got->fence, Clock::now(),")],
+     ['test_lease.LeaseFromSendTime.test_cut_off_after_a_late_acquire_reply']),
+    ("drift ignored",
+     [("src/lease.h",
+       "constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }",
+       "constexpr Millis lease_drift(Millis) { return Millis(0); }")],
+     ['unit']),
+    ("signal to the child instead of its group",
+     [("src/child.cpp",
+       "if (pid_ > 0) ::kill(-pid_, sig);",
+       "if (pid_ > 0) ::kill(pid_, sig);")],
+     ['test_run_basic.RunBasics.test_max_run_stops_the_command_and_its_children_with_124']),
+    ("no guardian",
+     [("src/child.cpp",
+       "if (pgid > 0) ::syscall(SYS_kill, -pgid, SIGKILL);",
+       "(void)pgid;")],
+     ['test_run_death.CommandDiesWithRlock.test_sigkill_to_rlock_alone']),
+    ("guardian in rlock's process group",
+     [("src/child.cpp",
+       """  ::setpgid(pid, pid);
+  return pid;""",
+       "  return pid;"),
+      ("src/child.cpp",
+       """  ::syscall(SYS_setpgid, 0, 0);
+""",
+       "")],
+     ['test_run_death.CommandDiesWithRlock.test_sigkill_to_rlocks_process_group']),
+    ("no fence INCR",
+     [("src/lock.cpp",
+       """  local fence = redis.call('INCR', KEYS[2])
   redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""",
-     """  local fence = 1
-  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""",
-     ["test_run_basic.RunBasics.test_fence_increases_across_acquisitions_expiry_and_restart"]),
-    ("no wake-up on release", "src/lock.cpp",
-     """  redis.call('DEL', KEYS[1])
+       """  local fence = 1
+  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""")],
+     ['test_run_basic.RunBasics.test_fence_increases_across_acquisitions_expiry_and_restart']),
+    ("no wake-up on release",
+     [("src/lock.cpp",
+       """  redis.call('DEL', KEYS[1])
   wake_first(KEYS[2], KEYS[3], ARGV[2], now_ms())""",
-     """  redis.call('DEL', KEYS[1])""",
-     ["test_wait.Waiting.test_a_release_wakes_a_waiter_long_before_the_ttl"]),
-    ("busy status changed", "src/exit_status.h",
-     "k_exit_busy = 75,",
-     "k_exit_busy = 1,",
-     ["test_run_basic.RunBasics.test_busy_fails_fast_with_75_and_names_the_holder"]),
-    ("SCAN replaced by KEYS", "src/lock_state.cpp",
-     """    auto page = redis.call(
+       "  redis.call('DEL', KEYS[1])")],
+     ['test_wait.Waiting.test_a_release_wakes_a_waiter_long_before_the_ttl']),
+    ("busy status changed",
+     [("src/exit_status.h",
+       "k_exit_busy = 75,",
+       "k_exit_busy = 1,"),
+      ("src/settings.cpp",
+       """{"conflict-exit-code", SettingKind::exit_code, "75",""",
+       """{"conflict-exit-code", SettingKind::exit_code, "1",""")],
+     ['unit', 'test_run_basic.RunBasics.test_busy_fails_fast_with_75_and_names_the_holder']),
+    ("SCAN replaced by KEYS",
+     [("src/lock_state.cpp",
+       """    auto page = redis.call(
         {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", "string"},
         deadline);""",
-     """    auto keys_reply = redis.call({"KEYS", pattern}, deadline);
+       """    auto keys_reply = redis.call({"KEYS", pattern}, deadline);
     if (!keys_reply) return keys_reply.failure();
     Reply fake;
     fake.type = Reply::Type::array;
     fake.elements.resize(2);
     fake.elements[0].str = "0";
     fake.elements[1] = *keys_reply;
-    Result<Reply> page = fake;""",
-     ["test_operator.Operator.test_list_finds_locks_among_20000_unrelated_keys_with_scan"]),
-    ("a password left in a message", "src/redis_url.cpp",
-     """if (password) out += std::string(":") + k_redacted_secret;""",
-     """if (password) out += std::string(":") + *password;""",
-     ["test_secrets", "test_connection.Passwords.test_wrong_password_is_69_and_never_printed"]),
-    ("the command outlives a lost lock (no SIGKILL after kill-after)", "src/verbs/run.cpp",
-     """      kill_group(SIGKILL, now);
+    Result<Reply> page = fake;""")],
+     ['test_operator.Operator.test_list_finds_locks_among_20000_unrelated_keys_with_scan']),
+    ("a password left in a message",
+     [("src/redis_url.cpp",
+       'if (password) out += std::string(":") + k_redacted_secret;',
+       'if (password) out += std::string(":") + *password;')],
+     ['test_secrets', 'test_connection.Passwords.test_wrong_password_is_69_and_never_printed']),
+    ("the command outlives a lost lock (no SIGKILL after kill-after)",
+     [("src/verbs/run.cpp",
+       """      kill_group(SIGKILL, now);
     }
   }""",
-     """      killed_at_ = now;
+       """      killed_at_ = now;
     }
-  }""",
-     ["test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76"]),
+  }""")],
+     ['test_run_basic.RunBasics.test_max_run_escalates_to_kill_after_kill_after']),
 ]
 
 
@@ -163,17 +186,28 @@ def main():
         sys.exit("a chosen test fails on the unmutated code; fix that first: " + " ".join(tests))
 
     results, bad = [], 0
-    for name, path, old, new, catchers in mutants:
+    for name, edits, catchers in mutants:
         start = time.monotonic()
-        file = os.path.join(tree, path)
-        original = open(file).read()
-        if original.count(old) != 1:
+        originals = {}
+        for path, _, _ in edits:
+            with open(os.path.join(tree, path)) as f:
+                originals[path] = f.read()
+        mutated = dict(originals)
+        for path, old, new in edits:
+            if mutated[path].count(old) != 1:
+                break
+            mutated[path] = mutated[path].replace(old, new)
+        else:
+            old = None
+        if old is not None:
             results.append((name, "NO LONGER APPLIES", 0))
+            print(f"NO LONGER APPLIES  {name}", flush=True)
             bad += 1
             continue
         try:
-            with open(file, "w") as f:
-                f.write(original.replace(old, new))
+            for path, text in mutated.items():
+                with open(os.path.join(tree, path), "w") as f:
+                    f.write(text)
             built, out = build_targets(build)
             if not built:
                 verdict = "DOES NOT BUILD"
@@ -185,9 +219,10 @@ def main():
             else:
                 verdict = "caught"
         finally:
-            with open(file, "w") as f:
-                f.write(original)
-            os.utime(file)  # newer than the mutant's object: the next build recompiles it
+            for path, text in originals.items():
+                with open(os.path.join(tree, path), "w") as f:
+                    f.write(text)
+                os.utime(os.path.join(tree, path))  # newer than the mutant's object
         results.append((name, verdict, time.monotonic() - start))
         print(f"{verdict:>8}  {name}  ({results[-1][2]:.0f} s; {', '.join(catchers)})",
               flush=True)
