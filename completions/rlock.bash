@@ -16,7 +16,7 @@ _rlock() {
     local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
-        --kill-signal --kill-after --on-lost --min-hold --once-per --tz --retry-failed --record-skips
+        --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
         --history-length"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
@@ -46,6 +46,10 @@ _rlock() {
     case $prev in
         --on-lost)
             COMPREPLY=($(compgen -W "kill ignore" -- "$cur"))
+            return
+            ;;
+        --leftovers)
+            COMPREPLY=($(compgen -W "wait kill" -- "$cur"))
             return
             ;;
         --log-format)

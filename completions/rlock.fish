@@ -52,6 +52,7 @@ complete -c rlock -n $verbs -l max-run -x -d 'stop the command after D'
 complete -c rlock -n $verbs -l kill-signal -x -a 'TERM INT HUP QUIT KILL USR1 USR2' -d 'signal that stops the command'
 complete -c rlock -n $verbs -l kill-after -x -d 'KILL this long after the kill signal'
 complete -c rlock -n $verbs -l on-lost -x -a 'kill ignore' -d 'when the lock is lost'
+complete -c rlock -n $verbs -l leftovers -x -a 'wait kill' -d 'processes the command left in its group'
 complete -c rlock -n $verbs -l min-hold -x -d 'keep the lock at least D'
 
 # Waiting: run, acquire, config

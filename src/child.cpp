@@ -1,5 +1,6 @@
 #include "child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <sched.h>
@@ -12,7 +13,9 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "error.h"
 #include "exit_status.h"
@@ -288,6 +291,9 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
   std::vector<char*> envp = c_strings(env_store);
 
   start_guardian_process();
+  // Processes the command leaves behind become rlock's children when their parent exits, not
+  // init's: rlock hears of their end (SIGCHLD) and reaps them (poll()).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   // Reports exec's errno; closed by a successful exec (O_CLOEXEC), so EOF means it ran.
   int exec_pipe[2];
@@ -339,9 +345,8 @@ void Child::start_guardian_process() {
 }
 
 std::optional<int> Child::replace_dead_guardian() {
-  if (guardian_ <= 0 || !guard_write_.valid() || exited_) return std::nullopt;
-  int status = 0;
-  if (::waitpid(guardian_, &status, WNOHANG) != guardian_) return std::nullopt;
+  if (!guardian_status_ || !guard_write_.valid()) return std::nullopt;
+  int status = *std::exchange(guardian_status_, std::nullopt);
   start_guardian_process();
   char msg[1 + sizeof(pid_t)];
   msg[0] = k_guard_pgid;
@@ -355,16 +360,51 @@ void Child::signal_group(int sig) const {
 }
 
 std::optional<Child::Event> Child::poll() {
-  if (exited_) return std::nullopt;
-  int status = 0;
-  pid_t r;
-  do {
-    r = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
-  } while (r < 0 && errno == EINTR);
-  if (r <= 0) return std::nullopt;
-  if (WIFSTOPPED(status)) return Event{Event::Kind::stopped, WSTOPSIG(status)};
-  exited_ = true;
-  return Event{Event::Kind::exited, exit_status_from_wait(status)};
+  if (stopped_) return std::exchange(stopped_, std::nullopt);
+  // One reaping loop for every child rlock has, so that none is reaped by the wrong wait.
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(-1, &status, WNOHANG | WUNTRACED);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return std::nullopt;  // nothing more has ended, or no children at all
+    if (r == guardian_) {
+      if (!WIFSTOPPED(status)) guardian_status_ = status;
+    } else if (r == pid_ && !exited_) {
+      if (WIFSTOPPED(status)) return Event{Event::Kind::stopped, WSTOPSIG(status)};
+      exited_ = true;
+      return Event{Event::Kind::exited, exit_status_from_wait(status)};
+    }
+    // Anything else is a process the command left behind, re-parented to rlock (the subreaper)
+    // when its parent exited: reaped now, so that it does not linger as a zombie in the group.
+  }
+}
+
+int Child::live_group_members() const {
+  if (pid_ <= 0 || (::kill(-pid_, 0) != 0 && errno == ESRCH)) return 0;
+  // Something is in the group; zombies count for kill(2) but not here. A zombie whose parent
+  // never reaps it (a member that left the group, a container's PID 1) would stay for ever.
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return 1;  // cannot tell: take the group for alive
+  int live = 0;
+  while (const dirent* entry = ::readdir(proc)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    char path[sizeof "/proc//stat" + sizeof entry->d_name];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+    char buf[512];
+    ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+    if (n <= 0) continue;  // gone meanwhile
+    buf[n] = '\0';
+    // "pid (comm) state ppid pgrp ...": comm may hold anything, so parse after its last ')'.
+    const char* after = std::strrchr(buf, ')');
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (after && std::sscanf(after + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pid_ && state != 'Z' && state != 'X')
+      ++live;
+  }
+  ::closedir(proc);
+  return live;
 }
 
 void Child::dismiss_guardian() {

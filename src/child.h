@@ -53,12 +53,18 @@ public:
     enum class Kind { exited, stopped } kind;
     int status;  // exited: shell-style exit status; stopped: the stop signal
   };
-  // Collects a pending state change of the child (after SIGCHLD), if any.
+  // After SIGCHLD: reaps whatever ended (the command, the guardian, and processes the command
+  // left behind, whose parent rlock becomes as their subreaper) and returns the command's next
+  // state change, if any.
   std::optional<Event> poll();
 
-  // After SIGCHLD: when the guardian died (someone killed it), starts another and returns how
+  // After poll(): when the guardian died (someone killed it), starts another and returns how
   // the old one ended (a shell-style status), so that rlock's death still stops the command.
   std::optional<int> replace_dead_guardian();
+
+  // How many processes of the command's process group are alive: the command itself and what
+  // it left running (its leftovers). Zombies do not count.
+  int live_group_members() const;
 
   // The child is done and rlock will exit normally: the guardian leaves without killing
   // anything (background processes the child left behind are the child's business).
@@ -71,6 +77,8 @@ private:
   pid_t guardian_ = -1;
   Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group
   bool exited_ = false;
+  std::optional<Event> stopped_;          // a stop of the command not yet returned by poll()
+  std::optional<int> guardian_status_;    // the guardian ended with this wait status
   std::optional<CommandProblem> exec_problem_;
 };
 

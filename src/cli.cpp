@@ -205,6 +205,10 @@ void add_run_settings(CLI::App* run, CommandLine& line) {
               "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)", "D");
   add_setting(run, line, "--on-lost", "on-lost",
               "when the lock is lost: kill the command (default) or ignore it", "kill|ignore");
+  add_setting(run, line, "--leftovers", "leftovers",
+              "processes the command left in its process group: wait for them, holding the "
+              "lock (default), or kill them",
+              "wait|kill");
   add_setting(run, line, "--min-hold", "min-hold",
               "keep the lock until D after acquisition even if the command ends sooner", "D");
   add_setting(run, line, "--metrics-file", "metrics-file",

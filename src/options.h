@@ -37,6 +37,8 @@ struct RunOptions {
   int kill_signal = SIGTERM;
   std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
   enum class OnLost { kill, ignore } on_lost = OnLost::kill;
+  // What to do with processes the command left running in its process group when it exits.
+  enum class Leftovers { wait, kill } leftovers = Leftovers::wait;
   std::optional<Millis> min_hold;
   int limit = 0;         // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
   bool fair = false;     // --fair: waiters in arrival order

@@ -88,6 +88,7 @@ const std::vector<SettingInfo>& all_settings() {
       {"kill-signal", SettingKind::signal, "TERM", "signal that stops the command"},
       {"kill-after", SettingKind::duration, nullptr, "KILL this long after the kill signal"},
       {"on-lost", SettingKind::on_lost, "kill", "what to do when the lock is lost"},
+      {"leftovers", SettingKind::text, "wait", "wait for or kill what the command left running"},
       {"min-hold", SettingKind::duration, nullptr, "keep the lock at least this long"},
       {"limit", SettingKind::count, nullptr, "up to N holders (a semaphore)"},
       {"min-replicas", SettingKind::count, nullptr, "replicas that must have the lock (WAIT)"},
@@ -271,6 +272,12 @@ Resolved resolve_settings(const RawSettings& s) {
     if (action != "kill" && action != "ignore")
       bad_value("on-lost", *v, "'" + action + "' is neither kill nor ignore");
     o.on_lost = action == "ignore" ? RunOptions::OnLost::ignore : RunOptions::OnLost::kill;
+  }
+  if (const RawValue* v = lookup(s, "leftovers")) {
+    std::string action = single("leftovers", *v);
+    if (action != "wait" && action != "kill")
+      bad_value("leftovers", *v, "'" + action + "' is neither wait nor kill");
+    o.leftovers = action == "kill" ? RunOptions::Leftovers::kill : RunOptions::Leftovers::wait;
   }
   return r;
 }

@@ -29,8 +29,11 @@ namespace {
 // After the child's group was SIGKILLed, how long to wait for its last members to vanish
 // (a process in uninterruptible sleep dies only when it wakes) before reporting anyway.
 constexpr Millis k_group_exit_grace{2000};
-// How often to look whether the group is empty once the child itself has exited.
-constexpr Millis k_group_poll_interval{10};
+// Once the command has exited, how often to look whether its group is empty: soon at first,
+// then less often (each look may read /proc). A leftover that rlock became the parent of wakes
+// it (SIGCHLD) when it exits, sooner than this.
+constexpr Millis k_group_poll_first{10};
+constexpr Millis k_group_poll_max{1000};
 // How soon to try again when the renewal thread could not be started.
 constexpr Millis k_keeper_retry{100};
 // Time allowed to give the lock back at the end, across retries.
@@ -43,10 +46,9 @@ struct Outcome {
   int child_status;
 };
 
-bool group_is_empty(pid_t pgid) { return ::kill(-pgid, 0) != 0 && errno == ESRCH; }
-
-// Watches the child, the lease and incoming signals until the child has ended; after a loss or
-// --max-run, until its whole process group has.
+// Watches the child, the lease and incoming signals until the child's whole process group has
+// ended: the command, and whatever it left running there (flock(1) keeps its lock while any
+// process that inherited it lives), which --leftovers kill stops instead.
 class Supervisor {
 public:
   Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
@@ -59,14 +61,10 @@ public:
 
   Outcome run() {
     for (;;) {
-      decide(Clock::now());
-      if (child_status_) {
-        if (!stopping_) return {End::exited, *child_status_};
-        // After a loss or --max-run the child's helpers must be gone too, not just the child.
-        if (group_is_empty(child_.pid()) ||
-            (killed_at_ && Clock::now() >= *killed_at_ + k_group_exit_grace))
-          return {stopping_->why, *child_status_};
-      }
+      TimePoint now = Clock::now();
+      if (child_status_ && group_done(now))
+        return {stopping_ ? stopping_->why : End::exited, *child_status_};
+      decide(now);
       wait_for_event(next_wake());
     }
   }
@@ -77,16 +75,37 @@ private:
     TimePoint kill_at;  // SIGKILL to the group at this point
   };
 
+  // Once the command has exited: whether nothing of its group is left (or, after SIGKILL, what
+  // is left cannot die yet). The first time leftovers are found, says so and, with
+  // --leftovers kill, starts stopping them.
+  bool group_done(TimePoint now) {
+    int live = child_.live_group_members();
+    if (live == 0 || (killed_at_ && now >= *killed_at_ + k_group_exit_grace)) return true;
+    if (!leftovers_found_) {
+      leftovers_found_ = true;
+      bool kill = options_.leftovers == RunOptions::Leftovers::kill;
+      std::string what = std::to_string(live) + (live == 1 ? " process" : " processes");
+      // Said on a terminal or with -v: under cron every line of stderr is mail.
+      log(::isatty(STDERR_FILENO) ? Level::info : Level::debug,
+          {"leftovers", key(),
+           kill ? "the command exited; stopping the " + what + " it left in its process group"
+                : "the command exited; holding the lock until the " + what +
+                      " it left in its process group exit (--leftovers kill stops them)",
+           {{"processes", live}}});
+      if (kill && !stopping_) begin_stop(End::exited, now + kill_after_, options_.kill_signal);
+    }
+    return false;
+  }
+
+  // While anything of the command's group runs, the lease and --max-run hold for it.
   void decide(TimePoint now) {
-    if (!child_status_) {
-      if (!keeper_.started() && now >= keeper_start_at_) start_keeper(now);
-      check_lease(now);
-      if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
-        log(Level::error, {"max_run", key(),
-                           "the command ran past --max-run " + format_duration(*options_.max_run) +
-                               "; stopping it"});
-        begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
-      }
+    if (!keeper_.started() && now >= keeper_start_at_) start_keeper(now);
+    check_lease(now);
+    if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
+      log(Level::error, {"max_run", key(),
+                         "the command ran past --max-run " + format_duration(*options_.max_run) +
+                             "; stopping it"});
+      begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
     }
     if (stopping_ && !killed_at_ && now >= stopping_->kill_at) {
       if (!child_status_)
@@ -170,15 +189,15 @@ private:
     killed_at_ = now;
   }
 
-  TimePoint next_wake() const {
+  TimePoint next_wake() {
     TimePoint now = Clock::now();
     TimePoint next = now + std::chrono::hours(24);
-    if (!child_status_) {
-      if (!lost_) next = std::min(next, loss_threshold());
-      if (!keeper_.started()) next = std::min(next, keeper_start_at_);
-      if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
-    } else {
-      next = std::min(next, now + k_group_poll_interval);
+    if (!lost_) next = std::min(next, loss_threshold());
+    if (!keeper_.started()) next = std::min(next, keeper_start_at_);
+    if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
+    if (child_status_) {
+      next = std::min(next, now + group_poll_);
+      group_poll_ = std::min(group_poll_ * 2, k_group_poll_max);
     }
     if (stopping_ && !killed_at_) next = std::min(next, stopping_->kill_at);
     return next;
@@ -192,7 +211,8 @@ private:
     while (auto sig = signals_.next()) {
       if (*sig == SIGCHLD) {
         collect_child();
-      } else if (!child_status_) {
+      } else {
+        // To the group while anything of it runs: leftovers hear it too.
         log(Level::debug,
             {"signal_forwarded", key(), "forwarding SIG" + signal_name(*sig) + " to the command"});
         child_.signal_group(*sig);
@@ -239,6 +259,8 @@ private:
   std::optional<TimePoint> killed_at_;
   std::optional<int> child_status_;
   bool lost_ = false;
+  bool leftovers_found_ = false;
+  Millis group_poll_ = k_group_poll_first;
 };
 
 // Adds this run to --metrics-file when rlock is done with it, on every path out of run_verb. A

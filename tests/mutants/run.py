@@ -124,6 +124,16 @@ if type(v) == 'string' then
     }
   }""")],
      ['test_run_basic.RunBasics.test_max_run_escalates_to_kill_after_kill_after']),
+    ("leftovers not waited for",
+     [("src/verbs/run.cpp",
+       "int live = child_.live_group_members();",
+       "int live = 0;")],
+     ['test_run_leftovers.Leftovers.test_the_lock_is_held_until_the_leftover_exits']),
+    ("zombies taken for leftovers",
+     [("src/child.cpp",
+       "pgrp == pid_ && state != 'Z' && state != 'X')",
+       "pgrp == pid_)")],
+     ['test_run_leftovers.Leftovers.test_a_zombie_in_the_group_is_not_waited_for']),
 ]
 
 
