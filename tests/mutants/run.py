@@ -191,7 +191,7 @@ def main():
     ok, out = build_targets(build)
     if not ok:
         sys.exit("the unmutated copy does not build:\n" + out)
-    tests = sorted({t for m in mutants for t in m[4]})
+    tests = sorted({t for m in mutants for t in m[2]})
     if not run_tests(tree, build, tests):
         sys.exit("a chosen test fails on the unmutated code; fix that first: " + " ".join(tests))
 
