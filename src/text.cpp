@@ -1,5 +1,7 @@
 #include "text.h"
 
+#include <cctype>
+
 #include <cstdio>
 
 namespace rlock {
@@ -54,6 +56,76 @@ std::string json_string(std::string_view text) {
     }
   }
   return out + "\"";
+}
+
+bool is_assignment_word(std::string_view word) {
+  size_t i = 0;
+  while (i < word.size() && (std::isalnum(static_cast<unsigned char>(word[i])) || word[i] == '_'))
+    ++i;
+  return i > 0 && i < word.size() && word[i] == '=' &&
+         !std::isdigit(static_cast<unsigned char>(word[0]));
+}
+
+namespace {
+
+constexpr std::string_view k_word_end = " \t\n;&|<>()";
+
+// One shell word of TEXT from I on: I moves past it. RAW is its text as written, the result
+// is the word with quotes and backslashes taken away; nullopt when a quote is not closed.
+std::optional<std::string> next_shell_word(std::string_view text, size_t& i,
+                                           std::string_view& raw) {
+  size_t start = i;
+  std::string word;
+  while (i < text.size() && k_word_end.find(text[i]) == std::string_view::npos) {
+    char c = text[i];
+    if (c == '\\') {
+      if (i + 1 < text.size()) word += text[i + 1];
+      i += 2;
+    } else if (c == '\'') {
+      size_t close = text.find('\'', i + 1);
+      if (close == std::string_view::npos) return std::nullopt;
+      word.append(text.substr(i + 1, close - i - 1));
+      i = close + 1;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) ++i;
+        word += text[i];
+      }
+      if (i >= text.size()) return std::nullopt;
+      ++i;
+    } else {
+      word += c;
+      ++i;
+    }
+  }
+  raw = text.substr(start, std::min(i, text.size()) - start);
+  i = std::min(i, text.size());
+  return word;
+}
+
+bool is_shell_keyword(std::string_view word) {
+  for (std::string_view k : {"if", "then", "else", "elif", "fi", "for", "while", "until", "do",
+                             "done", "case", "esac", "{", "}", "!", "[[", "time", "function"})
+    if (word == k) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string shell_command_name(std::string_view text) {
+  size_t i = 0;
+  for (;;) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n')) ++i;
+    if (i >= text.size() || k_word_end.find(text[i]) != std::string_view::npos) return "sh";
+    std::string_view raw;
+    auto word = next_shell_word(text, i, raw);
+    if (!word) return "sh";
+    if (is_assignment_word(raw) || *word == "exec") continue;
+    if (word->empty() || is_shell_keyword(*word) ||
+        raw.find_first_of("$`") != std::string_view::npos)
+      return "sh";
+    return *word;
+  }
 }
 
 std::string terminal_safe(std::string_view text) {

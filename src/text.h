@@ -34,6 +34,16 @@ std::string terminal_safe(std::string_view text);
 // TEXT as a JSON string literal, quotes included; bytes that are not valid UTF-8 become U+FFFD.
 std::string json_string(std::string_view text);
 
+// Whether WORD starts with a shell assignment, NAME=value (a name of letters, digits and '_'
+// that does not start with a digit, then '='): a value that may be a secret.
+bool is_assignment_word(std::string_view word);
+
+// The program a shell command line starts, to name it in the lock value and the history: its
+// first word that is no NAME=value assignment (nor `exec`), unquoted, without arguments; "sh"
+// when none can be told (a keyword, a subshell, an expansion, a redirection first ...). Never
+// an assignment, nor any word after the program's.
+std::string shell_command_name(std::string_view text);
+
 // "%40" -> "@"; nullopt for a '%' not followed by two hex digits.
 std::optional<std::string> percent_decode(std::string_view text);
 

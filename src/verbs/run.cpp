@@ -19,6 +19,7 @@
 #include "redis.h"
 #include "signals.h"
 #include "terminal.h"
+#include "text.h"
 #include "verbs/verbs.h"
 #include "wait.h"
 
@@ -346,15 +347,11 @@ std::vector<std::string> command_argv(const RunOptions& options) {
   return {shell && *shell ? shell : "/bin/sh", "-c", *options.shell_command};
 }
 
-// The name that goes into the lock value: the program, never its arguments. For -c, the first
-// word of the shell text.
+// The name that goes into the lock value and the history: the program, never its arguments nor
+// an assignment (`PGPASSWORD=... psql` is psql).
 std::string command_name(const RunOptions& options) {
   if (!options.shell_command) return options.command.front();
-  const std::string& text = *options.shell_command;
-  size_t start = text.find_first_not_of(" \t\n");
-  if (start == std::string::npos) return "sh";
-  size_t end = text.find_first_of(" \t\n;&|<>()", start);
-  return text.substr(start, end == std::string::npos ? end : end - start);
+  return shell_command_name(*options.shell_command);
 }
 
 // When the lease that the command starts on begins: at acquisition, unless the reply came back
@@ -427,6 +424,13 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   // A command that cannot run must not take the lock (and a typo must not keep others out).
   std::string program;  // where the exec form's command is: the child need not search again
   if (!options.shell_command) {
+    if (is_assignment_word(argv.front())) {
+      // Not a program but a shell's assignment, whose value may be a secret: not printed.
+      std::string name = argv.front().substr(0, argv.front().find('='));
+      log_error(name + "=...: an assignment is not a command (run `env " + name +
+                "=... COMMAND`, or give the line to a shell with -c)");
+      return k_exit_not_found;
+    }
     if (auto problem = check_command(argv.front(), &program)) {
       log_error(problem->message);
       return problem->exit_status;

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import unittest
 
-from harness import RedisServer, free_port, rlock_env, run_rlock
+from harness import RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, wait_until
 from test_connection import make_certificates
 
 SECRET = "Sh0rtBread-91x"
@@ -97,6 +97,42 @@ class SecretsInConnectionErrors(unittest.TestCase):
                         out = r.stdout + r.stderr
                         for s in secrets:
                             self.assertNotIn(s, out, f"a piece of the password in: {out!r}")
+
+
+
+class SecretsInTheCommand(RedisTestCase):
+    """`-c 'PGPASSWORD=... psql'`: the command is named psql everywhere it is recorded or shown,
+    and no assignment, nor any argument, reaches the lock value, status or the history."""
+
+    def test_assignments_and_arguments_never_recorded(self):
+        ready = self.path("ready")
+        holder = self.start(["run", "k", "-c",
+                             f"PGPASSWORD={SECRET} OTHER='two words' sleep 30 --pw={SECRET} & "
+                             f"touch {ready}; wait"])
+        wait_until(lambda: os.path.exists(ready), 10, "the holder's command")
+        seen = [self.server.cmd("GET", "k")]
+        self.assertIn(" cmd=sleep", seen[0])
+        for args in (["status", "k"], ["status", "--json", "k"], ["inspect", "k"],
+                     ["inspect", "--json", "k"], ["list"], ["run", "k", "--", "true"]):
+            r = self.run_rlock(args)
+            seen.append(r.stdout + r.stderr)
+        holder.terminate()
+        holder.wait(timeout=10)
+        r = self.run_rlock(["history", "k"])
+        seen.append(r.stdout)
+        r = self.run_rlock(["history", "--json", "k"])
+        seen.append(r.stdout)
+        self.assertIn("sleep", seen[-1])
+        for text in seen:
+            for word in ("PGPASSWORD", SECRET, "OTHER", "two words", "--pw"):
+                self.assertNotIn(word, text)
+
+    def test_an_assignment_as_the_program_is_refused_unprinted(self):
+        r = self.run_rlock(["run", "k", "--", f"PGPASSWORD={SECRET}", "psql"])
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("PGPASSWORD=...: an assignment is not a command", r.stderr)
+        self.assertNotIn(SECRET, r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
 
 
 if __name__ == "__main__":

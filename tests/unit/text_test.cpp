@@ -2,6 +2,9 @@
 
 #include "text.h"
 
+using rlock::is_assignment_word;
+using rlock::shell_command_name;
+
 TEST_CASE("json_string escapes and keeps UTF-8, replaces the rest") {
   CHECK(rlock::json_string("plain") == "\"plain\"");
   CHECK(rlock::json_string("a\"b\\c\n\x01") == "\"a\\\"b\\\\c\\u000a\\u0001\"");
@@ -24,4 +27,29 @@ TEST_CASE("terminal_safe keeps text and UTF-8 on one line, escapes what could br
   CHECK(rlock::terminal_safe("bad\xff\xfe") == "bad\\xff\\xfe");
   CHECK(rlock::terminal_safe("cut\xe2\x82") == "cut\\xe2\\x82");
   CHECK(rlock::terminal_safe("") == "");
+}
+
+TEST_CASE("the program a shell line starts, never an assignment nor an argument") {
+  CHECK(shell_command_name("PGPASSWORD=hunter2 psql -c 'select 1'") == "psql");
+  CHECK(shell_command_name("A=1 B='two words' C=\"x y\" ./report.sh --secret s") == "./report.sh");
+  CHECK(shell_command_name("  exec  FOO=bar  backup.sh") == "backup.sh");
+  CHECK(shell_command_name("'/opt/my tools/run' arg") == "/opt/my tools/run");
+  CHECK(shell_command_name("pg_dump|gzip") == "pg_dump");
+  CHECK(shell_command_name("make;make install") == "make");
+  for (const char* none : {"", "   ", "PGPASSWORD=hunter2", "X=1 Y=2", "(cd /tmp; ls)",
+                           "if true; then x; fi", "{ a; b; }", "$CMD arg", "`cmd`",
+                           "PW='unclosed psql", "< in cat", "! false"}) {
+    CAPTURE(none);
+    CHECK(shell_command_name(none) == "sh");
+  }
+  CHECK(shell_command_name("PW='a b' psql").find("b") == std::string::npos);
+}
+
+TEST_CASE("assignment words") {
+  CHECK(is_assignment_word("PGPASSWORD=x"));
+  CHECK(is_assignment_word("_a1="));
+  CHECK_FALSE(is_assignment_word("=x"));
+  CHECK_FALSE(is_assignment_word("1A=x"));
+  CHECK_FALSE(is_assignment_word("./a=b"));
+  CHECK_FALSE(is_assignment_word("psql"));
 }
