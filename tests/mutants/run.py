@@ -164,8 +164,8 @@ def build_targets(build):
     return r.returncode == 0, r.stdout + r.stderr
 
 
-def run_tests(tree, build, tests):
-    """True when every test in TESTS passed."""
+def run_tests(tree, build, tests, failures=None):
+    """True when every test in TESTS passed; FAILURES gets (test, output) of those that failed."""
     env = dict(os.environ, RLOCK_BIN=os.path.join(build, "rlock"), RLOCK_SOURCE_DIR=tree,
                RLOCK_BUILD_DIR=build, PYTHONDONTWRITEBYTECODE="1",
                RLOCK_FAULT_SECTION=os.path.join(build, "tests", "rlock_fault_section"))
@@ -177,7 +177,10 @@ def run_tests(tree, build, tests):
             args = [sys.executable, "-m", "unittest", t]
         r = subprocess.run(args, cwd=os.path.join(tree, "tests", "integration"), env=env,
                            capture_output=True, text=True, timeout=600)
-        ok = ok and r.returncode == 0
+        if r.returncode != 0:
+            ok = False
+            if failures is not None:
+                failures.append((t, (r.stdout + r.stderr)[-3000:]))
     return ok
 
 
@@ -192,8 +195,11 @@ def main():
     if not ok:
         sys.exit("the unmutated copy does not build:\n" + out)
     tests = sorted({t for m in mutants for t in m[2]})
-    if not run_tests(tree, build, tests):
-        sys.exit("a chosen test fails on the unmutated code; fix that first: " + " ".join(tests))
+    failures = []
+    if not run_tests(tree, build, tests, failures):
+        for test, output in failures:
+            print(f"--- {test} fails on the unmutated code:\n{output}", file=sys.stderr)
+        sys.exit("a chosen test fails on the unmutated code; fix that first")
 
     results, bad = [], 0
     for name, edits, catchers in mutants:
