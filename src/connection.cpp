@@ -190,6 +190,7 @@ Result<Reply> Connection::read_reply(TimePoint deadline, int interrupt_fd) {
       return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
     if (raw) {
       ReplyPtr reply(static_cast<redisReply*>(raw), freeReplyObject);
+      last_reply_ = Clock::now();
       return copy_reply(reply.get());
     }
     char buf[16384];
@@ -220,6 +221,15 @@ Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline,
     replies.push_back(std::move(*reply));
   }
   return replies;
+}
+
+bool Connection::closed_while_idle() const {
+  if (!stream_) return true;
+  if (Clock::now() - last_reply_ < k_idle_check_after) return false;
+  // Between commands a Redis connection has nothing to say: anything readable (an end of
+  // file, a reset, a TLS close_notify, an error) means the other end is gone.
+  pollfd p{stream_->socket(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0;
 }
 
 Result<std::vector<Reply>> Connection::pipeline(const std::vector<Argv>& commands,

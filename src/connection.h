@@ -23,6 +23,10 @@ namespace rlock {
 inline constexpr std::chrono::milliseconds k_default_connect_timeout{2000};
 inline constexpr std::chrono::milliseconds k_default_command_timeout{3000};
 
+// A connection unused this long is looked at before the next command (closed_while_idle):
+// start-up's few commands never pay for the look.
+inline constexpr std::chrono::milliseconds k_idle_check_after{500};
+
 struct ConnectOptions {
   TlsOptions tls;                       // for rediss://
   std::optional<std::string> password;  // used when the URL carries none
@@ -49,6 +53,11 @@ public:
   Result<Unit> send(const std::vector<Argv>& commands, TimePoint deadline);
   Result<std::vector<Reply>> receive(size_t count, TimePoint deadline, int interrupt_fd = -1);
 
+  // Whether the server (or a proxy, a load balancer) closed this connection while it was idle,
+  // which many do after a while: the next command would fail for nothing. Looked at only after
+  // k_idle_check_after without a command. Nothing is read.
+  bool closed_while_idle() const;
+
 private:
   Connection(std::unique_ptr<Stream> stream, std::string endpoint);
   Result<Reply> read_reply(TimePoint deadline, int interrupt_fd);
@@ -57,6 +66,7 @@ private:
   std::unique_ptr<Stream> stream_;  // null once an I/O error has made the connection unusable
   std::string endpoint_;            // for messages; never holds a password
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
+  TimePoint last_reply_ = Clock::now();  // when the last reply came: idle since then
 };
 
 }  // namespace rlock

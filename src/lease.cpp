@@ -69,11 +69,17 @@ void LeaseKeeper::run() {
     Millis attempt = std::min(renew_attempt_timeout(ttl_), lock_.command_timeout());
     TimePoint attempt_deadline = std::min(sent + attempt, deadline);
     auto renewed = lock_.renew(ttl_, attempt_deadline);
+    // A connection that broke under us (closed by the server or a proxy just as we sent) gets
+    // one more try on a new one before anyone hears of it; renewing twice is harmless.
+    if (!renewed && renewed.failure().kind == Failure::Kind::io && failures_in_row == 0 &&
+        Clock::now() < attempt_deadline)
+      renewed = lock_.renew(ttl_, attempt_deadline);
     if (renewed && *renewed) {
       deadline_ = lease_deadline(sent, ttl_).time_since_epoch().count();
       ++renewals_;
+      // Debug only: the warning said there was trouble, and cron mails every line.
       if (failures_in_row > 0)
-        log(Level::info,
+        log(Level::debug,
             {"renewal_recovered",
              lock_.key(),
              "renewal recovered after " + std::to_string(failures_in_row) + " failed attempt(s)",

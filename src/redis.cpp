@@ -59,6 +59,9 @@ Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int
 }
 
 Result<Unit> NodeRedis::send(const std::vector<Argv>& commands, TimePoint deadline) {
+  // Closed while idle (a server's `timeout`, a proxy's idle limit): a new connection at once,
+  // rather than a failed command and a warning for what is no trouble.
+  if (conn_ && conn_->closed_while_idle()) conn_.reset();
   if (!conn_) {
     auto opened = Connection::open(url_, options_, deadline);
     if (!opened) return opened.failure();

@@ -25,6 +25,8 @@ class PlainStream final : public Stream {
 public:
   PlainStream(Fd fd, std::string endpoint) : fd_(std::move(fd)), endpoint_(std::move(endpoint)) {}
 
+  int socket() const override { return fd_.get(); }
+
   Result<Unit> write_all(const std::string& bytes, TimePoint deadline) override {
     size_t done = 0;
     while (done < bytes.size()) {

@@ -19,6 +19,8 @@ public:
   // Reads what is there (at least one byte) before DEADLINE; 0 means the peer closed. When
   // INTERRUPT_FD (if not -1) becomes readable first, fails with kind interrupted.
   virtual Result<size_t> read_some(char* buf, size_t len, TimePoint deadline, int interrupt_fd) = 0;
+  // The socket underneath, for looking at it without reading.
+  virtual int socket() const = 0;
 };
 
 // Waits until FD is ready for EVENTS (poll(2) flags) or DEADLINE passes, or INTERRUPT_FD (if

@@ -140,6 +140,8 @@ public:
       : ssl_(ssl), fd_(std::move(fd)), ctx_(std::move(ctx)), conn_(std::move(conn)),
         endpoint_(std::move(endpoint)) {}
 
+  int socket() const override { return fd_.get(); }
+
   // Runs one OpenSSL call until it neither wants to read nor write; returns its result, or a
   // failure when the socket is not ready before DEADLINE.
   template <class F> Result<int> drive(F call, TimePoint deadline, int interrupt_fd = -1) {

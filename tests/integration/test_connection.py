@@ -94,6 +94,23 @@ class Reaching(RedisTestCase):
         listener.close()
 
 
+class IdleTimeout(RedisTestCase):
+    """A server (or a proxy, a load balancer) that closes idle connections: rlock reconnects
+    without a word. Under cron every line of stderr is mail."""
+
+    server_args = ("--timeout", "1")
+
+    def test_connections_closed_while_idle_cost_no_warning(self):
+        # Renewals 1.5 s apart and the end 4 s after the acquire: every connection rlock uses
+        # again has been idle past the server's 1 s timeout.
+        r = self.run_rlock(["run", "--ttl", "4500ms", "--once-per", "day", "k", "--",
+                            "sleep", "4"])
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assert_no_lock("k")
+        history = self.run_rlock(["history", "k"])
+        self.assertIn("exit 0", history.stdout)
+
+
 class Passwords(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
