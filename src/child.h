@@ -58,6 +58,12 @@ public:
   // state change, if any.
   std::optional<Event> poll();
 
+  // Reaps every child that has ended, leaving the command's and the guardian's ends for poll():
+  // rlock is the subreaper of what the command started, and leaves no zombie to init.
+  void reap() {
+    while (poll()) {}
+  }
+
   // After poll(): when the guardian died (someone killed it), starts another and returns how
   // the old one ended (a shell-style status), so that rlock's death still stops the command.
   std::optional<int> replace_dead_guardian();

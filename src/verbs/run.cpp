@@ -81,7 +81,10 @@ private:
   // --leftovers kill, starts stopping them.
   bool group_done(TimePoint now) {
     int live = child_.live_group_members();
-    if (live == 0 || (killed_at_ && now >= *killed_at_ + k_group_exit_grace)) return true;
+    if (live == 0 || (killed_at_ && now >= *killed_at_ + k_group_exit_grace)) {
+      child_.reap();
+      return true;
+    }
     if (!leftovers_found_) {
       leftovers_found_ = true;
       bool kill = options_.leftovers == RunOptions::Leftovers::kill;
