@@ -37,8 +37,12 @@ constexpr Millis k_group_poll_first{10};
 constexpr Millis k_group_poll_max{1000};
 // How soon to try again when the renewal thread could not be started.
 constexpr Millis k_keeper_retry{100};
-// Time allowed to give the lock back at the end, across retries.
+// Time allowed to give the lock back at the end, across retries (a Redis restart, a failover).
 constexpr Millis k_release_budget{5000};
+// Time allowed for each step of the way out (the period's record, the release, the history)
+// once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
+// then exit: scripts and systemd wait for rlock, not for a server that is not there.
+constexpr Millis k_quick_attempt{300};
 
 enum class End { exited, lost, max_run };
 
@@ -290,11 +294,14 @@ void warn_history(const std::string& key, const std::string& why) {
   log_warning(key + ": could not record the run in its history (" + why + ")");
 }
 
-// Gives the lock back, retrying through a Redis blip. A lock we cannot release expires by itself
-// within the ttl; say so. HISTORY, the run's history entry, rides in the release's round trip
-// (after the release: it delays no one) and is cleared once Redis answered it.
-void release(Lock& lock, Millis ttl, std::optional<Argv>* history = nullptr) {
-  TimePoint give_up = Clock::now() + std::min(ttl, k_release_budget);
+// Gives the lock back, retrying through a Redis blip for up to BUDGET, but not after Redis
+// refused the connection. A lock we cannot release expires by itself within the ttl; say so.
+// HISTORY, the run's history entry, rides in the release's round trip (after the release: it
+// delays no one) and is cleared once Redis answered it. Returns false when Redis could not be
+// reached.
+bool release(Lock& lock, Millis ttl, std::optional<Argv>* history = nullptr,
+             Millis budget = k_release_budget) {
+  TimePoint give_up = Clock::now() + std::min(ttl, budget);
   for (;;) {
     TimePoint deadline = std::min(Clock::now() + lock.command_timeout(), give_up);
     std::vector<Reply> then;
@@ -312,21 +319,24 @@ void release(Lock& lock, Millis ttl, std::optional<Argv>* history = nullptr) {
         log(Level::warning, {"not_ours_at_release", lock.key(),
                              "the lock was no longer ours at release (it expired or was "
                              "taken); the run may have overlapped another"});
-      return;
+      return true;
     }
-    if (released.failure().kind == Failure::Kind::server || Clock::now() >= give_up) {
+    Failure::Kind kind = released.failure().kind;
+    if (kind == Failure::Kind::server || kind == Failure::Kind::connect ||
+        Clock::now() >= give_up) {
       log(Level::warning, {"release_failed", lock.key(),
                            "could not release (" + released.failure().message +
                                "); it expires within " + format_duration(ttl)});
-      return;
+      return kind == Failure::Kind::server;
     }
     ::poll(nullptr, 0, static_cast<int>(k_retry_interval.count()));
   }
 }
 
-// After a normal end: release, or keep the lock until --min-hold after acquisition.
-void finish(Lock& lock, const RunOptions& options, TimePoint acquired,
-            std::optional<Argv>* history) {
+// After a normal end: release, or keep the lock until --min-hold after acquisition. False when
+// Redis could not be reached.
+bool finish(Lock& lock, const RunOptions& options, TimePoint acquired,
+            std::optional<Argv>* history, Millis budget) {
   if (options.min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired);
     if (held < *options.min_hold) {
@@ -337,11 +347,11 @@ void finish(Lock& lock, const RunOptions& options, TimePoint acquired,
                            lock.key(),
                            "keeping it " + format_duration(rest) + " more (--min-hold)",
                            {{"ms", rest.count()}}});
-        return;
+        return true;
       }
     }
   }
-  release(lock, options.ttl, history);
+  return release(lock, options.ttl, history, budget);
 }
 
 std::vector<std::string> command_argv(const RunOptions& options) {
@@ -384,9 +394,10 @@ RunRecord skipped(const Holder& holder, const char* end, int status) {
   return r;
 }
 
-// Sends ENTRY (history_entry()) on its own round trip; a failure is one warning.
-void send_history(Redis& redis, const std::string& key, const Argv& entry) {
-  auto done = redis.call(entry, Clock::now() + redis.command_timeout());
+// Sends ENTRY (history_entry()) on its own round trip, within BUDGET; a failure is one warning.
+void send_history(Redis& redis, const std::string& key, const Argv& entry,
+                  std::optional<Millis> budget = std::nullopt) {
+  auto done = redis.call(entry, Clock::now() + budget.value_or(redis.command_timeout()));
   if (!done) warn_history(key, done.failure().message);
 }
 
@@ -564,27 +575,37 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     record.end = "max-run";
     break;
   }
+  // Redis away: the lease ran out on it (rather than an answer that the lock is not ours), or
+  // it refuses us below. Each step of the way out then gets one quick try.
+  bool redis_away = end.end == End::lost && keeper.state() != LeaseKeeper::State::not_mine;
+  auto step_budget = [&] { return redis_away ? k_quick_attempt : lock.command_timeout(); };
   if (period) {
     // Before the release: the next holder must find this period's run finished, not running.
     record.period = period->slot_name();
-    if (auto done = period->finish(record, Clock::now() + lock.command_timeout()); !done)
+    if (auto done = period->finish(record, Clock::now() + step_budget()); !done) {
       log_warning(options.key + ": could not record the end of this period's run (" +
                   done.failure().message + "); --retry-failed would take it for lost");
+      if (done.failure().kind != Failure::Kind::server) redis_away = true;
+    }
   }
   std::optional<Argv> history;
   if (options.history_length > 0)
     history = history_entry(options.key, record, options.history_length);
+  Millis release_budget = redis_away ? k_quick_attempt : k_release_budget;
+  bool reached = true;
   switch (end.end) {
-  case End::exited: finish(lock, options, got.sent, &history); break;
+  case End::exited: reached = finish(lock, options, got.sent, &history, release_budget); break;
   case End::lost:
     // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
     // either way and spares the next holder the wait for the expiry.
-    if (keeper.state() != LeaseKeeper::State::not_mine) release(lock, options.ttl, &history);
+    if (keeper.state() != LeaseKeeper::State::not_mine)
+      reached = release(lock, options.ttl, &history, release_budget);
     break;
-  case End::max_run: release(lock, options.ttl, &history); break;
+  case End::max_run: reached = release(lock, options.ttl, &history, release_budget); break;
   }
+  if (!reached) redis_away = true;
   // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
-  if (history) send_history(*redis, options.key, *history);
+  if (history) send_history(*redis, options.key, *history, step_budget());
   return record.exit_status;
 }
 

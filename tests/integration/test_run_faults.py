@@ -97,7 +97,12 @@ class RedisFaults(unittest.TestCase):
         # The last renewal was sent before the fault, so the key could expire on the server at
         # broken_at + ttl at the latest: the command must be gone by then.
         self.assertLess(stopped, ttl_s, f"command ran {stopped:.2f}s after the fault (ttl {ttl_s}s)")
+        # Then one quick try to release and to record, not seconds of retries against a server
+        # that is not there (it was 6 s: 3 for the release, 3 for the history).
+        exited = wait_until(lambda: p.poll() is not None and time.monotonic(), 10, "rlock's exit")
+        self.assertLess(exited - broken_at - stopped, 2.0, "rlock took long to exit after the loss")
         self.assertEqual(p.wait(timeout=10), 76)
+        self.exit_after = exited - broken_at
         return stopped
 
     def test_redis_killed_mid_run(self):
@@ -106,7 +111,8 @@ class RedisFaults(unittest.TestCase):
         self.server.kill()
         stopped = self.assert_stopped_before_expiry(p, pids, broken_at, 2.0)
         self.assertIn("renewal failed", p.stderr.read())
-        print(f"\n  redis killed: command stopped {stopped * 1000:.0f} ms after (ttl 2s)")
+        print(f"\n  redis killed: command stopped {stopped * 1000:.0f} ms after (ttl 2s), "
+              f"rlock exited {self.exit_after * 1000:.0f} ms after")
 
     def test_redis_frozen_mid_run(self):
         p, pids = self.start_family("2s")
@@ -116,7 +122,8 @@ class RedisFaults(unittest.TestCase):
             stopped = self.assert_stopped_before_expiry(p, pids, broken_at, 2.0)
         finally:
             self.server.thaw()
-        print(f"\n  redis frozen: command stopped {stopped * 1000:.0f} ms after (ttl 2s)")
+        print(f"\n  redis frozen: command stopped {stopped * 1000:.0f} ms after (ttl 2s), "
+              f"rlock exited {self.exit_after * 1000:.0f} ms after")
 
     def test_redis_back_within_the_lease_keeps_the_command_running(self):
         out = os.path.join(self.tmp, "done")
