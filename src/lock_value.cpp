@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <vector>
 
@@ -76,6 +77,8 @@ std::string encode_lock_value(const LockValue& v) {
   out += " user=" + escape(v.holder.user);
   out += " since=" + format_rfc3339(v.holder.since);
   out += " cmd=" + escape(v.holder.cmd);
+  if (!v.holder.boot.empty()) out += " boot=" + escape(v.holder.boot);
+  if (v.holder.start_ticks > 0) out += " pstart=" + std::to_string(v.holder.start_ticks);
   if (v.fence) out += " fence=" + std::to_string(*v.fence);
   return out;
 }
@@ -103,6 +106,12 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
       v.holder.user = *value;
     } else if (name == "cmd") {
       v.holder.cmd = *value;
+    } else if (name == "boot") {
+      v.holder.boot = *value;
+    } else if (name == "pstart") {
+      auto n = parse_i64(*value);
+      if (!n) return std::nullopt;
+      v.holder.start_ticks = *n;
     } else if (name == "pid") {
       auto n = parse_i64(*value);
       if (!n) return std::nullopt;
@@ -208,16 +217,69 @@ std::string user_name(uid_t uid) {
 
 }  // namespace
 
+namespace {
+
+std::string this_host() {
+  if (const char* name = std::getenv("RLOCK_HOSTNAME"); name && *name) return name;
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) == 0 && buf[0]) return buf;
+  return "unknown";
+}
+
+// A short form of this boot's id (/proc/sys/kernel/random/boot_id): 48 bits tell two boots
+// of one host apart.
+std::string this_boot() {
+  char buf[64] = {};
+  Fd fd(::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC));
+  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  std::string out;
+  for (ssize_t i = 0; i < n && out.size() < 12; ++i)
+    if (hex_digit_value(buf[i]) >= 0) out += buf[i];
+  return out.size() == 12 ? out : "";
+}
+
+struct ProcStat {
+  char state = 0;
+  int64_t start_ticks = 0;
+};
+
+// State and start time of PID, from /proc/PID/stat; nullopt when there is no such process.
+std::optional<ProcStat> proc_stat(int64_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  char buf[1024];
+  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // "pid (comm) state ppid ... starttime(22nd field)": comm may hold anything, so count the
+  // fields after its last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return std::nullopt;
+  ProcStat st;
+  st.state = p[2];
+  for (int field = 3; field <= 22 && p; ++field)  // to the space before field 22
+    p = std::strchr(p + 1, ' ');
+  if (!p) return std::nullopt;
+  st.start_ticks = std::strtoll(p + 1, nullptr, 10);
+  return st;
+}
+
+}  // namespace
+
+std::optional<bool> holder_alive(const Holder& h) {
+  if (h.boot.empty() || h.start_ticks <= 0 || h.pid <= 0) return std::nullopt;
+  if (h.host != this_host() || h.boot != this_boot()) return std::nullopt;
+  auto st = proc_stat(h.pid);
+  return st && st->start_ticks == h.start_ticks && st->state != 'Z' && st->state != 'X';
+}
+
 Holder current_holder(std::string_view cmd) {
   Holder h;
-  if (const char* name = std::getenv("RLOCK_HOSTNAME"); name && *name) {
-    h.host = name;
-  } else {
-    char buf[256] = {};
-    if (::gethostname(buf, sizeof buf - 1) == 0) h.host = buf;
-    if (h.host.empty()) h.host = "unknown";
-  }
+  h.host = this_host();
+  h.boot = this_boot();
   h.pid = ::getpid();
+  if (auto st = proc_stat(h.pid)) h.start_ticks = st->start_ticks;
   h.user = user_name(::geteuid());
   h.since =
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
@@ -237,6 +299,8 @@ Holder parent_holder() {
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\r')) comm.pop_back();
   Holder h = current_holder(comm.empty() ? "rlock-acquire" : comm);
   h.pid = parent;
+  auto st = proc_stat(parent);
+  h.start_ticks = st ? st->start_ticks : 0;
   return h;
 }
 

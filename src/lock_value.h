@@ -1,7 +1,10 @@
 // What rlock stores under a lock key. One line that `redis-cli GET KEY` shows an operator as is:
 //
 //   rlock/1 7f3c...(32 hex) host=web-2 pid=4121 user=deploy since=2026-11-30T03:12:00.123Z
-//   cmd=report.sh fence=17
+//   cmd=report.sh boot=3f2a9c41d07e pstart=48213377 fence=17
+//
+// boot (the host's boot id) and pstart (the pid's start time, in clock ticks since boot) let
+// an operator's rlock on the same host tell a holder process that is gone from a live one.
 //
 // The token comes first so that the ownership check in the Lua scripts is a prefix compare.
 // The command's arguments are never stored: they may hold secrets.
@@ -28,6 +31,8 @@ struct Holder {
   std::string user;
   WallTime since{};
   std::string cmd;
+  std::string boot;         // the first 12 hex digits of the host's boot id; empty: unknown
+  int64_t start_ticks = 0;  // when PID started, clock ticks since boot (/proc); 0: unknown
 };
 
 struct LockValue {
@@ -59,6 +64,11 @@ std::optional<bool> passwd_files_first(std::string_view nsswitch);
 // The name of the first /etc/passwd entry (PASSWD, its text) with UID, as glibc's files
 // service finds it; compat entries (+, -) are skipped.
 std::optional<std::string> name_in_passwd(std::string_view passwd, uid_t uid);
+
+// Whether the holder's process still runs: true or false when it ran on this host (same host
+// name, same boot), judged by its pid and that pid's start time (a reused pid is not it);
+// nullopt when that cannot be told (another host, a value without boot and pstart).
+std::optional<bool> holder_alive(const Holder& h);
 
 // Our parent as the holder, for `rlock acquire`, which exits at once: the script that called
 // it is what holds the lock. Its name comes from /proc.

@@ -51,6 +51,23 @@ json holder_json(const Holder& h) {
   return {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
 }
 
+// true/false when the holder ran on this host (holder_alive()), null when that cannot be told.
+json alive_json(const Holder& h) {
+  auto alive = holder_alive(h);
+  return alive ? json(*alive) : json(nullptr);
+}
+
+std::string expiry_text(Millis pttl) {
+  return pttl.count() >= 0 ? "the lock expires in " + format_duration(pttl)
+                           : "the lock never expires";
+}
+
+// For a holder whose process is gone (on this host): what an operator at 3 a.m. needs to know.
+std::string gone_text(const Holder& h, Millis pttl) {
+  if (holder_alive(h) != false) return "";
+  return "holder process gone; " + expiry_text(pttl);
+}
+
 json run_json(const RunRecord& r) {
   return {{"id", r.id},
           {"holder", holder_json(r.holder)},
@@ -85,6 +102,7 @@ json lock_json(const LockState& s, bool with_counter) {
   j["value"] = has_value ? json(s.raw) : json(nullptr);
   j["ttl_ms"] = has_value && s.pttl.count() >= 0 ? json(s.pttl.count()) : json(nullptr);
   j["holder"] = nullptr;
+  j["holder_alive"] = nullptr;
   j["token"] = nullptr;
   j["fence"] = nullptr;
   j["acquired_at"] = nullptr;
@@ -92,6 +110,7 @@ json lock_json(const LockState& s, bool with_counter) {
   if (s.value) {
     const Holder& h = s.value->holder;
     j["holder"] = holder_json(h);
+    j["holder_alive"] = alive_json(h);
     j["token"] = s.value->token;
     if (s.value->fence) j["fence"] = *s.value->fence;
     j["acquired_at"] = format_rfc3339(h.since);
@@ -101,10 +120,12 @@ json lock_json(const LockState& s, bool with_counter) {
   if (s.kind == LockState::Kind::semaphore) {
     json holders = json::array();
     for (const auto& h : s.semaphore) {
-      json one = {{"token", h.token},  {"ttl_ms", h.ttl.count()}, {"value", h.raw},
-                  {"holder", nullptr}, {"fence", nullptr},        {"acquired_at", nullptr}};
+      json one = {{"token", h.token},         {"ttl_ms", h.ttl.count()}, {"value", h.raw},
+                  {"holder", nullptr},        {"holder_alive", nullptr}, {"fence", nullptr},
+                  {"acquired_at", nullptr}};
       if (h.value) {
         one["holder"] = holder_json(h.value->holder);
+        one["holder_alive"] = alive_json(h.value->holder);
         if (h.value->fence) one["fence"] = *h.value->fence;
         one["acquired_at"] = format_rfc3339(h.value->holder.since);
       }
@@ -142,6 +163,7 @@ std::string lock_details(const LockState& s) {
     out += "  " + ttl_text(s.pttl);
     out += "  token " + s.value->token.substr(0, 8) + "...";
     if (s.waiters > 0) out += "  " + std::to_string(s.waiters) + " waiting";
+    if (std::string gone = gone_text(h, s.pttl); !gone.empty()) out += "  " + gone;
     return out;
   }
   }
@@ -202,6 +224,7 @@ std::string describe_holder(std::string_view raw_value, Millis pttl) {
   if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
   std::string out = holder_text(v->holder);
   out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
+  if (std::string gone = gone_text(v->holder, pttl); !gone.empty()) return out + "; " + gone;
   return out + ", " + ttl_text(pttl);
 }
 
@@ -238,6 +261,10 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     const Holder& h = s.value->holder;
     rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
                                     printable(h.user));
+    auto alive = holder_alive(h);
+    rows.emplace_back("holder alive", !alive  ? "unknown (not this host)"
+                                      : *alive ? "yes"
+                                               : "no, the process is gone; " + expiry_text(s.pttl));
     rows.emplace_back("command", printable(h.cmd));
     rows.emplace_back("acquired at",
                       format_rfc3339(h.since) + " (" +

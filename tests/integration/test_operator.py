@@ -1,11 +1,12 @@
 """Operator and script verbs: status, inspect, list, acquire, extend, release, config, --json."""
 import json
 import os
+import re
 import signal
 import time
 import unittest
 
-from harness import RedisTestCase, wait_until
+from harness import RedisTestCase, rlock_env, wait_until
 
 
 class Operator(RedisTestCase):
@@ -79,6 +80,46 @@ class Operator(RedisTestCase):
         r = self.run_rlock(["inspect", "lock:nothing"])
         self.assertEqual(r.returncode, 1)
         self.assertIn("free", r.stdout)
+
+    def test_a_dead_holder_on_this_host_is_shown_as_gone(self):
+        # Alive while it runs (same host, same boot, same pid start).
+        p, _ = self.hold("k", "--ttl", "20s")
+        doc = json.loads(self.run_rlock(["status", "--json", "k"]).stdout)
+        self.assertIs(doc["locks"][0]["holder_alive"], True)
+        self.assertIn("holder alive   yes", self.run_rlock(["inspect", "k"]).stdout)
+        # From another host's point of view: unknown.
+        other = self.run_rlock(["inspect", "--json", "k"],
+                               env=rlock_env(self.server, RLOCK_HOSTNAME="elsewhere"))
+        self.assertIsNone(json.loads(other.stdout)["holder_alive"])
+        # Gone: its process was SIGKILLed (the guardian takes the command with it).
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        value, pttl = self.server.cmd("GET", "k"), self.server.cmd("PTTL", "k")
+        r = self.run_rlock(["status", "k"])
+        self.assertRegex(r.stdout, r"holder process gone; the lock expires in \d")
+        r = self.run_rlock(["inspect", "k"])
+        self.assertRegex(r.stdout, r"holder alive   no, the process is gone; the lock expires in")
+        self.assertIs(json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)["holder_alive"],
+                      False)
+        busy = self.run_rlock(["run", "k", "--", "true"])
+        self.assertIn("holder process gone", busy.stderr)
+        # Nothing in Redis changed because of it.
+        self.assertEqual(self.server.cmd("GET", "k"), value)
+        self.assertLessEqual(self.server.cmd("PTTL", "k"), pttl)
+
+    def test_a_reused_pid_is_not_taken_for_the_holder(self):
+        # A value naming a live pid (this test's own) with another start time: that pid is not
+        # the holder; it was reused.
+        r = self.run_rlock(["run", "--min-hold", "20s", "k", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        value = self.server.cmd("GET", "k")
+        forged = re.sub(r" pid=\d+ ", f" pid={os.getpid()} ", value)
+        self.server.cmd("SET", "k", forged, "PX", "20000")
+        self.assertIn("holder process gone", self.run_rlock(["status", "k"]).stdout)
+        # A value from an older rlock, without the start time: unknown, never "gone".
+        self.server.cmd("SET", "k", re.sub(r" pstart=\d+", "", forged), "PX", "20000")
+        doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertIsNone(doc["holder_alive"])
 
     def test_list_finds_locks_among_20000_unrelated_keys_with_scan(self):
         c = self.server.client()
