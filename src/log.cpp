@@ -95,7 +95,7 @@ void StatusLine::draw(const std::string& text) {
   if (!enabled_) return;
   winsize ws{};
   size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-  std::string line = "\r\033[K" + terminal_safe(text).substr(0, width - 1);
+  std::string line = "\r\033[K" + terminal_safe(text, width - 4);
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   shown_ = true;
 }

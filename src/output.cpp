@@ -138,7 +138,11 @@ json lock_json(const LockState& s, bool with_counter) {
   return j;
 }
 
-void print_json(const json& j) { write_stdout(j.dump(2) + "\n"); }
+// Keys and values are bytes, JSON strings are UTF-8: bytes that are not become U+FFFD (as in
+// json_string()), where dump() would throw.
+void print_json(const json& j) {
+  write_stdout(j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+}
 
 // The part of a status line after the key and the state word.
 std::string lock_details(const LockState& s) {
@@ -201,23 +205,7 @@ void write_stdout(const std::string& text) {
   }
 }
 
-std::string printable(std::string_view text, size_t max) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (i == max) {
-      out += "...";
-      break;
-    }
-    auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c >= 0x7f || c == '\\') {
-      out += "\\x";
-      append_hex(out, c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+std::string printable(std::string_view text, size_t max) { return terminal_safe(text, max); }
 
 std::string describe_holder(std::string_view raw_value, Millis pttl) {
   auto v = decode_lock_value(raw_value);

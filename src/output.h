@@ -20,7 +20,8 @@ struct OutputStyle {
 };
 OutputStyle output_style(bool json);
 
-// TEXT safe for a terminal: control and non-ASCII bytes as \xNN, cut after MAX bytes.
+// TEXT safe for a terminal (terminal_safe(): control characters and invalid UTF-8 as \xNN,
+// valid UTF-8 as is), cut after MAX characters.
 std::string printable(std::string_view text, size_t max = 80);
 
 // "web-2 pid 4121 (report.sh) for 3m12s, ttl 28.4s", or for a value rlock did not write

@@ -128,11 +128,15 @@ std::string shell_command_name(std::string_view text) {
   }
 }
 
-std::string terminal_safe(std::string_view text) {
+std::string terminal_safe(std::string_view text, size_t max_chars) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
-  while (i < text.size()) {
+  for (size_t chars = 0; i < text.size(); ++chars) {
+    if (chars == max_chars) {
+      out += "...";
+      break;
+    }
     auto c = static_cast<unsigned char>(text[i]);
     size_t len = utf8_sequence_length(text, i);
     // C1 controls (U+0080..U+009F, 0xc2 0x80..0x9f in UTF-8) are escapes to some terminals.

@@ -28,8 +28,10 @@ size_t utf8_sequence_length(std::string_view text, size_t i);
 
 // TEXT for a terminal line: control characters (newlines, escape sequences, C1) and bytes that
 // are not valid UTF-8 become \xNN; valid UTF-8 stays. Keys and input echoed in messages can
-// neither break a log line in two nor drive the terminal.
-std::string terminal_safe(std::string_view text);
+// neither break a log line in two nor drive the terminal. The one escaping rule of every text
+// output (stdout and stderr; JSON has json_string). Past MAX_CHARS characters (an escape is
+// one), the rest becomes "...".
+std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos);
 
 // TEXT as a JSON string literal, quotes included; bytes that are not valid UTF-8 become U+FFFD.
 std::string json_string(std::string_view text);

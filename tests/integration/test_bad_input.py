@@ -6,12 +6,13 @@ line on stderr that starts "rlock: error: ", is valid UTF-8 and carries no raw c
 character (input is echoed escaped), nothing on stdout, no crash, and nothing in Redis.
 test_cli.py has the messages of the common mistakes; this is the breadth.
 """
+import json
 import os
 import subprocess
 import tempfile
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env
+from harness import RLOCK, RedisTestCase, rlock_env, wait_until
 
 USAGE, CONFIG = 64, 78
 
@@ -222,6 +223,31 @@ class BadInput(RedisTestCase):
 
 class OddButValidKeys(RedisTestCase):
     """Keys are bytes, used exactly as given; what rlock prints of them stays one safe line."""
+
+    def test_one_escaping_rule_for_every_output(self):
+        # Valid UTF-8 as is, control characters and invalid UTF-8 as \xNN: on stdout (status,
+        # list, inspect), on stderr (the busy line), the same.
+        for key, shown in ((b"J\xc3\xb6rg-\xe6\x97\xa5", b"J\xc3\xb6rg-\xe6\x97\xa5"),
+                           (b"bad\xff\x1b[2J", b"bad\\xff\\x1b[2J")):
+            with self.subTest(key=key):
+                self.server.cmd("FLUSHALL")
+                holder = subprocess.Popen([RLOCK.encode(), b"run", key, b"--", b"sleep", b"30"],
+                                          env=rlock_env(self.server), stderr=subprocess.DEVNULL)
+                self.procs.append(holder)
+                wait_until(lambda: self.server.cmd("DBSIZE") >= 2, 10, "the lock")
+                for args in ([b"status", key], [b"list"], [b"inspect", key]):
+                    r = subprocess.run([RLOCK.encode()] + args, env=rlock_env(self.server),
+                                       capture_output=True, timeout=30)
+                    self.assertIn(shown, r.stdout, args)
+                busy = subprocess.run([RLOCK.encode(), b"run", key, b"--", b"true"],
+                                      env=rlock_env(self.server), capture_output=True, timeout=30)
+                self.assertIn(b"rlock: " + shown + b": busy", busy.stderr)
+                r = subprocess.run([RLOCK.encode(), b"status", b"--json", key],
+                                   env=rlock_env(self.server), capture_output=True, timeout=30)
+                doc = json.loads(r.stdout)
+                self.assertEqual(doc["locks"][0]["key"], key.decode(errors="replace"))
+                holder.kill()
+                holder.wait()
 
     def test_keys_with_control_characters_and_other_bytes(self):
         for key in ("a\nb", "\x1b[2J", "J\u00f6rg", "tab\there", "k" * 10000):
