@@ -18,8 +18,9 @@ namespace {
 // Waiting: a waiter that finds the lock busy joins the queue and BLPOPs its own wake-up list.
 // A release pushes to the list of the first live waiter only: one release wakes one waiter,
 // and a release that happens before the waiter blocks is not lost (the element waits in the
-// list). A waiter's place lasts as long as it said it would block, plus a margin; one that died
-// is pruned, so the queue never wedges behind it.
+// list). A waiter's place lasts as long as it said it would block, plus a margin of 1.5 s; one
+// that died is pruned, so the queue never wedges behind it (--fair waiters block at most
+// 500 ms at a time, so a dead one holds up a free lock for at most 2 s).
 constexpr char k_lua_common[] = R"lua(
 local function now_ms()
   local t = redis.call('TIME')
@@ -69,7 +70,7 @@ end
 local function enqueue(queue, alive, token, now, block)
   local t = redis.call('TIME')
   redis.call('ZADD', queue, 'NX', t[1] * 1000000 + t[2], token)
-  redis.call('ZADD', alive, now + block + 2000, token)
+  redis.call('ZADD', alive, now + block + 1500, token)
   local last = redis.call('ZRANGE', alive, -1, -1, 'WITHSCORES')[2]
   local keep = math.max(1000, tonumber(last) - now + 1000)
   redis.call('PEXPIRE', queue, keep)
@@ -110,6 +111,11 @@ if v then
 elseif ARGV[6] == '1' then
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
   turn = first == nil or first == ARGV[4]
+  -- Not our turn on a free lock: look again when the first waiter's place lapses, should it
+  -- have died, rather than after the fallback.
+  if not turn then
+    pttl = math.max(0, tonumber(redis.call('ZSCORE', KEYS[4], first) or now) - now)
+  end
 end
 if not v and turn then
   local fence = redis.call('INCR', KEYS[2])

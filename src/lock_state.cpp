@@ -72,7 +72,7 @@ Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 8;
+  constexpr size_t k_per_key = 9;
   std::vector<Argv> commands = {{"TIME"}};
   for (const auto& key : keys) {
     commands.push_back({"TYPE", key});
@@ -83,6 +83,7 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
     commands.push_back({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
     commands.push_back({"HGETALL", helper_key(key, "holders")});
     commands.push_back({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
+    commands.push_back({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
   }
   auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
   if (!replies) return replies.failure();
@@ -110,8 +111,24 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       }
     }
     // Waiters that still renew their place (the dead are pruned at the next acquire).
-    for (size_t j = 0; e[4].is_array() && j + 1 < e[4].elements.size(); j += 2)
-      if (std::stod(e[4].elements[j + 1].str) > static_cast<double>(now_ms)) ++s.waiters;
+    std::map<std::string, double> place_until;
+    for (size_t j = 0; e[4].is_array() && j + 1 < e[4].elements.size(); j += 2) {
+      double until = std::stod(e[4].elements[j + 1].str);
+      place_until[e[4].elements[j].str] = until;
+      if (until > static_cast<double>(now_ms)) ++s.waiters;
+    }
+    // The queue in arrival order (scores: server microseconds), each with its liveness.
+    for (size_t j = 0; e[8].is_array() && j + 1 < e[8].elements.size(); j += 2) {
+      QueuedWaiter w;
+      w.token = e[8].elements[j].str;
+      auto arrived_ms = static_cast<int64_t>(std::stod(e[8].elements[j + 1].str) / 1000);
+      w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
+      auto until = place_until.find(w.token);
+      w.place = until == place_until.end()
+                    ? Millis(0)
+                    : Millis(static_cast<int64_t>(until->second) - now_ms);
+      s.queue.push_back(std::move(w));
+    }
     std::map<std::string, std::string> values;
     for (size_t j = 0; e[6].is_array() && j + 1 < e[6].elements.size(); j += 2)
       values[e[6].elements[j].str] = e[6].elements[j + 1].str;

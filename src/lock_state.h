@@ -24,6 +24,13 @@ struct SemaphoreHolder {
   Millis ttl{0};
 };
 
+// One rlock process waiting for a lock, in arrival order.
+struct QueuedWaiter {
+  std::string token;
+  Millis waiting{0};  // since it arrived
+  Millis place{0};    // how long its place lasts unless it renews it; <= 0: it died, or is late
+};
+
 struct LockState {
   enum class Kind {
     free,
@@ -39,7 +46,8 @@ struct LockState {
   std::optional<LockValue> value;        // decoded, when rlock wrote it
   Millis pttl{-2};                       // -1: no expiry; -2: no key
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
-  int64_t waiters = 0;                   // rlock processes waiting for it
+  int64_t waiters = 0;                   // rlock processes waiting for it, alive
+  std::vector<QueuedWaiter> queue;           // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
   std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };

@@ -117,6 +117,15 @@ json lock_json(const LockState& s, bool with_counter) {
     j["held_ms"] = std::max<int64_t>(0, (now_wall() - h.since).count());
   }
   j["waiters"] = s.waiters;
+  if (with_counter) {  // inspect: the queue, each waiter with its liveness
+    json queue = json::array();
+    for (const auto& w : s.queue)
+      queue.push_back({{"token", w.token},
+                       {"waiting_ms", w.waiting.count()},
+                       {"alive", w.place.count() > 0},
+                       {"place_ms", w.place.count()}});
+    j["queue"] = queue;
+  }
   if (s.kind == LockState::Kind::semaphore) {
     json holders = json::array();
     for (const auto& h : s.semaphore) {
@@ -268,6 +277,16 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     rows.emplace_back("holder", (h.value ? holder_text(h.value->holder) : "another client") +
                                     ", ttl " + format_duration(h.ttl) + ", token " + h.token);
   rows.emplace_back("waiters", std::to_string(s.waiters));
+  for (size_t i = 0; i < s.queue.size(); ++i) {
+    const QueuedWaiter& w = s.queue[i];
+    rows.emplace_back(
+        "  " + std::to_string(i + 1) + ".",
+        "token " + w.token.substr(0, 8) + "...  waiting " + format_duration(w.waiting) + "  " +
+            (w.place.count() > 0
+                 ? "alive (its place lasts " + format_duration(w.place) + " unless renewed)"
+                 : "gone (no renewal for " + format_duration(-w.place) +
+                       "; dropped at the next attempt)"));
+  }
   rows.emplace_back("fence counter",
                     s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)

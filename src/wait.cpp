@@ -111,7 +111,7 @@ private:
   // The longest the script may tell us to block: k_max_block, or the time left to wait.
   std::optional<WaitPlan> plan(TimePoint now) const {
     if (give_up_ && *give_up_ <= now) return std::nullopt;  // one attempt: do not queue
-    Millis max_block = k_max_block;
+    Millis max_block = lock_.mode().fair ? k_fair_refresh : k_max_block;
     if (give_up_) max_block = std::min(max_block, std::chrono::ceil<Millis>(*give_up_ - now));
     return WaitPlan{max_block, k_wake_fallback};
   }

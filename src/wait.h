@@ -19,6 +19,11 @@ class SignalEvents;
 // Look at the lock again at least this often, even when nothing wakes us: covers a wake-up
 // lost with a waiter that died between being woken and taking the lock.
 inline constexpr Millis k_max_block{30'000};
+// A --fair waiter looks again at least this often, which renews its place in the queue: a
+// waiter that died (SIGKILL, a host crash) loses its place within this plus the script's
+// margin (1.5 s), so it holds up a free lock for at most 2 s. Costs 2 commands a second per
+// fair waiter; other waiters block until they are woken.
+inline constexpr Millis k_fair_refresh{500};
 // After a failed attempt (Redis unreachable), wait this long before the next.
 inline constexpr Millis k_retry_interval{200};
 
