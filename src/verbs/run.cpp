@@ -226,13 +226,14 @@ private:
         child_.signal_group(*sig);
       }
     }
-  }
-
-  void collect_child() {
+    // poll() above reaped the guardian if someone killed it.
     if (auto how = child_.replace_dead_guardian())
       log(Level::warning, {"guardian_replaced", key(),
                            "the guardian process ended (status " + std::to_string(*how) +
                                "); started another, so the command still dies with rlock"});
+  }
+
+  void collect_child() {
     while (auto event = child_.poll()) {
       if (event->kind == Child::Event::Kind::exited) {
         child_status_ = event->status;

@@ -201,17 +201,22 @@ def make_certificates(directory):
        "-keyout", "other-ca.key", "-out", "other-ca.crt", "-subj", "/CN=some other CA")
 
 
+def tls_server(certs, port):
+    """A redis-server on PORT speaking TLS with the certificates make_certificates() made in
+    CERTS (its plain port is a free one of its own)."""
+    cert = lambda name: os.path.join(certs, name)
+    return RedisServer("--tls-port", str(port), "--tls-cert-file", cert("server.crt"),
+                       "--tls-key-file", cert("server.key"), "--tls-ca-cert-file", cert("ca.crt"),
+                       "--tls-auth-clients", "no")
+
+
 class Tls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.certs = tempfile.mkdtemp(prefix="rlock-tls-")
         make_certificates(cls.certs)
         cls.tls_port = free_port()
-        cert = lambda name: os.path.join(cls.certs, name)
-        # TLS only: the plain port is closed.
-        cls.server = RedisServer("--tls-port", str(cls.tls_port), "--tls-cert-file", cert("server.crt"),
-                                 "--tls-key-file", cert("server.key"),
-                                 "--tls-ca-cert-file", cert("ca.crt"), "--tls-auth-clients", "no")
+        cls.server = tls_server(cls.certs, cls.tls_port)
         cls.marker = os.path.join(cls.certs, "ran")
 
     @classmethod

@@ -9,8 +9,8 @@ import shutil
 import tempfile
 import unittest
 
-from harness import RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, wait_until
-from test_connection import make_certificates
+from harness import RedisTestCase, free_port, rlock_env, run_rlock, wait_until
+from test_connection import make_certificates, tls_server
 
 SECRET = "Sh0rtBread-91x"
 # The same kind of secret with URL-special characters, as a URL must carry it (percent-encoded).
@@ -44,11 +44,7 @@ class SecretsInConnectionErrors(unittest.TestCase):
         make_certificates(cls.tmp)
         cls.tls_port = free_port()
         # A TLS server whose certificate the system CAs do not vouch for: the handshake fails.
-        cls.tls = RedisServer("--tls-port", str(cls.tls_port),
-                              "--tls-cert-file", os.path.join(cls.tmp, "server.crt"),
-                              "--tls-key-file", os.path.join(cls.tmp, "server.key"),
-                              "--tls-ca-cert-file", os.path.join(cls.tmp, "ca.crt"),
-                              "--tls-auth-clients", "no")
+        cls.tls = tls_server(cls.tmp, cls.tls_port)
         cls.password_file = os.path.join(cls.tmp, "password")
         with open(cls.password_file, "w") as f:
             f.write(SECRET + "\n")
