@@ -32,8 +32,24 @@ Result<Reply> Redis::call(const Argv& argv, TimePoint deadline) {
   return std::move(reply);
 }
 
+std::string error_code(std::string_view error) {
+  std::string_view code = error.substr(0, error.find(' '));
+  if (code != "ERR" || error.find("Error running script") == std::string_view::npos)
+    return std::string(code);
+  // Redis 6.x wraps an error that a command inside a script returned: "ERR Error running
+  // script (call to f_...): @user_script: 86: -READONLY You can't write against a read only
+  // replica." The code is the word after " -".
+  for (size_t at = error.find(" -"); at != std::string_view::npos; at = error.find(" -", at + 1)) {
+    size_t start = at + 2, end = start;
+    while (end < error.size() && error[end] >= 'A' && error[end] <= 'Z') ++end;
+    if (end - start >= 2 && (end == error.size() || error[end] == ' '))
+      return std::string(error.substr(start, end - start));
+  }
+  return std::string(code);
+}
+
 Failure Redis::server_failure(const std::string& error) const {
-  std::string code = error.substr(0, error.find(' '));
+  std::string code = error_code(error);
   // A server that wants a password cuts off long commands from a client that gave none, before
   // it would say NOAUTH.
   if (error.find("unauthenticated") != std::string::npos) code = "NOAUTH";

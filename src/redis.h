@@ -19,6 +19,11 @@
 
 namespace rlock {
 
+// The code of an error reply (READONLY, OOM, NOPERM, WRONGTYPE ...): its first word, or, when
+// Redis 6.x wrapped an error raised inside a script ("ERR Error running script ...: -READONLY
+// ..."), the code within. Logic keyed on a code must go through this, not the reply's start.
+std::string error_code(std::string_view error);
+
 class Redis {
 public:
   virtual ~Redis() = default;

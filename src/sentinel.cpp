@@ -28,7 +28,7 @@ public:
       }
       bool demoted = false;
       for (const Reply& r : *replies)
-        if (r.type == Reply::Type::error && r.str.rfind("READONLY", 0) == 0) demoted = true;
+        if (r.type == Reply::Type::error && error_code(r.str) == "READONLY") demoted = true;
       // READONLY: the node we knew as primary is a replica now, and wrote nothing. Ask the
       // sentinels for the new primary and send the same commands there, once.
       if (!demoted || attempt == 1) return replies;
