@@ -20,7 +20,22 @@ LONG_LIVED = ("redis-server", "redis-sentinel", "valkey-server", "valkey-sentine
 
 RLOCK = os.environ.get("RLOCK_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "rlock")
-REDIS_SERVER = shutil.which("redis-server")
+
+
+def server_binary(name):
+    """The server program NAME ("server", "sentinel", "cli"): redis-NAME, or valkey-NAME, from
+    $RLOCK_TEST_REDIS_BIN_DIR when set (a maintainer's build of another version: README
+    "Supported servers"), else from PATH."""
+    where = os.environ.get("RLOCK_TEST_REDIS_BIN_DIR")
+    for program in (f"redis-{name}", f"valkey-{name}"):
+        found = (os.path.join(where, program) if where else shutil.which(program))
+        if found and os.access(found, os.X_OK):
+            return found
+    return None
+
+
+REDIS_SERVER = server_binary("server")
+REDIS_SENTINEL = server_binary("sentinel")
 
 
 def wait_until(condition, timeout=10.0, what="condition", interval=0.005):
@@ -110,7 +125,8 @@ class RedisServer:
 
     def __init__(self, *extra_args):
         if not REDIS_SERVER:
-            raise RuntimeError("redis-server is not installed; tests need a real Redis")
+            raise RuntimeError("redis-server is not installed (nor in $RLOCK_TEST_REDIS_BIN_DIR); "
+                               "tests need a real Redis")
         self.dir = tempfile.mkdtemp(prefix="rlock-redis-")
         self.extra_args = list(extra_args)
         self.port = None

@@ -60,7 +60,8 @@ class Reaching(RedisTestCase):
     def test_scripts_go_by_sha_and_survive_a_script_flush(self):
         self.server.cmd("SCRIPT", "FLUSH")
         self.server.cmd("CONFIG", "RESETSTAT")
-        r = self.run_rlock(["run", "--ttl", "300ms", "k", "--", "sleep", "1.2"])
+        # Four renewals, a second apart: room for a sanitizer build on a loaded machine.
+        r = self.run_rlock(["run", "--ttl", "3s", "k", "--", "sleep", "4.2"])
         self.assertEqual(r.returncode, 0, r.stderr)
         stats = self.server.cmd("INFO", "commandstats")
         calls = {line.split(":")[0]: int(line.split("calls=")[1].split(",")[0])

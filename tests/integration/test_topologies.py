@@ -8,8 +8,8 @@ import tempfile
 import time
 import unittest
 
-from harness import (RLOCK, RedisClient, RedisServer, RespError, free_port, rlock_env,
-                     run_rlock, start_rlock, stop_procs, wait_until)
+from harness import (REDIS_SENTINEL, RLOCK, RedisClient, RedisServer, RespError, free_port,
+                     rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -131,7 +131,7 @@ class Sentinel(unittest.TestCase):
                     "sentinel down-after-milliseconds mymaster 1000\n"
                     "sentinel failover-timeout mymaster 10000\n")
         cls.sentinel = subprocess.Popen(
-            [shutil.which("redis-sentinel") or "redis-sentinel", conf],
+            [REDIS_SENTINEL or "redis-sentinel", conf],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until(lambda: cls.replicas_known(), 20, "the sentinel to see the replica")
         cls.url = f"redis-sentinel://127.0.0.1:{cls.port}/mymaster"
@@ -249,7 +249,7 @@ class Cluster(unittest.TestCase):
         cls.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
                                  "nodes.conf", "--cluster-node-timeout", "3000")
                      for _ in range(3)]
-        r = subprocess.run(["redis-cli", "--cluster", "create"] +
+        r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
                            [f"127.0.0.1:{n.port}" for n in cls.nodes] +
                            ["--cluster-replicas", "0", "--cluster-yes"],
                            capture_output=True, text=True, timeout=60)
