@@ -172,6 +172,9 @@ Connection::open(const RedisUrl& url, const ConnectOptions& options, TimePoint d
       if (r.type == Reply::Type::error) {
         std::string code = r.str.substr(0, r.str.find(' '));
         std::string hint = code == "WRONGPASS" ? " (the user or password is wrong)" : "";
+        // AUTH with a user name came with ACLs, in Redis 6.0.
+        if (url.user && r.str.find("wrong number of arguments") != std::string::npos)
+          hint = " (an ACL user needs Redis 6.0 or later)";
         return Failure{Failure::Kind::server, url.redacted() + ": " + r.str + hint, code};
       }
   }

@@ -40,21 +40,43 @@ std::string semaphore_owner(const std::string& sem_key) {
   return key;
 }
 
+// One SCAN step over the keys of TYPE that match PATTERN, from CURSOR, which moves on ("0" once
+// the whole keyspace was seen). Never KEYS: SCAN keeps the server responsive on any size.
+Result<std::vector<std::string>> scan_page(Redis& redis, std::string& cursor,
+                                           const std::string& pattern, const char* type,
+                                           TimePoint deadline) {
+  auto page = redis.call(
+      {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", type},
+      deadline);
+  if (!page) {
+    // The TYPE option came with Redis 6.0; older servers call it a syntax error.
+    if (page.failure().kind == Failure::Kind::server &&
+        page.failure().message.find("syntax error") != std::string::npos)
+      return Failure{Failure::Kind::server,
+                     redis.name() + ": this server's SCAN has no TYPE option; listing locks "
+                                    "needs Redis 6.0 or later",
+                     page.failure().code};
+    return page.failure();
+  }
+  if (!page->is_array() || page->elements.size() != 2 || !page->elements[1].is_array())
+    return unexpected("SCAN");
+  cursor = page->elements[0].str;
+  std::vector<std::string> keys;
+  for (const Reply& k : page->elements[1].elements) keys.push_back(k.str);
+  return keys;
+}
+
 // Semaphores (--limit) live in helper zsets, not under their own key: find those, then keep
 // the ones whose lock key matches PATTERN.
 Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern) {
   std::vector<std::string> keys;
   std::string cursor = "0";
   do {
-    auto page = redis.call({"SCAN", cursor, "MATCH", "*:rlock:sem", "COUNT",
-                            std::to_string(k_scan_count), "TYPE", "zset"},
-                           Clock::now() + redis.command_timeout());
+    auto page = scan_page(redis, cursor, "*:rlock:sem", "zset",
+                          Clock::now() + redis.command_timeout());
     if (!page) return page.failure();
-    if (!page->is_array() || page->elements.size() != 2 || !page->elements[1].is_array())
-      return unexpected("SCAN");
-    cursor = page->elements[0].str;
-    for (const Reply& k : page->elements[1].elements) {
-      std::string key = semaphore_owner(k.str);
+    for (const std::string& sem : *page) {
+      std::string key = semaphore_owner(sem);
       if (::fnmatch(pattern.c_str(), key.c_str(), 0) == 0) keys.push_back(key);
     }
   } while (cursor != "0");
@@ -164,16 +186,11 @@ Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& patt
   do {
     TimePoint deadline = Clock::now() + redis.command_timeout();
     // TYPE string: the server leaves out hashes, sets ... of which no lock is made.
-    auto page = redis.call(
-        {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", "string"},
-        deadline);
+    auto page = scan_page(redis, cursor, pattern, "string", deadline);
     if (!page) return page.failure();
-    if (!page->is_array() || page->elements.size() != 2 || !page->elements[1].is_array())
-      return unexpected("SCAN");
-    cursor = page->elements[0].str;
     std::vector<std::string> keys;
-    for (const Reply& k : page->elements[1].elements)
-      if (!is_helper_key(k.str)) keys.push_back(k.str);
+    for (const std::string& k : *page)
+      if (!is_helper_key(k)) keys.push_back(k);
     if (keys.empty()) continue;
     std::vector<Argv> commands;
     for (const auto& key : keys) {
