@@ -83,7 +83,7 @@ class CommandLine(RedisTestCase):
         self.assertEqual(self.run_rlock(["help", "run"]).stdout, r.stdout)
         r = self.run_rlock(["--version"])
         self.assertEqual(r.returncode, 0)
-        self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis 0\.14")
+        self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis \d+\.\d+")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,14 @@ class Package(unittest.TestCase):
         self.assertTrue(os.access(os.path.join(prefix, "bin/rlock"), os.X_OK))
 
     def test_deb_has_its_dependencies_and_runs(self):
+        # A hiredis of one's own (built to test hiredis 1.x, README "Supported servers") belongs
+        # to no package, so no .deb can depend on it. Debian's (CI's) always does.
+        ldd = subprocess.run(["ldd", os.path.join(BUILD, "rlock")], capture_output=True,
+                             text=True).stdout
+        own = re.findall(r"libhiredis\S* => (/\S+)", ldd)
+        if own and subprocess.run(["dpkg", "-S", os.path.realpath(own[0])],
+                                  capture_output=True).returncode != 0:
+            self.skipTest(f"{own[0]} belongs to no package")
         r = subprocess.run(["cpack", "-G", "DEB", "-B", self.tmp], cwd=BUILD, capture_output=True,
                            text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -63,7 +71,7 @@ class Package(unittest.TestCase):
         binary = os.path.join(root, "usr/bin/rlock")
         r = subprocess.run([binary, "--version"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("hiredis 0.14", r.stdout)
+        self.assertRegex(r.stdout, r"hiredis \d+\.\d+")
         self.assertIn("OpenSSL 3", r.stdout)  # libssl3 from the Depends loads
         # The packaged binary takes a lock on a real server.
         server = RedisServer()
