@@ -201,7 +201,7 @@ struct ChildStart {
   char** argv;
   char** envp;
   const SignalEvents* signals;
-  pid_t parent;      // rlock
+  pid_t parent;     // rlock
   int terminal_fd;  // -1: not the terminal's foreground job
   int guard_fd;
   int exec_error_fd;

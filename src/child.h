@@ -83,8 +83,8 @@ private:
   pid_t guardian_ = -1;
   Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group
   bool exited_ = false;
-  std::optional<Event> stopped_;          // a stop of the command not yet returned by poll()
-  std::optional<int> guardian_status_;    // the guardian ended with this wait status
+  std::optional<Event> stopped_;        // a stop of the command not yet returned by poll()
+  std::optional<int> guardian_status_;  // the guardian ended with this wait status
   std::optional<CommandProblem> exec_problem_;
 };
 

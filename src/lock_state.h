@@ -47,7 +47,7 @@ struct LockState {
   Millis pttl{-2};                       // -1: no expiry; -2: no key
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
   int64_t waiters = 0;                   // rlock processes waiting for it, alive
-  std::vector<QueuedWaiter> queue;           // every waiter in arrival order, dead ones too
+  std::vector<QueuedWaiter> queue;       // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
   std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };

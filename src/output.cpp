@@ -129,8 +129,8 @@ json lock_json(const LockState& s, bool with_counter) {
   if (s.kind == LockState::Kind::semaphore) {
     json holders = json::array();
     for (const auto& h : s.semaphore) {
-      json one = {{"token", h.token},         {"ttl_ms", h.ttl.count()}, {"value", h.raw},
-                  {"holder", nullptr},        {"holder_alive", nullptr}, {"fence", nullptr},
+      json one = {{"token", h.token},      {"ttl_ms", h.ttl.count()}, {"value", h.raw},
+                  {"holder", nullptr},     {"holder_alive", nullptr}, {"fence", nullptr},
                   {"acquired_at", nullptr}};
       if (h.value) {
         one["holder"] = holder_json(h.value->holder);
