@@ -13,12 +13,13 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "error.h"
 #include "exit_status.h"
+#include "proc_stat.h"
 #include "signals.h"
 #include "terminal.h"
 
@@ -388,20 +389,8 @@ int Child::live_group_members() const {
   int live = 0;
   while (const dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    char path[sizeof "/proc//stat" + sizeof entry->d_name];
-    std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
-    Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-    char buf[512];
-    ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-    if (n <= 0) continue;  // gone meanwhile
-    buf[n] = '\0';
-    // "pid (comm) state ppid pgrp ...": comm may hold anything, so parse after its last ')'.
-    const char* after = std::strrchr(buf, ')');
-    char state = 0;
-    int ppid = 0, pgrp = 0;
-    if (after && std::sscanf(after + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
-        pgrp == pid_ && state != 'Z' && state != 'X')
-      ++live;
+    auto st = read_proc_stat(std::strtoll(entry->d_name, nullptr, 10));
+    if (st && st->pgrp == pid_ && !has_exited(st->state)) ++live;
   }
   ::closedir(proc);
   return live;

@@ -15,6 +15,7 @@
 
 #include "error.h"
 #include "fd.h"
+#include "proc_stat.h"
 #include "text.h"
 
 namespace rlock {
@@ -238,40 +239,13 @@ std::string this_boot() {
   return out.size() == 12 ? out : "";
 }
 
-struct ProcStat {
-  char state = 0;
-  int64_t start_ticks = 0;
-};
-
-// State and start time of PID, from /proc/PID/stat; nullopt when there is no such process.
-std::optional<ProcStat> proc_stat(int64_t pid) {
-  char path[32];
-  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
-  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-  char buf[1024];
-  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
-  if (n <= 0) return std::nullopt;
-  buf[n] = '\0';
-  // "pid (comm) state ppid ... starttime(22nd field)": comm may hold anything, so count the
-  // fields after its last ')'.
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return std::nullopt;
-  ProcStat st;
-  st.state = p[2];
-  for (int field = 3; field <= 22 && p; ++field)  // to the space before field 22
-    p = std::strchr(p + 1, ' ');
-  if (!p) return std::nullopt;
-  st.start_ticks = std::strtoll(p + 1, nullptr, 10);
-  return st;
-}
-
 }  // namespace
 
 std::optional<bool> holder_alive(const Holder& h) {
   if (h.boot.empty() || h.start_ticks <= 0 || h.pid <= 0) return std::nullopt;
   if (h.host != this_host() || h.boot != this_boot()) return std::nullopt;
-  auto st = proc_stat(h.pid);
-  return st && st->start_ticks == h.start_ticks && st->state != 'Z' && st->state != 'X';
+  auto st = read_proc_stat(h.pid);
+  return st && st->start_ticks == h.start_ticks && !has_exited(st->state);
 }
 
 Holder current_holder(std::string_view cmd) {
@@ -279,7 +253,7 @@ Holder current_holder(std::string_view cmd) {
   h.host = this_host();
   h.boot = this_boot();
   h.pid = ::getpid();
-  if (auto st = proc_stat(h.pid)) h.start_ticks = st->start_ticks;
+  if (auto st = read_proc_stat(h.pid)) h.start_ticks = st->start_ticks;
   h.user = user_name(::geteuid());
   h.since =
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
@@ -299,7 +273,7 @@ Holder parent_holder() {
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\r')) comm.pop_back();
   Holder h = current_holder(comm.empty() ? "rlock-acquire" : comm);
   h.pid = parent;
-  auto st = proc_stat(parent);
+  auto st = read_proc_stat(parent);
   h.start_ticks = st ? st->start_ticks : 0;
   return h;
 }

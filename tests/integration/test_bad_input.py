@@ -36,6 +36,7 @@ BAD_NUMBERS = [("--limit", "0"), ("--limit", "-1"), ("--limit", "1e3"), ("--limi
                ("-E", "0x4b"), ("--kill-signal", "0"), ("--kill-signal", "99"),
                ("--kill-signal", "-9"), ("--kill-signal", "SIGNOPE"), ("--kill-signal", ""),
                ("--kill-signal", "KILL\n"), ("--on-lost", ""), ("--on-lost", "KILL"),
+               ("--leftovers", ""), ("--leftovers", "KILL"), ("--leftovers", "ignore"),
                ("--log-format", "xml"), ("--log-format", ""), ("--metrics-file", ""),
                ("--once-per", ""), ("--once-per", "0s"), ("--once-per", "1500ms"),
                ("--once-per", "fortnight"), ("--once-per", "-1d"), ("--tz", ""),

@@ -1,0 +1,37 @@
+#include "proc_stat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "fd.h"
+
+namespace rlock {
+
+std::optional<ProcStat> read_proc_stat(int64_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  char buf[1024];
+  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
+  // "pid (comm) state ppid pgrp ... starttime(22nd field)": comm may hold anything, so count
+  // the fields after its last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (!p || p[1] != ' ' || !p[2]) return std::nullopt;
+  ProcStat st;
+  st.state = p[2];
+  for (int field = 3; field <= 22 && p; ++field) {  // p: the space before field FIELD
+    p = std::strchr(p + 1, ' ');
+    if (p && field == 5) st.pgrp = std::strtoll(p + 1, nullptr, 10);
+  }
+  if (!p) return std::nullopt;
+  st.start_ticks = std::strtoll(p + 1, nullptr, 10);
+  return st;
+}
+
+}  // namespace rlock
