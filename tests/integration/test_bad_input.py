@@ -15,6 +15,9 @@ import unittest
 from harness import RLOCK, RedisTestCase, rlock_env, wait_until
 
 USAGE, CONFIG = 64, 78
+# tests/compare_outputs.py: every case also runs this binary (the one before a refactoring),
+# whose exit status, stdout and stderr must be byte-identical.
+COMPARE_BIN = os.environ.get("RLOCK_COMPARE_BIN")
 
 VERBS_WITH_KEY = [["run", "{key}", "--", "true"], ["status", "{key}"], ["inspect", "{key}"],
                   ["acquire", "{key}"], ["extend", "--token", "t", "{key}"],
@@ -96,6 +99,13 @@ class BadInput(RedisTestCase):
         r = subprocess.run([arg(RLOCK)] + [arg(a) for a in args], capture_output=True, timeout=30,
                            env=env or rlock_env(self.server))
         shown = repr(args)[:120]
+        if COMPARE_BIN:
+            before = subprocess.run([arg(COMPARE_BIN)] + [arg(a) for a in args],
+                                    capture_output=True, timeout=30,
+                                    env=env or rlock_env(self.server))
+            self.assertEqual((r.returncode, r.stdout, r.stderr),
+                             (before.returncode, before.stdout, before.stderr),
+                             f"{shown}: differs from {COMPARE_BIN}")
         self.assertEqual(r.returncode, status, f"{shown}: {r.stderr!r}")
         self.assertEqual(r.stdout, b"", shown)
         self.assertTrue(r.stderr.endswith(b"\n") and r.stderr.count(b"\n") == 1,
