@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "lock.h"
+#include "scripts.h"
 
 namespace rlock {
 
@@ -14,69 +15,34 @@ Millis slot_margin(const Period& p) {
   return std::min(length, Millis(3600 * 1000));
 }
 
-// Claims SLOT unless an earlier run of this period holds it. KEYS: slot. ARGV: host, pid, user,
-// since, fence, retry failed (0/1), expire at (ms, server clock).
-// A slot still "running" while we hold the lock belongs to a run that died without saying how
-// it ended: lost, and a failure for --retry-failed.
-constexpr auto k_claim_slot = lua_script(R"lua(
-local s = redis.pcall('HGETALL', KEYS[1])
-if type(s) ~= 'table' or s.err then return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is not a period slot') end
-if #s > 0 then
-  local f = {}
-  for i = 1, #s, 2 do f[s[i]] = s[i + 1] end
-  local failed = f.state == 'running' or (f.status ~= nil and f.status ~= '0')
-  if not (ARGV[6] == '1' and failed) then
-    return {0, f.host or '', f.since or '', f.state or '', f.status or '', f['end'] or ''}
-  end
-  redis.call('DEL', KEYS[1])
-end
-redis.call('HSET', KEYS[1], 'state', 'running', 'host', ARGV[1], 'pid', ARGV[2], 'user', ARGV[3],
-           'since', ARGV[4], 'fence', ARGV[5])
-redis.call('PEXPIREAT', KEYS[1], ARGV[7])
-return {1}
-)lua");
-
-// Records the end of our run in the slot, unless a later run (--retry-failed) took it over.
-// KEYS: slot. ARGV: fence, status, end, ended.
-constexpr auto k_finish_slot = lua_script(R"lua(
-if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'state', 'done', 'status', ARGV[2], 'end', ARGV[3], 'ended', ARGV[4])
-return 1
-)lua");
-
-Failure unexpected(const char* what) {
-  return Failure{Failure::Kind::protocol, std::string("unexpected reply to ") + what};
-}
-
 }  // namespace
 
 Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
   // The server's clock decides the period, so that hosts whose clocks disagree agree on it.
   auto time = redis_.call({"TIME"}, deadline);
   if (!time) return time.failure();
-  if (!time->is_array() || time->elements.size() != 2) return unexpected("TIME");
-  int64_t now_ms = std::atoll(time->elements[0].str.c_str()) * 1000 +
-                   std::atoll(time->elements[1].str.c_str()) / 1000;
-  slot_ = period_slot(period_, tz_, now_ms);
+  auto now_ms = server_time_ms(*time);
+  if (!now_ms) return unexpected_reply("TIME");
+  slot_ = period_slot(period_, tz_, *now_ms);
   fence_ = fence;
   int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
   auto reply =
-      eval(redis_, k_claim_slot, {helper_key(key_, "once:" + slot_.name)},
+      eval(redis_, scripts::period_claim, {helper_key(key_, "once:" + slot_.name)},
            {holder.host, std::to_string(holder.pid), holder.user, format_rfc3339(holder.since),
             std::to_string(fence), retry_failed_ ? "1" : "0", std::to_string(expire_at)},
            deadline);
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
-  if (!reply->is_array() || e.empty() || !e[0].is_integer()) return unexpected("the claim script");
+  if (!reply->is_array() || e.empty() || !e[0].is_integer()) return unexpected_reply("the claim script");
   if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
-  if (e.size() != 6) return unexpected("the claim script");
+  if (e.size() != 6) return unexpected_reply("the claim script");
   return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
 }
 
 Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
   auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
   auto reply = eval(
-      redis_, k_finish_slot, {helper_key(key_, "once:" + slot_.name)},
+      redis_, scripts::period_finish, {helper_key(key_, "once:" + slot_.name)},
       {std::to_string(fence_), std::to_string(record.exit_status), record.end, format_rfc3339(now)},
       deadline);
   if (!reply) return reply.failure();
@@ -161,7 +127,7 @@ Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key
       {"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)},
       deadline);
   if (!reply) return reply.failure();
-  if (!reply->is_array()) return unexpected("XREVRANGE");
+  if (!reply->is_array()) return unexpected_reply("XREVRANGE");
   std::vector<RunRecord> out;
   for (const Reply& e : reply->elements)
     if (auto r = decode_history_entry(e)) out.push_back(std::move(*r));

@@ -1,6 +1,7 @@
-// The lock protocol: the Lua scripts and the operations on one lock key: acquire (with the
-// waiting queue), renew, release, leave the queue, and the semaphore form of each (--limit).
-// It speaks to "a Redis" (redis.h) and knows nothing of processes or the command line.
+// The lock protocol: the operations on one lock key: acquire (with the waiting queue), renew,
+// release, leave the queue, for each kind of lock (a mutex, a semaphore, a Redlock; see Lock).
+// The Lua scripts they run are in src/lua (scripts.h). It speaks to "a Redis" (redis.h) and
+// knows nothing of processes or the command line.
 //
 // Keys of lock KEY (all in KEY's Cluster hash slot, see helper_key):
 //   KEY                     the lock: a string, the holder's value, with PX ttl
@@ -12,6 +13,8 @@
 //   {KEY}:rlock:holders     semaphore holders' values (hash token -> value)
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -81,9 +84,15 @@ Result<Broken> break_lock(Redis& redis, const std::string& key);
 // For renewing or releasing a semaphore slot by its token, where the limit does not matter.
 inline constexpr LockMode k_any_semaphore{2, false};
 
+// One lock, held (or wanted) by one token: the operations every kind of lock has. The kind is
+// chosen once, by make_lock(), from the Redis and the mode: a mutex (lock_mutex.cpp), a
+// semaphore of --limit slots (lock_semaphore.cpp), or a Redlock over several independent
+// nodes (lock_quorum.cpp). A new kind is a new file and a line in make_lock().
 class Lock {
 public:
-  Lock(Redis& redis, std::string key, std::string token, LockMode mode = {});
+  virtual ~Lock() = default;
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
 
   const std::string& key() const { return key_; }
   const std::string& token() const { return token_; }
@@ -98,35 +107,51 @@ public:
   // number in the same step; VALUE is encode_lock_value() of our holder without a fence. With
   // a WAIT plan, a busy answer also puts us in the queue. Retrying after a lost reply is safe:
   // a lock that is already ours counts as acquired.
-  Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
-                                     const std::optional<WaitPlan>& wait, TimePoint deadline);
+  virtual Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
+                                             const std::optional<WaitPlan>& wait,
+                                             TimePoint deadline) = 0;
   // Sets the expiry of our lock to TTL from now; false when it is not ours (gone, or taken).
-  Result<bool> renew(Millis ttl, TimePoint deadline);
+  virtual Result<bool> renew(Millis ttl, TimePoint deadline) = 0;
   // Gives our lock back and wakes the first waiter; false when it was not ours (no change).
-  Result<bool> release(TimePoint deadline);
+  Result<bool> release(TimePoint deadline) { return release(deadline, {}, nullptr); }
   // release(), with THEN (commands on this lock's helper keys, such as its history entry) in
   // the same round trip, after it; their replies land in THEN_REPLIES when the release was
   // answered. Redlock does not send THEN (THEN_REPLIES stays empty).
-  Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
-                       std::vector<Reply>* then_replies);
+  virtual Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
+                               std::vector<Reply>* then_replies) = 0;
   // Leaves the queue after waiting in vain, passing on a wake-up we will not use.
-  Result<Unit> leave_queue(TimePoint deadline);
+  virtual Result<Unit> leave_queue(TimePoint deadline);
   // Whether our token holds the lock now (without renewing it).
-  Result<bool> holds(TimePoint deadline);
+  virtual Result<bool> holds(TimePoint deadline) = 0;
 
-private:
-  // Redlock (redis_ has several nodes): the same operations, believed by quorum.
-  Result<AcquireOutcome> quorum_acquire(const std::string& value, Millis ttl, TimePoint deadline);
-  static Result<bool> quorum_verdict(std::vector<Result<Reply>> replies, const char* what);
-  // --min-replicas: nothing when enough replicas have our last write, else why not.
-  std::optional<Failure> replicated(Millis ttl, TimePoint deadline);
+protected:
+  Lock(Redis& redis, std::string key, std::string token, LockMode mode);
+
+  // --min-replicas: nothing when enough replicas have our last write (made on the node that
+  // holds STATE_KEY), else why not.
+  std::optional<Failure> replicated(const std::string& state_key, Millis ttl, TimePoint deadline);
+  // The reply of an acquire script (src/lua/acquire.lua) as an outcome; an acquisition counts
+  // once --min-replicas is met (else the lock is given back).
+  Result<AcquireOutcome> acquire_outcome(Result<Reply> reply, const std::string& state_key,
+                                         Millis ttl, TimePoint deadline);
+  // The reply of a renew script: renewed once --min-replicas is met (a failover would lose
+  // the longer ttl).
+  Result<bool> renew_outcome(Result<Reply> reply, const std::string& state_key, Millis ttl,
+                             TimePoint deadline);
+  // The replies of a release script and THEN (eval_then): THEN's go to THEN_REPLIES.
+  static Result<bool> release_outcome(Result<std::vector<Reply>> replies,
+                                      std::vector<Reply>* then_replies);
 
   Redis& redis_;
-  std::string key_;
-  std::string token_;
-  LockMode mode_;
-  std::string prefix_;  // owner_prefix(token_)
-  std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_, sem_key_, holders_key_;
+  const std::string key_;
+  const std::string token_;
+  const LockMode mode_;
+  const std::string owner_prefix_;  // owner_prefix(token_): what our lock's value starts with
+  const std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_;
 };
+
+// The lock KEY for TOKEN, of the kind REDIS and MODE call for (see Lock).
+std::unique_ptr<Lock> make_lock(Redis& redis, std::string key, std::string token,
+                                LockMode mode = {});
 
 }  // namespace rlock

@@ -15,10 +15,6 @@ namespace {
 // round trips, small enough that no step blocks the server noticeably.
 constexpr int k_scan_count = 1000;
 
-Failure unexpected(const std::string& what) {
-  return Failure{Failure::Kind::protocol, "unexpected reply to " + what};
-}
-
 // Fills KIND, VALUE from TYPE and the raw value.
 void classify(LockState& s) {
   if (s.type == "none") {
@@ -59,7 +55,7 @@ Result<std::vector<std::string>> scan_page(Redis& redis, std::string& cursor,
     return page.failure();
   }
   if (!page->is_array() || page->elements.size() != 2 || !page->elements[1].is_array())
-    return unexpected("SCAN");
+    return unexpected_reply("SCAN");
   cursor = page->elements[0].str;
   std::vector<std::string> keys;
   for (const Reply& k : page->elements[1].elements) keys.push_back(k.str);
@@ -111,9 +107,9 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
   if (!replies) return replies.failure();
   const Reply& time = replies->front();
   if (time.type == Reply::Type::error) return redis.server_failure(time.str);
-  if (!time.is_array() || time.elements.size() != 2) return unexpected("TIME");
-  int64_t now_ms =
-      std::stoll(time.elements[0].str) * 1000 + std::stoll(time.elements[1].str) / 1000;
+  auto server_now = server_time_ms(time);
+  if (!server_now) return unexpected_reply("TIME");
+  int64_t now_ms = *server_now;
   std::vector<LockState> out;
   for (size_t i = 0; i < keys.size(); ++i) {
     const Reply* e = &(*replies)[1 + i * k_per_key];

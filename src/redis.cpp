@@ -1,6 +1,7 @@
 #include "redis.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "connection.h"
 #include "redis_node.h"
@@ -46,6 +47,22 @@ std::string error_code(std::string_view error) {
       return std::string(error.substr(start, end - start));
   }
   return std::string(code);
+}
+
+Failure unexpected_reply(std::string_view what) {
+  return Failure{Failure::Kind::protocol, "unexpected reply to " + std::string(what)};
+}
+
+std::optional<int64_t> server_time_ms(const Reply& time) {
+  if (!time.is_array() || time.elements.size() != 2) return std::nullopt;
+  int64_t parts[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string& digits = time.elements[i].str;
+    auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), parts[i]);
+    if (err != std::errc() || end != digits.data() + digits.size() || digits.empty())
+      return std::nullopt;
+  }
+  return parts[0] * 1000 + parts[1] / 1000;
 }
 
 Failure Redis::server_failure(const std::string& error) const {

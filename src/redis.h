@@ -5,6 +5,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,12 @@ namespace rlock {
 // Redis 6.x wrapped an error raised inside a script ("ERR Error running script ...: -READONLY
 // ..."), the code within. Logic keyed on a code must go through this, not the reply's start.
 std::string error_code(std::string_view error);
+
+// A reply of a shape we did not expect, to WHAT ("TIME", "the acquire script").
+Failure unexpected_reply(std::string_view what);
+
+// The server's clock in ms since the epoch from a TIME reply; nothing when it is not one.
+std::optional<int64_t> server_time_ms(const Reply& time);
 
 class Redis {
 public:

@@ -18,7 +18,8 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
     print_acquired(options.key, *token, 0, options.ttl, output_style(json));
     return k_exit_ok;
   }
-  Lock lock(*redis, options.key, make_token(), lock_mode(options));
+  auto owned_lock = make_lock(*redis, options.key, make_token(), lock_mode(options));
+  Lock& lock = *owned_lock;
   LockValue value{lock.token(), parent_holder(), std::nullopt};
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
   if (auto status = exit_unless_obtained(outcome, options)) return *status;

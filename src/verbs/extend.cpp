@@ -14,8 +14,8 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
   // (--limit): try the one, then the other.
   Result<bool> renewed = false;
   for (LockMode mode : {LockMode{}, k_any_semaphore}) {
-    Lock lock(*redis, key, token, mode);
-    renewed = lock.renew(ttl, Clock::now() + lock.command_timeout());
+    auto lock = make_lock(*redis, key, token, mode);
+    renewed = lock->renew(ttl, Clock::now() + redis->command_timeout());
     if (!renewed) return unavailable(renewed.failure());
     if (*renewed) break;
   }

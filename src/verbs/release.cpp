@@ -16,8 +16,8 @@ int release_verb(const GlobalOptions& global, const std::string& key,
     // A plain lock or a semaphore slot (--limit): try the one, then the other.
     Result<bool> released = false;
     for (LockMode mode : {LockMode{}, k_any_semaphore}) {
-      Lock lock(*redis, key, *token, mode);
-      released = lock.release(Clock::now() + lock.command_timeout());
+      auto lock = make_lock(*redis, key, *token, mode);
+      released = lock->release(Clock::now() + redis->command_timeout());
       if (!released) return unavailable(released.failure());
       if (*released) break;
     }

@@ -457,7 +457,8 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
   SignalEvents signals;  // before any thread or child exists: they inherit the mask
-  Lock lock(*redis, options.key, make_token(), lock_mode(options));
+  auto owned_lock = make_lock(*redis, options.key, make_token(), lock_mode(options));
+  Lock& lock = *owned_lock;
   LockValue value{lock.token(), current_holder(command_name(options)), std::nullopt};
   MetricsRecorder metrics(options);
 

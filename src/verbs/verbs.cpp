@@ -47,8 +47,8 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
   const char* key = std::getenv("RLOCK_KEY");
   const char* token = std::getenv("RLOCK_TOKEN");
   if (!key || !token || options.key != key || !is_token(token)) return std::nullopt;
-  Lock outer(redis, options.key, token, lock_mode(options));
-  auto held = outer.holds(Clock::now() + redis.command_timeout());
+  auto outer = make_lock(redis, options.key, token, lock_mode(options));
+  auto held = outer->holds(Clock::now() + redis.command_timeout());
   if (!held || !*held) {
     log(Level::debug, {"token_not_held", options.key,
                        "RLOCK_TOKEN in the environment does not hold it; taking it anew"});

@@ -107,7 +107,7 @@ class Rpm(unittest.TestCase):
         r = subprocess.run([rpmbuild, "-bb", "--nodeps", "--define", f"_topdir {top}",
                             "--define", "debug_package %{nil}",
                             os.path.join(source, "packaging/rpm/rlock.spec")],
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=840)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         rpms = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(top, "RPMS")) for f in fs]
         self.assertEqual(len(rpms), 1, rpms)

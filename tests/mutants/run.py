@@ -25,20 +25,14 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # tests/integration.
 MUTANTS = [
     ("release without the token compare",
-     [("src/lock.cpp",
-       """local v = redis.pcall('GET', KEYS[1])
-if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])""",
-       """local v = redis.pcall('GET', KEYS[1])
-if type(v) == 'string' then
-  redis.call('DEL', KEYS[1])""")],
+     [("src/lua/release.lua",
+       "if type(v) == 'string' and string.sub(v, 1, #owner_prefix) == owner_prefix then",
+       "if type(v) == 'string' then")],
      ['test_operator.Operator.test_acquire_extend_release_cycle']),
     ("renew without the token compare",
-     [("src/lock.cpp",
-       """if type(v) == 'string' and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""",
-       """if type(v) == 'string' then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])""")],
+     [("src/lua/renew.lua",
+       "if type(v) == 'string' and string.sub(v, 1, #owner_prefix) == owner_prefix then",
+       "if type(v) == 'string' then")],
      ['test_run_faults.LeaseLoss.test_stolen_lock_stops_the_command_and_its_children_with_76']),
     ("lease deadline from the reply time",
      [("src/lease.cpp",
@@ -76,17 +70,14 @@ if type(v) == 'string' then
        "")],
      ['test_run_death.CommandDiesWithRlock.test_sigkill_to_rlocks_process_group']),
     ("no fence INCR",
-     [("src/lock.cpp",
-       """  local fence = redis.call('INCR', KEYS[2])
-  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""",
-       """  local fence = 1
-  redis.call('SET', KEYS[1], ARGV[1] .. ' fence=' .. fence, 'PX', ARGV[2])""")],
+     [("src/lua/acquire.lua",
+       "  local fence = redis.call('INCR', fence_key)",
+       "  local fence = 1")],
      ['test_run_basic.RunBasics.test_fence_increases_across_acquisitions_expiry_and_restart']),
     ("no wake-up on release",
-     [("src/lock.cpp",
-       """  redis.call('DEL', KEYS[1])
-  wake_first(KEYS[2], KEYS[3], ARGV[2], now_ms())""",
-       "  redis.call('DEL', KEYS[1])")],
+     [("src/lua/release.lua",
+       "  wake_first(queue, alive, wake_prefix, now_ms())\n",
+       "")],
      ['test_wait.Waiting.test_a_release_wakes_a_waiter_long_before_the_ttl']),
     ("busy status changed",
      [("src/exit_status.h",

@@ -1,0 +1,43 @@
+# Embeds the Lua scripts of src/lua in the binary: cmake -P, run by the build (CMakeLists.txt)
+# whenever a script changes. For each NAME in SCRIPTS it puts together src/lua/NAME.lua and the
+# files its first line names ("-- uses: common.lua, slots.lua", those first) and writes
+#   OUT_CPP          rlock::scripts::NAME (scripts.h), whose SHA-1 the compiler computes
+#   OUT_DIR/NAME.lua the text as Redis receives it, for tests/lint_lua.py
+# Inputs: LUA_DIR, SCRIPTS (names separated by ','), OUT_CPP, OUT_DIR.
+string(REPLACE "," ";" scripts "${SCRIPTS}")
+set(cpp "// Made by cmake/embed_lua.cmake from src/lua/*.lua: edit those, not this.\n")
+string(APPEND cpp "#include \"scripts.h\"\n\nnamespace rlock::scripts {\n\nnamespace {\n")
+set(definitions "")
+file(MAKE_DIRECTORY "${OUT_DIR}")
+foreach(name IN LISTS scripts)
+  file(READ "${LUA_DIR}/${name}.lua" body)
+  set(text "")
+  if(body MATCHES "^-- uses: ([^\n]*)")
+    string(REPLACE ", " ";" uses "${CMAKE_MATCH_1}")
+    foreach(library IN LISTS uses)
+      if(NOT EXISTS "${LUA_DIR}/${library}")
+        message(FATAL_ERROR "src/lua/${name}.lua uses ${library}, which does not exist")
+      endif()
+      file(READ "${LUA_DIR}/${library}" library_text)
+      string(APPEND text "${library_text}\n")
+    endforeach()
+  endif()
+  string(APPEND text "${body}")
+  string(FIND "${text}" ")lua\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "src/lua/${name}.lua (or what it uses) contains )lua\", which ends the "
+                        "raw string it is embedded in")
+  endif()
+  file(WRITE "${OUT_DIR}/${name}.lua" "${text}")
+  string(APPEND cpp "constexpr auto ${name}_compiled = lua_script(R\"lua(${text})lua\");\n")
+  string(APPEND definitions "constexpr Script ${name} = ${name}_compiled;\n")
+endforeach()
+string(APPEND cpp "\n}  // namespace\n\n${definitions}\n}  // namespace rlock::scripts\n")
+# Written only when it changed, so that a touched script with the same text rebuilds nothing.
+set(old "")
+if(EXISTS "${OUT_CPP}")
+  file(READ "${OUT_CPP}" old)
+endif()
+if(NOT old STREQUAL cpp)
+  file(WRITE "${OUT_CPP}" "${cpp}")
+endif()

@@ -1,0 +1,142 @@
+// Redlock (SPEC section 4, redlock.h): the mutex's scripts on every independent node at once,
+// believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release goes
+// to every node whatever the quorum said: one whose reply was lost may hold it too.
+#include <algorithm>
+
+#include "lease.h"
+#include "lock_kinds.h"
+#include "redlock.h"
+#include "scripts.h"
+
+namespace rlock {
+
+namespace {
+
+// A quorum of REPLIES (integers, 1 = yes) says yes: true. So many said no that no quorum can
+// say yes: false. Neither (nodes that did not answer): the last failure.
+Result<bool> quorum_verdict(std::vector<Result<Reply>> replies, const char* what) {
+  size_t yes = 0, no = 0;
+  std::optional<Failure> failure;
+  for (auto& r : replies) {
+    if (!r)
+      failure = r.failure();
+    else if (r->is_integer() && r->integer == 1)
+      ++yes;
+    else
+      ++no;
+  }
+  size_t quorum = redlock_quorum(replies.size());
+  if (yes >= quorum) return true;
+  if (no > replies.size() - quorum) return false;
+  return Failure{failure ? failure->kind : Failure::Kind::io,
+                 std::string(what) + " on only " + std::to_string(yes) + " of " +
+                     std::to_string(replies.size()) +
+                     " Redis nodes: " + (failure ? failure->message : std::string("no quorum")),
+                 failure ? failure->code : ""};
+}
+
+class QuorumLock final : public Lock {
+public:
+  QuorumLock(Redis& redis, std::string key, std::string token, LockMode mode)
+      : Lock(redis, std::move(key), std::move(token), mode) {}
+
+  Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
+                                     const std::optional<WaitPlan>&,
+                                     TimePoint deadline) override {
+    TimePoint started = Clock::now();
+    auto replies = eval_on_all(
+        redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
+        {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0"},
+        deadline);
+    size_t acquired = 0;
+    int64_t fence = 0;
+    std::optional<Busy> busy;
+    std::optional<WrongType> wrong;
+    std::optional<Failure> failure;
+    for (auto& r : replies) {
+      if (!r) {
+        failure = r.failure();
+        continue;
+      }
+      const auto& e = r->elements;
+      if (!r->is_array() || e.size() < 2 || !e[0].is_integer()) {
+        failure = unexpected_reply("the acquire script");
+      } else if (e[0].integer == 1 && e[1].is_integer()) {
+        ++acquired;
+        fence = std::max(fence, e[1].integer);
+      } else if (e[0].integer == 0 && e.size() == 4 && !busy) {
+        busy = Busy{e[1].str, Millis(e[2].integer), Millis(0)};
+      } else if (e[0].integer == -1 && !wrong) {
+        wrong = WrongType{e[1].str};
+      }
+    }
+    size_t quorum = redlock_quorum(replies.size());
+    // What is left of the lease once the nodes agreed: SPEC's validity.
+    Millis validity =
+        ttl - std::chrono::duration_cast<Millis>(Clock::now() - started) - lease_drift(ttl);
+    if (acquired >= quorum && validity > Millis(0)) return AcquireOutcome{Acquired{fence}};
+    // No quorum (or no time left in it): give back whatever we took, on every node.
+    if (acquired > 0 || failure) (void)Lock::release(deadline);
+    if (wrong) return AcquireOutcome{*wrong};
+    std::string counts = std::to_string(acquired) + " of " + std::to_string(replies.size()) +
+                         " Redis nodes (Redlock needs " + std::to_string(quorum) + ")";
+    if (acquired >= quorum)
+      return Failure{Failure::Kind::timeout,
+                     "took the lock on " + counts + " too slowly: no validity left in the ttl"};
+    if (busy) return AcquireOutcome{*busy};  // held by someone on some node: busy, not down
+    return Failure{failure ? failure->kind : Failure::Kind::io,
+                   "took the lock on only " + counts + ": " +
+                       (failure ? failure->message : std::string("no quorum")),
+                   failure ? failure->code : ""};
+  }
+
+  Result<bool> renew(Millis ttl, TimePoint deadline) override {
+    return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_},
+                                      {owner_prefix_, std::to_string(ttl.count())}, deadline),
+                          "renewed");
+  }
+
+  // THEN is left unsent: it belongs on one node, where the caller sends it.
+  Result<bool> release(TimePoint deadline, const std::vector<Argv>&,
+                       std::vector<Reply>*) override {
+    auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_},
+                               {owner_prefix_, wake_prefix_}, deadline);
+    std::optional<Failure> failure;
+    bool released = false, answered = false;
+    for (auto& r : replies) {
+      if (!r) {
+        failure = r.failure();
+        continue;
+      }
+      answered = true;
+      released = released || (r->is_integer() && r->integer == 1);
+    }
+    if (!answered && failure) return *failure;
+    return released;
+  }
+
+  Result<Unit> leave_queue(TimePoint) override { return Unit{}; }  // Redlock waiters never queue
+
+  Result<bool> holds(TimePoint deadline) override {
+    std::vector<Result<Reply>> found;
+    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline)) {
+      if (!r) {
+        found.push_back(r.failure());
+        continue;
+      }
+      const Reply& v = r->front();
+      found.push_back(Reply{Reply::Type::integer,
+                            v.is_string() && v.str.starts_with(owner_prefix_) ? 1 : 0, "", {}});
+    }
+    return quorum_verdict(std::move(found), "held");
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Lock> make_quorum_lock(Redis& redis, std::string key, std::string token,
+                                       LockMode mode) {
+  return std::make_unique<QuorumLock>(redis, std::move(key), std::move(token), mode);
+}
+
+}  // namespace rlock

@@ -1,0 +1,41 @@
+-- uses: common.lua
+-- Takes the (mutex) lock if it is free and, with --fair, it is our turn; else says who holds it
+-- and, for a waiter, queues it. Returns {1, fence}, {0, value, pttl, block} or {-1, type}.
+-- Taking the lock and drawing its fence are one step: no fence number is spent on a failed
+-- attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
+-- type into a clean answer instead of a script error. A lock that is already ours (a retry
+-- after a lost reply) counts as acquired.
+local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
+local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
+
+local now = now_ms()
+prune_waiters(queue, alive, now)
+local v = redis.pcall('GET', lock)
+if type(v) == 'table' then return {-1, redis.call('TYPE', lock)['ok']} end
+if v and string.sub(v, 1, #owner_prefix) == owner_prefix then
+  redis.call('PEXPIRE', lock, ttl)
+  dequeue(queue, alive, wake_prefix, token)
+  return {1, tonumber(string.match(v, ' fence=(%d+)$') or '0')}
+end
+local pttl = -2
+local turn = true
+if v then
+  pttl = redis.call('PTTL', lock)
+elseif fair then
+  local first = redis.call('ZRANGE', queue, 0, 0)[1]
+  turn = first == nil or first == token
+  -- Not our turn on a free lock: look again when the first waiter's place lapses, should it
+  -- have died, rather than after the fallback.
+  if not turn then
+    pttl = math.max(0, tonumber(redis.call('ZSCORE', alive, first) or now) - now)
+  end
+end
+if not v and turn then
+  local fence = redis.call('INCR', fence_key)
+  redis.call('SET', lock, value .. ' fence=' .. fence, 'PX', ttl)
+  dequeue(queue, alive, wake_prefix, token)
+  return {1, fence}
+end
+return busy(queue, alive, token, now, v, pttl, max_block, fallback)

@@ -1,0 +1,78 @@
+-- Shared by the lock scripts: the server's clock and the waiting queue. A script that uses
+-- these names this file on its "-- uses:" line; the build puts the two together (scripts.h).
+--
+-- Time is the server's (TIME), the clock Redis expires keys by, so a semaphore slot ends when a
+-- lock key with the same ttl would.
+--
+-- Waiting: a waiter that finds the lock busy joins the queue and BLPOPs its own wake-up list.
+-- A release pushes to the list of the first live waiter only: one release wakes one waiter,
+-- and a release that happens before the waiter blocks is not lost (the element waits in the
+-- list). A waiter's place lasts as long as it said it would block, plus a margin of 1.5 s; one
+-- that died is pruned, so the queue never wedges behind it (--fair waiters block at most
+-- 500 ms at a time, so a dead one holds up a free lock for at most 2 s).
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function prune_waiters(queue, alive, now)
+  local dead = redis.call('ZRANGEBYSCORE', alive, '-inf', now, 'LIMIT', 0, 1000)
+  if #dead > 0 then
+    redis.call('ZREM', queue, unpack(dead))
+    redis.call('ZREM', alive, unpack(dead))
+  end
+end
+
+local function wake_first(queue, alive, wake_prefix, now)
+  prune_waiters(queue, alive, now)
+  local first = redis.call('ZRANGE', queue, 0, 0)[1]
+  if first then
+    -- pcall: under maxmemory with noeviction LPUSH is refused, and the release must stand
+    -- anyway (the waiter then wakes at its fallback, the old holder's expiry).
+    local list = wake_prefix .. first
+    if type(redis.pcall('LPUSH', list, '1')) == 'number' then
+      redis.call('LTRIM', list, 0, 0)
+      redis.call('PEXPIRE', list, 60000)
+    end
+  end
+end
+
+local function dequeue(queue, alive, wake_prefix, token)
+  redis.call('ZREM', queue, token)
+  redis.call('ZREM', alive, token)
+  redis.call('DEL', wake_prefix .. token)
+end
+
+-- How long a waiter blocks before it looks again: until the holder's expiry when the holder is
+-- rlock (it wakes us on release), at most FALLBACK when it is other software (it does not).
+local function block_for(value, pttl, max_block, fallback)
+  local b = fallback
+  if value and string.sub(value, 1, 8) == 'rlock/1 ' and pttl >= 0 then
+    b = pttl + 1
+  elseif pttl >= 0 then
+    b = math.min(pttl + 1, fallback)
+  end
+  return math.max(1, math.min(b, max_block))
+end
+
+local function enqueue(queue, alive, token, now, block)
+  local t = redis.call('TIME')
+  redis.call('ZADD', queue, 'NX', t[1] * 1000000 + t[2], token)
+  redis.call('ZADD', alive, now + block + 1500, token)
+  local last = redis.call('ZRANGE', alive, -1, -1, 'WITHSCORES')[2]
+  local keep = math.max(1000, tonumber(last) - now + 1000)
+  redis.call('PEXPIRE', queue, keep)
+  redis.call('PEXPIRE', alive, keep)
+end
+
+-- The answer to a caller that did not get the lock: who holds it (value, pttl) and, when it
+-- waits (MAX_BLOCK > 0), how long to block; a waiter joins the queue here.
+local function busy(queue, alive, token, now, value, pttl, max_block, fallback)
+  local block = 0
+  if max_block > 0 then
+    block = block_for(value, pttl, max_block, fallback)
+    enqueue(queue, alive, token, now, block)
+  end
+  return {0, value or '', pttl, block}
+end

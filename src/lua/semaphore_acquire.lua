@@ -1,0 +1,43 @@
+-- uses: common.lua, slots.lua
+-- Takes a slot of the semaphore if one is free (and, with --fair, it is our turn): the answers
+-- of acquire.lua. Busy names the holder whose slot frees first.
+local sem, holders, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local fair, max_block, fallback = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
+local limit = tonumber(ARGV[8])
+
+local now = now_ms()
+prune_waiters(queue, alive, now)
+expire_holders(sem, holders, now)
+if redis.call('TYPE', sem)['ok'] ~= 'zset' and redis.call('EXISTS', sem) == 1 then
+  return {-1, redis.call('TYPE', sem)['ok']}
+end
+if redis.call('ZSCORE', sem, token) then
+  redis.call('ZADD', sem, 'XX', now + ttl, token)
+  keep_semaphore(sem, holders, now)
+  dequeue(queue, alive, wake_prefix, token)
+  local v = redis.call('HGET', holders, token) or ''
+  return {1, tonumber(string.match(v, ' fence=(%d+)$') or '0')}
+end
+local free = limit - redis.call('ZCARD', sem)
+local turn = free > 0
+if turn and fair then
+  -- In arrival order: the first FREE waiters may take a slot, a newcomer only past them all.
+  local rank = redis.call('ZRANK', queue, token)
+  if rank then turn = rank < free else turn = redis.call('ZCARD', queue) < free end
+end
+if turn then
+  local fence = redis.call('INCR', fence_key)
+  redis.call('ZADD', sem, now + ttl, token)
+  redis.call('HSET', holders, token, value .. ' fence=' .. fence)
+  keep_semaphore(sem, holders, now)
+  dequeue(queue, alive, wake_prefix, token)
+  return {1, fence}
+end
+local v, pttl = false, -2
+local first = redis.call('ZRANGE', sem, 0, 0, 'WITHSCORES')
+if first[1] then
+  v = redis.call('HGET', holders, first[1])
+  pttl = math.max(0, tonumber(first[2]) - now)
+end
+return busy(queue, alive, token, now, v, pttl, max_block, fallback)
