@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "child.h"
+#include "held_lock.h"
 #include "history.h"
 #include "lease.h"
 #include "lock.h"
@@ -37,8 +38,6 @@ constexpr Millis k_group_poll_first{10};
 constexpr Millis k_group_poll_max{1000};
 // How soon to try again when the renewal thread could not be started.
 constexpr Millis k_keeper_retry{100};
-// Time allowed to give the lock back at the end, across retries (a Redis restart, a failover).
-constexpr Millis k_release_budget{5000};
 // Time allowed for each step of the way out (the period's record, the release, the history)
 // once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
 // then exit: scripts and systemd wait for rlock, not for a server that is not there.
@@ -290,71 +289,6 @@ struct MetricsRecorder {
   std::optional<TimePoint> acquired;
 };
 
-// A history entry that could not be written: one warning, never the job's failure.
-void warn_history(const std::string& key, const std::string& why) {
-  log_warning(key + ": could not record the run in its history (" + why + ")");
-}
-
-// Gives the lock back, retrying through a Redis blip for up to BUDGET, but not after Redis
-// refused the connection. A lock we cannot release expires by itself within the ttl; say so.
-// HISTORY, the run's history entry, rides in the release's round trip (after the release: it
-// delays no one) and is cleared once Redis answered it. Returns false when Redis could not be
-// reached.
-bool release(Lock& lock, Millis ttl, std::optional<Argv>* history = nullptr,
-             Millis budget = k_release_budget) {
-  TimePoint give_up = Clock::now() + std::min(ttl, budget);
-  for (;;) {
-    TimePoint deadline = std::min(Clock::now() + lock.command_timeout(), give_up);
-    std::vector<Reply> then;
-    auto released =
-        history && *history ? lock.release(deadline, {**history}, &then) : lock.release(deadline);
-    if (!then.empty()) {
-      if (then.front().type == Reply::Type::error)
-        warn_history(lock.key(), lock.redis().server_failure(then.front().str).message);
-      history->reset();
-    }
-    if (released) {
-      if (*released)
-        log(Level::debug, {"released", lock.key(), "released"});
-      else
-        log(Level::warning, {"not_ours_at_release", lock.key(),
-                             "the lock was no longer ours at release (it expired or was "
-                             "taken); the run may have overlapped another"});
-      return true;
-    }
-    Failure::Kind kind = released.failure().kind;
-    if (kind == Failure::Kind::server || kind == Failure::Kind::connect ||
-        Clock::now() >= give_up) {
-      log(Level::warning, {"release_failed", lock.key(),
-                           "could not release (" + released.failure().message +
-                               "); it expires within " + format_duration(ttl)});
-      return kind == Failure::Kind::server;
-    }
-    ::poll(nullptr, 0, static_cast<int>(k_retry_interval.count()));
-  }
-}
-
-// After a normal end: release, or keep the lock until --min-hold after acquisition. False when
-// Redis could not be reached.
-bool finish(Lock& lock, const RunOptions& options, TimePoint acquired,
-            std::optional<Argv>* history, Millis budget) {
-  if (options.min_hold) {
-    auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired);
-    if (held < *options.min_hold) {
-      Millis rest = *options.min_hold - held;
-      auto kept = lock.renew(rest, Clock::now() + lock.command_timeout());
-      if (kept && *kept) {
-        log(Level::debug, {"kept_for_min_hold",
-                           lock.key(),
-                           "keeping it " + format_duration(rest) + " more (--min-hold)",
-                           {{"ms", rest.count()}}});
-        return true;
-      }
-    }
-  }
-  return release(lock, options.ttl, history, budget);
-}
-
 std::vector<std::string> command_argv(const RunOptions& options) {
   if (!options.shell_command) return options.command;
   const char* shell = std::getenv("SHELL");
@@ -366,6 +300,26 @@ std::vector<std::string> command_argv(const RunOptions& options) {
 std::string command_name(const RunOptions& options) {
   if (!options.shell_command) return options.command.front();
   return shell_command_name(*options.shell_command);
+}
+
+// A command that cannot run must not take the lock (and a typo must not keep others out): its
+// exit status when the exec form's ARGV cannot run, having said why. PROGRAM gets where the
+// command is, so that the child need not search again.
+std::optional<int> refuse_unrunnable(const RunOptions& options,
+                                     const std::vector<std::string>& argv, std::string* program) {
+  if (options.shell_command) return std::nullopt;  // the shell reports its own errors
+  if (is_assignment_word(argv.front())) {
+    // Not a program but a shell's assignment, whose value may be a secret: not printed.
+    std::string name = argv.front().substr(0, argv.front().find('='));
+    log_error(name + "=...: an assignment is not a command (run `env " + name +
+              "=... COMMAND`, or give the line to a shell with -c)");
+    return k_exit_not_found;
+  }
+  if (auto problem = check_command(argv.front(), program)) {
+    log_error(problem->message);
+    return problem->exit_status;
+  }
+  return std::nullopt;
 }
 
 // When the lease that the command starts on begins: at acquisition, unless the reply came back
@@ -432,183 +386,203 @@ int exec_straight_through(const std::vector<std::string>& argv) {
   return err == ENOENT ? k_exit_not_found : k_exit_not_executable;
 }
 
+// One run of the command under the lock, step by step (run_verb tells the order). Each step
+// returns the exit status when the run ends there. The members are declared in the order
+// they are needed, so that on any way out (a step's early end, an exception) they are undone
+// in reverse: the renewal thread stops, the command's group is killed, the terminal comes
+// back, and only then is the lock given back; the metrics are written last.
+class Run {
+public:
+  Run(const RunOptions& options, Redis& redis)
+      : options_(options), redis_(redis),
+        lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
+        holder_(current_holder(command_name(options))), metrics_(options) {}
+
+  // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
+  std::optional<int> take() {
+    LockValue value{lock_->token(), holder_, std::nullopt};
+    WaitOutcome outcome =
+        acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
+    if (auto status = exit_unless_obtained(outcome, options_)) {
+      // Not obtained: busy, or interrupted while waiting, or Redis failed us.
+      bool busy = std::holds_alternative<NotObtained>(outcome);
+      metrics_.m.result =
+          std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
+              ? "error"
+              : "busy";
+      if (busy && options_.record_skips)
+        record_history(redis_, options_, skipped(holder_, "busy", *status));
+      return status;
+    }
+    got_ = std::get<Obtained>(outcome);
+    held_.emplace(*lock_, options_.ttl, got_.sent);
+    metrics_.m.result = "acquired";
+    metrics_.m.wait_seconds = std::chrono::duration<double>(got_.waited).count();
+    metrics_.acquired = got_.sent;
+    Event acquired{"acquired",
+                   options_.key,
+                   "acquired (fence " + std::to_string(got_.fence) + ")",
+                   {{"fence", got_.fence}, {"waited_ms", got_.waited.count()}}};
+    if (got_.waited > Millis(0) && options_.wait) {
+      acquired.message = "acquired after waiting " + format_duration(got_.waited) + " (fence " +
+                         std::to_string(got_.fence) + ")";
+      log(Level::info, acquired);
+    } else {
+      log(Level::debug, acquired);
+    }
+
+    if (auto sig = signals_.next(); sig && *sig != SIGCHLD) return exit_status_for_signal(*sig);
+    lease_from_ = fresh_lease(*lock_, options_.ttl, got_.sent);
+    if (!lease_from_) {
+      metrics_.m.result = "error";
+      return k_exit_unavailable;
+    }
+    return std::nullopt;
+  }
+
+  // --once-per: this period's slot, claimed while we hold the lock, so no one else runs now.
+  std::optional<int> claim_period() {
+    if (!options_.once_per) return std::nullopt;
+    period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
+    auto claim = period_->claim(holder_, got_.fence, Clock::now() + lock_->command_timeout());
+    if (claim && claim->claimed) return std::nullopt;
+    metrics_.m.result = claim ? "done" : "error";
+    held_->release();
+    if (!claim) return unavailable(claim.failure());
+    log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
+    if (options_.record_skips) {
+      RunRecord r = skipped(holder_, "done-this-period", options_.conflict_exit_code);
+      r.period = period_->slot_name();
+      record_history(redis_, options_, r);
+    }
+    return options_.conflict_exit_code;
+  }
+
+  // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment.
+  std::optional<int> start_command(const std::vector<std::string>& argv,
+                                   const std::string& program) {
+    Child::Spec spec{argv,
+                     {"RLOCK_KEY=" + options_.key, "RLOCK_TOKEN=" + lock_->token(),
+                      "RLOCK_FENCE=" + std::to_string(got_.fence),
+                      "RLOCK_TTL_MS=" + std::to_string(options_.ttl.count())},
+                     program};
+    terminal_ = Terminal::if_foreground();
+    child_.emplace(spec, signals_, terminal_.get());
+    if (auto problem = child_->exec_problem()) {
+      if (terminal_) terminal_->take_back();
+      held_->release();
+      log_error(problem->message);
+      return problem->exit_status;
+    }
+    return std::nullopt;
+  }
+
+  // Renews the lease while the command's group runs; stops it on loss or --max-run.
+  Outcome supervise() {
+    keeper_.emplace(*lock_, options_.ttl, *lease_from_);  // the Supervisor starts its thread
+    Outcome end =
+        Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(), got_.sent).run();
+    keeper_->stop();
+    metrics_.m.renewals = keeper_->renewals();
+    metrics_.m.renewal_failures = keeper_->renewal_failures();
+    metrics_.m.losses = end.end == End::lost ? 1 : 0;
+    if (terminal_) terminal_->take_back();
+    child_->dismiss_guardian();
+    return end;
+  }
+
+  // Records how the run ended (its period, its history) and gives the lock back, or keeps it
+  // for --min-hold; returns rlock's exit status.
+  int finish(const Outcome& end) {
+    RunRecord record = record_of(end);
+    // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
+    // or it refuses us below. Each step of the way out then gets one quick try.
+    bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
+    bool redis_away = end.end == End::lost && !lost_to_another;
+    auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
+    if (period_) {
+      // Before the release: the next holder must find this period's run finished, not running.
+      record.period = period_->slot_name();
+      if (auto done = period_->finish(record, Clock::now() + step_budget()); !done) {
+        log_warning(options_.key + ": could not record the end of this period's run (" +
+                    done.failure().message + "); --retry-failed would take it for lost");
+        if (done.failure().kind != Failure::Kind::server) redis_away = true;
+      }
+    }
+    std::optional<Argv> history;
+    if (options_.history_length > 0)
+      history = history_entry(options_.key, record, options_.history_length);
+    Millis budget = redis_away ? k_quick_attempt : k_release_budget;
+    bool reached = true;
+    if (end.end == End::exited)
+      reached = held_->finish(options_.min_hold, &history, budget);
+    else if (end.end == End::lost && lost_to_another)
+      held_->forget();
+    else
+      // Lost in an outage, it may still be ours: the compare-and-delete is safe either way
+      // and spares the next holder the wait for the expiry.
+      reached = held_->release(&history, budget);
+    if (!reached) redis_away = true;
+    // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
+    if (history) send_history(redis_, options_.key, *history, step_budget());
+    return record.exit_status;
+  }
+
+private:
+  RunRecord record_of(const Outcome& end) const {
+    RunRecord record;
+    record.holder = holder_;
+    record.fence = got_.fence;
+    record.waited_ms = got_.waited.count();
+    record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got_.sent).count();
+    switch (end.end) {
+    case End::exited:
+      record.exit_status = end.child_status;
+      record.end = end.child_status > 128 ? "signalled" : "exited";
+      break;
+    case End::lost:
+      record.exit_status = k_exit_lost;
+      record.end = "lost";
+      break;
+    case End::max_run:
+      record.exit_status = k_exit_max_run;
+      record.end = "max-run";
+      break;
+    }
+    return record;
+  }
+
+  const RunOptions& options_;
+  Redis& redis_;
+  SignalEvents signals_;  // before any thread or child exists: they inherit the mask
+  std::unique_ptr<Lock> lock_;
+  const Holder holder_;
+  MetricsRecorder metrics_;
+  Obtained got_{};
+  std::optional<HeldLock> held_;
+  std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
+  std::optional<PeriodGuard> period_;
+  std::unique_ptr<Terminal> terminal_;
+  std::optional<Child> child_;
+  std::optional<LeaseKeeper> keeper_;
+};
+
 }  // namespace
 
 int run_verb(const GlobalOptions& global, const RunOptions& options) {
   std::vector<std::string> argv = command_argv(options);
-  // A command that cannot run must not take the lock (and a typo must not keep others out).
-  std::string program;  // where the exec form's command is: the child need not search again
-  if (!options.shell_command) {
-    if (is_assignment_word(argv.front())) {
-      // Not a program but a shell's assignment, whose value may be a secret: not printed.
-      std::string name = argv.front().substr(0, argv.front().find('='));
-      log_error(name + "=...: an assignment is not a command (run `env " + name +
-                "=... COMMAND`, or give the line to a shell with -c)");
-      return k_exit_not_found;
-    }
-    if (auto problem = check_command(argv.front(), &program)) {
-      log_error(problem->message);
-      return problem->exit_status;
-    }
-  }
+  std::string program;
+  if (auto refused = refuse_unrunnable(options, argv, &program)) return *refused;
 
   auto redis = connect_redis(global);
   check_topology(*redis, options);
   if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
-  SignalEvents signals;  // before any thread or child exists: they inherit the mask
-  auto owned_lock = make_lock(*redis, options.key, make_token(), lock_mode(options));
-  Lock& lock = *owned_lock;
-  LockValue value{lock.token(), current_holder(command_name(options)), std::nullopt};
-  MetricsRecorder metrics(options);
-
-  WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
-  if (auto status = exit_unless_obtained(outcome, options)) {
-    // Not obtained: busy, or interrupted while waiting, or Redis failed us.
-    bool busy = std::holds_alternative<NotObtained>(outcome);
-    metrics.m.result =
-        std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
-            ? "error"
-            : "busy";
-    if (busy && options.record_skips)
-      record_history(*redis, options, skipped(value.holder, "busy", *status));
-    return *status;
-  }
-  const auto& got = std::get<Obtained>(outcome);
-  metrics.m.result = "acquired";
-  metrics.m.wait_seconds = std::chrono::duration<double>(got.waited).count();
-  metrics.acquired = got.sent;
-  if (got.waited > Millis(0) && options.wait)
-    log(Level::info, {"acquired",
-                      options.key,
-                      "acquired after waiting " + format_duration(got.waited) + " (fence " +
-                          std::to_string(got.fence) + ")",
-                      {{"fence", got.fence}, {"waited_ms", got.waited.count()}}});
-  else
-    log(Level::debug, {"acquired",
-                       options.key,
-                       "acquired (fence " + std::to_string(got.fence) + ")",
-                       {{"fence", got.fence}, {"waited_ms", got.waited.count()}}});
-
-  // From here the lock is ours: every path gives it back (or keeps it for --min-hold).
-  if (auto sig = signals.next(); sig && *sig != SIGCHLD) {
-    release(lock, options.ttl);
-    return exit_status_for_signal(*sig);
-  }
-  auto lease_from = fresh_lease(lock, options.ttl, got.sent);
-  if (!lease_from) {
-    metrics.m.result = "error";
-    release(lock, options.ttl);
-    return k_exit_unavailable;
-  }
-  // --once-per: this period's slot, claimed while we hold the lock, so no one else runs now.
-  std::optional<PeriodGuard> period;
-  if (options.once_per) {
-    period.emplace(*redis, options.key, *options.once_per, options.tz, options.retry_failed);
-    auto claim = period->claim(value.holder, got.fence, Clock::now() + lock.command_timeout());
-    if (!claim || !claim->claimed) {
-      metrics.m.result = claim ? "done" : "error";
-      release(lock, options.ttl);
-      if (!claim) return unavailable(claim.failure());
-      log(Level::info, {"done_this_period", options.key, done_message(*claim, *period, options)});
-      if (options.record_skips) {
-        RunRecord r = skipped(value.holder, "done-this-period", options.conflict_exit_code);
-        r.period = period->slot_name();
-        record_history(*redis, options, r);
-      }
-      return options.conflict_exit_code;
-    }
-  }
-  Child::Spec spec{argv,
-                   {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + lock.token(),
-                    "RLOCK_FENCE=" + std::to_string(got.fence),
-                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
-                   program};
-  auto terminal = Terminal::if_foreground();
-  std::optional<Child> child;
-  try {
-    child.emplace(spec, signals, terminal.get());
-  } catch (...) {
-    release(lock, options.ttl);
-    throw;
-  }
-  if (child->exec_problem()) {
-    if (terminal) terminal->take_back();
-    release(lock, options.ttl);
-    log_error(child->exec_problem()->message);
-    return child->exec_problem()->exit_status;
-  }
-
-  LeaseKeeper keeper(lock, options.ttl, *lease_from);  // the Supervisor starts its thread
-  Outcome end{};
-  try {
-    end = Supervisor(options, *child, keeper, signals, terminal.get(), got.sent).run();
-  } catch (...) {
-    // rlock's own failure (out of memory ...): the Child's destructor stops the command;
-    // the lock goes back now rather than at its expiry.
-    keeper.stop();
-    if (terminal) terminal->take_back();
-    release(lock, options.ttl);
-    throw;
-  }
-  keeper.stop();
-  metrics.m.renewals = keeper.renewals();
-  metrics.m.renewal_failures = keeper.renewal_failures();
-  metrics.m.losses = end.end == End::lost ? 1 : 0;
-  if (terminal) terminal->take_back();
-  child->dismiss_guardian();
-
-  RunRecord record;
-  record.holder = value.holder;
-  record.fence = got.fence;
-  record.waited_ms = got.waited.count();
-  record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got.sent).count();
-  switch (end.end) {
-  case End::exited:
-    record.exit_status = end.child_status;
-    record.end = end.child_status > 128 ? "signalled" : "exited";
-    break;
-  case End::lost:
-    record.exit_status = k_exit_lost;
-    record.end = "lost";
-    break;
-  case End::max_run:
-    record.exit_status = k_exit_max_run;
-    record.end = "max-run";
-    break;
-  }
-  // Redis away: the lease ran out on it (rather than an answer that the lock is not ours), or
-  // it refuses us below. Each step of the way out then gets one quick try.
-  bool redis_away = end.end == End::lost && keeper.state() != LeaseKeeper::State::not_mine;
-  auto step_budget = [&] { return redis_away ? k_quick_attempt : lock.command_timeout(); };
-  if (period) {
-    // Before the release: the next holder must find this period's run finished, not running.
-    record.period = period->slot_name();
-    if (auto done = period->finish(record, Clock::now() + step_budget()); !done) {
-      log_warning(options.key + ": could not record the end of this period's run (" +
-                  done.failure().message + "); --retry-failed would take it for lost");
-      if (done.failure().kind != Failure::Kind::server) redis_away = true;
-    }
-  }
-  std::optional<Argv> history;
-  if (options.history_length > 0)
-    history = history_entry(options.key, record, options.history_length);
-  Millis release_budget = redis_away ? k_quick_attempt : k_release_budget;
-  bool reached = true;
-  switch (end.end) {
-  case End::exited: reached = finish(lock, options, got.sent, &history, release_budget); break;
-  case End::lost:
-    // Not ours any more, or maybe still ours after an outage: the compare-and-delete is safe
-    // either way and spares the next holder the wait for the expiry.
-    if (keeper.state() != LeaseKeeper::State::not_mine)
-      reached = release(lock, options.ttl, &history, release_budget);
-    break;
-  case End::max_run: reached = release(lock, options.ttl, &history, release_budget); break;
-  }
-  if (!reached) redis_away = true;
-  // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
-  if (history) send_history(*redis, options.key, *history, step_budget());
-  return record.exit_status;
+  Run run(options, *redis);
+  if (auto status = run.take()) return *status;
+  if (auto status = run.claim_period()) return *status;
+  if (auto status = run.start_command(argv, program)) return *status;
+  return run.finish(run.supervise());
 }
 
 }  // namespace rlock

@@ -1,0 +1,51 @@
+// A lock this process holds (rlock run): given back when the HeldLock goes out of scope, on
+// every way out of the run (an early return, an exception), unless it was given back, kept
+// for --min-hold or found lost before. The end of a run hands it over explicitly (release,
+// finish, forget), with the run's history entry riding the release's round trip.
+#pragma once
+
+#include <optional>
+
+#include "clock.h"
+#include "duration.h"
+#include "lock.h"
+
+namespace rlock {
+
+// Time allowed to give the lock back at the end, across retries (a Redis restart, a failover).
+inline constexpr Millis k_release_budget{5000};
+
+class HeldLock {
+public:
+  // LOCK, taken with TTL by the acquisition sent at ACQUIRED.
+  HeldLock(Lock& lock, Millis ttl, TimePoint acquired) : lock_(lock), ttl_(ttl), acquired_(acquired) {}
+  ~HeldLock();
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+
+  Lock& lock() { return lock_; }
+  TimePoint acquired() const { return acquired_; }
+
+  // Gives the lock back, retrying through a Redis blip for up to BUDGET, but not after Redis
+  // refused the connection; a lock we cannot release expires by itself within the ttl, and
+  // rlock says so. HISTORY, the run's history entry, rides in the release's round trip (after
+  // the release: it delays no one) and is cleared once Redis answered it. False when Redis
+  // could not be reached.
+  bool release(std::optional<Argv>* history = nullptr, Millis budget = k_release_budget);
+  // After the command ended normally: release(), or keep the lock until MIN_HOLD after the
+  // acquisition (it then expires by itself). False when Redis could not be reached.
+  bool finish(std::optional<Millis> min_hold, std::optional<Argv>* history, Millis budget);
+  // The lock is someone else's now: nothing to give back.
+  void forget() { done_ = true; }
+
+private:
+  Lock& lock_;
+  const Millis ttl_;
+  const TimePoint acquired_;
+  bool done_ = false;  // given back, kept for --min-hold, or lost: the destructor leaves it
+};
+
+// A history entry that could not be written: one warning, never the job's failure.
+void warn_history(const std::string& key, const std::string& why);
+
+}  // namespace rlock
