@@ -26,22 +26,6 @@ namespace rlock {
 
 namespace {
 
-constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
-
-// The commands, in the order help lists them.
-constexpr std::array<std::string_view, 10> k_commands = {"run",    "status",  "inspect", "history",
-                                                         "list",   "acquire", "extend",  "release",
-                                                         "config", "help"};
-
-std::string command_list() {
-  std::string out;
-  for (std::string_view c : k_commands) out += (out.empty() ? "" : ", ") + std::string(c);
-  return out;
-}
-
-// Whether COMMAND was built (see parse_and_run) and is the one given.
-bool chosen(const CLI::App* command) { return command && command->parsed(); }
-
 std::string version_text() {
   std::string tls = tls_library_version().value_or("not found");
   return std::string("rlock ") + RLOCK_VERSION + " (hiredis " + std::to_string(HIREDIS_MAJOR) +
@@ -94,154 +78,6 @@ struct CommandLine {
   }
 };
 
-// A flag that is also a setting (and so a config-file key): its value lands in line.flags.
-CLI::Option* add_setting(CLI::App* app, CommandLine& line, const std::string& names,
-                         const std::string& setting, const std::string& help,
-                         const std::string& type) {
-  if (!line.named(names)) return nullptr;
-  CLI::Option* opt;
-  if (setting == "redis") {
-    // Repeatable (Redlock): --redis A --redis B; each takes one value.
-    opt = app->add_option_function<std::vector<std::string>>(
-        names,
-        [&line, setting](const std::vector<std::string>& values) {
-          line.flags[setting] = RawValue{values, {Origin::Kind::flag, "--" + setting}};
-        },
-        help);
-    opt->allow_extra_args(false);
-  } else {
-    opt = app->add_option_function<std::string>(
-        names,
-        [&line, setting](const std::string& value) {
-          line.flags[setting] = RawValue{{value}, {Origin::Kind::flag, "--" + setting}};
-        },
-        help);
-  }
-  opt->type_name(type);
-  return opt;
-}
-
-void add_flag_setting(CLI::App* app, CommandLine& line, const std::string& names,
-                      const std::string& setting, const std::string& help) {
-  if (!line.named(names)) return;
-  app->add_flag_function(
-      names,
-      [&line, setting](int64_t) {
-        line.flags[setting] = RawValue{{"true"}, {Origin::Kind::flag, "--" + setting}};
-      },
-      help);
-}
-
-// The options every verb takes: where Redis is and how to reach it.
-void add_connection_options(CLI::App* app, CommandLine& line) {
-  add_setting(app, line, "--redis", "redis",
-              "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), "
-              "unix:///path[?db=N] or redis-sentinel://host[:port][,host...]/name; given "
-              "more than once: Redlock (default $RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
-              "URL");
-  if (line.named("--config"))
-    app->add_option("--config", line.config_path,
-                    "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
-                    "/etc/rlock/config.toml)")
-        ->type_name("FILE");
-  add_setting(app, line, "--prefix", "prefix", "prepended to every key", "TEXT");
-  add_setting(app, line, "--password-file", "password-file",
-              "read the Redis password from FILE (or use RLOCK_PASSWORD, REDISCLI_AUTH)", "FILE");
-  add_setting(app, line, "--cacert", "cacert", "CA certificate bundle for rediss://", "FILE");
-  add_setting(app, line, "--cacertdir", "cacertdir", "directory of CA certificates", "DIR");
-  add_setting(app, line, "--cert", "cert", "client certificate for rediss://", "FILE");
-  add_setting(app, line, "--key", "key", "private key of --cert", "FILE");
-  add_setting(app, line, "--sni", "sni", "TLS server name to send and verify", "NAME");
-  add_setting(app, line, "--connect-timeout", "connect-timeout", "connect timeout (default 2s)",
-              "D");
-  add_setting(app, line, "--command-timeout", "command-timeout",
-              "timeout of one Redis command (default 3s)", "D");
-  add_setting(app, line, "--log-format", "log-format",
-              "events on stderr as text (default) or json, one object a line", "text|json");
-  add_flag_setting(app, line, "-q,--quiet", "quiet", "print only errors");
-  add_flag_setting(app, line, "-v,--verbose", "verbose",
-                   "print every event (acquired, renewed, released)");
-}
-
-void add_json(CLI::App* app, CommandLine& line) {
-  if (line.named("--json"))
-    app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
-}
-
-// Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
-// "lock" on a fence counter or a queue would corrupt the lock it belongs to.
-void check_key(const std::string& key) {
-  if (key.empty()) throw usage_error("KEY must not be empty");
-  if (is_helper_key(key))
-    throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
-                      "':rlock:fence', ':rlock:queue' ...); choose another name");
-}
-
-void add_key(CLI::App* app, CommandLine& line) {
-  app->add_option("KEY", line.key, "the lock's Redis key (after --prefix)")->required();
-}
-
-void add_wait_settings(CLI::App* app, CommandLine& line) {
-  if (line.named("-n,--no-wait"))
-    app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
-  add_setting(app, line, "-w,--wait", "wait",
-              std::string("wait up to D for the lock ") + k_duration_help + ", or inf", "D");
-  add_setting(app, line, "-E,--conflict-exit-code", "conflict-exit-code",
-              "exit status when the lock is not obtained (default 75)", "N");
-  add_setting(app, line, "--limit", "limit",
-              "a semaphore: up to N holders at once (use the same N everywhere for a key)", "N");
-  add_flag_setting(app, line, "--fair", "fair", "serve waiters in arrival order");
-  add_setting(app, line, "--min-replicas", "min-replicas",
-              "start only once N replicas have the lock (WAIT); renewals too", "N");
-}
-
-// The settings of `run` (also accepted by `config`, to show what a run would use).
-void add_run_settings(CLI::App* run, CommandLine& line) {
-  add_setting(run, line, "--ttl", "ttl", "lock expiry, renewed every ttl/3 (default 30s)", "D");
-  add_setting(run, line, "--max-run", "max-run", "stop the command after D; exit 124", "D");
-  add_setting(run, line, "--kill-signal", "kill-signal",
-              "signal that stops the command on loss or --max-run (default TERM)", "SIG");
-  add_setting(run, line, "--kill-after", "kill-after",
-              "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)", "D");
-  add_setting(run, line, "--on-lost", "on-lost",
-              "when the lock is lost: kill the command (default) or ignore it", "kill|ignore");
-  add_setting(run, line, "--leftovers", "leftovers",
-              "processes the command left in its process group: wait for them, holding the "
-              "lock (default), or kill them",
-              "wait|kill");
-  add_setting(run, line, "--min-hold", "min-hold",
-              "keep the lock until D after acquisition even if the command ends sooner", "D");
-  add_setting(run, line, "--metrics-file", "metrics-file",
-              "add this run's counters to a Prometheus textfile (node_exporter)", "PATH");
-  add_setting(run, line, "--once-per", "once-per",
-              "run at most once per period: hour, day, week, month, or a duration (1h, 1d)",
-              "PERIOD");
-  add_setting(run, line, "--tz", "tz", "time zone of --once-per's calendar periods (default UTC)",
-              "ZONE");
-  add_flag_setting(run, line, "--retry-failed", "retry-failed",
-                   "--once-per: run again when this period's run failed or was lost");
-  add_flag_setting(run, line, "--record-skips", "record-skips",
-                   "record busy and already-done runs in the history too");
-  add_setting(run, line, "--history-length", "history-length",
-              "runs kept in the key's history (default 1000; 0 keeps none)", "N");
-}
-
-void add_run_options(CLI::App* run, CommandLine& line) {
-  add_key(run, line);
-  if (line.named("-c,--command"))
-    run->add_option("-c,--command", line.shell_command,
-                    "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
-        ->type_name("TEXT");
-  add_wait_settings(run, line);
-  add_run_settings(run, line);
-  run->footer("Forms:\n"
-              "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
-              "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
-              "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-              "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
-              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n");
-}
-
 // argv split at the first "--": CLI11 sees what comes before, the command is what comes after
 // (exec'd as given, so its own flags never reach our parser).
 struct SplitArgs {
@@ -257,6 +93,279 @@ SplitArgs split_at_double_dash(int argc, char** argv) {
   return out;
 }
 
+// An option of a command: a setting (settings.h), with HELP in place of the setting's own
+// when set, or one of the plain options below.
+struct OptionRef {
+  std::string_view name;
+  const char* help = nullptr;
+};
+
+// A flag that is also a setting (and so a config-file key): its value lands in line.flags.
+void add_setting(CLI::App* app, CommandLine& line, const SettingInfo& setting, const char* help) {
+  if (!line.named(setting.flags)) return;
+  std::string name = setting.name;
+  std::string text = help ? help : setting.help;
+  if (setting.kind == SettingKind::flag) {
+    app->add_flag_function(
+        setting.flags,
+        [&line, name](int64_t) {
+          line.flags[name] = RawValue{{"true"}, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+    return;
+  }
+  CLI::Option* opt;
+  if (setting.kind == SettingKind::list) {
+    // Repeatable (Redlock): --redis A --redis B; each takes one value.
+    opt = app->add_option_function<std::vector<std::string>>(
+        setting.flags,
+        [&line, name](const std::vector<std::string>& values) {
+          line.flags[name] = RawValue{values, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+    opt->allow_extra_args(false);
+  } else {
+    opt = app->add_option_function<std::string>(
+        setting.flags,
+        [&line, name](const std::string& value) {
+          line.flags[name] = RawValue{{value}, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+  }
+  opt->type_name(setting.type_name);
+}
+
+// The options that are not settings: this invocation's own, never in a config file.
+struct PlainOption {
+  std::string_view name;
+  void (*add)(CLI::App* app, CommandLine& line);
+};
+
+const PlainOption k_plain_options[] = {
+    {"KEY",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("KEY", line.key, "the lock's Redis key (after --prefix)")->required();
+     }},
+    {"KEY...",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("KEY", line.keys, "lock keys (after --prefix)")->required();
+     }},
+    {"PATTERN",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("PATTERN", line.pattern, "a Redis glob after --prefix (default *)");
+     }},
+    {"command",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("-c,--command"))
+         app->add_option("-c,--command", line.shell_command,
+                         "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND")
+             ->type_name("TEXT");
+     }},
+    {"no-wait",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("-n,--no-wait"))
+         app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+     }},
+    {"config",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--config"))
+         app->add_option("--config", line.config_path,
+                         "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
+                         "/etc/rlock/config.toml)")
+             ->type_name("FILE");
+     }},
+    {"json",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--json"))
+         app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
+     }},
+    {"count",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("-n,--count", line.count, "how many runs (default 10)")
+           ->type_name("N")
+           ->check(CLI::Range(1, 100000));
+     }},
+    {"token",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("--token", line.token, "the token acquire printed")->type_name("T");
+     }},
+    {"token (required)",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("--token", line.token, "the token acquire printed")
+           ->required()
+           ->type_name("T");
+     }},
+    {"force",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_flag("--force", line.force, "break the lock whoever holds it; says whose it was");
+     }},
+};
+
+// Option groups that several commands take, in help's order.
+// Where Redis is and how to reach it: every command that talks to Redis.
+const std::vector<OptionRef> k_connection = {
+    {"redis"}, {"config"}, {"prefix"}, {"password-file"}, {"cacert"},
+    {"cacertdir"}, {"cert"}, {"key"}, {"sni"}, {"connect-timeout"},
+    {"command-timeout"}, {"log-format"}, {"quiet"}, {"verbose"}};
+// How to wait for the lock, and what kind of lock it is.
+const std::vector<OptionRef> k_waiting = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
+                                          {"limit"}, {"fair"}, {"min-replicas"}};
+// The settings of `run` (also accepted by `config`, to show what a run would use).
+const std::vector<OptionRef> k_running = {
+    {"ttl"}, {"max-run"}, {"kill-signal"}, {"kill-after"}, {"on-lost"},
+    {"leftovers"}, {"min-hold"}, {"metrics-file"}, {"once-per"}, {"tz"},
+    {"retry-failed"}, {"record-skips"}, {"history-length"}};
+
+std::vector<OptionRef> options(std::initializer_list<std::vector<OptionRef>> groups) {
+  std::vector<OptionRef> out;
+  for (const auto& g : groups) out.insert(out.end(), g.begin(), g.end());
+  return out;
+}
+
+// What a command runs with: the command line, and the settings from every source.
+struct Invocation {
+  const CommandLine& line;
+  const std::vector<std::string>& command;  // after "--"
+  const RawSettings& settings;
+  const std::optional<std::string>& config_file;
+  Resolved& resolved;
+
+  std::string key() const { return resolved.global.prefix + line.key; }
+};
+
+int run_run(const Invocation& in) {
+  RunOptions options = std::move(in.resolved.run);
+  options.key = in.key();
+  options.command = in.command;
+  options.shell_command = in.line.shell_command;
+  return run_verb(in.resolved.global, options);
+}
+
+int run_status(const Invocation& in) {
+  std::vector<std::string> keys;
+  for (const auto& k : in.line.keys) keys.push_back(in.resolved.global.prefix + k);
+  return status_verb(in.resolved.global, keys, in.line.json);
+}
+
+int run_acquire(const Invocation& in) {
+  in.resolved.run.key = in.key();
+  return acquire_verb(in.resolved.global, in.resolved.run, in.line.json);
+}
+
+// What only `run` can get wrong, checked before any setting is read.
+void check_run(const CommandLine& line, const std::vector<std::string>& command) {
+  if (line.shell_command && !command.empty())
+    throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
+  if (!line.shell_command && command.empty())
+    throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
+}
+
+// The commands, in the order help lists them: each one's options, the footer of its help,
+// what it checks before any setting is read, and what runs it. A new command is an entry here
+// and a function in verbs.h.
+struct Command {
+  std::string_view name;
+  const char* summary;
+  std::vector<OptionRef> options;  // in help's order
+  const char* footer;
+  void (*check)(const CommandLine& line, const std::vector<std::string>& command);
+  int (*run)(const Invocation& in);
+};
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"run", "hold KEY while COMMAND runs",
+       options({{{"KEY"}, {"command"}}, k_waiting, k_running, k_connection}),
+       "Forms:\n"
+       "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
+       "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
+       "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+       "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
+       "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n",
+       check_run, run_run},
+      {"status", "one line per key: free, or held by whom",
+       options({{{"KEY..."}, {"json"}}, k_connection}),
+       "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
+       "not a lock.",
+       nullptr, run_status},
+      {"inspect", "everything known about one lock", options({{{"KEY"}, {"json"}}, k_connection}),
+       "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.", nullptr,
+       [](const Invocation& in) {
+         return inspect_verb(in.resolved.global, in.key(), in.line.json);
+       }},
+      {"history", "the latest runs of KEY, newest first",
+       options({{{"KEY"}, {"count"}, {"json"}}, k_connection}),
+       "Exit status: 0, also when there is no history yet; 69 Redis unreachable.", nullptr,
+       [](const Invocation& in) {
+         return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
+       }},
+      {"list", "every lock under the prefix that matches PATTERN",
+       options({{{"PATTERN"}, {"json"}}, k_connection}), nullptr, nullptr,
+       [](const Invocation& in) {
+         return list_verb(in.resolved.global, in.line.pattern, in.line.json);
+       }},
+      {"acquire", "take the lock, print its token, exit",
+       options({{{"KEY"}},
+                k_waiting,
+                {{"ttl", "lock expiry; extend it before then (default 30s)"}, {"json"}},
+                k_connection}),
+       "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
+       "run rlock extend before the ttl runs out, and rlock release at the end.",
+       nullptr, run_acquire},
+      {"extend", "renew a lock taken with acquire",
+       options({{{"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}},
+                k_connection}),
+       "Exit status: 0 extended, 1 not ours (nothing changed).", nullptr,
+       [](const Invocation& in) {
+         return extend_verb(in.resolved.global, in.key(), *in.line.token, in.resolved.run.ttl);
+       }},
+      {"release", "give a lock back, or break anyone's",
+       options({{{"KEY"}, {"token"}, {"force"}}, k_connection}),
+       "Exit status: 0 released, 1 not ours or free (nothing changed).", nullptr,
+       [](const Invocation& in) {
+         return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
+       }},
+      {"config",
+       "print the effective configuration and where each value came from, secrets redacted",
+       options({k_waiting, k_running, {{"json"}}, k_connection}), nullptr, nullptr,
+       [](const Invocation& in) {
+         return config_verb(in.settings, in.config_file, in.line.json);
+       }},
+      {"help", "show the help of a command", {}, nullptr, nullptr, nullptr},
+  };
+  return table;
+}
+
+const Command* find_command(std::string_view name) {
+  for (const Command& c : commands())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string command_list() {
+  std::string out;
+  for (const Command& c : commands()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
+// Adds COMMAND's options to APP, in its order.
+void add_options(CLI::App* app, CommandLine& line, const Command& command) {
+  for (const OptionRef& ref : command.options) {
+    if (const SettingInfo* setting = find_setting(std::string(ref.name))) {
+      add_setting(app, line, *setting, ref.help);
+      continue;
+    }
+    for (const PlainOption& plain : k_plain_options)
+      if (plain.name == ref.name) plain.add(app, line);
+  }
+}
+
+bool takes(const Command& command, std::string_view option) {
+  for (const OptionRef& ref : command.options)
+    if (ref.name == option) return true;
+  return false;
+}
+
 // Defaults, then the config file, then the environment, then the flags.
 RawSettings layered_settings(const CommandLine& line, std::optional<std::string>* config_file) {
   RawSettings settings = default_settings();
@@ -267,11 +376,35 @@ RawSettings layered_settings(const CommandLine& line, std::optional<std::string>
   return settings;
 }
 
-// The command line split at "--", parsed with every option built or only those its words name
-// (CommandLine::words), and run.
-int parse_and_run(const SplitArgs& args, bool every_option) {
+// Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
+// "lock" on a fence counter or a queue would corrupt the lock it belongs to.
+void check_key(const std::string& key) {
+  if (key.empty()) throw usage_error("KEY must not be empty");
+  if (is_helper_key(key))
+    throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
+                      "':rlock:fence', ':rlock:queue' ...); choose another name");
+}
+
+// Which options a parser builds: only those the command line's words name (CommandLine::words),
+// or all of them, for help and for the message about a command line CLI11 refused.
+enum class Build { named, all };
+
+// The command line as CLI11 parsed it: which command was given, with what.
+struct Parsed {
   CLI::App app{"rlock: run a command as a cluster singleton, holding a Redis lock while it runs",
                "rlock"};
+  CommandLine line;
+  const Command* command = nullptr;  // the one given, once parsed
+  std::string help_topic;            // rlock help COMMAND
+};
+
+// A parser for ARGS: the main App, and the command asked for with its options. Building every
+// command (an App each, a dozen options each) cost more than the rest of a run's start-up
+// (measured with callgrind); when the command is not known (rlock --help, a typo) all are
+// built, bare, for the help text and the error message.
+std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
+  auto p = std::make_unique<Parsed>();
+  CLI::App& app = p->app;
   // A callback: the version text loads libssl, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>(version_text));
   app.require_subcommand(1);
@@ -279,14 +412,9 @@ int parse_and_run(const SplitArgs& args, bool every_option) {
   app.footer("Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
              "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n"
              "See rlock(1).");
+  p->line.words = args.ours;
+  p->line.every_option = build == Build::all;
 
-  CommandLine line;
-  line.words = args.ours;
-  line.every_option = every_option;
-  // Only the command asked for is built, with its options: building every command (an App
-  // each, a dozen options each) cost more than the rest of a run's start-up (measured with
-  // callgrind). When the command is not known (rlock --help, a typo) all are built, bare, for
-  // the help text and the error message.
   std::string wanted;
   bool asking_help = false;  // rlock help COMMAND
   for (size_t i = 0; i < args.ours.size(); ++i) {
@@ -296,197 +424,116 @@ int parse_and_run(const SplitArgs& args, bool every_option) {
     if (asking_help) wanted = args.ours[i + 1];
     break;
   }
-  bool known = wanted != "help" &&
-               std::find(k_commands.begin(), k_commands.end(), wanted) != k_commands.end();
-  auto add_command = [&](const char* name, const char* description) -> CLI::App* {
-    bool build = !known || wanted == name || (asking_help && std::strcmp(name, "help") == 0);
-    return build ? app.add_subcommand(name, description) : nullptr;
-  };
-
-  CLI::App* run = add_command("run", "hold KEY while COMMAND runs");
-  if (wanted == "run") {
-    add_run_options(run, line);
-    add_connection_options(run, line);
+  bool known = wanted != "help" && find_command(wanted);
+  for (const Command& command : commands()) {
+    bool is_help = command.name == "help";
+    if (known && command.name != wanted && !(asking_help && is_help)) continue;
+    CLI::App* sub = app.add_subcommand(std::string(command.name), command.summary);
+    if (is_help) sub->add_option("COMMAND", p->help_topic, "a command");
+    if (command.name != wanted) continue;
+    add_options(sub, p->line, command);
+    if (command.footer) sub->footer(command.footer);
   }
+  return p;
+}
 
-  CLI::App* status = add_command("status", "one line per key: free, or held by whom");
-  if (wanted == "status") {
-    status->add_option("KEY", line.keys, "lock keys (after --prefix)")->required();
-    add_json(status, line);
-    add_connection_options(status, line);
-    status->footer("Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a "
-                   "key that is not a lock.");
-  }
-
-  CLI::App* inspect = add_command("inspect", "everything known about one lock");
-  if (wanted == "inspect") {
-    add_key(inspect, line);
-    add_json(inspect, line);
-    add_connection_options(inspect, line);
-    inspect->footer("Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.");
-  }
-
-  CLI::App* history = add_command("history", "the latest runs of KEY, newest first");
-  if (wanted == "history") {
-    add_key(history, line);
-    history->add_option("-n,--count", line.count, "how many runs (default 10)")
-        ->type_name("N")
-        ->check(CLI::Range(1, 100000));
-    add_json(history, line);
-    add_connection_options(history, line);
-    history->footer("Exit status: 0, also when there is no history yet; 69 Redis unreachable.");
-  }
-
-  CLI::App* list = add_command("list", "every lock under the prefix that matches PATTERN");
-  if (wanted == "list") {
-    list->add_option("PATTERN", line.pattern, "a Redis glob after --prefix (default *)");
-    add_json(list, line);
-    add_connection_options(list, line);
-  }
-
-  CLI::App* acquire = add_command("acquire", "take the lock, print its token, exit");
-  if (wanted == "acquire") {
-    add_key(acquire, line);
-    add_wait_settings(acquire, line);
-    add_setting(acquire, line, "--ttl", "ttl", "lock expiry; extend it before then (default 30s)",
-                "D");
-    add_json(acquire, line);
-    add_connection_options(acquire, line);
-    acquire->footer("Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
-                    "run rlock extend before the ttl runs out, and rlock release at the end.");
-  }
-
-  CLI::App* extend = add_command("extend", "renew a lock taken with acquire");
-  if (wanted == "extend") {
-    add_key(extend, line);
-    extend->add_option("--token", line.token, "the token acquire printed")
-        ->required()
-        ->type_name("T");
-    add_setting(extend, line, "--ttl", "ttl", "the new expiry, from now (default 30s)", "D");
-    add_connection_options(extend, line);
-    extend->footer("Exit status: 0 extended, 1 not ours (nothing changed).");
-  }
-
-  CLI::App* release = add_command("release", "give a lock back, or break anyone's");
-  if (wanted == "release") {
-    add_key(release, line);
-    release->add_option("--token", line.token, "the token acquire printed")->type_name("T");
-    release->add_flag("--force", line.force, "break the lock whoever holds it; says whose it was");
-    add_connection_options(release, line);
-    release->footer("Exit status: 0 released, 1 not ours or free (nothing changed).");
-  }
-
-  CLI::App* config = add_command("config", "print the effective configuration and where each value "
-                                           "came from, secrets redacted");
-  if (wanted == "config") {
-    add_wait_settings(config, line);
-    add_run_settings(config, line);
-    add_json(config, line);
-    add_connection_options(config, line);
-  }
-
-  CLI::App* help = add_command("help", "show the help of a command");
-  std::string help_topic;
-  if (help) help->add_option("COMMAND", help_topic, "a command");
-
+// Parses ARGS with PARSER; throws CLI11's ParseError for help, --version and mistakes.
+void parse(Parsed& parser, const SplitArgs& args) {
   std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    // Help and errors are told with every option built (see CommandLine::words).
-    if (!every_option) return parse_and_run(args, true);
-    if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
-      std::ostringstream out;
-      int status = app.exit(e, out, out);
-      write_stdout(out.str());
-      return status;
-    }
-    std::string where = app.get_subcommands().empty()
-                            ? "rlock --help"
-                            : "rlock " + app.get_subcommands().front()->get_name() + " --help";
-    std::string message = e.what();
-    if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-      message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
-      // CLI11 calls both an unknown flag and a command without '--' "not expected".
-      std::vector<std::string> extras = app.get_subcommands().front()->remaining();
-      if (!extras.empty() && extras.front().rfind("-", 0) == 0)
-        message = "unknown option '" + extras.front() + "'";
-      else if (chosen(run))
-        message += " (put '--' before the command: rlock run KEY -- COMMAND)";
-    }
-    throw usage_error(message + "; see '" + where + "'");
-  }
+  parser.app.parse(reversed);
+  for (CLI::App* sub : parser.app.get_subcommands())
+    if (sub->parsed()) parser.command = find_command(sub->get_name());
+}
 
-  if (chosen(help)) {
-    if (!every_option) return parse_and_run(args, true);
-    if (help_topic.empty()) {
-      // Not app.help(): that shows the help of the command given, here `help` itself.
-      write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
-      return k_exit_ok;
-    }
-    CLI::App* topic = nullptr;
-    try {
-      topic = app.get_subcommand(help_topic);
-    } catch (const CLI::OptionNotFound&) {}
-    if (!topic || topic == help) throw usage_error("help: no command '" + help_topic + "'");
-    write_stdout(topic->help("rlock"));
+// Prints the help or version asked for, or throws the usage error for what CLI11 refused.
+int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
+  CLI::App& app = parser.app;
+  if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
+    std::ostringstream out;
+    int status = app.exit(e, out, out);
+    write_stdout(out.str());
+    return status;
+  }
+  std::string where = app.get_subcommands().empty()
+                          ? "rlock --help"
+                          : "rlock " + app.get_subcommands().front()->get_name() + " --help";
+  std::string message = e.what();
+  if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
+    message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
+    // CLI11 calls both an unknown flag and a command without '--' "not expected".
+    std::vector<std::string> extras = app.get_subcommands().front()->remaining();
+    if (!extras.empty() && extras.front().rfind("-", 0) == 0)
+      message = "unknown option '" + extras.front() + "'";
+    else if (app.get_subcommands().front()->get_name() == "run")
+      message += " (put '--' before the command: rlock run KEY -- COMMAND)";
+  }
+  throw usage_error(message + "; see '" + where + "'");
+}
+
+// rlock help [COMMAND].
+int show_help(Parsed& parser) {
+  CLI::App& app = parser.app;
+  if (parser.help_topic.empty()) {
+    // Not app.help(): that shows the help of the command given, here `help` itself.
+    write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
     return k_exit_ok;
   }
+  CLI::App* topic = nullptr;
+  try {
+    topic = app.get_subcommand(parser.help_topic);
+  } catch (const CLI::OptionNotFound&) {}
+  if (!topic || topic->get_name() == "help")
+    throw usage_error("help: no command '" + parser.help_topic + "'");
+  write_stdout(topic->help("rlock"));
+  return k_exit_ok;
+}
 
-  if (!args.command.empty() && !chosen(run))
+// Parses the command line split at "--" and runs the command it names.
+int parse_and_run(const SplitArgs& args) {
+  auto parser = make_parser(args, Build::named);
+  bool parsed = true;
+  try {
+    parse(*parser, args);
+  } catch (const CLI::ParseError&) {
+    parsed = false;
+  }
+  if (!parsed || parser->command->name == "help") {
+    // Help and errors are told with every option built (see CommandLine::words).
+    parser = make_parser(args, Build::all);
+    try {
+      parse(*parser, args);
+    } catch (const CLI::ParseError& e) {
+      return report(e, *parser, args);
+    }
+    if (parser->command->name == "help") return show_help(*parser);
+  }
+
+  const Command& command = *parser->command;
+  CommandLine& line = parser->line;
+  if (!args.command.empty() && command.name != "run")
     throw usage_error("'--' COMMAND is only for rlock run");
   if (line.no_wait) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
   }
+  // The keys and the command first: they are this invocation's, and the likelier mistake.
   for (const auto& key : line.keys) check_key(key);
-  if (chosen(inspect) || chosen(history) || chosen(acquire) || chosen(extend) || chosen(release))
-    check_key(line.key);
-  if (chosen(run)) {
-    // The key and the command first: they are this invocation's, and the likelier mistake.
-    check_key(line.key);
-    if (line.shell_command && !args.command.empty())
-      throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
-    if (!line.shell_command && args.command.empty())
-      throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
-  }
+  if (takes(command, "KEY")) check_key(line.key);
+  if (command.check) command.check(line, args.command);
 
   std::optional<std::string> config_file;
   RawSettings settings = layered_settings(line, &config_file);
   Resolved resolved = resolve_settings(settings);
   set_verbosity(resolved.global.verbosity);
   set_log_format(resolved.global.log_format);
-
-  const GlobalOptions& global = resolved.global;
-  std::string key = global.prefix + line.key;
-  if (chosen(config)) return config_verb(settings, config_file, line.json);
-  if (chosen(status)) {
-    std::vector<std::string> keys;
-    for (const auto& k : line.keys) keys.push_back(global.prefix + k);
-    return status_verb(global, keys, line.json);
-  }
-  if (chosen(inspect)) return inspect_verb(global, key, line.json);
-  if (chosen(history)) return history_verb(global, key, line.count, line.json);
-  if (chosen(list)) return list_verb(global, line.pattern, line.json);
-  if (chosen(extend)) return extend_verb(global, key, *line.token, resolved.run.ttl);
-  if (chosen(release)) return release_verb(global, key, line.token, line.force);
-  if (chosen(acquire)) {
-    resolved.run.key = key;
-    return acquire_verb(global, resolved.run, line.json);
-  }
-
-  RunOptions options = std::move(resolved.run);
-  options.key = key;
-  options.command = args.command;
-  options.shell_command = line.shell_command;
-  return run_verb(resolved.global, options);
+  return command.run(Invocation{line, args.command, settings, config_file, resolved});
 }
 
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
-  return parse_and_run(split_at_double_dash(argc, argv), false);
+  return parse_and_run(split_at_double_dash(argc, argv));
 }
 
 }  // namespace rlock

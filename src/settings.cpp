@@ -11,97 +11,271 @@
 namespace rlock {
 
 namespace {
+constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
+}  // namespace
+
+// A value given for a setting, and where it came from, with the parsers settings share. A bad
+// value is a usage error (64) from a flag, else a configuration error (78) naming its origin.
+class SettingValue {
+public:
+  SettingValue(std::string name, const RawValue& raw) : name_(std::move(name)), raw_(raw) {}
+  const RawValue& raw() const { return raw_; }
+
+  [[noreturn]] void bad(const std::string& why) const {
+    switch (raw_.origin.kind) {
+    case Origin::Kind::flag: throw usage_error("--" + name_ + ": " + why);
+    case Origin::Kind::file: throw Error(k_exit_config, raw_.origin.where + ": " + name_ + ": " + why);
+    default: throw Error(k_exit_config, raw_.origin.where + ": " + why);
+    }
+  }
+
+  std::string single() const {
+    if (raw_.values.size() != 1) bad("expected one value");
+    return raw_.values.front();
+  }
+
+  Millis positive_duration() const {
+    std::string text = single();
+    auto d = parse_duration(text);
+    if (!d) bad("bad duration '" + text + "' " + k_duration_help);
+    if (d->count() == 0) bad("must be more than zero");
+    return *d;
+  }
+
+  // A whole number of at most DIGITS digits; else "'x' is not WHAT".
+  int whole_number(size_t digits, const char* what) const {
+    std::string n = single();
+    if (n.empty() || n.size() > digits || n.find_first_not_of("0123456789") != std::string::npos)
+      bad("'" + n + "' is not " + what);
+    return std::stoi(n);
+  }
+
+  bool flag() const {
+    std::string text = single();
+    if (text == "true") return true;
+    if (text == "false") return false;
+    bad("expected true or false, not '" + text + "'");
+  }
+
+  // One of CHOICES (two), as its index; else "'x' is neither A nor B".
+  int choice(const char* first, const char* second) const {
+    std::string text = single();
+    if (text != first && text != second)
+      bad("'" + text + "' is neither " + first + " nor " + second);
+    return text == first ? 0 : 1;
+  }
+
+private:
+  const std::string name_;
+  const RawValue& raw_;
+};
+
+namespace {
 
 // Shortest --ttl: renewals every ttl/3 and a drift of ttl/100 + 2 ms need some room to work.
 constexpr Millis k_min_ttl{100};
 
-constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
-
 int rank(Origin::Kind kind) { return static_cast<int>(kind); }
-
-[[noreturn]] void bad_value(const std::string& name, const RawValue& v, const std::string& why) {
-  switch (v.origin.kind) {
-  case Origin::Kind::flag: throw usage_error("--" + name + ": " + why);
-  case Origin::Kind::file: throw Error(k_exit_config, v.origin.where + ": " + name + ": " + why);
-  default: throw Error(k_exit_config, v.origin.where + ": " + why);
-  }
-}
 
 const RawValue* lookup(const RawSettings& s, const std::string& name) {
   auto it = s.find(name);
   return it == s.end() ? nullptr : &it->second;
 }
 
-std::string single(const std::string& name, const RawValue& v) {
-  if (v.values.size() != 1) bad_value(name, v, "expected one value");
-  return v.values.front();
+void apply_redis(const SettingValue& v, Resolved& r) {
+  if (v.raw().values.empty()) v.bad("no URL given");
+  for (const auto& url : v.raw().values) {
+    try {
+      if (is_sentinel_url(url))
+        parse_sentinel_url(url);
+      else
+        parse_redis_url(url);
+    } catch (const Error& e) {
+      // A bad URL is a configuration error (78) wherever it came from.
+      std::string where =
+          v.raw().origin.kind == Origin::Kind::flag ? "--redis" : v.raw().origin.where;
+      throw Error(k_exit_config, where + ": " + e.what());
+    }
+  }
+  r.global.redis_urls = v.raw().values;
 }
 
-Millis positive_duration(const std::string& name, const RawValue& v) {
-  std::string text = single(name, v);
-  auto d = parse_duration(text);
-  if (!d) bad_value(name, v, "bad duration '" + text + "' " + k_duration_help);
-  if (d->count() == 0) bad_value(name, v, "must be more than zero");
-  return *d;
+void apply_wait(const SettingValue& v, Resolved& r) {
+  std::string w = v.single();
+  if (w == "inf" || w == "infinity") {
+    r.run.wait = Millis::max();
+    return;
+  }
+  auto d = parse_duration(w);
+  if (!d) v.bad("bad duration '" + w + "' " + k_duration_help + ", or inf");
+  r.run.wait = d->count() > 0 ? std::optional<Millis>(*d) : std::nullopt;
 }
 
-std::optional<Millis> optional_duration(const RawSettings& s, const std::string& name) {
-  const RawValue* v = lookup(s, name);
-  if (!v) return std::nullopt;
-  return positive_duration(name, *v);
+void apply_conflict_exit_code(const SettingValue& v, Resolved& r) {
+  std::string c = v.single();
+  int code = -1;
+  if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
+    code = std::stoi(c);
+  if (code < 0 || code > 255) v.bad("'" + c + "' is not an exit status from 0 to 255");
+  r.run.conflict_exit_code = code;
 }
 
-// A whole number of at most DIGITS digits; else a bad value: "'x' is not WHAT".
-int whole_number(const std::string& name, const RawValue& v, size_t digits, const char* what) {
-  std::string n = single(name, v);
-  if (n.empty() || n.size() > digits || n.find_first_not_of("0123456789") != std::string::npos)
-    bad_value(name, v, "'" + n + "' is not " + what);
-  return std::stoi(n);
+void apply_kill_signal(const SettingValue& v, Resolved& r) {
+  std::string name = v.single();
+  auto sig = parse_signal(name);
+  if (!sig) v.bad("unknown signal '" + name + "'");
+  r.run.kill_signal = *sig;
 }
 
-bool flag_value(const std::string& name, const RawValue& v) {
-  std::string text = single(name, v);
-  if (text == "true") return true;
-  if (text == "false") return false;
-  bad_value(name, v, "expected true or false, not '" + text + "'");
+void apply_kill_after(const SettingValue& v, Resolved& r) {
+  r.run.kill_after = v.positive_duration();
+  // After ttl in all_settings(), so the ttl is known.
+  if (!kill_after_allowed(*r.run.kill_after, r.run.ttl))
+    v.bad(format_duration(*r.run.kill_after) + " must be below half the ttl (" +
+          format_duration(r.run.ttl / 2) + ")");
+}
+
+void apply_limit(const SettingValue& v, Resolved& r) {
+  int limit = v.whole_number(6, "a number of holders from 1 up");
+  if (limit < 1) v.bad("'0' is not a number of holders from 1 up");
+  r.run.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
+}
+
+void apply_once_per(const SettingValue& v, Resolved& r) {
+  std::string text = v.single();
+  r.run.once_per = parse_period(text);
+  if (!r.run.once_per)
+    v.bad("'" + text + "' is neither hour, day, week, month nor a duration of whole " +
+          "seconds (1h, 1d, 1w ...)");
+}
+
+void apply_tz(const SettingValue& v, Resolved& r) {
+  r.run.tz = v.single();
+  if (!known_time_zone(*r.run.tz))
+    v.bad("unknown time zone '" + *r.run.tz + "' (a tzdata name such as Europe/Berlin)");
+}
+
+void apply_metrics_file(const SettingValue& v, Resolved& r) {
+  r.run.metrics_file = v.single();
+  if (r.run.metrics_file->empty()) v.bad("empty path");
 }
 
 }  // namespace
 
 const std::vector<SettingInfo>& all_settings() {
+  using K = SettingKind;
+  using V = const SettingValue&;
+  // Defaults that are constants elsewhere, as text.
+  static const std::string connect_timeout = format_duration(k_default_connect_timeout);
+  static const std::string command_timeout = format_duration(k_default_command_timeout);
+  static const std::string ttl = format_duration(k_default_ttl);
+  static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
-      {"redis", SettingKind::list, k_default_redis_url, "Redis URL"},
-      {"prefix", SettingKind::text, "", "prepended to every key"},
-      {"password", SettingKind::secret, nullptr, "Redis password (environment or file only)"},
-      {"password-file", SettingKind::text, nullptr, "file holding the Redis password"},
-      {"cacert", SettingKind::text, nullptr, "CA certificate bundle for rediss://"},
-      {"cacertdir", SettingKind::text, nullptr, "directory of CA certificates"},
-      {"cert", SettingKind::text, nullptr, "client certificate"},
-      {"key", SettingKind::text, nullptr, "client certificate's key"},
-      {"sni", SettingKind::text, nullptr, "TLS server name"},
-      {"connect-timeout", SettingKind::duration, "2s", "connect timeout"},
-      {"command-timeout", SettingKind::duration, "3s", "timeout of one Redis command"},
-      {"ttl", SettingKind::duration, "30s", "lock expiry"},
-      {"wait", SettingKind::wait, "0s", "how long to wait for the lock"},
-      {"conflict-exit-code", SettingKind::exit_code, "75", "exit status when not obtained"},
-      {"max-run", SettingKind::duration, nullptr, "stop the command after this"},
-      {"kill-signal", SettingKind::signal, "TERM", "signal that stops the command"},
-      {"kill-after", SettingKind::duration, nullptr, "KILL this long after the kill signal"},
-      {"on-lost", SettingKind::on_lost, "kill", "what to do when the lock is lost"},
-      {"leftovers", SettingKind::text, "wait", "wait for or kill what the command left running"},
-      {"min-hold", SettingKind::duration, nullptr, "keep the lock at least this long"},
-      {"limit", SettingKind::count, nullptr, "up to N holders (a semaphore)"},
-      {"min-replicas", SettingKind::count, nullptr, "replicas that must have the lock (WAIT)"},
-      {"fair", SettingKind::flag, "false", "waiters in arrival order"},
-      {"metrics-file", SettingKind::text, nullptr, "Prometheus textfile to add each run to"},
-      {"once-per", SettingKind::text, nullptr, "run at most once per period"},
-      {"tz", SettingKind::text, nullptr, "time zone of --once-per's calendar periods"},
-      {"retry-failed", SettingKind::flag, "false", "--once-per: run again after a failed run"},
-      {"record-skips", SettingKind::flag, "false", "record busy and done runs in the history"},
-      {"history-length", SettingKind::count, "1000", "runs kept in each key's history"},
-      {"quiet", SettingKind::flag, "false", "print only errors"},
-      {"verbose", SettingKind::flag, "false", "print every event"},
-      {"log-format", SettingKind::text, "text", "stderr events as text or json lines"},
+      {"redis", "--redis", K::list, k_default_redis_url, "URL",
+       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N] "
+       "or redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
+       "$RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
+       apply_redis},
+      {"prefix", "--prefix", K::text, "", "TEXT", "prepended to every key",
+       [](V v, Resolved& r) { r.global.prefix = v.single(); }},
+      // The password and its file are weighed together (resolve_settings).
+      {"password", nullptr, K::secret, nullptr, nullptr,
+       "Redis password (environment or file only)", nullptr},
+      {"password-file", "--password-file", K::text, nullptr, "FILE",
+       "read the Redis password from FILE (or use RLOCK_PASSWORD, REDISCLI_AUTH)", nullptr},
+      {"cacert", "--cacert", K::text, nullptr, "FILE", "CA certificate bundle for rediss://",
+       [](V v, Resolved& r) { r.global.connect.tls.cacert = v.single(); }},
+      {"cacertdir", "--cacertdir", K::text, nullptr, "DIR", "directory of CA certificates",
+       [](V v, Resolved& r) { r.global.connect.tls.cacertdir = v.single(); }},
+      {"cert", "--cert", K::text, nullptr, "FILE", "client certificate for rediss://",
+       [](V v, Resolved& r) { r.global.connect.tls.cert = v.single(); }},
+      {"key", "--key", K::text, nullptr, "FILE", "private key of --cert",
+       [](V v, Resolved& r) { r.global.connect.tls.key = v.single(); }},
+      {"sni", "--sni", K::text, nullptr, "NAME", "TLS server name to send and verify",
+       [](V v, Resolved& r) { r.global.connect.tls.sni = v.single(); }},
+      {"connect-timeout", "--connect-timeout", K::duration, connect_timeout.c_str(), "D",
+       "connect timeout (default 2s)",
+       [](V v, Resolved& r) { r.global.connect.connect_timeout = v.positive_duration(); }},
+      {"command-timeout", "--command-timeout", K::duration, command_timeout.c_str(), "D",
+       "timeout of one Redis command (default 3s)",
+       [](V v, Resolved& r) { r.global.connect.command_timeout = v.positive_duration(); }},
+      {"ttl", "--ttl", K::duration, ttl.c_str(), "D",
+       "lock expiry, renewed every ttl/3 (default 30s)",
+       [](V v, Resolved& r) {
+         r.run.ttl = v.positive_duration();
+         if (r.run.ttl < k_min_ttl) v.bad("must be at least " + format_duration(k_min_ttl));
+       }},
+      {"wait", "-w,--wait", K::wait, "0s", "D",
+       "wait up to D for the lock (500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds), or inf",
+       apply_wait},
+      {"conflict-exit-code", "-E,--conflict-exit-code", K::exit_code, busy.c_str(), "N",
+       "exit status when the lock is not obtained (default 75)", apply_conflict_exit_code},
+      {"max-run", "--max-run", K::duration, nullptr, "D", "stop the command after D; exit 124",
+       [](V v, Resolved& r) { r.run.max_run = v.positive_duration(); }},
+      {"kill-signal", "--kill-signal", K::signal, "TERM", "SIG",
+       "signal that stops the command on loss or --max-run (default TERM)", apply_kill_signal},
+      {"kill-after", "--kill-after", K::duration, nullptr, "D",
+       "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)",
+       apply_kill_after},
+      {"on-lost", "--on-lost", K::on_lost, "kill", "kill|ignore",
+       "when the lock is lost: kill the command (default) or ignore it",
+       [](V v, Resolved& r) {
+         r.run.on_lost = v.choice("kill", "ignore") ? RunOptions::OnLost::ignore
+                                                    : RunOptions::OnLost::kill;
+       }},
+      {"leftovers", "--leftovers", K::text, "wait", "wait|kill",
+       "processes the command left in its process group: wait for them, holding the lock "
+       "(default), or kill them",
+       [](V v, Resolved& r) {
+         r.run.leftovers = v.choice("wait", "kill") ? RunOptions::Leftovers::kill
+                                                    : RunOptions::Leftovers::wait;
+       }},
+      {"min-hold", "--min-hold", K::duration, nullptr, "D",
+       "keep the lock until D after acquisition even if the command ends sooner",
+       [](V v, Resolved& r) { r.run.min_hold = v.positive_duration(); }},
+      {"limit", "--limit", K::count, nullptr, "N",
+       "a semaphore: up to N holders at once (use the same N everywhere for a key)", apply_limit},
+      {"min-replicas", "--min-replicas", K::count, nullptr, "N",
+       "start only once N replicas have the lock (WAIT); renewals too",
+       [](V v, Resolved& r) {
+         r.run.min_replicas = v.whole_number(3, "a number of replicas from 0 to 999");
+       }},
+      {"fair", "--fair", K::flag, "false", nullptr, "serve waiters in arrival order",
+       [](V v, Resolved& r) { r.run.fair = v.flag(); }},
+      {"metrics-file", "--metrics-file", K::text, nullptr, "PATH",
+       "add this run's counters to a Prometheus textfile (node_exporter)", apply_metrics_file},
+      {"once-per", "--once-per", K::text, nullptr, "PERIOD",
+       "run at most once per period: hour, day, week, month, or a duration (1h, 1d)",
+       apply_once_per},
+      {"tz", "--tz", K::text, nullptr, "ZONE",
+       "time zone of --once-per's calendar periods (default UTC)", apply_tz},
+      {"retry-failed", "--retry-failed", K::flag, "false", nullptr,
+       "--once-per: run again when this period's run failed or was lost",
+       [](V v, Resolved& r) { r.run.retry_failed = v.flag(); }},
+      {"record-skips", "--record-skips", K::flag, "false", nullptr,
+       "record busy and already-done runs in the history too",
+       [](V v, Resolved& r) { r.run.record_skips = v.flag(); }},
+      {"history-length", "--history-length", K::count, "1000", "N",
+       "runs kept in the key's history (default 1000; 0 keeps none)",
+       [](V v, Resolved& r) {
+         r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
+       }},
+      {"quiet", "-q,--quiet", K::flag, "false", nullptr, "print only errors",
+       [](V v, Resolved& r) {
+         if (v.flag()) r.global.verbosity = Verbosity::quiet;
+       }},
+      {"verbose", "-v,--verbose", K::flag, "false", nullptr,
+       "print every event (acquired, renewed, released)",
+       [](V v, Resolved& r) {
+         if (!v.flag()) return;
+         if (r.global.verbosity == Verbosity::quiet) v.bad("-q and -v exclude each other");
+         r.global.verbosity = Verbosity::verbose;
+       }},
+      {"log-format", "--log-format", K::text, "text", "text|json",
+       "events on stderr as text (default) or json, one object a line",
+       [](V v, Resolved& r) {
+         r.global.log_format = v.choice("text", "json") ? LogFormat::json : LogFormat::text;
+       }},
   };
   return settings;
 }
@@ -138,39 +312,10 @@ void overlay(RawSettings& base, const RawSettings& top) {
 
 Resolved resolve_settings(const RawSettings& s) {
   Resolved r;
-  GlobalOptions& g = r.global;
-  RunOptions& o = r.run;
-
-  if (const RawValue* v = lookup(s, "redis")) {
-    if (v->values.empty()) bad_value("redis", *v, "no URL given");
-    for (const auto& url : v->values) {
-      try {
-        if (is_sentinel_url(url))
-          parse_sentinel_url(url);
-        else
-          parse_redis_url(url);
-      } catch (const Error& e) {
-        // A bad URL is a configuration error (78) wherever it came from.
-        std::string where = v->origin.kind == Origin::Kind::flag ? "--redis" : v->origin.where;
-        throw Error(k_exit_config, where + ": " + e.what());
-      }
-    }
-    g.redis_urls = v->values;
-  }
-  if (const RawValue* v = lookup(s, "prefix")) g.prefix = single("prefix", *v);
-  bool quiet = false, verbose = false;
-  if (const RawValue* v = lookup(s, "quiet")) quiet = flag_value("quiet", *v);
-  if (const RawValue* v = lookup(s, "verbose")) verbose = flag_value("verbose", *v);
-  if (quiet && verbose) {
-    const RawValue& later = *lookup(s, "verbose");
-    bad_value("verbose", later, "-q and -v exclude each other");
-  }
-  g.verbosity = quiet ? Verbosity::quiet : verbose ? Verbosity::verbose : Verbosity::normal;
-  if (const RawValue* v = lookup(s, "log-format")) {
-    std::string f = single("log-format", *v);
-    if (f != "text" && f != "json")
-      bad_value("log-format", *v, "'" + f + "' is neither text nor json");
-    g.log_format = f == "json" ? LogFormat::json : LogFormat::text;
+  // In all_settings() order, which is also the order of precedence among bad values.
+  for (const SettingInfo& info : all_settings()) {
+    const RawValue* v = lookup(s, info.name);
+    if (v && info.apply) info.apply(SettingValue(info.name, *v), r);
   }
 
   // A password in the URL is used for that URL. Otherwise the higher-ranked of an inline
@@ -179,106 +324,18 @@ Resolved resolve_settings(const RawSettings& s) {
   const RawValue* password_file = lookup(s, "password-file");
   if (password && password_file && password->origin.kind == Origin::Kind::file &&
       password_file->origin.kind == Origin::Kind::file)
-    bad_value("password-file", *password_file, "give password or password-file, not both");
+    SettingValue("password-file", *password_file).bad("give password or password-file, not both");
   if (password_file &&
       (!password || rank(password_file->origin.kind) >= rank(password->origin.kind)))
-    g.password_file = single("password-file", *password_file);
+    r.global.password_file = SettingValue("password-file", *password_file).single();
   else if (password)
-    g.connect.password = single("password", *password);
+    r.global.connect.password = SettingValue("password", *password).single();
 
-  auto text = [&](const char* name) {
-    const RawValue* v = lookup(s, name);
-    return v ? single(name, *v) : std::string();
-  };
-  g.connect.tls =
-      TlsOptions{text("cacert"), text("cacertdir"), text("cert"), text("key"), text("sni")};
-  if (auto d = optional_duration(s, "connect-timeout")) g.connect.connect_timeout = *d;
-  if (auto d = optional_duration(s, "command-timeout")) g.connect.command_timeout = *d;
-
-  if (auto d = optional_duration(s, "ttl")) o.ttl = *d;
-  if (o.ttl < k_min_ttl)
-    bad_value("ttl", *lookup(s, "ttl"), "must be at least " + format_duration(k_min_ttl));
-  if (const RawValue* v = lookup(s, "wait")) {
-    std::string w = single("wait", *v);
-    if (w == "inf" || w == "infinity") {
-      o.wait = Millis::max();
-    } else {
-      auto d = parse_duration(w);
-      if (!d) bad_value("wait", *v, "bad duration '" + w + "' " + k_duration_help + ", or inf");
-      if (d->count() > 0) o.wait = *d;
-    }
-  }
-  if (const RawValue* v = lookup(s, "conflict-exit-code")) {
-    std::string c = single("conflict-exit-code", *v);
-    int code = -1;
-    if (!c.empty() && c.size() <= 3 && c.find_first_not_of("0123456789") == std::string::npos)
-      code = std::stoi(c);
-    if (code < 0 || code > 255)
-      bad_value("conflict-exit-code", *v, "'" + c + "' is not an exit status from 0 to 255");
-    o.conflict_exit_code = code;
-  }
-  o.max_run = optional_duration(s, "max-run");
-  o.min_hold = optional_duration(s, "min-hold");
-  if (const RawValue* v = lookup(s, "kill-signal")) {
-    std::string name = single("kill-signal", *v);
-    auto sig = parse_signal(name);
-    if (!sig) bad_value("kill-signal", *v, "unknown signal '" + name + "'");
-    o.kill_signal = *sig;
-  }
-  if (const RawValue* v = lookup(s, "kill-after")) {
-    o.kill_after = positive_duration("kill-after", *v);
-    if (!kill_after_allowed(*o.kill_after, o.ttl))
-      bad_value("kill-after", *v,
-                format_duration(*o.kill_after) + " must be below half the ttl (" +
-                    format_duration(o.ttl / 2) + ")");
-  }
-  if (const RawValue* v = lookup(s, "limit")) {
-    int limit = whole_number("limit", *v, 6, "a number of holders from 1 up");
-    if (limit < 1) bad_value("limit", *v, "'0' is not a number of holders from 1 up");
-    o.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
-  }
-  if (const RawValue* v = lookup(s, "fair")) o.fair = flag_value("fair", *v);
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover").
-  if (g.redis_urls.size() == 1 && is_sentinel_url(g.redis_urls.front())) o.min_replicas = 1;
-  if (const RawValue* v = lookup(s, "min-replicas"))
-    o.min_replicas = whole_number("min-replicas", *v, 3, "a number of replicas from 0 to 999");
-  if (const RawValue* v = lookup(s, "once-per")) {
-    std::string text = single("once-per", *v);
-    o.once_per = parse_period(text);
-    if (!o.once_per)
-      bad_value("once-per", *v,
-                "'" + text + "' is neither hour, day, week, month nor a duration of whole " +
-                    "seconds (1h, 1d, 1w ...)");
-  }
-  if (const RawValue* v = lookup(s, "tz")) {
-    o.tz = single("tz", *v);
-    if (!known_time_zone(*o.tz))
-      bad_value("tz", *v,
-                "unknown time zone '" + *o.tz + "' (a tzdata name such as Europe/Berlin)");
-  }
-  if (const RawValue* v = lookup(s, "retry-failed"))
-    o.retry_failed = flag_value("retry-failed", *v);
-  if (const RawValue* v = lookup(s, "record-skips"))
-    o.record_skips = flag_value("record-skips", *v);
-  if (const RawValue* v = lookup(s, "history-length"))
-    o.history_length = whole_number("history-length", *v, 7, "a number of runs (0 keeps none)");
-  if (const RawValue* v = lookup(s, "metrics-file")) {
-    o.metrics_file = single("metrics-file", *v);
-    if (o.metrics_file->empty()) bad_value("metrics-file", *v, "empty path");
-  }
-  if (const RawValue* v = lookup(s, "on-lost")) {
-    std::string action = single("on-lost", *v);
-    if (action != "kill" && action != "ignore")
-      bad_value("on-lost", *v, "'" + action + "' is neither kill nor ignore");
-    o.on_lost = action == "ignore" ? RunOptions::OnLost::ignore : RunOptions::OnLost::kill;
-  }
-  if (const RawValue* v = lookup(s, "leftovers")) {
-    std::string action = single("leftovers", *v);
-    if (action != "wait" && action != "kill")
-      bad_value("leftovers", *v, "'" + action + "' is neither wait nor kill");
-    o.leftovers = action == "kill" ? RunOptions::Leftovers::kill : RunOptions::Leftovers::wait;
-  }
+  const auto& urls = r.global.redis_urls;
+  if (!lookup(s, "min-replicas") && urls.size() == 1 && is_sentinel_url(urls.front()))
+    r.run.min_replicas = 1;
   return r;
 }
 

@@ -40,14 +40,24 @@ enum class SettingKind {
   secret
 };
 
+struct Resolved;
+class SettingValue;
+
+// One setting, said once: the command line's option (cli.cpp), the config file's key
+// (config_file.cpp), `rlock config` (output.cpp) and the typed option (resolve_settings) are
+// all made from this.
 struct SettingInfo {
-  const char* name;
-  SettingKind kind;
+  const char* name;          // the long flag without "--", and the config file's key
+  const char* flags;         // on the command line ("-w,--wait"); nullptr: environment or file
+  SettingKind kind;          // how it is written: a file's TOML types follow it
   const char* default_text;  // nullptr: no default (unset, or computed from others)
-  const char* help;
+  const char* type_name;     // the value in help: "D", "N", "URL" ...; nullptr for a flag
+  const char* help;          // the option's help
+  // Puts a value given for it into the typed options.
+  void (*apply)(const SettingValue& value, Resolved& into);
 };
 
-// Every setting rlock knows, in display order.
+// Every setting rlock knows, in display order (`rlock config`).
 const std::vector<SettingInfo>& all_settings();
 const SettingInfo* find_setting(const std::string& name);
 
