@@ -130,3 +130,21 @@ TEST_CASE("rlock config never shows a secret") {
   RawValue url{{"redis://u:hunter2@h:1", "redis://h2"}, {Origin::Kind::flag, "--redis"}};
   CHECK(display_value("redis", url) == "redis://u:***@h:1, redis://h2");
 }
+
+TEST_CASE("each setting is described once and consistently") {
+  for (const SettingInfo& s : all_settings()) {
+    CAPTURE(s.name);
+    CHECK(find_setting(s.name) == &s);
+    if (s.flags) {
+      // The flag is the setting's name: the config file's key and --NAME are the same word.
+      CHECK(std::string(s.flags).ends_with(std::string("--") + s.name));
+      CHECK((s.kind == SettingKind::flag) == (s.type_name == nullptr));
+    }
+    // A default the help names is the default rlock uses.
+    std::string help = s.help;
+    size_t at = help.find("(default ");
+    if (s.default_text && *s.default_text && at != std::string::npos &&
+        help[at + 9] != '$')
+      CHECK(help.substr(at + 9, std::string(s.default_text).size()) == s.default_text);
+  }
+}
