@@ -65,16 +65,6 @@ bool read_full(int fd, void* buf, size_t len) {
   return true;
 }
 
-void write_full(int fd, const void* buf, size_t len) {
-  auto* p = static_cast<const char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-}
 
 // The guardian shares rlock's memory (CLONE_VM, like vfork's child) instead of copying it as
 // fork would: copying the page tables and then taking a copy-on-write fault for every page
@@ -223,11 +213,11 @@ int child_main(void* arg) {
   char msg[1 + sizeof(pid_t)];
   msg[0] = k_guard_pgid;
   std::memcpy(msg + 1, &self, sizeof self);
-  write_full(c->guard_fd, msg, sizeof msg);
+  write_all(c->guard_fd, msg, sizeof msg);
   c->signals->restore_for_child();
   ::execvpe(c->file, c->argv, c->envp);
   int err = errno;
-  write_full(c->exec_error_fd, &err, sizeof err);
+  write_all(c->exec_error_fd, &err, sizeof err);
   ::_exit(k_exit_not_found);
 }
 
@@ -352,7 +342,7 @@ std::optional<int> Child::replace_dead_guardian() {
   char msg[1 + sizeof(pid_t)];
   msg[0] = k_guard_pgid;
   std::memcpy(msg + 1, &pid_, sizeof pid_);
-  write_full(guard_write_.get(), msg, sizeof msg);
+  write_all(guard_write_.get(), msg, sizeof msg);
   return exit_status_from_wait(status);
 }
 
@@ -399,7 +389,7 @@ int Child::live_group_members() const {
 void Child::dismiss_guardian() {
   if (!guard_write_.valid()) return;
   char quit = k_guard_quit;
-  write_full(guard_write_.get(), &quit, 1);
+  write_all(guard_write_.get(), &quit, 1);
   guard_write_.reset();
 }
 

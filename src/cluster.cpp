@@ -13,13 +13,16 @@
 
 namespace rlock {
 
-int key_slot(std::string_view key) {
+std::optional<std::string_view> hash_tag(std::string_view key) {
   size_t open = key.find('{');
-  if (open != std::string_view::npos) {
-    size_t close = key.find('}', open + 1);
-    if (close != std::string_view::npos && close > open + 1)
-      key = key.substr(open + 1, close - open - 1);
-  }
+  if (open == std::string_view::npos) return std::nullopt;
+  size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return std::nullopt;
+  return key.substr(open + 1, close - open - 1);
+}
+
+int key_slot(std::string_view key) {
+  if (auto tag = hash_tag(key)) key = *tag;
   uint16_t crc = 0;
   for (char c : key) {
     crc ^= static_cast<uint16_t>(static_cast<unsigned char>(c) << 8);

@@ -12,8 +12,10 @@ namespace rlock {
 
 inline constexpr int k_cluster_slots = 16384;
 
-// CRC16 (XMODEM) of the key, or of its hash tag: the part between the first '{' and the next
-// '}', when that part is not empty. Redis Cluster's HASH_SLOT.
+// KEY's hash tag: the part between its first '{' and the next '}', when that is not empty;
+// Cluster hashes only the tag of a key that has one.
+std::optional<std::string_view> hash_tag(std::string_view key);
+// CRC16 (XMODEM) of the key, or of its hash tag: Redis Cluster's HASH_SLOT.
 int key_slot(std::string_view key);
 
 // The key that decides where ARGV runs: the first key of EVAL/EVALSHA, the first argument of

@@ -41,12 +41,20 @@ struct Failure {
     protocol,     // an answer we cannot understand
     interrupted,  // a signal arrived while blocked (BLPOP): the connection was dropped
   };
+  // rlock's own reasons, which the kind alone does not tell.
+  enum class Why {
+    none,
+    too_few_replicas,  // --min-replicas: fewer replicas acknowledged the lock in time
+    unknown_primary,   // the sentinels know no primary of that name
+  };
   Kind kind;
   std::string message;
   std::string code = {};  // server errors: the reply's first word (NOSCRIPT, READONLY, OOM ...)
+  Why why = Why::none;
 };
 
-template <class T> class Result {
+// [[nodiscard]]: a failure dropped unread is a bug; (void) says it was meant.
+template <class T> class [[nodiscard]] Result {
 public:
   Result(T value) : v_(std::move(value)) {}
   Result(Failure failure) : v_(std::move(failure)) {}

@@ -1,8 +1,13 @@
-// An owned file descriptor: closed exactly once, on every path.
+// An owned file descriptor: closed exactly once, on every path. And the two ways rlock moves
+// bytes through a plain descriptor: all of a buffer out, a small file in.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace rlock {
@@ -31,5 +36,35 @@ public:
 private:
   int fd_ = -1;
 };
+
+// Writes all LEN bytes of DATA to FD, through short writes and EINTR; false (errno set) when
+// FD refuses. No allocation: the guardian (child.cpp) calls it in a clone of rlock.
+inline bool write_all(int fd, const void* data, size_t len) {
+  auto* p = static_cast<const char*>(data);
+  while (len > 0) {
+    ssize_t n = ::write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The text of a small file (/proc, /etc), read with plain system calls (no stdio); nothing
+// when it is missing, unreadable, or larger than LIMIT bytes.
+inline std::optional<std::string> read_small_file(const char* path, size_t limit) {
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || text.size() + static_cast<size_t>(n) > limit) return std::nullopt;
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+  }
+}
 
 }  // namespace rlock

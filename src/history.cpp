@@ -17,6 +17,18 @@ Millis slot_margin(const Period& p) {
 
 }  // namespace
 
+const char* run_end_name(RunEnd end) {
+  switch (end) {
+  case RunEnd::exited: return "exited";
+  case RunEnd::signalled: return "signalled";
+  case RunEnd::lost: return "lost";
+  case RunEnd::max_run: return "max-run";
+  case RunEnd::busy: return "busy";
+  case RunEnd::done_this_period: return "done-this-period";
+  }
+  return "unknown";
+}
+
 Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
   // The server's clock decides the period, so that hosts whose clocks disagree agree on it.
   auto time = redis_.call({"TIME"}, deadline);

@@ -20,6 +20,10 @@
 namespace rlock {
 
 // How one run ended, as the history and the period slot record it.
+// How a run ended, as its history entry and its period's slot name it (run_end_name()).
+enum class RunEnd { exited, signalled, lost, max_run, busy, done_this_period };
+const char* run_end_name(RunEnd end);
+
 struct RunRecord {
   std::string id;  // the stream entry's ID (when read back)
   Holder holder;   // host, pid, user, command, and since = when the lock was taken
@@ -27,7 +31,7 @@ struct RunRecord {
   int64_t waited_ms = 0;
   int64_t held_ms = 0;
   int exit_status = 0;
-  std::string end;     // exited, signalled, lost, max-run, busy, done-this-period, error
+  std::string end;     // run_end_name(), or what another version wrote
   std::string period;  // the --once-per slot, if any
 };
 

@@ -1,26 +1,15 @@
 #include "lock.h"
 
+#include "cluster.h"
 #include "lock_kinds.h"
 #include "lock_value.h"
 #include "scripts.h"
 
 namespace rlock {
 
-namespace {
-
-// Cluster hashes only the part between the first '{' and the next '}', when it is not empty.
-bool has_hash_tag(std::string_view key) {
-  size_t open = key.find('{');
-  if (open == std::string_view::npos) return false;
-  size_t close = key.find('}', open + 1);
-  return close != std::string_view::npos && close > open + 1;
-}
-
-}  // namespace
-
 std::string helper_key(std::string_view key, std::string_view kind) {
   std::string suffix = ":rlock:" + std::string(kind);
-  if (has_hash_tag(key) || key.find('}') != std::string_view::npos)
+  if (hash_tag(key) || key.find('}') != std::string_view::npos)
     return std::string(key) + suffix;
   return "{" + std::string(key) + "}" + suffix;
 }
@@ -129,7 +118,7 @@ std::optional<Failure> Lock::replicated(const std::string& state_key, Millis ttl
                      std::to_string(mode_.min_replicas) +
                      " replicas --min-replicas asks for acknowledged the lock within " + wait_ms +
                      " ms",
-                 "NOREPLICAS"};
+                 "", Failure::Why::too_few_replicas};
 }
 
 Result<bool> integer_result(Result<Reply> reply, const char* what) {

@@ -18,12 +18,12 @@
 #include <string>
 #include <string_view>
 
+#include "wall_time.h"
+
 namespace rlock {
 
 inline constexpr std::string_view k_value_magic = "rlock/1 ";
 inline constexpr size_t k_token_bytes = 16;  // 128 bits from the OS CSPRNG
-
-using WallTime = std::chrono::time_point<std::chrono::system_clock, std::chrono::milliseconds>;
 
 struct Holder {
   std::string host;
@@ -59,12 +59,6 @@ std::optional<LockValue> decode_lock_value(std::string_view text);
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
 
-// Whether the passwd line of an nsswitch.conf text names "files" first; nothing without one.
-std::optional<bool> passwd_files_first(std::string_view nsswitch);
-// The name of the first /etc/passwd entry (PASSWD, its text) with UID, as glibc's files
-// service finds it; compat entries (+, -) are skipped.
-std::optional<std::string> name_in_passwd(std::string_view passwd, uid_t uid);
-
 // Whether the holder's process still runs: true or false when it ran on this host (same host
 // name, same boot), judged by its pid and that pid's start time (a reused pid is not it);
 // nullopt when that cannot be told (another host, a value without boot and pstart).
@@ -73,9 +67,5 @@ std::optional<bool> holder_alive(const Holder& h);
 // Our parent as the holder, for `rlock acquire`, which exits at once: the script that called
 // it is what holds the lock. Its name comes from /proc.
 Holder parent_holder();
-
-// RFC 3339 in UTC with milliseconds: 2026-11-30T03:12:00.123Z.
-std::string format_rfc3339(WallTime t);
-std::optional<WallTime> parse_rfc3339(std::string_view text);
 
 }  // namespace rlock

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "fd.h"
 #include "lock_value.h"
 #include "text.h"
 
@@ -37,17 +38,8 @@ bool shown(Level level) {
   return true;
 }
 
-void write_line(const std::string& line) {
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // stderr closed: nothing better to do with a log line
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-}
+// stderr closed: nothing better to do with a log line.
+void write_line(const std::string& line) { (void)write_all(STDERR_FILENO, line.data(), line.size()); }
 
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
@@ -71,6 +63,7 @@ std::string json_line(Level level, const Event& e) {
 
 }  // namespace
 
+Verbosity verbosity() { return g_verbosity.load(); }
 void set_verbosity(Verbosity v) { g_verbosity = v; }
 void set_log_format(LogFormat f) { g_format = f; }
 
@@ -83,27 +76,5 @@ void log_debug(const std::string& message) { log(Level::debug, {"message", "", m
 void log_info(const std::string& message) { log(Level::info, {"message", "", message}); }
 void log_warning(const std::string& message) { log(Level::warning, {"message", "", message}); }
 void log_error(const std::string& message) { log(Level::error, {"message", "", message}); }
-
-}  // namespace rlock
-
-namespace rlock {
-
-StatusLine::StatusLine()
-    : enabled_(::isatty(STDERR_FILENO) && g_verbosity.load() != Verbosity::quiet) {}
-
-void StatusLine::draw(const std::string& text) {
-  if (!enabled_) return;
-  winsize ws{};
-  size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-  std::string line = "\r\033[K" + terminal_safe(text, width - 4);
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-  shown_ = true;
-}
-
-void StatusLine::clear() {
-  if (!shown_) return;
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, "\r\033[K", 4);
-  shown_ = false;
-}
 
 }  // namespace rlock

@@ -16,6 +16,7 @@ enum class LogFormat { text, json };
 enum class Level { debug, info, warning, error };
 
 void set_verbosity(Verbosity v);
+Verbosity verbosity();
 void set_log_format(LogFormat f);
 
 struct Event {
@@ -34,24 +35,5 @@ void log_debug(const std::string& message);
 void log_info(const std::string& message);
 void log_warning(const std::string& message);
 void log_error(const std::string& message);
-
-}  // namespace rlock
-
-namespace rlock {
-
-// One line on stderr, redrawn in place, while rlock waits on a terminal: who holds the lock,
-// for how long, how long we have waited. Nothing when stderr is not a terminal or with -q.
-class StatusLine {
-public:
-  StatusLine();
-  ~StatusLine() { clear(); }
-  bool enabled() const { return enabled_; }
-  void draw(const std::string& text);
-  void clear();
-
-private:
-  bool enabled_;
-  bool shown_ = false;
-};
 
 }  // namespace rlock

@@ -1,5 +1,5 @@
-// What the command line (and, later, the config file) decided, as plain values. The verbs take
-// these and never see CLI11.
+// What the settings (settings.h: flags, environment, config file, defaults) and the command
+// line decided, as plain typed values. The verbs take these and never see CLI11.
 #pragma once
 
 #include <csignal>

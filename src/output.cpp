@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "fd.h"
 #include "lock_value.h"
 #include "text.h"
 
@@ -82,7 +83,7 @@ json run_json(const RunRecord& r) {
 
 // "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
 std::string result_text(const RunRecord& r) {
-  if (r.end == "exited") return "exit " + std::to_string(r.exit_status);
+  if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
   return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
 }
 
@@ -205,13 +206,8 @@ OutputStyle output_style(bool json) {
 }
 
 void write_stdout(const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(STDOUT_FILENO, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(k_exit_internal, errno_message("write to stdout"));
-    done += static_cast<size_t>(n);
-  }
+  if (!write_all(STDOUT_FILENO, text.data(), text.size()))
+    throw Error(k_exit_internal, errno_message("write to stdout"));
 }
 
 std::string printable(std::string_view text, size_t max) { return terminal_safe(text, max); }

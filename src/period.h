@@ -1,4 +1,5 @@
-// The periods of --once-per, computed from the Redis server's clock. Pure functions.
+// The periods of --once-per, computed from the Redis server's clock. No I/O but tzdata:
+// calendar arithmetic in a zone sets TZ for a moment, so call it before any thread exists.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 // "A Redis", as the lock protocol sees it. A single server is one implementation; Sentinel,
-// Cluster and Redlock are others, so the protocol never branches on topology.
+// Cluster and Redlock are others, so the protocol's scripts and commands are the same on each.
+// Only Redlock's several independent nodes change what a lock operation means (a quorum):
+// make_lock() (lock.h) chooses that kind of lock once, from node_count().
 #pragma once
 
 #include <array>

@@ -64,7 +64,7 @@ private:
       auto address = ask_sentinel(sentinel_url, deadline);
       if (!address) {
         last = address.failure();
-        if (last.kind == Failure::Kind::server && last.code == "UNKNOWN") return last;
+        if (last.kind == Failure::Kind::server && last.why == Failure::Why::unknown_primary) return last;
         continue;
       }
       RedisUrl master = sentinel_url;
@@ -106,7 +106,7 @@ private:
       return Failure{Failure::Kind::server,
                      url_.redacted + ": the sentinels know no primary named '" + url_.master_name +
                          "'",
-                     "UNKNOWN"};
+                     "", Failure::Why::unknown_primary};
     if (!reply->is_array() || reply->elements.size() != 2)
       return Failure{Failure::Kind::protocol,
                      sentinel_url.endpoint() + ": unexpected reply to SENTINEL"};

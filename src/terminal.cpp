@@ -1,6 +1,10 @@
 #include "terminal.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
+
+#include "log.h"
+#include "text.h"
 
 namespace rlock {
 
@@ -20,6 +24,24 @@ void Terminal::hand_to(pid_t pgid) { ::tcsetpgrp(fd_, pgid); }
 void Terminal::take_back() {
   ::tcsetpgrp(fd_, ::getpgrp());
   if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);
+}
+
+StatusLine::StatusLine()
+    : enabled_(::isatty(STDERR_FILENO) && verbosity() != Verbosity::quiet) {}
+
+void StatusLine::draw(const std::string& text) {
+  if (!enabled_) return;
+  winsize ws{};
+  size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+  std::string line = "\r\033[K" + terminal_safe(text, width - 4);
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  shown_ = true;
+}
+
+void StatusLine::clear() {
+  if (!shown_) return;
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, "\r\033[K", 4);
+  shown_ = false;
 }
 
 }  // namespace rlock

@@ -6,6 +6,7 @@
 #include <termios.h>
 
 #include <memory>
+#include <string>
 
 namespace rlock {
 
@@ -27,6 +28,21 @@ private:
   int fd_;
   termios saved_{};
   bool have_saved_ = false;
+};
+
+// One line on stderr, redrawn in place, while rlock waits on a terminal: who holds the lock,
+// for how long, how long we have waited. Nothing when stderr is not a terminal or with -q.
+class StatusLine {
+public:
+  StatusLine();
+  ~StatusLine() { clear(); }
+  bool enabled() const { return enabled_; }
+  void draw(const std::string& text);
+  void clear();
+
+private:
+  bool enabled_;
+  bool shown_ = false;
 };
 
 }  // namespace rlock

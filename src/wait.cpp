@@ -10,6 +10,7 @@
 #include "log.h"
 #include "output.h"
 #include "signals.h"
+#include "terminal.h"
 
 namespace rlock {
 
@@ -90,7 +91,7 @@ public:
           last_failure_ = attempt.failure();
           return give_up(*last_failure_);
         }
-        if (!ever_answered_ && attempt.failure().code != "NOREPLICAS") {
+        if (!ever_answered_ && attempt.failure().why != Failure::Why::too_few_replicas) {
           undo_possible_acquire(lock_, attempt.failure());
           return attempt.failure();
         }

@@ -21,7 +21,7 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
   }
   if (!*renewed) {
     log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
-    return 1;
+    return k_exit_not_held;
   }
   log_debug(key + ": extended to " + format_duration(ttl));
   return k_exit_ok;

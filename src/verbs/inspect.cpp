@@ -12,7 +12,7 @@ int inspect_verb(const GlobalOptions& global, const std::string& key, bool json)
   const LockState& s = locks->front();
   print_inspect(s, output_style(json));
   if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;
-  return s.kind == LockState::Kind::free ? 1 : k_exit_ok;
+  return s.kind == LockState::Kind::free ? k_exit_not_held : k_exit_ok;
 }
 
 }  // namespace rlock

@@ -23,7 +23,7 @@ int release_verb(const GlobalOptions& global, const std::string& key,
     }
     if (!*released) {
       log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
-      return 1;
+      return k_exit_not_held;
     }
     log_debug(key + ": released");
     return k_exit_ok;
@@ -32,7 +32,7 @@ int release_verb(const GlobalOptions& global, const std::string& key,
   if (!broken) return unavailable(broken.failure());
   if (broken->type == "none") {
     write_stdout(key + ": was free; nothing to release\n");
-    return 1;
+    return k_exit_not_held;
   }
   if (broken->type != "string") {
     log_error(key + ": not a lock: the key holds a " + broken->type + "; left alone");

@@ -341,10 +341,10 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
 }
 
 // A history entry for a run that did not happen: END says why, STATUS is what rlock exits with.
-RunRecord skipped(const Holder& holder, const char* end, int status) {
+RunRecord skipped(const Holder& holder, RunEnd end, int status) {
   RunRecord r;
   r.holder = holder;
-  r.end = end;
+  r.end = run_end_name(end);
   r.exit_status = status;
   return r;
 }
@@ -366,7 +366,7 @@ void record_history(Redis& redis, const RunOptions& options, const RunRecord& re
 std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
   std::string how = c.state == "running" ? "it never reported its end (lost)"
                     : c.status == "0"    ? "it succeeded"
-                    : c.end == "exited"  ? "it exited with status " + c.status
+                    : c.end == run_end_name(RunEnd::exited) ? "it exited with status " + c.status
                                          : "it ended: " + c.end + " (" + c.status + ")";
   std::string hint =
       options.retry_failed || c.status == "0" ? "" : "; --retry-failed would run it again";
@@ -411,7 +411,7 @@ public:
               ? "error"
               : "busy";
       if (busy && options_.record_skips)
-        record_history(redis_, options_, skipped(holder_, "busy", *status));
+        record_history(redis_, options_, skipped(holder_, RunEnd::busy, *status));
       return status;
     }
     got_ = std::get<Obtained>(outcome);
@@ -451,7 +451,7 @@ public:
     if (!claim) return unavailable(claim.failure());
     log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
     if (options_.record_skips) {
-      RunRecord r = skipped(holder_, "done-this-period", options_.conflict_exit_code);
+      RunRecord r = skipped(holder_, RunEnd::done_this_period, options_.conflict_exit_code);
       r.period = period_->slot_name();
       record_history(redis_, options_, r);
     }
@@ -538,15 +538,15 @@ private:
     switch (end.end) {
     case End::exited:
       record.exit_status = end.child_status;
-      record.end = end.child_status > 128 ? "signalled" : "exited";
+      record.end = run_end_name(end.child_status > 128 ? RunEnd::signalled : RunEnd::exited);
       break;
     case End::lost:
       record.exit_status = k_exit_lost;
-      record.end = "lost";
+      record.end = run_end_name(RunEnd::lost);
       break;
     case End::max_run:
       record.exit_status = k_exit_max_run;
-      record.end = "max-run";
+      record.end = run_end_name(RunEnd::max_run);
       break;
     }
     return record;

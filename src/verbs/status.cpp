@@ -13,7 +13,7 @@ int status_verb(const GlobalOptions& global, const std::vector<std::string>& key
   int status = k_exit_ok;
   for (const LockState& s : *locks) {
     if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;
-    if (s.kind == LockState::Kind::free) status = 1;
+    if (s.kind == LockState::Kind::free) status = k_exit_not_held;
   }
   return status;
 }

@@ -7,6 +7,7 @@
 #include "lock.h"
 #include "lock_value.h"
 #include "output.h"
+#include "user_name.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;
