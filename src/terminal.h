@@ -1,5 +1,6 @@
 // The controlling terminal, when rlock runs as its foreground job: the child's process group gets
 // the terminal (so it can read it and Ctrl-C reaches it, once), and rlock takes it back after.
+// And the status line rlock redraws on a terminal's stderr while it waits.
 #pragma once
 
 #include <sys/types.h>

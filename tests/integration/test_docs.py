@@ -47,6 +47,15 @@ class Docs(unittest.TestCase):
         self.assertEqual(man_codes, header)
         self.assertEqual(readme_codes, header)
 
+    def test_readme_layout_names_every_source_file(self):
+        layout = read("README.md").split("## Layout")[1].split("\n## ")[0]
+        first_cells = [line.split("|")[1] for line in layout.splitlines() if line.startswith("| `")]
+        named = {n for cell in first_cells for n in re.findall(r"`([\w/.]+)`", cell)}
+        tree = {f for f in os.listdir(os.path.join(SOURCE, "src"))
+                if f.endswith((".cpp", ".h"))} | {"verbs/", "lua/"}
+        self.assertEqual(sorted(tree - named), [], "in src/ but not in README's Layout")
+        self.assertEqual(sorted(named - tree), [], "in README's Layout but not in src/")
+
     def test_man_renders_without_warnings(self):
         man = shutil.which("man")
         self.assertIsNotNone(man, "man is needed (man-db)")
