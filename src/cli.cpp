@@ -135,6 +135,10 @@ void add_setting(CLI::App* app, CommandLine& line, const SettingInfo& setting, c
   opt->type_name(setting.type_name);
 }
 
+CLI::Option* add_token(CLI::App* app, CommandLine& line) {
+  return app->add_option("--token", line.token, "the token acquire printed")->type_name("T");
+}
+
 // The options that are not settings: this invocation's own, never in a config file.
 struct PlainOption {
   std::string_view name;
@@ -185,16 +189,9 @@ const PlainOption k_plain_options[] = {
            ->type_name("N")
            ->check(CLI::Range(1, 100000));
      }},
-    {"token",
-     [](CLI::App* app, CommandLine& line) {
-       app->add_option("--token", line.token, "the token acquire printed")->type_name("T");
-     }},
+    {"token", [](CLI::App* app, CommandLine& line) { add_token(app, line); }},
     {"token (required)",
-     [](CLI::App* app, CommandLine& line) {
-       app->add_option("--token", line.token, "the token acquire printed")
-           ->required()
-           ->type_name("T");
-     }},
+     [](CLI::App* app, CommandLine& line) { add_token(app, line)->required(); }},
     {"force",
      [](CLI::App* app, CommandLine& line) {
        app->add_flag("--force", line.force, "break the lock whoever holds it; says whose it was");

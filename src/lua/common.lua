@@ -16,12 +16,19 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function prune_waiters(queue, alive, now)
-  local dead = redis.call('ZRANGEBYSCORE', alive, '-inf', now, 'LIMIT', 0, 1000)
-  if #dead > 0 then
-    redis.call('ZREM', queue, unpack(dead))
-    redis.call('ZREM', alive, unpack(dead))
+-- Removes the members of ZSET whose score (an expiry in ms) is past NOW, at most 1000 a call,
+-- and their entries in OTHER, removed by REMOVE: ZREM (a zset) or HDEL (a hash).
+local function drop_expired(zset, other, remove, now)
+  local gone = redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, 1000)
+  if #gone > 0 then
+    redis.call(remove, other, unpack(gone))
+    redis.call('ZREM', zset, unpack(gone))
   end
+end
+
+-- Waiters whose place lapsed (they died, or stopped waiting without saying so).
+local function prune_waiters(queue, alive, now)
+  drop_expired(alive, queue, 'ZREM', now)
 end
 
 local function wake_first(queue, alive, wake_prefix, now)

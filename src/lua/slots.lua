@@ -1,13 +1,9 @@
 -- Shared by the semaphore scripts (--limit): up to LIMIT holders, each with its own token and
 -- expiry (server time, ms) in one zset, their values in a hash. An expired holder's slot is
--- reclaimed at the next look.
+-- reclaimed at the next look. Scripts name common.lua before this file: it uses drop_expired.
 
 local function expire_holders(sem, holders, now)
-  local gone = redis.call('ZRANGEBYSCORE', sem, '-inf', now, 'LIMIT', 0, 1000)
-  if #gone > 0 then
-    redis.call('ZREM', sem, unpack(gone))
-    redis.call('HDEL', holders, unpack(gone))
-  end
+  drop_expired(sem, holders, 'HDEL', now)
 end
 
 -- The semaphore's keys live as long as its longest holder.
