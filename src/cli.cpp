@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <hiredis/hiredis.h>
+#include <span>
 #include <sstream>
 #include <string_view>
 
@@ -200,24 +201,32 @@ const PlainOption k_plain_options[] = {
 
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis.
-const std::vector<OptionRef> k_connection = {
+constexpr OptionRef k_connection[] = {
     {"redis"}, {"config"}, {"prefix"}, {"password-file"}, {"cacert"},
     {"cacertdir"}, {"cert"}, {"key"}, {"sni"}, {"connect-timeout"},
     {"command-timeout"}, {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
-const std::vector<OptionRef> k_waiting = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
-                                          {"limit"}, {"fair"}, {"min-replicas"}};
+constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
+                                   {"limit"}, {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
-const std::vector<OptionRef> k_running = {
+constexpr OptionRef k_running[] = {
     {"ttl"}, {"max-run"}, {"kill-signal"}, {"kill-after"}, {"on-lost"},
     {"leftovers"}, {"min-hold"}, {"metrics-file"}, {"once-per"}, {"tz"},
     {"retry-failed"}, {"record-skips"}, {"history-length"}};
+constexpr OptionRef k_json[] = {{"json"}};
 
-std::vector<OptionRef> options(std::initializer_list<std::vector<OptionRef>> groups) {
-  std::vector<OptionRef> out;
-  for (const auto& g : groups) out.insert(out.end(), g.begin(), g.end());
-  return out;
-}
+// Each command's own options.
+constexpr OptionRef k_run_args[] = {{"KEY"}, {"command"}};
+constexpr OptionRef k_status_args[] = {{"KEY..."}, {"json"}};
+constexpr OptionRef k_key_json[] = {{"KEY"}, {"json"}};
+constexpr OptionRef k_history_args[] = {{"KEY"}, {"count"}, {"json"}};
+constexpr OptionRef k_list_args[] = {{"PATTERN"}, {"json"}};
+constexpr OptionRef k_key[] = {{"KEY"}};
+constexpr OptionRef k_acquire_ttl[] = {{"ttl", "lock expiry; extend it before then (default 30s)"},
+                                       {"json"}};
+constexpr OptionRef k_extend_args[] = {
+    {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
+constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}};
 
 // What a command runs with: the command line, and the settings from every source.
 struct Invocation {
@@ -263,103 +272,93 @@ void check_run(const CommandLine& line, const std::vector<std::string>& command)
 struct Command {
   std::string_view name;
   const char* summary;
-  std::vector<OptionRef> options;  // in help's order
+  std::array<std::span<const OptionRef>, 4> options;  // groups of options, in help's order
   const char* footer;
   void (*check)(const CommandLine& line, const std::vector<std::string>& command);
   int (*run)(const Invocation& in);
 };
 
-const std::vector<Command>& commands() {
-  static const std::vector<Command> table = {
-      {"run", "hold KEY while COMMAND runs",
-       options({{{"KEY"}, {"command"}}, k_waiting, k_running, k_connection}),
-       "Forms:\n"
-       "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
-       "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
-       "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-       "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
-       "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n",
-       check_run, run_run},
-      {"status", "one line per key: free, or held by whom",
-       options({{{"KEY..."}, {"json"}}, k_connection}),
-       "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
-       "not a lock.",
-       nullptr, run_status},
-      {"inspect", "everything known about one lock", options({{{"KEY"}, {"json"}}, k_connection}),
-       "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.", nullptr,
-       [](const Invocation& in) {
-         return inspect_verb(in.resolved.global, in.key(), in.line.json);
-       }},
-      {"history", "the latest runs of KEY, newest first",
-       options({{{"KEY"}, {"count"}, {"json"}}, k_connection}),
-       "Exit status: 0, also when there is no history yet; 69 Redis unreachable.", nullptr,
-       [](const Invocation& in) {
-         return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
-       }},
-      {"list", "every lock under the prefix that matches PATTERN",
-       options({{{"PATTERN"}, {"json"}}, k_connection}), nullptr, nullptr,
-       [](const Invocation& in) {
-         return list_verb(in.resolved.global, in.line.pattern, in.line.json);
-       }},
-      {"acquire", "take the lock, print its token, exit",
-       options({{{"KEY"}},
-                k_waiting,
-                {{"ttl", "lock expiry; extend it before then (default 30s)"}, {"json"}},
-                k_connection}),
-       "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
-       "run rlock extend before the ttl runs out, and rlock release at the end.",
-       nullptr, run_acquire},
-      {"extend", "renew a lock taken with acquire",
-       options({{{"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}},
-                k_connection}),
-       "Exit status: 0 extended, 1 not ours (nothing changed).", nullptr,
-       [](const Invocation& in) {
-         return extend_verb(in.resolved.global, in.key(), *in.line.token, in.resolved.run.ttl);
-       }},
-      {"release", "give a lock back, or break anyone's",
-       options({{{"KEY"}, {"token"}, {"force"}}, k_connection}),
-       "Exit status: 0 released, 1 not ours or free (nothing changed).", nullptr,
-       [](const Invocation& in) {
-         return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
-       }},
-      {"config",
-       "print the effective configuration and where each value came from, secrets redacted",
-       options({k_waiting, k_running, {{"json"}}, k_connection}), nullptr, nullptr,
-       [](const Invocation& in) {
-         return config_verb(in.settings, in.config_file, in.line.json);
-       }},
-      {"help", "show the help of a command", {}, nullptr, nullptr, nullptr},
-  };
-  return table;
-}
+// Static data, built by the compiler: a run pays nothing for the commands it does not run.
+constexpr Command k_commands[] = {
+    {"run", "hold KEY while COMMAND runs", {k_run_args, k_waiting, k_running, k_connection},
+     "Forms:\n"
+     "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
+     "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
+     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
+     "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n",
+     check_run, run_run},
+    {"status", "one line per key: free, or held by whom", {k_status_args, k_connection},
+     "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
+     "not a lock.",
+     nullptr, run_status},
+    {"inspect", "everything known about one lock", {k_key_json, k_connection},
+     "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.", nullptr,
+     [](const Invocation& in) {
+       return inspect_verb(in.resolved.global, in.key(), in.line.json);
+     }},
+    {"history", "the latest runs of KEY, newest first", {k_history_args, k_connection},
+     "Exit status: 0, also when there is no history yet; 69 Redis unreachable.", nullptr,
+     [](const Invocation& in) {
+       return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
+     }},
+    {"list", "every lock under the prefix that matches PATTERN", {k_list_args, k_connection},
+     nullptr, nullptr,
+     [](const Invocation& in) {
+       return list_verb(in.resolved.global, in.line.pattern, in.line.json);
+     }},
+    {"acquire", "take the lock, print its token, exit",
+     {k_key, k_waiting, k_acquire_ttl, k_connection},
+     "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
+     "run rlock extend before the ttl runs out, and rlock release at the end.",
+     nullptr, run_acquire},
+    {"extend", "renew a lock taken with acquire", {k_extend_args, k_connection},
+     "Exit status: 0 extended, 1 not ours (nothing changed).", nullptr,
+     [](const Invocation& in) {
+       return extend_verb(in.resolved.global, in.key(), *in.line.token, in.resolved.run.ttl);
+     }},
+    {"release", "give a lock back, or break anyone's", {k_release_args, k_connection},
+     "Exit status: 0 released, 1 not ours or free (nothing changed).", nullptr,
+     [](const Invocation& in) {
+       return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
+     }},
+    {"config",
+     "print the effective configuration and where each value came from, secrets redacted",
+     {k_waiting, k_running, k_json, k_connection}, nullptr, nullptr,
+     [](const Invocation& in) { return config_verb(in.settings, in.config_file, in.line.json); }},
+    {"help", "show the help of a command", {}, nullptr, nullptr, nullptr},
+};
 
 const Command* find_command(std::string_view name) {
-  for (const Command& c : commands())
+  for (const Command& c : k_commands)
     if (c.name == name) return &c;
   return nullptr;
 }
 
 std::string command_list() {
   std::string out;
-  for (const Command& c : commands()) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  for (const Command& c : k_commands) out += (out.empty() ? "" : ", ") + std::string(c.name);
   return out;
 }
 
 // Adds COMMAND's options to APP, in its order.
 void add_options(CLI::App* app, CommandLine& line, const Command& command) {
-  for (const OptionRef& ref : command.options) {
-    if (const SettingInfo* setting = find_setting(std::string(ref.name))) {
-      add_setting(app, line, *setting, ref.help);
-      continue;
+  for (auto group : command.options) {
+    for (const OptionRef& ref : group) {
+      if (const SettingInfo* setting = find_setting(ref.name)) {
+        add_setting(app, line, *setting, ref.help);
+        continue;
+      }
+      for (const PlainOption& plain : k_plain_options)
+        if (plain.name == ref.name) plain.add(app, line);
     }
-    for (const PlainOption& plain : k_plain_options)
-      if (plain.name == ref.name) plain.add(app, line);
   }
 }
 
 bool takes(const Command& command, std::string_view option) {
-  for (const OptionRef& ref : command.options)
-    if (ref.name == option) return true;
+  for (auto group : command.options)
+    for (const OptionRef& ref : group)
+      if (ref.name == option) return true;
   return false;
 }
 
@@ -422,7 +421,7 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
     break;
   }
   bool known = wanted != "help" && find_command(wanted);
-  for (const Command& command : commands()) {
+  for (const Command& command : k_commands) {
     bool is_help = command.name == "help";
     if (known && command.name != wanted && !(asking_help && is_help)) continue;
     CLI::App* sub = app.add_subcommand(std::string(command.name), command.summary);

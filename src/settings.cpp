@@ -280,7 +280,7 @@ const std::vector<SettingInfo>& all_settings() {
   return settings;
 }
 
-const SettingInfo* find_setting(const std::string& name) {
+const SettingInfo* find_setting(std::string_view name) {
   for (const auto& s : all_settings())
     if (name == s.name) return &s;
   return nullptr;

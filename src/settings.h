@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "options.h"
@@ -59,7 +60,7 @@ struct SettingInfo {
 
 // Every setting rlock knows, in display order (`rlock config`).
 const std::vector<SettingInfo>& all_settings();
-const SettingInfo* find_setting(const std::string& name);
+const SettingInfo* find_setting(std::string_view name);
 
 RawSettings default_settings();
 // RLOCK_REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.
