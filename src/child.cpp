@@ -315,9 +315,12 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) 
 
 Child::~Child() {
   // An exception between fork and a normal end: leave no child running unguarded.
-  if (!exited_ && pid_ > 0) {
+  // Also after the command itself exited: what it left in its group (--leftovers wait) must
+  // not outlive the lock, which is given back after this.
+  if (pid_ > 0 && (!exited_ || live_group_members() > 0)) {
     ::kill(-pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    if (!exited_)
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
   }
   if (guardian_ > 0) {
     dismiss_guardian();

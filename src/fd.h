@@ -38,7 +38,7 @@ private:
 };
 
 // Writes all LEN bytes of DATA to FD, through short writes and EINTR; false (errno set) when
-// FD refuses. No allocation: the guardian (child.cpp) calls it in a clone of rlock.
+// FD refuses. No allocation: the command's side of a clone of rlock (child.cpp) calls it.
 inline bool write_all(int fd, const void* data, size_t len) {
   auto* p = static_cast<const char*>(data);
   while (len > 0) {

@@ -14,9 +14,12 @@ namespace rlock {
 std::optional<ProcStat> read_proc_stat(int64_t pid) {
   char path[32];
   std::snprintf(path, sizeof path, "/proc/%lld/stat", static_cast<long long>(pid));
-  auto text = read_small_file(path, 4096);
-  if (!text || text->empty()) return std::nullopt;
-  const char* buf = text->c_str();
+  // One read into the stack, not read_small_file(): a group poll reads this for every process.
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  char buf[1024];
+  ssize_t n = fd.valid() ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return std::nullopt;
+  buf[n] = '\0';
   // "pid (comm) state ppid pgrp ... starttime(22nd field)": comm may hold anything, so count
   // the fields after its last ')'.
   const char* p = std::strrchr(buf, ')');

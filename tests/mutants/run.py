@@ -86,17 +86,18 @@ MUTANTS = [
      ['unit', 'test_run_basic.RunBasics.test_busy_fails_fast_with_75_and_names_the_holder']),
     ("SCAN replaced by KEYS",
      [("src/lock_state.cpp",
-       """    auto page = redis.call(
-        {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", "string"},
-        deadline);""",
-       """    auto keys_reply = redis.call({"KEYS", pattern}, deadline);
-    if (!keys_reply) return keys_reply.failure();
-    Reply fake;
-    fake.type = Reply::Type::array;
-    fake.elements.resize(2);
-    fake.elements[0].str = "0";
-    fake.elements[1] = *keys_reply;
-    Result<Reply> page = fake;""")],
+       """  auto page = redis.call(
+      {"SCAN", cursor, "MATCH", pattern, "COUNT", std::to_string(k_scan_count), "TYPE", type},
+      deadline);""",
+       """  (void)type;
+  auto keys_reply = redis.call({"KEYS", pattern}, deadline);
+  if (!keys_reply) return keys_reply.failure();
+  Reply fake;
+  fake.type = Reply::Type::array;
+  fake.elements.resize(2);
+  fake.elements[0].str = "0";
+  fake.elements[1] = *keys_reply;
+  Result<Reply> page = fake;""")],
      ['test_operator.Operator.test_list_finds_locks_among_20000_unrelated_keys_with_scan']),
     ("a password left in a message",
      [("src/redis_url.cpp",
