@@ -202,16 +202,16 @@ const PlainOption k_plain_options[] = {
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis.
 constexpr OptionRef k_connection[] = {
-    {"redis"}, {"config"}, {"prefix"}, {"password-file"}, {"cacert"},
-    {"cacertdir"}, {"cert"}, {"key"}, {"sni"}, {"connect-timeout"},
-    {"command-timeout"}, {"log-format"}, {"quiet"}, {"verbose"}};
+    {"redis"},           {"config"},     {"prefix"}, {"password-file"}, {"cacert"},
+    {"cacertdir"},       {"cert"},       {"key"},    {"sni"},           {"connect-timeout"},
+    {"command-timeout"}, {"log-format"}, {"quiet"},  {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
 constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
-                                   {"limit"}, {"fair"}, {"min-replicas"}};
+                                   {"limit"},   {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
-    {"ttl"}, {"max-run"}, {"kill-signal"}, {"kill-after"}, {"on-lost"},
-    {"leftovers"}, {"min-hold"}, {"metrics-file"}, {"once-per"}, {"tz"},
+    {"ttl"},          {"max-run"},      {"kill-signal"},   {"kill-after"}, {"on-lost"},
+    {"leftovers"},    {"min-hold"},     {"metrics-file"},  {"once-per"},   {"tz"},
     {"retry-failed"}, {"record-skips"}, {"history-length"}};
 constexpr OptionRef k_json[] = {{"json"}};
 
@@ -280,51 +280,74 @@ struct Command {
 
 // Static data, built by the compiler: a run pays nothing for the commands it does not run.
 constexpr Command k_commands[] = {
-    {"run", "hold KEY while COMMAND runs", {k_run_args, k_waiting, k_running, k_connection},
+    {"run",
+     "hold KEY while COMMAND runs",
+     {k_run_args, k_waiting, k_running, k_connection},
      "Forms:\n"
      "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
      "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
      "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
      "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
      "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n",
-     check_run, run_run},
-    {"status", "one line per key: free, or held by whom", {k_status_args, k_connection},
+     check_run,
+     run_run},
+    {"status",
+     "one line per key: free, or held by whom",
+     {k_status_args, k_connection},
      "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
      "not a lock.",
-     nullptr, run_status},
-    {"inspect", "everything known about one lock", {k_key_json, k_connection},
-     "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.", nullptr,
-     [](const Invocation& in) {
-       return inspect_verb(in.resolved.global, in.key(), in.line.json);
-     }},
-    {"history", "the latest runs of KEY, newest first", {k_history_args, k_connection},
-     "Exit status: 0, also when there is no history yet; 69 Redis unreachable.", nullptr,
+     nullptr,
+     run_status},
+    {"inspect",
+     "everything known about one lock",
+     {k_key_json, k_connection},
+     "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.",
+     nullptr,
+     [](const Invocation& in) { return inspect_verb(in.resolved.global, in.key(), in.line.json); }},
+    {"history",
+     "the latest runs of KEY, newest first",
+     {k_history_args, k_connection},
+     "Exit status: 0, also when there is no history yet; 69 Redis unreachable.",
+     nullptr,
      [](const Invocation& in) {
        return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
      }},
-    {"list", "every lock under the prefix that matches PATTERN", {k_list_args, k_connection},
-     nullptr, nullptr,
+    {"list",
+     "every lock under the prefix that matches PATTERN",
+     {k_list_args, k_connection},
+     nullptr,
+     nullptr,
      [](const Invocation& in) {
        return list_verb(in.resolved.global, in.line.pattern, in.line.json);
      }},
-    {"acquire", "take the lock, print its token, exit",
+    {"acquire",
+     "take the lock, print its token, exit",
      {k_key, k_waiting, k_acquire_ttl, k_connection},
      "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
      "run rlock extend before the ttl runs out, and rlock release at the end.",
-     nullptr, run_acquire},
-    {"extend", "renew a lock taken with acquire", {k_extend_args, k_connection},
-     "Exit status: 0 extended, 1 not ours (nothing changed).", nullptr,
+     nullptr,
+     run_acquire},
+    {"extend",
+     "renew a lock taken with acquire",
+     {k_extend_args, k_connection},
+     "Exit status: 0 extended, 1 not ours (nothing changed).",
+     nullptr,
      [](const Invocation& in) {
        return extend_verb(in.resolved.global, in.key(), *in.line.token, in.resolved.run.ttl);
      }},
-    {"release", "give a lock back, or break anyone's", {k_release_args, k_connection},
-     "Exit status: 0 released, 1 not ours or free (nothing changed).", nullptr,
+    {"release",
+     "give a lock back, or break anyone's",
+     {k_release_args, k_connection},
+     "Exit status: 0 released, 1 not ours or free (nothing changed).",
+     nullptr,
      [](const Invocation& in) {
        return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
      }},
     {"config",
      "print the effective configuration and where each value came from, secrets redacted",
-     {k_waiting, k_running, k_json, k_connection}, nullptr, nullptr,
+     {k_waiting, k_running, k_json, k_connection},
+     nullptr,
+     nullptr,
      [](const Invocation& in) { return config_verb(in.settings, in.config_file, in.line.json); }},
     {"help", "show the help of a command", {}, nullptr, nullptr, nullptr},
 };

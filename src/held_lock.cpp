@@ -26,8 +26,8 @@ bool HeldLock::release(std::optional<Argv>* history, Millis budget) {
   for (;;) {
     TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), give_up);
     std::vector<Reply> then;
-    auto released = history && *history ? lock_.release(deadline, {**history}, &then)
-                                        : lock_.release(deadline);
+    auto released =
+        history && *history ? lock_.release(deadline, {**history}, &then) : lock_.release(deadline);
     if (!then.empty()) {
       if (then.front().type == Reply::Type::error)
         warn_history(lock_.key(), lock_.redis().server_failure(then.front().str).message);
@@ -54,8 +54,7 @@ bool HeldLock::release(std::optional<Argv>* history, Millis budget) {
   }
 }
 
-bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<Argv>* history,
-                      Millis budget) {
+bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<Argv>* history, Millis budget) {
   if (min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired_);
     if (held < *min_hold) {

@@ -18,7 +18,8 @@ inline constexpr Millis k_release_budget{5000};
 class HeldLock {
 public:
   // LOCK, taken with TTL by the acquisition sent at ACQUIRED.
-  HeldLock(Lock& lock, Millis ttl, TimePoint acquired) : lock_(lock), ttl_(ttl), acquired_(acquired) {}
+  HeldLock(Lock& lock, Millis ttl, TimePoint acquired)
+      : lock_(lock), ttl_(ttl), acquired_(acquired) {}
   ~HeldLock();
   HeldLock(const HeldLock&) = delete;
   HeldLock& operator=(const HeldLock&) = delete;

@@ -45,7 +45,8 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePo
            deadline);
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
-  if (!reply->is_array() || e.empty() || !e[0].is_integer()) return unexpected_reply("the claim script");
+  if (!reply->is_array() || e.empty() || !e[0].is_integer())
+    return unexpected_reply("the claim script");
   if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
   if (e.size() != 6) return unexpected_reply("the claim script");
   return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};

@@ -9,8 +9,7 @@ namespace rlock {
 
 std::string helper_key(std::string_view key, std::string_view kind) {
   std::string suffix = ":rlock:" + std::string(kind);
-  if (hash_tag(key) || key.find('}') != std::string_view::npos)
-    return std::string(key) + suffix;
+  if (hash_tag(key) || key.find('}') != std::string_view::npos) return std::string(key) + suffix;
   return "{" + std::string(key) + "}" + suffix;
 }
 
@@ -24,9 +23,9 @@ bool is_helper_key(std::string_view key) {
 }
 
 Result<Broken> break_lock(Redis& redis, const std::string& key) {
-  auto reply = eval(redis, scripts::break_lock,
-                    {key, helper_key(key, "queue"), helper_key(key, "alive")},
-                    {helper_key(key, "wake-")}, Clock::now() + redis.command_timeout());
+  auto reply =
+      eval(redis, scripts::break_lock, {key, helper_key(key, "queue"), helper_key(key, "alive")},
+           {helper_key(key, "wake-")}, Clock::now() + redis.command_timeout());
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.empty()) return unexpected_reply("the break script");

@@ -23,8 +23,9 @@ public:
   }
 
   Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return renew_outcome(eval(redis_, scripts::renew, {key_}, {owner_prefix_, std::to_string(ttl.count())}, deadline), key_, ttl,
-                         deadline);
+    return renew_outcome(eval(redis_, scripts::renew, {key_},
+                              {owner_prefix_, std::to_string(ttl.count())}, deadline),
+                         key_, ttl, deadline);
   }
 
   Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,

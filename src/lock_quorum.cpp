@@ -41,8 +41,7 @@ public:
       : Lock(redis, std::move(key), std::move(token), mode) {}
 
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
-                                     const std::optional<WaitPlan>&,
-                                     TimePoint deadline) override {
+                                     const std::optional<WaitPlan>&, TimePoint deadline) override {
     TimePoint started = Clock::now();
     auto replies = eval_on_all(
         redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
@@ -97,8 +96,7 @@ public:
   }
 
   // THEN is left unsent: it belongs on one node, where the caller sends it.
-  Result<bool> release(TimePoint deadline, const std::vector<Argv>&,
-                       std::vector<Reply>*) override {
+  Result<bool> release(TimePoint deadline, const std::vector<Argv>&, std::vector<Reply>*) override {
     auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_},
                                {owner_prefix_, wake_prefix_}, deadline);
     std::optional<Failure> failure;
@@ -125,8 +123,8 @@ public:
         continue;
       }
       const Reply& v = r->front();
-      found.push_back(Reply{Reply::Type::integer,
-                            v.is_string() && v.str.starts_with(owner_prefix_) ? 1 : 0, "", {}});
+      found.push_back(Reply{
+          Reply::Type::integer, v.is_string() && v.str.starts_with(owner_prefix_) ? 1 : 0, "", {}});
     }
     return quorum_verdict(std::move(found), "held");
   }

@@ -39,7 +39,9 @@ bool shown(Level level) {
 }
 
 // stderr closed: nothing better to do with a log line.
-void write_line(const std::string& line) { (void)write_all(STDERR_FILENO, line.data(), line.size()); }
+void write_line(const std::string& line) {
+  (void)write_all(STDERR_FILENO, line.data(), line.size());
+}
 
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";

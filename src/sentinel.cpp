@@ -64,7 +64,8 @@ private:
       auto address = ask_sentinel(sentinel_url, deadline);
       if (!address) {
         last = address.failure();
-        if (last.kind == Failure::Kind::server && last.why == Failure::Why::unknown_primary) return last;
+        if (last.kind == Failure::Kind::server && last.why == Failure::Why::unknown_primary)
+          return last;
         continue;
       }
       RedisUrl master = sentinel_url;

@@ -24,7 +24,8 @@ public:
   [[noreturn]] void bad(const std::string& why) const {
     switch (raw_.origin.kind) {
     case Origin::Kind::flag: throw usage_error("--" + name_ + ": " + why);
-    case Origin::Kind::file: throw Error(k_exit_config, raw_.origin.where + ": " + name_ + ": " + why);
+    case Origin::Kind::file:
+      throw Error(k_exit_config, raw_.origin.where + ": " + name_ + ": " + why);
     default: throw Error(k_exit_config, raw_.origin.where + ": " + why);
     }
   }
@@ -220,15 +221,15 @@ const std::vector<SettingInfo>& all_settings() {
       {"on-lost", "--on-lost", K::on_lost, "kill", "kill|ignore",
        "when the lock is lost: kill the command (default) or ignore it",
        [](V v, Resolved& r) {
-         r.run.on_lost = v.choice("kill", "ignore") ? RunOptions::OnLost::ignore
-                                                    : RunOptions::OnLost::kill;
+         r.run.on_lost =
+             v.choice("kill", "ignore") ? RunOptions::OnLost::ignore : RunOptions::OnLost::kill;
        }},
       {"leftovers", "--leftovers", K::text, "wait", "wait|kill",
        "processes the command left in its process group: wait for them, holding the lock "
        "(default), or kill them",
        [](V v, Resolved& r) {
-         r.run.leftovers = v.choice("wait", "kill") ? RunOptions::Leftovers::kill
-                                                    : RunOptions::Leftovers::wait;
+         r.run.leftovers =
+             v.choice("wait", "kill") ? RunOptions::Leftovers::kill : RunOptions::Leftovers::wait;
        }},
       {"min-hold", "--min-hold", K::duration, nullptr, "D",
        "keep the lock until D after acquisition even if the command ends sooner",

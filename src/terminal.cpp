@@ -26,8 +26,7 @@ void Terminal::take_back() {
   if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);
 }
 
-StatusLine::StatusLine()
-    : enabled_(::isatty(STDERR_FILENO) && verbosity() != Verbosity::quiet) {}
+StatusLine::StatusLine() : enabled_(::isatty(STDERR_FILENO) && verbosity() != Verbosity::quiet) {}
 
 void StatusLine::draw(const std::string& text) {
   if (!enabled_) return;

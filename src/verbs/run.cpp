@@ -94,7 +94,8 @@ private:
       std::string what = std::to_string(live) + (live == 1 ? " process" : " processes");
       // Said on a terminal or with -v: under cron every line of stderr is mail.
       log(::isatty(STDERR_FILENO) ? Level::info : Level::debug,
-          {"leftovers", key(),
+          {"leftovers",
+           key(),
            kill ? "the command exited; stopping the " + what + " it left in its process group"
                 : "the command exited; holding the lock until the " + what +
                       " it left in its process group exit (--leftovers kill stops them)",
@@ -366,8 +367,9 @@ void record_history(Redis& redis, const RunOptions& options, const RunRecord& re
 std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
   std::string how = c.state == "running" ? "it never reported its end (lost)"
                     : c.status == "0"    ? "it succeeded"
-                    : c.end == run_end_name(RunEnd::exited) ? "it exited with status " + c.status
-                                         : "it ended: " + c.end + " (" + c.status + ")";
+                    : c.end == run_end_name(RunEnd::exited)
+                        ? "it exited with status " + c.status
+                        : "it ended: " + c.end + " (" + c.status + ")";
   std::string hint =
       options.retry_failed || c.status == "0" ? "" : "; --retry-failed would run it again";
   return "already run this period (" + period.slot_name() + ") on " + c.host + " at " + c.since +
