@@ -12,8 +12,8 @@ _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run status inspect history list acquire extend release config help"
-    local common="--redis --config --prefix --password-file --cacert --cacertdir --cert --key
+    local verbs="run status inspect history list acquire extend release reset-period config help"
+    local common="-u --redis --tls --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
@@ -60,8 +60,8 @@ _rlock() {
             COMPREPLY=($(compgen -W "TERM INT HUP QUIT KILL USR1 USR2" -- "$cur"))
             return
             ;;
-        --redis)
-            COMPREPLY=($(compgen -W "redis:// unix://" -- "$cur"))
+        -u | --redis)
+            COMPREPLY=($(compgen -W "redis:// rediss:// unix:// redis-sentinel://" -- "$cur"))
             compopt -o nospace
             return
             ;;
@@ -122,6 +122,13 @@ _rlock() {
                 local extra="--token"
                 [[ $verb == extend ]] && extra="--token --ttl" || extra="--token --force"
                 COMPREPLY=($(compgen -W "$extra $common" -- "$cur"))
+            else
+                _rlock_keys
+            fi
+            ;;
+        reset-period)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "--once-per --tz $common" -- "$cur"))
             else
                 _rlock_keys
             fi

@@ -1,7 +1,7 @@
 # fish completion for rlock(1)
 
 function __rlock_no_verb
-    not __fish_seen_subcommand_from run status inspect history list acquire extend release config help
+    not __fish_seen_subcommand_from run status inspect history list acquire extend release reset-period config help
 end
 
 complete -c rlock -f
@@ -13,15 +13,17 @@ complete -c rlock -n __rlock_no_verb -a list -d 'every lock that matches'
 complete -c rlock -n __rlock_no_verb -a acquire -d 'take the lock, print the token'
 complete -c rlock -n __rlock_no_verb -a extend -d 'renew a lock taken with acquire'
 complete -c rlock -n __rlock_no_verb -a release -d 'give a lock back, or break it'
+complete -c rlock -n __rlock_no_verb -a reset-period -d 'let a --once-per job run again this period'
 complete -c rlock -n __rlock_no_verb -a config -d 'print the effective configuration'
 complete -c rlock -n __rlock_no_verb -a help -d 'show the help of a command'
 complete -c rlock -n __rlock_no_verb -l version -d 'print version'
 complete -c rlock -s h -l help -d 'show help'
-complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect history list acquire extend release config'
+complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect history list acquire extend release reset-period config'
 
 # Options of every verb
-set -l verbs '__fish_seen_subcommand_from run status inspect history list acquire extend release config'
-complete -c rlock -n $verbs -l redis -x -a 'redis:// rediss:// unix://' -d 'Redis URL'
+set -l verbs '__fish_seen_subcommand_from run status inspect history list acquire extend release reset-period config'
+complete -c rlock -n $verbs -s u -l redis -x -a 'redis:// rediss:// unix:// redis-sentinel://' -d 'Redis URL'
+complete -c rlock -n $verbs -l tls -d 'use TLS for redis:// URLs'
 complete -c rlock -n $verbs -l config -r -F -d 'config file'
 complete -c rlock -n $verbs -l prefix -x -d 'prepended to every key'
 complete -c rlock -n $verbs -l password-file -r -F -d 'file holding the Redis password'
@@ -39,8 +41,8 @@ complete -c rlock -n $verbs -s v -l verbose -d 'print every event'
 # rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
 complete -c rlock -n '__fish_seen_subcommand_from run' -l metrics-file -r -F -d 'Prometheus textfile to add this run to'
-complete -c rlock -n '__fish_seen_subcommand_from run config' -l once-per -x -a 'hour day week month 1h 1d' -d 'run at most once per period'
-complete -c rlock -n '__fish_seen_subcommand_from run config' -l tz -x -d 'time zone of calendar periods'
+complete -c rlock -n '__fish_seen_subcommand_from run config reset-period' -l once-per -x -a 'hour day week month 1h 1d' -d 'run at most once per period'
+complete -c rlock -n '__fish_seen_subcommand_from run config reset-period' -l tz -x -d 'time zone of calendar periods'
 complete -c rlock -n '__fish_seen_subcommand_from run config' -l retry-failed -d 'run again after a failed run this period'
 complete -c rlock -n '__fish_seen_subcommand_from run config' -l record-skips -d 'record skipped runs in the history'
 complete -c rlock -n '__fish_seen_subcommand_from run config' -l history-length -x -d 'runs kept in the history'

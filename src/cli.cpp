@@ -202,7 +202,7 @@ const PlainOption k_plain_options[] = {
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis.
 constexpr OptionRef k_connection[] = {
-    {"redis"},           {"config"},     {"prefix"}, {"password-file"}, {"cacert"},
+    {"redis"},           {"tls"},        {"config"}, {"prefix"}, {"password-file"}, {"cacert"},
     {"cacertdir"},       {"cert"},       {"key"},    {"sni"},           {"connect-timeout"},
     {"command-timeout"}, {"log-format"}, {"quiet"},  {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
@@ -227,6 +227,9 @@ constexpr OptionRef k_acquire_ttl[] = {{"ttl", "lock expiry; extend it before th
 constexpr OptionRef k_extend_args[] = {
     {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
 constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}};
+constexpr OptionRef k_reset_period_args[] = {
+    {"KEY"}, {"once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"},
+    {"tz"}};
 
 // What a command runs with: the command line, and the settings from every source.
 struct Invocation {
@@ -266,14 +269,15 @@ void check_run(const CommandLine& line, const std::vector<std::string>& command)
     throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
 }
 
-// The commands, in the order help lists them: each one's options, the footer of its help,
-// what it checks before any setting is read, and what runs it. A new command is an entry here
-// and a function in verbs.h.
+// The commands, in the order help lists them: each one's arguments, options, the footer of its
+// help, what it checks before any setting is read, and what runs it. A new command is an entry
+// here and a function in verbs.h.
 struct Command {
   std::string_view name;
   const char* summary;
+  const char* usage;  // what follows "rlock NAME [OPTIONS]"; one form a line
   std::array<std::span<const OptionRef>, 4> options;  // groups of options, in help's order
-  const char* footer;
+  const char* footer;  // ends with the command's exit statuses (test_docs.py checks them)
   void (*check)(const CommandLine& line, const std::vector<std::string>& command);
   int (*run)(const Invocation& in);
 };
@@ -282,74 +286,110 @@ struct Command {
 constexpr Command k_commands[] = {
     {"run",
      "hold KEY while COMMAND runs",
+     "KEY -- COMMAND [ARG...]\nKEY -c 'SHELL TEXT'",
      {k_run_args, k_waiting, k_running, k_connection},
-     "Forms:\n"
-     "  rlock run [OPTIONS] KEY -- COMMAND [ARG...]   COMMAND exec'd as given, no shell\n"
-     "  rlock run [OPTIONS] KEY -c 'SHELL TEXT'        TEXT run by $SHELL -c\n\n"
+     "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh).\n"
      "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
-     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
-     "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n",
+     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
+     "76 lock lost, 78 configuration, 124 --max-run, 125 rlock failed, 126 not executable, "
+     "127 not found.",
      check_run,
      run_run},
     {"status",
      "one line per key: free, or held by whom",
+     "KEY...",
      {k_status_args, k_connection},
      "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
-     "not a lock.",
+     "not a lock; 64 usage, 78 configuration, 125 rlock failed.",
      nullptr,
      run_status},
     {"inspect",
      "everything known about one lock",
+     "KEY",
      {k_key_json, k_connection},
-     "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock.",
+     "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock; 64 usage, "
+     "78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) { return inspect_verb(in.resolved.global, in.key(), in.line.json); }},
     {"history",
      "the latest runs of KEY, newest first",
+     "KEY",
      {k_history_args, k_connection},
-     "Exit status: 0, also when there is no history yet; 69 Redis unreachable.",
+     "Exit status: 0, also when there is no history yet; 69 Redis unreachable; 64 usage, "
+     "78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
        return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
      }},
     {"list",
      "every lock under the prefix that matches PATTERN",
+     "[PATTERN]",
      {k_list_args, k_connection},
-     nullptr,
+     "Exit status: 0, also when no lock matches; 69 Redis unreachable; 64 usage, "
+     "78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
        return list_verb(in.resolved.global, in.line.pattern, in.line.json);
      }},
     {"acquire",
      "take the lock, print its token, exit",
+     "KEY",
      {k_key, k_waiting, k_acquire_ttl, k_connection},
      "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
-     "run rlock extend before the ttl runs out, and rlock release at the end.",
+     "run rlock extend before the ttl runs out, and rlock release at the end.\n"
+     "Exit status: 0 acquired, 69 Redis unavailable, 75 busy (-E changes it); 64 usage, "
+     "78 configuration, 125 rlock failed.",
      nullptr,
      run_acquire},
     {"extend",
      "renew a lock taken with acquire",
+     "KEY --token T",
      {k_extend_args, k_connection},
-     "Exit status: 0 extended, 1 not ours (nothing changed).",
+     "Exit status: 0 extended, 1 not ours (nothing changed), 69 Redis unreachable; 64 usage, "
+     "78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
        return extend_verb(in.resolved.global, in.key(), *in.line.token, in.resolved.run.ttl);
      }},
     {"release",
      "give a lock back, or break anyone's",
+     "KEY --token T\nKEY --force",
      {k_release_args, k_connection},
-     "Exit status: 0 released, 1 not ours or free (nothing changed).",
+     "Exit status: 0 released, 1 not ours or free (nothing changed), 69 Redis unreachable or "
+     "not a lock; 64 usage, 78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
        return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
      }},
+    {"reset-period",
+     "let a --once-per job run again this period",
+     "KEY --once-per PERIOD",
+     {k_reset_period_args, k_connection},
+     "Forgets this period's run of KEY (recorded in its history), so that the next\n"
+     "rlock run --once-per runs the job. Give the --once-per and --tz of the job.\n"
+     "Exit status: 0 forgotten, 1 no run this period or it is still running (nothing changed), "
+     "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
+     nullptr,
+     [](const Invocation& in) {
+       in.resolved.run.key = in.key();
+       return reset_period_verb(in.resolved.global, in.resolved.run);
+     }},
     {"config",
-     "print the effective configuration and where each value came from, secrets redacted",
+     "the effective configuration and where each value came from",
+     "",
      {k_waiting, k_running, k_json, k_connection},
+     "Exit status: 0; 64 usage, 78 configuration (a bad file or value), 125 rlock failed.",
      nullptr,
+     [](const Invocation& in) {
+       return config_verb(in.settings, in.resolved, in.config_file, in.line.json);
+     }},
+    {"help",
+     "show the help of a command",
+     "[COMMAND]",
+     {},
+     "Exit status: 0; 64 no such command.",
      nullptr,
-     [](const Invocation& in) { return config_verb(in.settings, in.config_file, in.line.json); }},
-    {"help", "show the help of a command", {}, nullptr, nullptr, nullptr},
+     nullptr},
 };
 
 const Command* find_command(std::string_view name) {
@@ -404,13 +444,40 @@ void check_key(const std::string& key) {
                       "':rlock:fence', ':rlock:queue' ...); choose another name");
 }
 
+// Help as rlock(1) shows it: "Commands", not CLI11's "Subcommands", and each command's usage
+// with the arguments its table entry gives (CLI11 knows nothing of "-- COMMAND").
+class HelpFormatter : public CLI::Formatter {
+public:
+  HelpFormatter() {
+    column_width(34);
+  }
+
+  // NAME: "rlock", or "rlock run" for a command's help. (The list of commands is headed
+  // "Commands" by their group: make_parser.)
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    const Command* command = app->get_parent() ? find_command(app->get_name()) : nullptr;
+    if (!command) return "Usage: " + name + " [OPTIONS] COMMAND ...\n";
+    std::string out;
+    std::string_view forms = command->usage;
+    for (size_t start = 0; start <= forms.size();) {
+      size_t end = std::min(forms.find('\n', start), forms.size());
+      std::string_view form = forms.substr(start, end - start);
+      out += (out.empty() ? "Usage: " : "   or: ") + name + " [OPTIONS]" +
+             (form.empty() ? "" : " ") + std::string(form) + "\n";
+      start = end + 1;
+    }
+    return out;
+  }
+};
+
 // Which options a parser builds: only those the command line's words name (CommandLine::words),
 // or all of them, for help and for the message about a command line CLI11 refused.
 enum class Build { named, all };
 
 // The command line as CLI11 parsed it: which command was given, with what.
 struct Parsed {
-  CLI::App app{"rlock: run a command as a cluster singleton, holding a Redis lock while it runs",
+  CLI::App app{"rlock: run a command on at most one host of a fleet at a time, holding a Redis "
+               "lock while it runs",
                "rlock"};
   CommandLine line;
   const Command* command = nullptr;  // the one given, once parsed
@@ -427,10 +494,8 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
   // A callback: the version text loads libssl, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>(version_text));
   app.require_subcommand(1);
-  app.get_formatter()->column_width(34);
-  app.footer("Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy, 76 lock "
-             "lost, 78 configuration, 124 --max-run, 125 rlock failed, 126/127 cannot run.\n"
-             "See rlock(1).");
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("Each command's help ends with its exit statuses. See rlock(1).");
   p->line.words = args.ours;
   p->line.every_option = build == Build::all;
 
@@ -439,7 +504,7 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
   for (size_t i = 0; i < args.ours.size(); ++i) {
     if (args.ours[i].rfind("-", 0) == 0) continue;
     wanted = args.ours[i];
-    asking_help = wanted == "help" && i + 1 < args.ours.size();
+    asking_help = wanted == "help" && i + 1 < args.ours.size() && args.ours[i + 1][0] != '-';
     if (asking_help) wanted = args.ours[i + 1];
     break;
   }
@@ -448,6 +513,7 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
     bool is_help = command.name == "help";
     if (known && command.name != wanted && !(asking_help && is_help)) continue;
     CLI::App* sub = app.add_subcommand(std::string(command.name), command.summary);
+    sub->group("Commands");
     if (is_help) sub->add_option("COMMAND", p->help_topic, "a command");
     if (command.name != wanted) continue;
     add_options(sub, p->line, command);

@@ -1,5 +1,6 @@
 // From options to "a Redis": which URL, which password, and which implementation serves it.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -42,6 +43,14 @@ std::string read_password_file(const std::string& path) {
 std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
   std::vector<std::string> texts = global.redis_urls;
   if (texts.empty()) texts.push_back(k_default_redis_url);
+  // Under cron or systemd nothing names a Redis unless a config file does, and every host then
+  // locks in its own: the job runs everywhere, silently. Said even with -q (cron lines use it);
+  // on a terminal the person typing sees where they are.
+  if (global.redis_url_is_default && !::isatty(STDERR_FILENO))
+    log(Level::alert, {"default_redis", "",
+                       std::string("no Redis configured (--redis, RLOCK_REDIS_URL or "
+                                   "/etc/rlock/config.toml): using this host's ") +
+                           k_default_redis_url + ", which other hosts do not see"});
   ConnectOptions options = global.connect;
   auto password = [&](bool url_has_one) {
     if (global.password_file && !url_has_one && !options.password)

@@ -15,6 +15,17 @@ Millis slot_margin(const Period& p) {
   return std::min(length, Millis(3600 * 1000));
 }
 
+// The period that is current by the server's clock, so that hosts whose clocks disagree agree
+// on it.
+Result<PeriodSlot> current_slot(Redis& redis, const Period& period,
+                                const std::optional<std::string>& tz, TimePoint deadline) {
+  auto time = redis.call({"TIME"}, deadline);
+  if (!time) return time.failure();
+  auto now_ms = server_time_ms(*time);
+  if (!now_ms) return unexpected_reply("TIME");
+  return period_slot(period, tz, *now_ms);
+}
+
 }  // namespace
 
 const char* run_end_name(RunEnd end) {
@@ -25,17 +36,23 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::max_run: return "max-run";
   case RunEnd::busy: return "busy";
   case RunEnd::done_this_period: return "done-this-period";
+  case RunEnd::period_reset: return "period-reset";
   }
   return "unknown";
 }
 
+
+std::string period_run_text(const SlotClaim& c) {
+  if (c.state == "running") return "it never reported its end (lost)";
+  if (c.status == "0") return "it succeeded";
+  if (c.end == run_end_name(RunEnd::exited)) return "it exited with status " + c.status;
+  return "it ended: " + c.end + " (" + c.status + ")";
+}
+
 Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
-  // The server's clock decides the period, so that hosts whose clocks disagree agree on it.
-  auto time = redis_.call({"TIME"}, deadline);
-  if (!time) return time.failure();
-  auto now_ms = server_time_ms(*time);
-  if (!now_ms) return unexpected_reply("TIME");
-  slot_ = period_slot(period_, tz_, *now_ms);
+  auto slot = current_slot(redis_, period_, tz_, deadline);
+  if (!slot) return slot.failure();
+  slot_ = *slot;
   fence_ = fence;
   int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
   auto reply =
@@ -60,6 +77,29 @@ Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
       deadline);
   if (!reply) return reply.failure();
   return Unit{};
+}
+
+Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
+                                 const std::optional<std::string>& tz, TimePoint deadline) {
+  auto slot = current_slot(redis, period, tz, deadline);
+  if (!slot) return slot.failure();
+  auto reply =
+      eval(redis, scripts::period_reset, {helper_key(key, "once:" + slot->name), key}, {}, deadline);
+  if (!reply) return reply.failure();
+  const auto& e = reply->elements;
+  if (!reply->is_array() || e.empty() || !e[0].is_integer())
+    return unexpected_reply("the reset script");
+  PeriodReset out{PeriodReset::Outcome::no_run, slot->name, {}};
+  if (e[0].integer == 0) return out;
+  if (e[0].integer == 2 && e.size() == 3) {
+    out.outcome = PeriodReset::Outcome::still_running;
+    out.run = SlotClaim{false, e[1].str, e[2].str, "running", "", ""};
+    return out;
+  }
+  if (e[0].integer != 1 || e.size() != 6) return unexpected_reply("the reset script");
+  out.outcome = PeriodReset::Outcome::forgotten;
+  out.run = SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+  return out;
 }
 
 Argv history_entry(const std::string& key, const RunRecord& r, int max_length) {

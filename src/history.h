@@ -19,9 +19,9 @@
 
 namespace rlock {
 
-// How one run ended, as the history and the period slot record it.
 // How a run ended, as its history entry and its period's slot name it (run_end_name()).
-enum class RunEnd { exited, signalled, lost, max_run, busy, done_this_period };
+// period_reset is no run: an operator's `rlock reset-period`, recorded with the runs.
+enum class RunEnd { exited, signalled, lost, max_run, busy, done_this_period, period_reset };
 const char* run_end_name(RunEnd end);
 
 struct RunRecord {
@@ -41,6 +41,10 @@ struct SlotClaim {
   // When not claimed: who had it, and how it went ("running" when that run never said).
   std::string host, since, state, status, end;
 };
+
+// How the run in a period's slot ended, for people: "it succeeded", "it exited with status 3",
+// "it never reported its end (lost)" ...
+std::string period_run_text(const SlotClaim& run);
 
 class PeriodGuard {
 public:
@@ -66,6 +70,17 @@ private:
   PeriodSlot slot_;
   int64_t fence_ = 0;
 };
+
+// What `rlock reset-period` found in the current period's slot of KEY.
+struct PeriodReset {
+  enum class Outcome { forgotten, no_run, still_running } outcome = Outcome::no_run;
+  std::string slot;  // the period's name: "2026-11-30", "2026-W49" ...
+  SlotClaim run;     // the period's run (forgotten, or still running): who, when, how it ended
+};
+// Forgets the current period's run of KEY (by the server's clock), unless that run still
+// holds the lock, so that the next `rlock run --once-per` runs the job again.
+Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
+                                 const std::optional<std::string>& tz, TimePoint deadline);
 
 // The command that appends RECORD to KEY's history, capped near MAX_LENGTH entries. A failure
 // to write it never fails the job: the caller turns it into one warning.

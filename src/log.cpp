@@ -22,7 +22,8 @@ const char* level_name(Level level) {
   switch (level) {
   case Level::debug: return "debug";
   case Level::info: return "info";
-  case Level::warning: return "warning";
+  case Level::warning:
+  case Level::alert: return "warning";
   case Level::error: return "error";
   }
   return "";
@@ -33,6 +34,7 @@ bool shown(Level level) {
   case Level::debug: return g_verbosity == Verbosity::verbose;
   case Level::info:
   case Level::warning: return g_verbosity != Verbosity::quiet;
+  case Level::alert:
   case Level::error: return true;
   }
   return true;
@@ -45,7 +47,7 @@ void write_line(const std::string& line) {
 
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
-  if (level == Level::warning || level == Level::error)
+  if (level >= Level::warning)
     line += std::string(level_name(level)) + ": ";
   if (!e.key.empty()) line += terminal_safe(e.key) + ": ";
   return line + terminal_safe(e.message) + "\n";

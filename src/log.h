@@ -13,7 +13,8 @@ namespace rlock {
 
 enum class Verbosity { quiet, normal, verbose };
 enum class LogFormat { text, json };
-enum class Level { debug, info, warning, error };
+// alert: a warning that -q does not silence, for a setup that quietly defeats the lock.
+enum class Level { debug, info, warning, alert, error };
 
 void set_verbosity(Verbosity v);
 Verbosity verbosity();
@@ -27,7 +28,7 @@ struct Event {
 };
 
 // debug: -v only (acquired at once, renewed, released). info and warning: silenced by -q.
-// error: always (lost lock, failures that decide the exit status).
+// alert and error: always (lost lock, failures that decide the exit status).
 void log(Level level, const Event& event);
 
 // A message that is not one of the named events.

@@ -84,6 +84,7 @@ json run_json(const RunRecord& r) {
 // "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
 std::string result_text(const RunRecord& r) {
   if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
+  if (r.end == run_end_name(RunEnd::period_reset)) return "period reset";
   return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
 }
 
@@ -377,7 +378,7 @@ void print_config(const RawSettings& settings, const std::optional<std::string>&
     std::string value = display_value(info.name, v);
     if (value.empty()) value = "\"\"";
     std::string where = v.origin.kind == Origin::Kind::default_value
-                            ? "default"
+                            ? v.origin.where  // "default", or the rule a derived default follows
                             : std::string(origin_name(v.origin.kind)) + " " + v.origin.where;
     out += row(info.name, value, where);
   }

@@ -25,5 +25,6 @@ extern const Script break_lock;
 // A --once-per period's slot (history.cpp).
 extern const Script period_claim;
 extern const Script period_finish;
+extern const Script period_reset;
 
 }  // namespace rlock::scripts

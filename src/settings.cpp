@@ -99,6 +99,21 @@ void apply_redis(const SettingValue& v, Resolved& r) {
     }
   }
   r.global.redis_urls = v.raw().values;
+  r.global.redis_url_is_default = v.raw().origin.kind == Origin::Kind::default_value;
+}
+
+// --tls: redis-cli's habit of a plain URL and a flag for TLS. The URLs become rediss://.
+void apply_tls(const SettingValue& v, Resolved& r) {
+  if (!v.flag()) return;
+  for (std::string& url : r.global.redis_urls) {
+    for (std::string_view plain : {"redis://", "redis-sentinel://"}) {
+      if (url.starts_with(plain)) {
+        url.insert(std::string_view("redis").size(), "s");
+        break;
+      }
+    }
+    if (url.starts_with("unix:")) v.bad("a unix:// socket has no TLS; give a host's URL");
+  }
 }
 
 void apply_wait(const SettingValue& v, Resolved& r) {
@@ -147,7 +162,7 @@ void apply_once_per(const SettingValue& v, Resolved& r) {
   r.run.once_per = parse_period(text);
   if (!r.run.once_per)
     v.bad("'" + text + "' is neither hour, day, week, month nor a duration of whole " +
-          "seconds (1h, 1d, 1w ...)");
+          "seconds (1h, 6h, 1d, 7d ...)");
 }
 
 void apply_tz(const SettingValue& v, Resolved& r) {
@@ -172,11 +187,14 @@ const std::vector<SettingInfo>& all_settings() {
   static const std::string ttl = format_duration(k_default_ttl);
   static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
-      {"redis", "--redis", K::list, k_default_redis_url, "URL",
+      {"redis", "-u,--redis", K::list, k_default_redis_url, "URL",
        "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N] "
        "or redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
-       "$RLOCK_REDIS_URL, else redis://127.0.0.1:6379)",
+       "$RLOCK_REDIS_URL, else the config file's redis, else redis://127.0.0.1:6379)",
        apply_redis},
+      {"tls", "--tls", K::flag, "false", nullptr,
+       "use TLS for redis:// and redis-sentinel:// URLs, as rediss:// (redis-cli's --tls)",
+       apply_tls},
       {"prefix", "--prefix", K::text, "", "TEXT", "prepended to every key",
        [](V v, Resolved& r) { r.global.prefix = v.single(); }},
       // The password and its file are weighed together (resolve_settings).
@@ -261,7 +279,8 @@ const std::vector<SettingInfo>& all_settings() {
        [](V v, Resolved& r) {
          r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
        }},
-      {"quiet", "-q,--quiet", K::flag, "false", nullptr, "print only errors",
+      {"quiet", "-q,--quiet", K::flag, "false", nullptr,
+       "print only errors (and the warning that no Redis is configured)",
        [](V v, Resolved& r) {
          if (v.flag()) r.global.verbosity = Verbosity::quiet;
        }},

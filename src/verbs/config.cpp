@@ -1,12 +1,24 @@
 // rlock config: the effective configuration, value by value, with where each came from.
+#include "lease.h"
 #include "output.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
 
-int config_verb(const RawSettings& settings, const std::optional<std::string>& config_file,
-                bool json) {
-  print_config(settings, config_file, output_style(json));
+int config_verb(const RawSettings& settings, const Resolved& resolved,
+                const std::optional<std::string>& config_file, bool json) {
+  // Settings whose default follows from others: shown as the value a run would use.
+  RawSettings shown = settings;
+  auto derived = [&](const char* name, std::string value, const char* rule) {
+    if (!shown.count(name))
+      shown[name] = RawValue{{std::move(value)}, {Origin::Kind::default_value, rule}};
+  };
+  derived("kill-after", format_duration(default_kill_after(resolved.run.ttl)),
+          "default (5s, or ttl/3 when shorter)");
+  derived("tz", "UTC", "default");
+  derived("min-replicas", std::to_string(resolved.run.min_replicas),
+          "default (1 behind Sentinel, else 0)");
+  print_config(shown, config_file, output_style(json));
   return k_exit_ok;
 }
 

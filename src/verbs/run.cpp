@@ -365,15 +365,11 @@ void record_history(Redis& redis, const RunOptions& options, const RunRecord& re
 
 // Why a --once-per run does not run: who ran it this period, and how that went.
 std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
-  std::string how = c.state == "running" ? "it never reported its end (lost)"
-                    : c.status == "0"    ? "it succeeded"
-                    : c.end == run_end_name(RunEnd::exited)
-                        ? "it exited with status " + c.status
-                        : "it ended: " + c.end + " (" + c.status + ")";
-  std::string hint =
-      options.retry_failed || c.status == "0" ? "" : "; --retry-failed would run it again";
+  std::string hint = options.retry_failed || c.status == "0"
+                         ? "; rlock reset-period would let it run again"
+                         : "; --retry-failed would run it again";
   return "already run this period (" + period.slot_name() + ") on " + c.host + " at " + c.since +
-         ": " + how + hint;
+         ": " + period_run_text(c) + hint;
 }
 
 // The nested run of a lock this process tree holds: become the command, which runs under the

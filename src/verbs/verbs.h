@@ -36,9 +36,12 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
 // release KEY --token T: 0 released, 1 not ours. With FORCE (no token): breaks anyone's lock.
 int release_verb(const GlobalOptions& global, const std::string& key,
                  const std::optional<std::string>& token, bool force);
+// reset-period KEY --once-per P: 0 this period's run forgotten, 1 none or still running.
+int reset_period_verb(const GlobalOptions& global, const RunOptions& options);
 // Prints every setting, its value (secrets redacted) and where it came from.
-int config_verb(const RawSettings& settings, const std::optional<std::string>& config_file,
-                bool json);
+// RESOLVED gives the defaults that follow from other settings (kill-after from the ttl ...).
+int config_verb(const RawSettings& settings, const Resolved& resolved,
+                const std::optional<std::string>& config_file, bool json);
 
 // A Redis failure before anything started: one line on stderr, exit 69.
 int unavailable(const Failure& failure);

@@ -1,7 +1,8 @@
 """The command line: bad input is one clear line, the documented exit status, nothing in Redis."""
+import json
 import unittest
 
-from harness import RedisTestCase
+from harness import RedisTestCase, rlock_env, run_rlock
 
 BAD_RUN_INPUT = [
     # (arguments after "run", what the one line must mention)
@@ -72,7 +73,7 @@ class CommandLine(RedisTestCase):
         r = self.run_rlock(["--help"])
         self.assertEqual(r.returncode, 0)
         for command in ("run", "status", "inspect", "history", "list", "acquire", "extend",
-                        "release", "config", "help"):
+                        "release", "reset-period", "config", "help"):
             self.assertRegex(r.stdout, rf"\n  {command} ")
         self.assertEqual(self.run_rlock(["help"]).stdout, r.stdout)
         r = self.run_rlock(["run", "--help"])
@@ -81,9 +82,45 @@ class CommandLine(RedisTestCase):
                      "--kill-signal", "--kill-after", "--on-lost", "--min-hold", "--redis"):
             self.assertIn(flag, r.stdout)
         self.assertEqual(self.run_rlock(["help", "run"]).stdout, r.stdout)
+        # The usage says how the command is given, which CLI11 alone would not.
+        self.assertIn("Usage: rlock run [OPTIONS] KEY -- COMMAND [ARG...]\n"
+                      "   or: rlock run [OPTIONS] KEY -c 'SHELL TEXT'\n", r.stdout)
+        self.assertIn("Usage: rlock release [OPTIONS] KEY --token T\n",
+                      self.run_rlock(["release", "--help"]).stdout)
+        self.assertIn("Usage: rlock help [OPTIONS] [COMMAND]\n",
+                      self.run_rlock(["help", "--help"]).stdout)
+        # --version is rlock's, not a command's.
+        self.assertEqual(self.run_rlock(["run", "--version"]).returncode, 64)
         r = self.run_rlock(["--version"])
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis \d+\.\d+")
+
+
+class ConfigDefaults(unittest.TestCase):
+    """rlock config shows the value a run would use where a default follows from other
+    settings, not a blank."""
+
+    def config(self, *args):
+        r = run_rlock(["config", "--json", *args], env=rlock_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["settings"]
+
+    def test_derived_defaults(self):
+        s = self.config("--ttl", "9s", "--redis", "redis://127.0.0.1:1")
+        self.assertEqual(s["kill-after"]["value"], "3s")
+        self.assertEqual(s["tz"]["value"], "UTC")
+        self.assertEqual(s["min-replicas"]["value"], "0")
+        self.assertEqual(s["kill-after"]["origin"], "default")
+        self.assertEqual(self.config()["kill-after"]["value"], "5s")
+        sentinel = self.config("--redis", "redis-sentinel://127.0.0.1:26379/mymaster")
+        self.assertEqual(sentinel["min-replicas"]["value"], "1")
+        # Given, they are the flag's.
+        given = self.config("--kill-after", "1s", "--tz", "Europe/Berlin")
+        self.assertEqual((given["kill-after"]["value"], given["kill-after"]["origin"]),
+                         ("1s", "flag"))
+        self.assertEqual(given["tz"]["value"], "Europe/Berlin")
+        text = run_rlock(["config", "--ttl", "9s"], env=rlock_env()).stdout
+        self.assertRegex(text, r"\nkill-after +3s +default \(5s, or ttl/3 when shorter\)\n")
 
 
 if __name__ == "__main__":

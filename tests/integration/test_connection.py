@@ -1,6 +1,7 @@
 """Reaching Redis the way production does: unix sockets, databases, ACL users, passwords from
 the environment and files, TLS, timeouts, reconnection, and the config file."""
 import os
+import shutil
 import socket
 import stat
 import subprocess
@@ -274,6 +275,48 @@ class Tls(unittest.TestCase):
                        "1s", "k", "--", "touch", self.marker], env=rlock_env())
         self.assertEqual(r.returncode, 69)
         self.assertFalse(os.path.exists(self.marker))
+
+
+    def test_redis_cli_habits_u_and_tls(self):
+        # redis-cli -u redis://host:port --tls: the plain URL, and TLS by flag.
+        ca = os.path.join(self.certs, "ca.crt")
+        r = run_rlock(["run", "-u", f"redis://localhost:{self.tls_port}", "--tls", "--cacert", ca,
+                       "k", "--", "touch", self.marker], env=rlock_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(self.marker))
+        # The same URL without --tls is plain text to a TLS port: refused, nothing ran.
+        os.unlink(self.marker)
+        r = run_rlock(["run", "-u", f"redis://localhost:{self.tls_port}", "--command-timeout",
+                       "1s", "k", "--", "touch", self.marker], env=rlock_env())
+        self.assertEqual(r.returncode, 69)
+        self.assertFalse(os.path.exists(self.marker))
+        # A socket has no TLS.
+        r = run_rlock(["status", "-u", "unix:///tmp/redis.sock", "--tls", "k"], env=rlock_env())
+        self.assertEqual(r.returncode, 64)
+        self.assertIn("--tls: a unix:// socket has no TLS", r.stderr)
+
+
+class DefaultRedis(RedisTestCase):
+    """Under cron nothing names a Redis unless a config file does: each host would lock in its
+    own. rlock says so, even with -q, unless stderr is a terminal."""
+
+    def test_the_default_url_is_named_in_a_warning(self):
+        home = tempfile.mkdtemp(prefix="rlock-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        env = rlock_env(XDG_CONFIG_HOME=home, HOME=home)
+        r = run_rlock(["status", "k", "-q"], env=env)
+        self.assertIn("warning: no Redis configured", r.stderr)
+        self.assertIn("redis://127.0.0.1:6379", r.stderr)
+        # Named anywhere (even as the default's own URL): no warning.
+        for named in (rlock_env(self.server), dict(env, RLOCK_REDIS_URL=self.server.url)):
+            r = run_rlock(["status", "k"], env=named)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertEqual(r.stderr, "")
+        config = os.path.join(home, "config.toml")
+        with open(config, "w") as f:
+            f.write(f'redis = "{self.server.url}"\n')
+        r = run_rlock(["status", "--config", config, "k"], env=env)
+        self.assertEqual((r.returncode, r.stderr), (1, ""))
 
 
 class ConfigFile(RedisTestCase):

@@ -1,15 +1,21 @@
 """Docs move with the code: every flag --help shows is in the man page, the completions and the
-README; the exit-status table is the same in the header, the man page and the README."""
+README, and every flag they document is one rlock takes; each command's help and its man page
+entry name the same exit statuses, which are the ones it really returns; every rlock command
+line of the README and of the man page's EXAMPLES parses and runs (against a private Redis);
+cron lines use absolute paths."""
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import tempfile
 import unittest
 
-from harness import run_rlock
+from harness import RedisServer, free_port, rlock_env, run_rlock
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run", "status", "inspect", "list", "acquire", "extend", "release", "config"]
+VERBS = ["run", "status", "inspect", "history", "list", "acquire", "extend", "release",
+         "reset-period", "config", "help"]
 
 
 def read(rel):
@@ -17,28 +23,126 @@ def read(rel):
         return f.read()
 
 
-def long_options(help_text):
-    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text))
+def man_text():
+    """The man page's source with roff's escaped hyphens made plain."""
+    return read("man/rlock.1").replace("\\-", "-")
+
+
+def long_options(text):
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", text))
+
+
+def short_options(help_text):
+    """The one-letter options of a --help text ("-q,--quiet" gives -q)."""
+    return set(re.findall(r"^\s+(-[a-zA-Z]),--", help_text, re.M))
+
+
+def exit_codes(sentence):
+    """The statuses an "Exit status: ..." sentence names: 64, 69 ... but not 128 of 128+N."""
+    return {int(n) for n in re.findall(r"(?<![\w+/.-])(\d{1,3})(?![\w+.])", sentence)}
+
+
+def help_of(verb):
+    r = run_rlock([verb, "--help"])
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def footer_codes(verb):
+    text = help_of(verb)
+    return exit_codes(text.split("Exit status:")[1])
+
+
+def man_command_codes():
+    """For each command of the man page's COMMANDS section, the statuses its entry names."""
+    section = man_text().split(".SH COMMANDS")[1].split(".SH ")[0]
+    out = {}
+    name = None
+    for entry in section.split(".TP\n")[1:]:
+        tag = entry.split("\n")[0].split()[1].strip('"')
+        if tag == "--version":
+            break  # rlock --version, last
+        if not tag.startswith("-"):
+            name = tag  # else an option inside the command's entry (history -n)
+        sentence = entry.split("Exit status:")[1].split("\n.")[0] if "Exit status:" in entry else ""
+        out.setdefault(name, set()).update(exit_codes(sentence))
+    return out
 
 
 class Docs(unittest.TestCase):
-    def test_every_long_option_is_documented_and_completed(self):
-        man = read("man/rlock.1").replace("\\-", "-")
+    def test_every_option_is_documented_and_completed(self):
+        man = man_text()
         docs = {"man/rlock.1": man, "README.md": read("README.md"),
                 "completions/rlock.bash": read("completions/rlock.bash"),
                 "completions/_rlock": read("completions/_rlock"),
                 "completions/rlock.fish": read("completions/rlock.fish").replace("-l ", "--")}
-        for verb in VERBS:
-            r = run_rlock([verb, "--help"])
-            self.assertEqual(r.returncode, 0)
-            options = long_options(r.stdout.split("Forms:")[0]) - {"--help"}
-            self.assertGreater(len(options), 10)
-            for name, text in docs.items():
-                missing = sorted(o for o in options if o not in text)
+        for verb in VERBS[:-1]:
+            text = help_of(verb)
+            options = long_options(text) - {"--help"}
+            self.assertGreater(len(options), 3, verb)
+            for name, doc in docs.items():
+                missing = sorted(o for o in options if o not in doc)
                 self.assertEqual(missing, [], f"options of 'rlock {verb}' missing from {name}")
+            man_synopsis = man.split(".SH DESCRIPTION")[0]
+            self.assertIn(verb, man_synopsis)
+            for short in short_options(text) - {"-h"}:
+                self.assertRegex(man, rf"\.B[IR]? {re.escape(short)} \", \"", f"{short} in man")
+                self.assertIn(f"`{short}", docs["README.md"], f"{short} ('rlock {verb}') in README")
+
+    def test_every_documented_option_exists(self):
+        taken = set()
+        for verb in VERBS[:-1]:
+            taken |= long_options(help_of(verb))
+        man = man_text()
+        man_options = set()
+        for tag in re.findall(r"^\.TP\n(.*)$", man.split(".SH OPTIONS")[1].split(".SH EXIT")[0], re.M):
+            man_options |= long_options(tag)
+        readme = read("README.md")
+        readme_options = set()
+        for line in readme.splitlines():
+            if line.startswith("| `-"):
+                readme_options |= long_options(line.split("|")[1])
+        readme_options |= long_options(" ".join(
+            code for code in re.findall(r"`([^`]*)`", readme) if code.startswith(("-", "rlock "))))
+        self.assertGreater(len(man_options), 30)
+        self.assertEqual(sorted(man_options - taken), [], "in the man page's OPTIONS, not in --help")
+        self.assertEqual(sorted(readme_options - taken - {"--version"}), [],
+                         "in the README, not in any --help")
+
+    def test_each_command_names_its_own_exit_statuses(self):
+        man = man_command_codes()
+        table = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
+        named = set()
+        for verb in VERBS:
+            footer = footer_codes(verb)
+            self.assertTrue(footer, f"'rlock {verb} --help' names no exit status")
+            self.assertEqual(footer, man.get(verb), f"exit statuses of {verb}: --help vs man page")
+            self.assertLessEqual(footer, table, verb)
+            named |= footer
+        self.assertEqual(table - named - {0}, set(), "statuses no command names")
+        # Only run returns what its command returned.
+        for verb in VERBS[1:]:
+            self.assertNotIn(124, footer_codes(verb), verb)
+
+    def test_the_statuses_named_are_the_ones_returned(self):
+        # Each command against an unreachable Redis, or given bad input: the status it returns
+        # is among those its help names.
+        down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
+        token = "0" * 32
+        cases = {"run": ["k", "--", "true"], "status": ["k"], "inspect": ["k"],
+                 "history": ["k"], "list": [], "acquire": ["k"], "extend": ["k", "--token", token],
+                 "release": ["k", "--token", token], "reset-period": ["k", "--once-per", "day"]}
+        for verb, args in cases.items():
+            codes = footer_codes(verb)
+            self.assertEqual(run_rlock([verb] + args, env=down).returncode, 69, verb)
+            self.assertIn(69, codes, verb)
+            self.assertEqual(run_rlock([verb, "--no-such-flag"] + args, env=down).returncode, 64)
+            self.assertIn(64, codes, verb)
+        self.assertEqual(run_rlock(["help", "nosuch"]).returncode, 64)
+        self.assertEqual(run_rlock(["config", "--ttl", "1x"]).returncode, 64)
 
     def test_exit_status_tables_agree(self):
-        header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))} - {0}
+        header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
         man = read("man/rlock.1")
         table = man.split(".SH EXIT STATUS")[1].split(".TE")[0]
         man_codes = {int(m) for m in re.findall(r"^(\d+)\t", table, re.M)}
@@ -46,15 +150,18 @@ class Docs(unittest.TestCase):
         readme_codes = {int(m) for m in re.findall(r"^\| (\d+) \|", readme, re.M)}
         self.assertEqual(man_codes, header)
         self.assertEqual(readme_codes, header)
+        # EXIT STATUS follows OPTIONS, as in util-linux's pages.
+        sections = re.findall(r"^\.SH (.+)$", man, re.M)
+        self.assertEqual(sections[sections.index("OPTIONS") + 1], "EXIT STATUS")
 
-    def test_readme_layout_names_every_source_file(self):
-        layout = read("README.md").split("## Layout")[1].split("\n## ")[0]
+    def test_layout_names_every_source_file(self):
+        layout = read("docs/ARCHITECTURE.md").split("## Layout")[1].split("\n## ")[0]
         first_cells = [line.split("|")[1] for line in layout.splitlines() if line.startswith("| `")]
         named = {n for cell in first_cells for n in re.findall(r"`([\w/.]+)`", cell)}
         tree = {f for f in os.listdir(os.path.join(SOURCE, "src"))
                 if f.endswith((".cpp", ".h"))} | {"verbs/", "lua/"}
-        self.assertEqual(sorted(tree - named), [], "in src/ but not in README's Layout")
-        self.assertEqual(sorted(named - tree), [], "in README's Layout but not in src/")
+        self.assertEqual(sorted(tree - named), [], "in src/ but not in ARCHITECTURE.md's Layout")
+        self.assertEqual(sorted(named - tree), [], "in ARCHITECTURE.md's Layout but not in src/")
 
     def test_man_renders_without_warnings(self):
         man = shutil.which("man")
@@ -70,6 +177,96 @@ class Docs(unittest.TestCase):
         r = subprocess.run([mandoc, "-Tlint", os.path.join(SOURCE, "man/rlock.1")],
                            capture_output=True, text=True)
         self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
+
+def code_blocks(markdown):
+    """The text of the README's fenced code blocks, with their language."""
+    blocks = re.findall(r"^( *)```(\w*)\n(.*?)^ *```", markdown, re.M | re.S)
+    return [(lang, "\n".join(line[len(indent):] for line in block.splitlines()))
+            for indent, lang, block in blocks]
+
+
+def man_examples():
+    """The lines of the man page's EXAMPLES, as a reader sees them."""
+    section = man_text().split(".SH EXAMPLES")[1].split(".SH ")[0]
+    return [line for line in section.splitlines() if not line.startswith(".")]
+
+
+CRON = re.compile(r"^([\d*/,-]+\s+){5}")  # m h dom mon dow
+
+
+def rlock_command_lines(lines):
+    """Every rlock invocation in LINES (shell, cron or systemd), as an argument list: the words
+    after "rlock" up to the end of the command (a pipe, ';', '||', '&&', ')', a comment)."""
+    found = []
+    for line in lines:
+        if re.match(r"(rlock|lock|\w+-\w+):|\d+$", line):
+            continue  # output: "rlock: lock:x: held by ...", "lock:x: released", "75"
+        for match in re.finditer(r"(?:^|[\s=(])(?:/usr/bin/)?rlock (?=[a-z-]+)", line):
+            rest = line[match.end():]
+            rest = re.split(r"\s(?:\|\|?|;|&&|#)\s|\)|;\s|\s#", rest)[0]
+            try:
+                words = shlex.split(rest)
+            except ValueError:
+                continue
+            if words and re.fullmatch(r"[a-z-]+", words[0]):
+                found.append((line, words))
+    return found
+
+
+class Examples(unittest.TestCase):
+    """The README's and the man page's rlock command lines run as written, against a private
+    Redis, with harmless stand-ins for the job (true) and for tokens."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RedisServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def lines(self):
+        readme = read("README.md")
+        blocks = [line for lang, block in code_blocks(readme)
+                  if lang in ("sh", "cron", "") for line in block.splitlines()]
+        # `rlock VERB ARGS...` in the text, also where it wraps a line (not a bare `rlock VERB`).
+        inline = [" ".join(code.split()) for code in re.findall(r"`(rlock [^`]+)`", readme)
+                  if len(code.split()) > 2 and not re.search(r"\[|\b(KEY|PATTERN|[NPDT])\b", code)]
+        # ...but not a synopsis: `rlock status [--json] KEY...`
+        return blocks + inline + man_examples()
+
+    def test_every_example_parses_and_runs(self):
+        examples = rlock_command_lines(self.lines())
+        self.assertGreater(len(examples), 15)
+        home = tempfile.mkdtemp(prefix="rlock-docs-")
+        self.addCleanup(shutil.rmtree, home, True)
+        env = rlock_env(self.server, XDG_CONFIG_HOME=home, HOME=home)
+        for line, words in examples:
+            if words[0] not in VERBS:
+                continue  # "rlock is flock(1) for a fleet" and other prose
+            args = []
+            for word in words:
+                if "--" in args:
+                    break  # the job itself: replaced by true below
+                args.append("0" * 32 if "$t" in word else word)
+            if "--" in args:
+                args.append("true")
+            if "-c" in args:
+                args[args.index("-c") + 1] = "true"
+            r = run_rlock(args, env=env, timeout=30)
+            self.assertNotIn(r.returncode, (64, 78), f"{line!r}: {r.stderr}")
+            self.assertNotIn("error: The following", r.stderr, line)
+
+    def test_cron_lines_use_absolute_paths(self):
+        cron = [line for lang, block in code_blocks(read("README.md")) if lang == "cron"
+                for line in block.splitlines() if CRON.match(line) and not line.startswith("#")]
+        cron += [line for line in man_examples() if CRON.match(line) and "rlock" in line]
+        self.assertGreaterEqual(len(cron), 2)
+        for line in cron:
+            self.assertRegex(line, r"\s/usr/bin/rlock ", line)
+            job = line.split(" -- ", 1)[1] if " -- " in line else ""
+            self.assertTrue(job.startswith("/"), f"cron runs the job without a PATH: {line}")
 
 
 BASH_DRIVER = r"""
@@ -92,7 +289,10 @@ class BashCompletion(unittest.TestCase):
     def test_verbs_flags_and_values(self):
         self.assertEqual(self.complete("rlock", "ru"), {"run"})
         self.assertEqual(self.complete("rlock", "c"), {"config"})
-        self.assertEqual(self.complete("rlock", "re"), {"release"})
+        self.assertEqual(self.complete("rlock", "re"), {"release", "reset-period"})
+        self.assertEqual(self.complete("rlock", "reset-period", "k", "--o"), {"--once-per"})
+        self.assertIn("--tls", self.complete("rlock", "status", "--t"))
+        self.assertIn("-u", self.complete("rlock", "list", "-"))
         self.assertIn("--force", self.complete("rlock", "release", "k", "--f"))
         self.assertIn("--cacert", self.complete("rlock", "config", "--ca"))
         self.assertIn("--on-lost", self.complete("rlock", "run", "--on"))
@@ -103,7 +303,7 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
 
     def test_lock_keys_come_from_rlock_list_and_nothing_when_redis_is_down(self):
-        from harness import RedisServer, RLOCK, free_port
+        from harness import RLOCK
         server = RedisServer()
         self.addCleanup(server.stop)
         server.cmd("SET", "lock:report", "held-by-java", "PX", 60000)

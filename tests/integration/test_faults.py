@@ -8,7 +8,7 @@ also records, on one monotonic clock, when each section entered and left.
 
 After each scenario the history is checked:
   - at most one section inside at any moment (--limit N: at most N), except in the documented
-    cases: a holder frozen past its ttl, and a lock deleted by hand (SPEC, README "Proven under
+    cases: a holder frozen past its ttl, and a lock deleted by hand (SPEC, docs/DESIGN.md "Proven under
     faults"); there the newcomer's RLOCK_FENCE must be the greater;
   - every racer ran its section, or exited with a documented status that the fault explains;
   - no lock key and no waiting-room key left in Redis (fence counters and the run history are
@@ -366,7 +366,7 @@ class FaultSuite(unittest.TestCase):
             self.assertLess(dead - killed, TTL_MS * 1e6, "victim ran on past its lease")
             self.assertEqual(p.wait(timeout=10), LOST)
             # Restarted empty, after the longest ttl (Redis' advice for servers without
-            # persistence: README "Proven under faults"); fences start again from 1.
+            # persistence: docs/DESIGN.md "Proven under faults"); fences start again from 1.
             time.sleep(TTL_MS / 1000)  # the restart delay itself, not a synchronisation
             sc.epoch_starts.append(now_ns())
             server.start(port=server.port)

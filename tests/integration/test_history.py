@@ -54,6 +54,53 @@ class OncePer(RedisTestCase):
         self.assertIn("on web-2", again.stderr)
         self.assertIn("it succeeded", again.stderr)
 
+    def test_reset_period_lets_the_job_run_again_and_is_recorded(self):
+        job = ["--once-per", "day", "report", "--", "true"]
+        self.assertEqual(self.run_as("web-1", ["run"] + job).returncode, 0)
+        done = self.run_as("web-2", ["run"] + job)
+        self.assertEqual(done.returncode, 75)
+        self.assertIn("rlock reset-period would let it run again", done.stderr)
+        # The period must be the job's: another period has no run to forget.
+        other = self.run_as("ops-1", ["reset-period", "report", "--once-per", "hour"])
+        self.assertEqual(other.returncode, 1, other.stderr)
+        self.assertIn("no run recorded for this period", other.stderr)
+        reset = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
+        self.assertEqual(reset.returncode, 0, reset.stderr)
+        self.assertIn("forgot this period's run", reset.stdout)
+        self.assertIn("on web-1", reset.stdout)
+        again = self.run_as("web-2", ["run"] + job)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(self.run_as("web-3", ["run"] + job).returncode, 75)
+        runs = json.loads(self.run_rlock(["history", "--json", "report"]).stdout)["runs"]
+        self.assertEqual([(r["holder"]["host"], r["end"]) for r in runs],
+                         [("web-2", "exited"), ("ops-1", "period-reset"), ("web-1", "exited")])
+        text = self.run_rlock(["history", "report"]).stdout
+        self.assertIn("period reset", text)
+        # Nothing to forget now that the period's run is recorded again? There is: web-2's.
+        self.assertEqual(self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
+                         .returncode, 0)
+        self.assertEqual(self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
+                         .returncode, 1)
+
+    def test_reset_period_refuses_while_the_run_holds_the_lock(self):
+        started = self.path("started")
+        holder = self.start(["run", "--once-per", "day", "report", "--", "sh", "-c",
+                             f"touch {started}; sleep 30"],
+                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: os.path.exists(started), 10, "the run's command")
+        slot = [k for k in self.server.cmd("KEYS", "*once*")]
+        r = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("still running on web-1", r.stderr)
+        self.assertEqual([k for k in self.server.cmd("KEYS", "*once*")], slot)
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+
+    def test_reset_period_needs_the_period(self):
+        r = self.run_rlock(["reset-period", "report"])
+        self.assertEqual(r.returncode, 64)
+        self.assertIn("needs --once-per", r.stderr)
+
     def test_a_run_that_vanished_counts_as_lost(self):
         started = self.path("started")
         holder = self.start(["run", "--ttl", "1s", "--once-per", "1d", "report", "--", "sh", "-c",

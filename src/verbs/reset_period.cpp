@@ -1,0 +1,47 @@
+// rlock reset-period KEY --once-per PERIOD: lets a --once-per job run again this period, by
+// forgetting the period's run (recorded in the history, so the next reader knows why).
+#include "held_lock.h"
+#include "history.h"
+#include "log.h"
+#include "output.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
+  if (!options.once_per)
+    throw usage_error("reset-period needs --once-per PERIOD, as the job's rlock run gives it");
+  auto redis = connect_redis(global);
+  check_topology(*redis, options);
+  auto reset = reset_period(*redis, options.key, *options.once_per, options.tz,
+                            Clock::now() + redis->command_timeout());
+  if (!reset) return unavailable(reset.failure());
+  const SlotClaim& run = reset->run;
+  switch (reset->outcome) {
+  case PeriodReset::Outcome::no_run:
+    log_error(options.key + ": no run recorded for this period (" + reset->slot +
+              "); nothing changed");
+    return k_exit_not_held;
+  case PeriodReset::Outcome::still_running:
+    log_error(options.key + ": this period's run (" + reset->slot + ") is still running on " +
+              run.host + " since " + run.since + "; nothing changed");
+    return k_exit_not_held;
+  case PeriodReset::Outcome::forgotten: break;
+  }
+  RunRecord record;
+  record.holder = current_holder("rlock");
+  record.end = run_end_name(RunEnd::period_reset);
+  record.period = reset->slot;
+  if (options.history_length > 0) {
+    auto done =
+        redis->call(history_entry(options.key, record, options.history_length),
+                    Clock::now() + redis->command_timeout());
+    if (!done) warn_history(options.key, done.failure().message);
+  }
+  write_stdout(options.key + ": forgot this period's run (" + reset->slot + ", on " + run.host +
+               " at " + run.since + ": " + period_run_text(run) +
+               "); the next rlock run --once-per runs the job\n");
+  return k_exit_ok;
+}
+
+}  // namespace rlock
