@@ -269,13 +269,14 @@ const std::vector<SettingInfo>& all_settings() {
       {"tz", "--tz", K::text, nullptr, "ZONE",
        "time zone of --once-per's calendar periods (default UTC)", apply_tz},
       {"retry-failed", "--retry-failed", K::flag, "false", nullptr,
-       "--once-per: run again when this period's run failed or was lost",
+       "with --once-per: run again when this period's run failed, was stopped or never "
+       "reported its end",
        [](V v, Resolved& r) { r.run.retry_failed = v.flag(); }},
       {"record-skips", "--record-skips", K::flag, "false", nullptr,
        "record busy and already-done runs in the history too",
        [](V v, Resolved& r) { r.run.record_skips = v.flag(); }},
       {"history-length", "--history-length", K::count, "1000", "N",
-       "runs kept in the key's history (default 1000; 0 keeps none)",
+       "runs kept in the key's history (default 1000; 0 records none)",
        [](V v, Resolved& r) {
          r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
        }},
