@@ -202,9 +202,9 @@ const PlainOption k_plain_options[] = {
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis.
 constexpr OptionRef k_connection[] = {
-    {"redis"},           {"tls"},        {"config"}, {"prefix"}, {"password-file"}, {"cacert"},
-    {"cacertdir"},       {"cert"},       {"key"},    {"sni"},           {"connect-timeout"},
-    {"command-timeout"}, {"log-format"}, {"quiet"},  {"verbose"}};
+    {"redis"},      {"tls"},   {"config"}, {"prefix"}, {"password-file"},   {"cacert"},
+    {"cacertdir"},  {"cert"},  {"key"},    {"sni"},    {"connect-timeout"}, {"command-timeout"},
+    {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
 constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
                                    {"limit"},   {"fair"}, {"min-replicas"}};
@@ -228,7 +228,8 @@ constexpr OptionRef k_extend_args[] = {
     {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
 constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}};
 constexpr OptionRef k_reset_period_args[] = {
-    {"KEY"}, {"once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"},
+    {"KEY"},
+    {"once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"},
     {"tz"}};
 
 // What a command runs with: the command line, and the settings from every source.
@@ -448,9 +449,7 @@ void check_key(const std::string& key) {
 // with the arguments its table entry gives (CLI11 knows nothing of "-- COMMAND").
 class HelpFormatter : public CLI::Formatter {
 public:
-  HelpFormatter() {
-    column_width(34);
-  }
+  HelpFormatter() { column_width(34); }
 
   // NAME: "rlock", or "rlock run" for a command's help. (The list of commands is headed
   // "Commands" by their group: make_parser.)

@@ -41,7 +41,6 @@ const char* run_end_name(RunEnd end) {
   return "unknown";
 }
 
-
 std::string period_run_text(const SlotClaim& c) {
   if (c.state == "running") return "it never reported its end (lost)";
   if (c.status == "0") return "it succeeded";
@@ -83,8 +82,8 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
                                  const std::optional<std::string>& tz, TimePoint deadline) {
   auto slot = current_slot(redis, period, tz, deadline);
   if (!slot) return slot.failure();
-  auto reply =
-      eval(redis, scripts::period_reset, {helper_key(key, "once:" + slot->name), key}, {}, deadline);
+  auto reply = eval(redis, scripts::period_reset, {helper_key(key, "once:" + slot->name), key}, {},
+                    deadline);
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.empty() || !e[0].is_integer())

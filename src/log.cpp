@@ -47,8 +47,7 @@ void write_line(const std::string& line) {
 
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
-  if (level >= Level::warning)
-    line += std::string(level_name(level)) + ": ";
+  if (level >= Level::warning) line += std::string(level_name(level)) + ": ";
   if (!e.key.empty()) line += terminal_safe(e.key) + ": ";
   return line + terminal_safe(e.message) + "\n";
 }

@@ -20,7 +20,7 @@ inline constexpr Millis k_default_ttl{30'000};
 struct GlobalOptions {
   std::vector<std::string> redis_urls;
   bool redis_url_is_default = false;  // no --redis, RLOCK_REDIS_URL or config file named one
-  std::string prefix;  // prepended to every key
+  std::string prefix;                 // prepended to every key
   Verbosity verbosity = Verbosity::normal;
   LogFormat log_format = LogFormat::text;
   ConnectOptions connect;                    // TLS material, timeouts; password when given inline

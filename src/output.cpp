@@ -256,7 +256,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
                                     printable(h.user));
     auto alive = holder_alive(h);
-    rows.emplace_back("holder alive", !alive  ? "unknown (not this host)"
+    rows.emplace_back("holder alive", !alive   ? "unknown (not this host)"
                                       : *alive ? "yes"
                                                : "no, the process is gone; " + expiry_text(s.pttl));
     rows.emplace_back("command", printable(h.cmd));

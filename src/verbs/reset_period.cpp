@@ -33,9 +33,8 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   record.end = run_end_name(RunEnd::period_reset);
   record.period = reset->slot;
   if (options.history_length > 0) {
-    auto done =
-        redis->call(history_entry(options.key, record, options.history_length),
-                    Clock::now() + redis->command_timeout());
+    auto done = redis->call(history_entry(options.key, record, options.history_length),
+                            Clock::now() + redis->command_timeout());
     if (!done) warn_history(options.key, done.failure().message);
   }
   write_stdout(options.key + ": forgot this period's run (" + reset->slot + ", on " + run.host +
