@@ -37,7 +37,8 @@ echo "== meanwhile, an operator asks Redis who holds the lock:"
 redis-cli -s "$dir/redis.sock" GET lock:daily-report
 wait
 
-echo "== web-3 runs a deploy hook that must run: it waits its turn instead of skipping"
+echo "== web-1 makes the report again; web-3 has a deploy hook under the same lock that must run,"
+echo "   so it waits its turn (--wait 1m) instead of skipping"
 host web-1 run lock:daily-report -- "$dir/report.sh" &
 sleep 0.3
 host web-3 run --wait 1m lock:daily-report -c 'echo "[web-3] migrating (fence $RLOCK_FENCE)"'

@@ -455,7 +455,7 @@ public:
   // "Commands" by their group: make_parser.)
   std::string make_usage(const CLI::App* app, std::string name) const override {
     const Command* command = app->get_parent() ? find_command(app->get_name()) : nullptr;
-    if (!command) return "Usage: " + name + " [OPTIONS] COMMAND ...\n";
+    if (!command) return "Usage: " + name + " COMMAND [OPTIONS] [ARGS...]\n";
     std::string out;
     std::string_view forms = command->usage;
     for (size_t start = 0; start <= forms.size();) {

@@ -84,14 +84,16 @@ json run_json(const RunRecord& r) {
 // "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
 std::string result_text(const RunRecord& r) {
   if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
-  if (r.end == run_end_name(RunEnd::period_reset)) return "period reset";
+  if (r.end == run_end_name(RunEnd::period_reset))
+    return "period reset by " + printable(r.holder.user);
   return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
 }
 
-// "exit 0 on web-2, 3h ago"
+// "exit 0 on web-2, 3h ago": how long ago the run ended.
 std::string last_run_text(const RunRecord& r) {
+  WallTime ended = r.holder.since + Millis(r.held_ms);
   return result_text(r) + " on " + printable(r.holder.host) + ", " +
-         format_duration(std::max(Millis(0), now_wall() - r.holder.since)) + " ago";
+         format_duration(std::max(Millis(0), now_wall() - ended)) + " ago";
 }
 
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
@@ -308,11 +310,17 @@ void print_history(const std::string& key, const std::vector<RunRecord>& runs,
   }
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "FENCE", "RESULT"});
-  for (const auto& r : runs)
+  for (const auto& r : runs) {
+    // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
+    bool held = r.fence > 0;
+    bool waited = r.end != run_end_name(RunEnd::period_reset);
     rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
-                    std::to_string(r.holder.pid), format_duration(Millis(r.held_ms)),
-                    format_duration(Millis(r.waited_ms)), std::to_string(r.fence),
+                    std::to_string(r.holder.pid),
+                    held ? format_duration(Millis(r.held_ms)) : "-",
+                    waited ? format_duration(Millis(r.waited_ms)) : "-",
+                    held ? std::to_string(r.fence) : "-",
                     result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
+  }
   std::vector<size_t> width(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());

@@ -18,9 +18,9 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   if (!reset) return unavailable(reset.failure());
   const SlotClaim& run = reset->run;
   switch (reset->outcome) {
-  case PeriodReset::Outcome::no_run:
-    log_error(options.key + ": no run recorded for this period (" + reset->slot +
-              "); nothing changed");
+  case PeriodReset::Outcome::no_run:  // nothing to do, as release --force of a free lock
+    write_stdout(options.key + ": no run recorded for this period (" + reset->slot +
+                 "); nothing changed\n");
     return k_exit_not_held;
   case PeriodReset::Outcome::still_running:
     log_error(options.key + ": this period's run (" + reset->slot + ") is still running on " +

@@ -63,7 +63,7 @@ class OncePer(RedisTestCase):
         # The period must be the job's: another period has no run to forget.
         other = self.run_as("ops-1", ["reset-period", "report", "--once-per", "hour"])
         self.assertEqual(other.returncode, 1, other.stderr)
-        self.assertIn("no run recorded for this period", other.stderr)
+        self.assertIn("no run recorded for this period", other.stdout)
         reset = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
         self.assertEqual(reset.returncode, 0, reset.stderr)
         self.assertIn("forgot this period's run", reset.stdout)
@@ -75,7 +75,7 @@ class OncePer(RedisTestCase):
         self.assertEqual([(r["holder"]["host"], r["end"]) for r in runs],
                          [("web-2", "exited"), ("ops-1", "period-reset"), ("web-1", "exited")])
         text = self.run_rlock(["history", "report"]).stdout
-        self.assertIn("period reset", text)
+        self.assertIn("period reset by ", text)
         # Nothing to forget now that the period's run is recorded again? There is: web-2's.
         self.assertEqual(self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
                          .returncode, 0)
