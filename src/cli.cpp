@@ -379,7 +379,8 @@ constexpr Command k_commands[] = {
      "the effective configuration and where each value came from",
      "",
      {k_waiting, k_running, k_json, k_connection},
-     "Exit status: 0; 64 usage, 78 configuration (a bad file or value), 125 rlock failed.",
+     "Exit status: 0; 64 usage (a bad flag or value), 78 configuration (a bad config file or "
+     "URL), 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
        return config_verb(in.settings, in.resolved, in.config_file, in.line.json);
@@ -567,8 +568,7 @@ int show_help(Parsed& parser) {
   try {
     topic = app.get_subcommand(parser.help_topic);
   } catch (const CLI::OptionNotFound&) {}
-  if (!topic || topic->get_name() == "help")
-    throw usage_error("help: no command '" + parser.help_topic + "'");
+  if (!topic) throw usage_error("help: no command '" + parser.help_topic + "'");
   write_stdout(topic->help("rlock"));
   return k_exit_ok;
 }

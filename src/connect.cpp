@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -45,12 +46,13 @@ std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
   if (texts.empty()) texts.push_back(k_default_redis_url);
   // Under cron or systemd nothing names a Redis unless a config file does, and every host then
   // locks in its own: the job runs everywhere, silently. Said even with -q (cron lines use it);
-  // on a terminal the person typing sees where they are.
-  if (global.redis_url_is_default && !::isatty(STDERR_FILENO))
+  // on a terminal the person typing sees where they are, and inside an rlock run (RLOCK_KEY
+  // set) the outer rlock has said it already.
+  if (global.redis_url_is_default && !::isatty(STDERR_FILENO) && !std::getenv("RLOCK_KEY"))
     log(Level::alert, {"default_redis", "",
-                       std::string("no Redis configured (--redis, RLOCK_REDIS_URL or "
-                                   "/etc/rlock/config.toml): using this host's ") +
-                           k_default_redis_url + ", which other hosts do not see"});
+                       "no Redis configured (--redis, RLOCK_REDIS_URL, or redis in a config file "
+                       "such as /etc/rlock/config.toml): using this host's " +
+                           texts.front() + ", which other hosts do not see"});
   ConnectOptions options = global.connect;
   auto password = [&](bool url_has_one) {
     if (global.password_file && !url_has_one && !options.password)

@@ -82,8 +82,10 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
                                  const std::optional<std::string>& tz, TimePoint deadline) {
   auto slot = current_slot(redis, period, tz, deadline);
   if (!slot) return slot.failure();
-  auto reply = eval(redis, scripts::period_reset, {helper_key(key, "once:" + slot->name), key}, {},
-                    deadline);
+  auto reply = eval(redis, scripts::period_reset,
+                    {helper_key(key, "once:" + slot->name), key, helper_key(key, "sem"),
+                     helper_key(key, "holders")},
+                    {}, deadline);
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.empty() || !e[0].is_integer())

@@ -68,8 +68,8 @@ Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& 
   std::vector<std::string> keys;
   std::string cursor = "0";
   do {
-    auto page = scan_page(redis, cursor, "*:rlock:sem", "zset",
-                          Clock::now() + redis.command_timeout());
+    auto page =
+        scan_page(redis, cursor, "*:rlock:sem", "zset", Clock::now() + redis.command_timeout());
     if (!page) return page.failure();
     for (const std::string& sem : *page) {
       std::string key = semaphore_owner(sem);
@@ -142,9 +142,8 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       auto arrived_ms = static_cast<int64_t>(std::stod(e[8].elements[j + 1].str) / 1000);
       w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
       auto until = place_until.find(w.token);
-      w.place = until == place_until.end()
-                    ? Millis(0)
-                    : Millis(static_cast<int64_t>(until->second) - now_ms);
+      w.place = until == place_until.end() ? Millis(0)
+                                           : Millis(static_cast<int64_t>(until->second) - now_ms);
       s.queue.push_back(std::move(w));
     }
     std::map<std::string, std::string> values;
@@ -160,10 +159,13 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       h.ttl = Millis(expiry - now_ms);
       s.semaphore.push_back(std::move(h));
     }
-    // The newest run that ran: skipped ones (--record-skips) say nothing of the job.
+    // The newest run that ran: skipped ones (--record-skips) and resets say nothing of the job.
     for (size_t j = 0; e[7].is_array() && j < e[7].elements.size() && !s.last_run; ++j) {
       auto run = decode_history_entry(e[7].elements[j]);
-      if (run && run->end != "busy" && run->end != "done-this-period") s.last_run = run;
+      if (run && run->end != run_end_name(RunEnd::busy) &&
+          run->end != run_end_name(RunEnd::done_this_period) &&
+          run->end != run_end_name(RunEnd::period_reset))
+        s.last_run = run;
     }
     // Changed between TYPE and GET: show it as it was typed, without a value.
     if (s.type == "string" && !e[1].is_string()) s.type = "none";

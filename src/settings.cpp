@@ -112,7 +112,9 @@ void apply_tls(const SettingValue& v, Resolved& r) {
         break;
       }
     }
-    if (url.starts_with("unix:")) v.bad("a unix:// socket has no TLS; give a host's URL");
+    // Wherever the URL came from, the pair is a configuration error (78), as a bad URL is.
+    if (url.starts_with("unix:"))
+      throw Error(k_exit_config, "--tls: a unix:// socket has no TLS; give a host's URL");
   }
 }
 

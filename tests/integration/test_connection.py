@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import (RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, start_rlock,
-                     wait_until)
+from harness import (RLOCK, RedisServer, RedisTestCase, free_port, rlock_env, run_rlock,
+                     start_rlock, wait_until)
 
 SECRET = "s3cret-Pa55"
 
@@ -292,7 +292,7 @@ class Tls(unittest.TestCase):
         self.assertFalse(os.path.exists(self.marker))
         # A socket has no TLS.
         r = run_rlock(["status", "-u", "unix:///tmp/redis.sock", "--tls", "k"], env=rlock_env())
-        self.assertEqual(r.returncode, 64)
+        self.assertEqual(r.returncode, 78)
         self.assertIn("--tls: a unix:// socket has no TLS", r.stderr)
 
 
@@ -317,6 +317,29 @@ class DefaultRedis(RedisTestCase):
             f.write(f'redis = "{self.server.url}"\n')
         r = run_rlock(["status", "--config", config, "k"], env=env)
         self.assertEqual((r.returncode, r.stderr), (1, ""))
+        # Inside an rlock run the outer rlock has said it: a nested one stays quiet.
+        nested = dict(env, RLOCK_KEY="outer")
+        self.assertNotIn("no Redis configured", run_rlock(["status", "k"], env=nested).stderr)
+
+    def test_no_warning_on_a_terminal(self):
+        import pty
+        home = tempfile.mkdtemp(prefix="rlock-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+        r = subprocess.run([RLOCK, "status", "k"], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=slave, timeout=30,
+                           env=rlock_env(XDG_CONFIG_HOME=home, HOME=home))
+        os.close(slave)
+        seen = b""
+        try:
+            while chunk := os.read(master, 4096):
+                seen += chunk
+        except OSError:  # EIO: the terminal's other side is closed, all was read
+            pass
+        # 69, or 1 where a redis-server listens on this host's 6379 (Debian starts one).
+        self.assertIn(r.returncode, (1, 69), seen)
+        self.assertNotIn(b"no Redis configured", seen)
 
 
 class ConfigFile(RedisTestCase):

@@ -7,11 +7,12 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
 
-from harness import RedisServer, free_port, rlock_env, run_rlock
+from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, wait_until
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 VERBS = ["run", "status", "inspect", "history", "list", "acquire", "extend", "release",
@@ -140,6 +141,20 @@ class Docs(unittest.TestCase):
             self.assertIn(64, codes, verb)
         self.assertEqual(run_rlock(["help", "nosuch"]).returncode, 64)
         self.assertEqual(run_rlock(["config", "--ttl", "1x"]).returncode, 64)
+        # Against a real Redis: a free lock, a busy one, a token that is not ours, a period
+        # with no run.
+        server = RedisServer()
+        self.addCleanup(server.stop)
+        up = rlock_env(server)
+        server.cmd("SET", "held", "someone-else", "PX", 60000)
+        for verb, args, status in [
+                ("status", ["free"], 1), ("inspect", ["free"], 1), ("status", ["held"], 0),
+                ("run", ["held", "--", "true"], 75), ("acquire", ["held"], 75),
+                ("extend", ["held", "--token", token], 1), ("release", ["held", "--token", token], 1),
+                ("release", ["free", "--force"], 1), ("reset-period", ["k", "--once-per", "day"], 1),
+                ("history", ["k"], 0), ("list", [], 0), ("config", [], 0), ("help", ["run"], 0)]:
+            self.assertEqual(run_rlock([verb] + args, env=up).returncode, status, (verb, args))
+            self.assertIn(status, footer_codes(verb), verb)
 
     def test_exit_status_tables_agree(self):
         header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
@@ -180,43 +195,75 @@ class Docs(unittest.TestCase):
 
 
 def code_blocks(markdown):
-    """The text of the README's fenced code blocks, with their language."""
+    """The README's fenced code blocks, as (language, text), indentation removed."""
     blocks = re.findall(r"^( *)```(\w*)\n(.*?)^ *```", markdown, re.M | re.S)
     return [(lang, "\n".join(line[len(indent):] for line in block.splitlines()))
             for indent, lang, block in blocks]
 
 
-def man_examples():
-    """The lines of the man page's EXAMPLES, as a reader sees them."""
+def man_example_blocks():
+    """The man page's EXAMPLES: the text of each .nf block, as a reader sees it."""
     section = man_text().split(".SH EXAMPLES")[1].split(".SH ")[0]
-    return [line for line in section.splitlines() if not line.startswith(".")]
+    return [block.strip("\n") for block in re.findall(r"^\.nf\n(.*?)^\.fi", section, re.M | re.S)]
 
 
 CRON = re.compile(r"^([\d*/,-]+\s+){5}")  # m h dom mon dow
 
 
-def rlock_command_lines(lines):
-    """Every rlock invocation in LINES (shell, cron or systemd), as an argument list: the words
-    after "rlock" up to the end of the command (a pipe, ';', '||', '&&', ')', a comment)."""
-    found = []
-    for line in lines:
-        if re.match(r"(rlock|lock|\w+-\w+):|\d+$", line):
-            continue  # output: "rlock: lock:x: held by ...", "lock:x: released", "75"
-        for match in re.finditer(r"(?:^|[\s=(])(?:/usr/bin/)?rlock (?=[a-z-]+)", line):
-            rest = line[match.end():]
-            rest = re.split(r"\s(?:\|\|?|;|&&|#)\s|\)|;\s|\s#", rest)[0]
-            try:
-                words = shlex.split(rest)
-            except ValueError:
-                continue
-            if words and re.fullmatch(r"[a-z-]+", words[0]):
-                found.append((line, words))
-    return found
+def rlock_words(line):
+    """The words of the rlock invocation in LINE (shell, cron or systemd), up to the end of its
+    command (a pipe, ';', '||', '&&', ')', a comment), or None."""
+    match = re.search(r"(?:^|[\s=(])(?:/usr/bin/)?rlock (?=[a-z-]+)", line)
+    if not match:
+        return None
+    rest = re.split(r"\s(?:\|\|?|;|&&|#)\s|\)|;\s|\s#", line[match.end():])[0]
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        return None
+    return words if words and words[0] in VERBS else None
+
+
+class Example:
+    """One rlock command line of the docs, with what the docs say it prints and returns."""
+
+    def __init__(self, line, words):
+        self.line, self.words = line, words
+        self.output = []    # the lines shown after a "$ " command
+        self.status = None  # the number shown after "; echo $?"
+
+    def __repr__(self):
+        return repr(self.line)
+
+
+def examples_of(block):
+    """The rlock commands of a code block. In a block of "$ " prompts, the lines after a prompt
+    are its output, and the last of them is its status when the command ends in 'echo $?'."""
+    out = []
+    prompts = any(line.startswith("$ ") for line in block.splitlines())
+    current = None
+    for line in block.splitlines():
+        if prompts and not line.startswith("$ "):
+            if current:
+                current.output.append(line)
+            continue
+        current = None
+        words = rlock_words(line[2:] if prompts else line)
+        if words:
+            current = Example(line, words)
+            out.append(current)
+    for e in out:
+        if e.line.rstrip().endswith("echo $?") and e.output and e.output[-1].isdigit():
+            e.status = int(e.output.pop())
+    return out
 
 
 class Examples(unittest.TestCase):
-    """The README's and the man page's rlock command lines run as written, against a private
-    Redis, with harmless stand-ins for the job (true) and for tokens."""
+    """Every rlock command line of the README and of the man page's EXAMPLES runs as written,
+    in the order a reader meets them, against one private Redis, with `true` for the job: it
+    parses, returns what the docs show after "echo $?" (a status among 0, 1 and 75 where they
+    show none), and prints the first word they show. Where the shown output has the lock held,
+    a holder takes it first, as the host the output names."""
 
     @classmethod
     def setUpClass(cls):
@@ -226,42 +273,69 @@ class Examples(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.stop()
 
-    def lines(self):
+    def examples(self):
         readme = read("README.md")
-        blocks = [line for lang, block in code_blocks(readme)
-                  if lang in ("sh", "cron", "") for line in block.splitlines()]
-        # `rlock VERB ARGS...` in the text, also where it wraps a line (not a bare `rlock VERB`).
-        inline = [" ".join(code.split()) for code in re.findall(r"`(rlock [^`]+)`", readme)
-                  if len(code.split()) > 2 and not re.search(r"\[|\b(KEY|PATTERN|[NPDT])\b", code)]
-        # ...but not a synopsis: `rlock status [--json] KEY...`
-        return blocks + inline + man_examples()
+        found = [e for lang, block in code_blocks(readme) if lang in ("sh", "cron", "")
+                 for e in examples_of(block)]
+        # `rlock VERB ARGS...` in the text, also where it wraps a line (not a bare `rlock VERB`,
+        # nor a synopsis: `rlock status [--json] KEY...`).
+        for code in re.findall(r"`(rlock [^`]+)`", readme):
+            code = " ".join(code.split())
+            if len(code.split()) > 2 and not re.search(r"\[|\b(KEY|PATTERN|[NPDT])\b", code):
+                found += examples_of(code)
+        return found + [e for block in man_example_blocks() for e in examples_of(block)]
 
-    def test_every_example_parses_and_runs(self):
-        examples = rlock_command_lines(self.lines())
-        self.assertGreater(len(examples), 15)
+    def holder_for(self, example, env):
+        """A process holding the example's key when its shown output has it held: rlock run as
+        the host the output names."""
+        shown = "\n".join(example.output)
+        if not re.search(r"\bheld\s+by\b|^state\s+held|released by force", shown, re.M):
+            return None
+        host = re.search(r"(?:by|holder)\s+(\S+) pid", shown).group(1)
+        key = next(w for w in example.words[1:] if w.startswith("lock:"))
+        holder = start_rlock(["run", key, "--", "sleep", "60"], env=dict(env, RLOCK_HOSTNAME=host),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: self.server.cmd("GET", key), 10, f"{host} holding {key}")
+        return holder
+
+    def test_every_example_runs_as_shown(self):
+        examples = self.examples()
+        self.assertGreater(len(examples), 25)
+        self.assertGreater(len([e for e in examples if e.status is not None]), 6)
         home = tempfile.mkdtemp(prefix="rlock-docs-")
         self.addCleanup(shutil.rmtree, home, True)
         env = rlock_env(self.server, XDG_CONFIG_HOME=home, HOME=home)
-        for line, words in examples:
-            if words[0] not in VERBS:
-                continue  # "rlock is flock(1) for a fleet" and other prose
+        token = "0" * 32
+        for example in examples:
             args = []
-            for word in words:
+            for word in example.words:
                 if "--" in args:
-                    break  # the job itself: replaced by true below
-                args.append("0" * 32 if "$t" in word else word)
+                    break  # the job itself: `true` below
+                args.append(token if word == "$t" else word)
             if "--" in args:
                 args.append("true")
             if "-c" in args:
                 args[args.index("-c") + 1] = "true"
+            holder = self.holder_for(example, env)
             r = run_rlock(args, env=env, timeout=30)
-            self.assertNotIn(r.returncode, (64, 78), f"{line!r}: {r.stderr}")
-            self.assertNotIn("error: The following", r.stderr, line)
+            if holder:
+                os.killpg(holder.pid, signal.SIGTERM)
+                holder.wait(timeout=10)
+            if "acquire" in args and r.returncode == 0:
+                token = r.stdout.strip()  # t=$(rlock acquire ...)
+            if example.status is not None:
+                self.assertEqual(r.returncode, example.status, f"{example}: {r.stderr}")
+            else:
+                self.assertIn(r.returncode, (0, 1, 75), f"{example}: {r.stderr}")
+            if example.output:
+                printed = (r.stdout or r.stderr).split()
+                self.assertEqual(printed[:1], example.output[0].split()[:1], example)
 
     def test_cron_lines_use_absolute_paths(self):
         cron = [line for lang, block in code_blocks(read("README.md")) if lang == "cron"
-                for line in block.splitlines() if CRON.match(line) and not line.startswith("#")]
-        cron += [line for line in man_examples() if CRON.match(line) and "rlock" in line]
+                for line in block.splitlines() if CRON.match(line)]
+        cron += [line for block in man_example_blocks() for line in block.splitlines()
+                 if CRON.match(line)]
         self.assertGreaterEqual(len(cron), 2)
         for line in cron:
             self.assertRegex(line, r"\s/usr/bin/rlock ", line)

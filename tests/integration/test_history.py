@@ -96,6 +96,37 @@ class OncePer(RedisTestCase):
         os.killpg(holder.pid, signal.SIGTERM)
         holder.wait(timeout=10)
 
+    def test_reset_period_knows_the_run_by_its_fence(self):
+        # A semaphore's run holds no plain key: still running all the same.
+        started = self.path("started")
+        holder = self.start(["run", "--limit", "2", "--once-per", "day", "sem", "--", "sh", "-c",
+                             f"touch {started}; sleep 30"],
+                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: os.path.exists(started), 10, "the semaphore run's command")
+        r = self.run_as("ops-1", ["reset-period", "sem", "--once-per", "day"])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("still running on web-1", r.stderr)
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+        # A run that died leaves its period "running"; another rlock holding the key now is not
+        # that run, and the dead one is forgotten.
+        dead = self.start(["run", "--ttl", "1s", "--once-per", "day", "report", "--", "sh", "-c",
+                           f"touch {started}2; sleep 30"],
+                          env=rlock_env(self.server, RLOCK_HOSTNAME="web-9"))
+        wait_until(lambda: os.path.exists(started + "2"), 10, "the run that will die")
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.wait()
+        wait_until(lambda: not self.server.cmd("GET", "report"), 10, "its lock to expire")
+        other = self.start(["run", "report", "--", "sleep", "30"],
+                           env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: self.server.cmd("GET", "report"), 10, "another run holding the key")
+        r = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("on web-9", r.stdout)
+        self.assertIn("never reported its end", r.stdout)
+        os.killpg(other.pid, signal.SIGTERM)
+        other.wait(timeout=10)
+
     def test_reset_period_needs_the_period(self):
         r = self.run_rlock(["reset-period", "report"])
         self.assertEqual(r.returncode, 64)

@@ -68,6 +68,20 @@ TEST_CASE("flag beats environment beats file beats default") {
   CHECK(from_flag.run.conflict_exit_code == 3);  // untouched by flags: still the file's
 }
 
+TEST_CASE("--tls makes every plain URL a TLS one, wherever the URL came from") {
+  auto urls = [](std::string_view file, const RawSettings& flag_layer) {
+    return layered(file, {}, flag_layer).global.redis_urls;
+  };
+  CHECK(urls("", flags({{"tls", "true"}})) == std::vector<std::string>{"rediss://127.0.0.1:6379"});
+  CHECK(urls("redis = [\"redis://a:1\", \"rediss://b:2\", \"redis://c:3\"]\ntls = true\n", {}) ==
+        std::vector<std::string>{"rediss://a:1", "rediss://b:2", "rediss://c:3"});
+  CHECK(urls("", flags({{"redis", "redis-sentinel://s1:26379,s2:26379/m"}, {"tls", "true"}})) ==
+        std::vector<std::string>{"rediss-sentinel://s1:26379,s2:26379/m"});
+  CHECK(urls("", flags({{"redis", "redis://a:1"}})) == std::vector<std::string>{"redis://a:1"});
+  // A socket has no TLS: a configuration error, from a flag too.
+  CHECK(exit_status_of("redis = \"unix:///run/redis.sock\"\n", flags({{"tls", "true"}})) == 78);
+}
+
 TEST_CASE("passwords: flag file > RLOCK_PASSWORD > REDISCLI_AUTH > config file") {
   Resolved r = layered("password = \"from-file\"\n", {}, {});
   CHECK(*r.global.connect.password == "from-file");
@@ -143,8 +157,7 @@ TEST_CASE("each setting is described once and consistently") {
     // A default the help names is the default rlock uses.
     std::string help = s.help;
     size_t at = help.find("(default ");
-    if (s.default_text && *s.default_text && at != std::string::npos &&
-        help[at + 9] != '$')
+    if (s.default_text && *s.default_text && at != std::string::npos && help[at + 9] != '$')
       CHECK(help.substr(at + 9, std::string(s.default_text).size()) == s.default_text);
   }
 }
