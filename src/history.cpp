@@ -42,6 +42,7 @@ const char* run_end_name(RunEnd end) {
 }
 
 std::string period_run_text(const SlotClaim& c) {
+  if (c.state == "in-progress") return "it is still running";
   if (c.state == "running") return "it never reported its end (lost)";
   if (c.status == "0") return "it succeeded";
   if (c.end == run_end_name(RunEnd::exited)) return "it exited with status " + c.status;
@@ -55,7 +56,9 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePo
   fence_ = fence;
   int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
   auto reply =
-      eval(redis_, scripts::period_claim, {helper_key(key_, "once:" + slot_.name)},
+      eval(redis_, scripts::period_claim,
+           {helper_key(key_, "once:" + slot_.name), key_, helper_key(key_, "sem"),
+            helper_key(key_, "holders")},
            {holder.host, std::to_string(holder.pid), holder.user, format_rfc3339(holder.since),
             std::to_string(fence), retry_failed_ ? "1" : "0", std::to_string(expire_at)},
            deadline);

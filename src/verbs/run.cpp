@@ -365,7 +365,8 @@ void record_history(Redis& redis, const RunOptions& options, const RunRecord& re
 
 // Why a --once-per run does not run: who ran it this period, and how that went.
 std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
-  std::string hint = options.retry_failed || c.status == "0"
+  std::string hint = c.state == "in-progress" ? ""
+                     : options.retry_failed || c.status == "0"
                          ? "; rlock reset-period would let it run again"
                          : "; --retry-failed would run it again";
   return "already run this period (" + period.slot_name() + ") on " + c.host + " at " + c.since +

@@ -127,6 +127,24 @@ class OncePer(RedisTestCase):
         os.killpg(other.pid, signal.SIGTERM)
         other.wait(timeout=10)
 
+    def test_a_semaphore_run_in_progress_is_not_taken_for_a_lost_one(self):
+        # --limit 2: a second host gets a place while the period's run still runs. It must not
+        # take that run for one that died, and so must not run the job again (--retry-failed).
+        started = self.path("started")
+        first = self.start(["run", "--limit", "2", "--once-per", "day", "sem", "--", "sh", "-c",
+                            f"touch {started}; sleep 30"],
+                           env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
+        wait_until(lambda: os.path.exists(started), 10, "the first run's command")
+        marker = self.path("second")
+        r = self.run_as("web-2", ["run", "--limit", "2", "--once-per", "day", "--retry-failed",
+                                  "sem", "--", "touch", marker])
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertIn("on web-1", r.stderr)
+        self.assertIn("it is still running", r.stderr)
+        self.assertFalse(os.path.exists(marker))
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=10)
+
     def test_reset_period_needs_the_period(self):
         r = self.run_rlock(["reset-period", "report"])
         self.assertEqual(r.returncode, 64)
