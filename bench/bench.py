@@ -6,7 +6,8 @@
   (3) Redis commands per second per waiting client while the holder holds
   (4) peak RSS of rlock while holding
 
-A benchmark, not a test: it prints one table and writes it to bench/results.md (or --out).
+A benchmark, not a test: it prints one table and writes its section of bench/results.md (or
+--out; bench/footprint.py writes another).
 Run with Debian's /usr/bin/python3 (for python3-redis). Needs redis-server, redis-cli, flock,
 cc, and for the etcd column etcd-server and etcd-client.
 """
@@ -20,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sections import write_section  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELEASE_LUA = ("if redis.call('get', KEYS[1]) == ARGV[1] then "
@@ -264,8 +268,7 @@ def main():
     lines.append(f"Peak RSS of `rlock run` while holding: {rss / 1024:.1f} MB.")
     table = "\n".join(lines) + "\n"
     print(table)
-    with open(args.out, "w") as f:
-        f.write(table)
+    write_section(args.out, "startup", table)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 # bash completion for rlock(1)                                    -*- shell-script -*-
 
-# Lock keys from `rlock list`, when Redis answers within a second; nothing when it does not.
+# Lock keys from `rlock list` (rlock's locks, and other programs' that start with what is typed),
+# when Redis answers within a second; nothing when it does not.
 _rlock_keys() {
     local keys
-    keys=$(timeout 1 rlock list --connect-timeout 500ms --command-timeout 500ms 2>/dev/null |
+    keys=$(timeout 1 rlock list --connect-timeout 500ms --command-timeout 500ms "$cur*" 2>/dev/null |
         awk '{print $1}')
     COMPREPLY=($(compgen -W "$keys" -- "$cur"))
 }
@@ -17,7 +18,7 @@ _rlock() {
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
-        --history-length"
+        --history-length --retention"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
     # The verb is the first word that is not an option.
@@ -86,6 +87,10 @@ _rlock() {
             _filedir -d
             return
             ;;
+        --retention)
+            COMPREPLY=($(compgen -W "inf 1d 30d" -- "$cur"))
+            return
+            ;;
         --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | \
             --min-replicas | --history-length | -n | --count | --prefix | \
             -c | --command | --sni | --connect-timeout | --command-timeout | --token)
@@ -114,7 +119,7 @@ _rlock() {
         acquire)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --limit --fair
-                    --min-replicas --ttl --json $common" -- "$cur"))
+                    --min-replicas --ttl --retention --json $common" -- "$cur"))
             fi
             ;;
         extend | release)
@@ -128,7 +133,7 @@ _rlock() {
             ;;
         reset-period)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "--once-per --tz $common" -- "$cur"))
+                COMPREPLY=($(compgen -W "--once-per --tz --retention --history-length $common" -- "$cur"))
             else
                 _rlock_keys
             fi

@@ -210,9 +210,9 @@ constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"}
                                    {"limit"},   {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
-    {"ttl"},          {"max-run"},      {"kill-signal"},   {"kill-after"}, {"on-lost"},
-    {"leftovers"},    {"min-hold"},     {"metrics-file"},  {"once-per"},   {"tz"},
-    {"retry-failed"}, {"record-skips"}, {"history-length"}};
+    {"ttl"},          {"max-run"},      {"kill-signal"},    {"kill-after"}, {"on-lost"},
+    {"leftovers"},    {"min-hold"},     {"metrics-file"},   {"once-per"},   {"tz"},
+    {"retry-failed"}, {"record-skips"}, {"history-length"}, {"retention"}};
 constexpr OptionRef k_json[] = {{"json"}};
 
 // Each command's own options.
@@ -222,15 +222,17 @@ constexpr OptionRef k_key_json[] = {{"KEY"}, {"json"}};
 constexpr OptionRef k_history_args[] = {{"KEY"}, {"count"}, {"json"}};
 constexpr OptionRef k_list_args[] = {{"PATTERN"}, {"json"}};
 constexpr OptionRef k_key[] = {{"KEY"}};
-constexpr OptionRef k_acquire_ttl[] = {{"ttl", "lock expiry; extend it before then (default 30s)"},
-                                       {"json"}};
+constexpr OptionRef k_acquire_ttl[] = {
+    {"ttl", "lock expiry; extend it before then (default 30s)"}, {"retention"}, {"json"}};
 constexpr OptionRef k_extend_args[] = {
     {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
 constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}};
 constexpr OptionRef k_reset_period_args[] = {
     {"KEY"},
     {"once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"},
-    {"tz"}};
+    {"tz"},
+    {"history-length"},
+    {"retention"}};
 
 // What a command runs with: the command line, and the settings from every source.
 struct Invocation {

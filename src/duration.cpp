@@ -73,15 +73,15 @@ std::string format_duration(Millis d) {
       std::snprintf(buf, sizeof buf, "%llds", tenths / 10);
     else
       std::snprintf(buf, sizeof buf, "%lld.%llds", tenths / 10, tenths % 10);
-  } else if (ms < 3600 * 1000) {
-    long long s = ms / 1000;
-    std::snprintf(buf, sizeof buf, "%lldm%llds", s / 60, s % 60);
-  } else if (ms < 24LL * 3600 * 1000) {
-    long long m = ms / 60000;
-    std::snprintf(buf, sizeof buf, "%lldh%lldm", m / 60, m % 60);
   } else {
-    long long h = ms / 3600000;
-    std::snprintf(buf, sizeof buf, "%lldd%lldh", h / 24, h % 24);
+    // Two units, the second left out when it is 0: "3m12s", "5m", "2h5m", "30d".
+    long long unit = ms < 3600 * 1000 ? 1000 : ms < 24LL * 3600 * 1000 ? 60000 : 3600000;
+    const char* names = ms < 3600 * 1000 ? "ms" : ms < 24LL * 3600 * 1000 ? "hm" : "dh";
+    long long n = ms / unit, per = unit == 3600000 ? 24 : 60;
+    if (n % per == 0)
+      std::snprintf(buf, sizeof buf, "%lld%c", n / per, names[0]);
+    else
+      std::snprintf(buf, sizeof buf, "%lld%c%lld%c", n / per, names[0], n % per, names[1]);
   }
   return buf;
 }

@@ -2,6 +2,8 @@
 
 #include <poll.h>
 
+#include <algorithm>
+
 #include "log.h"
 #include "wait.h"
 
@@ -20,17 +22,28 @@ void warn_history(const std::string& key, const std::string& why) {
   log_warning(key + ": could not record the run in its history (" + why + ")");
 }
 
-bool HeldLock::release(std::optional<Argv>* history, Millis budget) {
+void send_history(Redis& redis, const std::string& key, const std::vector<Argv>& commands,
+                  std::optional<Millis> budget) {
+  auto done = redis.pipeline(commands, Clock::now() + budget.value_or(redis.command_timeout()));
+  if (!done) return warn_history(key, done.failure().message);
+  for (const Reply& reply : *done)
+    if (reply.type == Reply::Type::error)
+      return warn_history(key, redis.server_failure(reply.str).message);
+}
+
+bool HeldLock::release(std::optional<std::vector<Argv>>* history, Millis budget) {
   done_ = true;
   TimePoint give_up = Clock::now() + std::min(ttl_, budget);
   for (;;) {
     TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), give_up);
     std::vector<Reply> then;
     auto released =
-        history && *history ? lock_.release(deadline, {**history}, &then) : lock_.release(deadline);
+        history && *history ? lock_.release(deadline, **history, &then) : lock_.release(deadline);
     if (!then.empty()) {
-      if (then.front().type == Reply::Type::error)
-        warn_history(lock_.key(), lock_.redis().server_failure(then.front().str).message);
+      auto error = std::find_if(then.begin(), then.end(),
+                                [](const Reply& r) { return r.type == Reply::Type::error; });
+      if (error != then.end())
+        warn_history(lock_.key(), lock_.redis().server_failure(error->str).message);
       history->reset();
     }
     if (released) {
@@ -54,7 +67,8 @@ bool HeldLock::release(std::optional<Argv>* history, Millis budget) {
   }
 }
 
-bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<Argv>* history, Millis budget) {
+bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
+                      Millis budget) {
   if (min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired_);
     if (held < *min_hold) {

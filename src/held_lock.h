@@ -32,10 +32,12 @@ public:
   // rlock says so. HISTORY, the run's history entry, rides in the release's round trip (after
   // the release: it delays no one) and is cleared once Redis answered it. False when Redis
   // could not be reached.
-  bool release(std::optional<Argv>* history = nullptr, Millis budget = k_release_budget);
+  bool release(std::optional<std::vector<Argv>>* history = nullptr,
+               Millis budget = k_release_budget);
   // After the command ended normally: release(), or keep the lock until MIN_HOLD after the
   // acquisition (it then expires by itself). False when Redis could not be reached.
-  bool finish(std::optional<Millis> min_hold, std::optional<Argv>* history, Millis budget);
+  bool finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
+              Millis budget);
   // The lock is someone else's now: nothing to give back.
   void forget() { done_ = true; }
 
@@ -48,5 +50,9 @@ private:
 
 // A history entry that could not be written: one warning, never the job's failure.
 void warn_history(const std::string& key, const std::string& why);
+// Sends COMMANDS (history_commands()) on a round trip of their own, within BUDGET (default: a
+// command timeout); a failure is one warning.
+void send_history(Redis& redis, const std::string& key, const std::vector<Argv>& commands,
+                  std::optional<Millis> budget = std::nullopt);
 
 }  // namespace rlock

@@ -106,7 +106,8 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
   return out;
 }
 
-Argv history_entry(const std::string& key, const RunRecord& r, int max_length) {
+std::vector<Argv> history_commands(const std::string& key, const RunRecord& r, int max_length,
+                                   Millis retention) {
   // "~" lets Redis trim whole stream nodes (100 entries): cheap, and about MAX_LENGTH. A short
   // history is trimmed exactly; that is cheap too.
   Argv argv{"XADD",
@@ -139,7 +140,9 @@ Argv history_entry(const std::string& key, const RunRecord& r, int max_length) {
     argv.push_back("period");
     argv.push_back(r.period);
   }
-  return argv;
+  std::string history = helper_key(key, "history");
+  if (retention.count() > 0) return {argv, {"PEXPIRE", history, std::to_string(retention.count())}};
+  return {argv, {"PERSIST", history}};
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {

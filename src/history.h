@@ -82,9 +82,11 @@ struct PeriodReset {
 Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
                                  const std::optional<std::string>& tz, TimePoint deadline);
 
-// The command that appends RECORD to KEY's history, capped near MAX_LENGTH entries. A failure
-// to write it never fails the job: the caller turns it into one warning.
-Argv history_entry(const std::string& key, const RunRecord& record, int max_length);
+// The commands that append RECORD to KEY's history, capped near MAX_LENGTH entries, and keep
+// the history RETENTION after this use (0: for ever). A failure to write them never fails the
+// job: the caller turns it into one warning.
+std::vector<Argv> history_commands(const std::string& key, const RunRecord& record,
+                                   int max_length, Millis retention);
 // The latest COUNT runs of KEY, newest first.
 Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
                                             TimePoint deadline);

@@ -63,6 +63,7 @@ struct LockMode {
   int limit = 0;         // 0: a mutex; N > 0: a semaphore with N holders (--limit)
   bool fair = false;     // waiters served in arrival order (--fair)
   int min_replicas = 0;  // acquisitions and renewals count once N replicas have them (WAIT)
+  Millis retention{0};   // the fence counter is kept this long after an acquisition; 0: for ever
 };
 
 // How long WAIT may wait for --min-replicas acknowledgements: a tenth of the ttl, within

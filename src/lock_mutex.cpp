@@ -17,7 +17,8 @@ public:
     auto reply = eval(redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
                       {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_,
                        mode_.fair ? "1" : "0", std::to_string(wait ? wait->max_block.count() : 0),
-                       std::to_string(wait ? wait->fallback.count() : 0)},
+                       std::to_string(wait ? wait->fallback.count() : 0),
+                       std::to_string(mode_.retention.count())},
                       deadline);
     return acquire_outcome(std::move(reply), key_, ttl, deadline);
   }

@@ -43,10 +43,11 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>&, TimePoint deadline) override {
     TimePoint started = Clock::now();
-    auto replies = eval_on_all(
-        redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
-        {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0"},
-        deadline);
+    auto replies =
+        eval_on_all(redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
+                    {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
+                     "0", "0", std::to_string(mode_.retention.count())},
+                    deadline);
     size_t acquired = 0;
     int64_t fence = 0;
     std::optional<Busy> busy;

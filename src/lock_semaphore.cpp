@@ -16,13 +16,13 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>& wait,
                                      TimePoint deadline) override {
-    auto reply =
-        eval(redis_, scripts::semaphore_acquire,
-             {sem_key_, holders_key_, fence_key_, queue_key_, alive_key_},
-             {value, std::to_string(ttl.count()), token_, wake_prefix_, mode_.fair ? "1" : "0",
-              std::to_string(wait ? wait->max_block.count() : 0),
-              std::to_string(wait ? wait->fallback.count() : 0), std::to_string(mode_.limit)},
-             deadline);
+    auto reply = eval(redis_, scripts::semaphore_acquire,
+                      {sem_key_, holders_key_, fence_key_, queue_key_, alive_key_},
+                      {value, std::to_string(ttl.count()), token_, wake_prefix_,
+                       mode_.fair ? "1" : "0", std::to_string(wait ? wait->max_block.count() : 0),
+                       std::to_string(wait ? wait->fallback.count() : 0),
+                       std::to_string(mode_.limit), std::to_string(mode_.retention.count())},
+                      deadline);
     return acquire_outcome(std::move(reply), sem_key_, ttl, deadline);
   }
 

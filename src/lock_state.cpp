@@ -27,13 +27,20 @@ void classify(LockState& s) {
   }
 }
 
-// The lock key a semaphore's helper key belongs to: "{K}:rlock:sem" or "K:rlock:sem".
-std::string semaphore_owner(const std::string& sem_key) {
-  static const std::string k_suffix = ":rlock:sem";
-  std::string key = sem_key.substr(0, sem_key.size() - k_suffix.size());
-  if (key.size() >= 2 && key.front() == '{' && key.back() == '}')
-    key = key.substr(1, key.size() - 2);
-  return key;
+// The lock keys whose KIND helper key HELPER may be: "{K}:rlock:fence" is K's, or the key
+// "{K}"'s when K has no braces (helper_key names both alike); "K:rlock:fence" with K tagged
+// is K's. Checked against helper_key, so the two never disagree.
+std::vector<std::string> helper_owners(const std::string& helper, const std::string& kind) {
+  std::string suffix = ":rlock:" + kind;
+  if (helper.size() <= suffix.size() || !helper.ends_with(suffix)) return {};
+  std::string key = helper.substr(0, helper.size() - suffix.size());
+  std::vector<std::string> out;
+  if (key.size() >= 2 && key.front() == '{' && key.back() == '}') {
+    std::string inner = key.substr(1, key.size() - 2);
+    if (helper_key(inner, kind) == helper) out.push_back(inner);
+  }
+  if (helper_key(key, kind) == helper) out.push_back(key);
+  return out;
 }
 
 // One SCAN step over the keys of TYPE that match PATTERN, from CURSOR, which moves on ("0" once
@@ -62,35 +69,12 @@ Result<std::vector<std::string>> scan_page(Redis& redis, std::string& cursor,
   return keys;
 }
 
-// Semaphores (--limit) live in helper zsets, not under their own key: find those, then keep
-// the ones whose lock key matches PATTERN.
-Result<std::vector<LockState>> scan_semaphores(Redis& redis, const std::string& pattern) {
-  std::vector<std::string> keys;
-  std::string cursor = "0";
-  do {
-    auto page =
-        scan_page(redis, cursor, "*:rlock:sem", "zset", Clock::now() + redis.command_timeout());
-    if (!page) return page.failure();
-    for (const std::string& sem : *page) {
-      std::string key = semaphore_owner(sem);
-      if (::fnmatch(pattern.c_str(), key.c_str(), 0) == 0) keys.push_back(key);
-    }
-  } while (cursor != "0");
-  if (keys.empty()) return std::vector<LockState>{};
-  auto locks = read_locks(redis, keys);
-  if (!locks) return locks.failure();
-  std::vector<LockState> out;
-  for (auto& s : *locks)
-    if (s.kind == LockState::Kind::semaphore) out.push_back(std::move(s));
-  return out;
-}
-
 }  // namespace
 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 9;
+  constexpr size_t k_per_key = 11;
   std::vector<Argv> commands = {{"TIME"}};
   for (const auto& key : keys) {
     commands.push_back({"TYPE", key});
@@ -102,6 +86,8 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
     commands.push_back({"HGETALL", helper_key(key, "holders")});
     commands.push_back({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
     commands.push_back({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
+    commands.push_back({"PTTL", helper_key(key, "fence")});
+    commands.push_back({"PTTL", helper_key(key, "history")});
   }
   auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
   if (!replies) return replies.failure();
@@ -121,6 +107,8 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
     s.type = e[0].str;
     if (e[1].is_string()) s.raw = e[1].str;
     if (e[2].is_integer()) s.pttl = Millis(e[2].integer);
+    if (e[9].is_integer()) s.fence_counter_pttl = Millis(e[9].integer);
+    if (e[10].is_integer()) s.history_pttl = Millis(e[10].integer);
     if (e[3].is_string()) {
       try {
         s.fence_counter = std::stoll(e[3].str);
@@ -178,7 +166,62 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
 namespace {
 
 // The locks on one server (one master of a Cluster, one node of Redlock).
-Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& pattern) {
+// Keys of one batch of reads, small enough for one round trip of bounded size.
+constexpr size_t k_read_batch = 200;
+
+// rlock's locks on one server: every lock rlock took has a fence counter (kept --retention
+// after its last use), so SCAN for those, letting the server match the names, and read only
+// the locks they name. Nothing is read of unrelated keys, whatever their number or size.
+Result<std::vector<LockState>> scan_rlock_locks(Redis& redis, const std::string& pattern) {
+  // A counter "{K}:rlock:fence" is K's, or the lock "{K}"'s (a key that is its own hash tag):
+  // the second only when that key is there, since the two would share a semaphore's keys.
+  struct Candidate {
+    std::string key;
+    bool alias;
+  };
+  std::vector<Candidate> candidates;
+  std::string cursor = "0";
+  do {
+    auto page =
+        scan_page(redis, cursor, "*:rlock:fence", "string", Clock::now() + redis.command_timeout());
+    if (!page) return page.failure();
+    for (const std::string& fence : *page) {
+      std::vector<std::string> owners = helper_owners(fence, "fence");
+      for (size_t i = 0; i < owners.size(); ++i)
+        if (::fnmatch(pattern.c_str(), owners[i].c_str(), 0) == 0)
+          candidates.push_back({std::move(owners[i]), i > 0});
+    }
+  } while (cursor != "0");
+  std::vector<LockState> out;
+  for (size_t from = 0; from < candidates.size(); from += k_read_batch) {
+    // Two cheap looks first: most fence counters belong to locks that are free now.
+    size_t to = std::min(candidates.size(), from + k_read_batch);
+    std::vector<Argv> looks;
+    for (size_t i = from; i < to; ++i) {
+      looks.push_back({"EXISTS", candidates[i].key});
+      looks.push_back({"EXISTS", helper_key(candidates[i].key, "sem")});
+    }
+    auto seen = redis.pipeline(looks, Clock::now() + redis.command_timeout());
+    if (!seen) return seen.failure();
+    std::vector<std::string> taken;
+    for (size_t i = from; i < to; ++i) {
+      bool held = (*seen)[2 * (i - from)].integer > 0;
+      bool semaphore = !candidates[i].alias && (*seen)[2 * (i - from) + 1].integer > 0;
+      if (held || semaphore) taken.push_back(candidates[i].key);
+    }
+    if (taken.empty()) continue;
+    auto locks = read_locks(redis, taken);
+    if (!locks) return locks.failure();
+    for (auto& s : *locks)
+      if (s.kind != LockState::Kind::free) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Other software's locks: plain strings with an expiry whose names match PATTERN. Read only
+// when the operator named a pattern (or a prefix): without one, every string of the server
+// would match, and listing would download every value.
+Result<std::vector<LockState>> scan_foreign_locks(Redis& redis, const std::string& pattern) {
   std::vector<LockState> out;
   std::string cursor = "0";
   do {
@@ -190,31 +233,48 @@ Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& patt
     for (const std::string& k : *page)
       if (!is_helper_key(k)) keys.push_back(k);
     if (keys.empty()) continue;
+    std::vector<Argv> ttls;
+    for (const auto& key : keys) ttls.push_back({"PTTL", key});
+    auto expiring = redis.pipeline(ttls, deadline);
+    if (!expiring) return expiring.failure();
+    // A plain string is someone's lock only if it expires; without a TTL it is just data.
+    std::vector<std::string> locks;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if ((*expiring)[i].is_integer() && (*expiring)[i].integer >= 0) locks.push_back(keys[i]);
+    if (locks.empty()) continue;
     std::vector<Argv> commands;
-    for (const auto& key : keys) {
+    for (const auto& key : locks) {
       commands.push_back({"GET", key});
       commands.push_back({"PTTL", key});
     }
     auto replies = redis.pipeline(commands, deadline);
     if (!replies) return replies.failure();
-    for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t i = 0; i < locks.size(); ++i) {
       const Reply& value = (*replies)[2 * i];
       const Reply& pttl = (*replies)[2 * i + 1];
       if (!value.is_string()) continue;  // gone (or changed type) since the SCAN
       LockState s;
-      s.key = keys[i];
+      s.key = locks[i];
       s.type = "string";
       s.raw = value.str;
       s.pttl = Millis(pttl.is_integer() ? pttl.integer : -2);
       classify(s);
-      // A plain string is someone's lock only if it expires; without a TTL it is just data.
       if (s.kind == LockState::Kind::foreign && s.pttl.count() < 0) continue;
       out.push_back(std::move(s));
     }
   } while (cursor != "0");
-  auto semaphores = scan_semaphores(redis, pattern);
-  if (!semaphores) return semaphores.failure();
-  out.insert(out.end(), semaphores->begin(), semaphores->end());
+  return out;
+}
+
+Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& pattern) {
+  auto out = scan_rlock_locks(redis, pattern);
+  if (!out) return out;
+  if (pattern != "*") {
+    auto foreign = scan_foreign_locks(redis, pattern);
+    if (!foreign) return foreign.failure();
+    // A lock of rlock's that matches is found both ways: scan_locks keeps one.
+    out->insert(out->end(), foreign->begin(), foreign->end());
+  }
   return out;
 }
 

@@ -46,8 +46,11 @@ struct LockState {
   std::optional<LockValue> value;        // decoded, when rlock wrote it
   Millis pttl{-2};                       // -1: no expiry; -2: no key
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
-  int64_t waiters = 0;                   // rlock processes waiting for it, alive
-  std::vector<QueuedWaiter> queue;       // every waiter in arrival order, dead ones too
+  // How long the fence counter and the history are kept (--retention): -1 for ever, -2 absent.
+  Millis fence_counter_pttl{-2};
+  Millis history_pttl{-2};
+  int64_t waiters = 0;              // rlock processes waiting for it, alive
+  std::vector<QueuedWaiter> queue;  // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
   std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };
@@ -55,9 +58,10 @@ struct LockState {
 // The state of each of KEYS, in one round trip.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
 
-// Every lock whose key matches PATTERN (a Redis glob), sorted by key: values rlock wrote,
-// semaphores, and plain strings with an expiry (other software's locks). Found with SCAN, never
-// KEYS; rlock's helper keys are left out.
+// Every lock whose key matches PATTERN (a Redis glob), sorted by key: rlock's locks and
+// semaphores, found by their fence counters, and, when PATTERN is not "*", plain strings with
+// an expiry that match it (other software's locks). Found with SCAN, never KEYS; rlock's helper
+// keys are left out, and no value is read of a key that is neither.
 Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern);
 
 }  // namespace rlock

@@ -16,6 +16,7 @@
 namespace rlock {
 
 inline constexpr Millis k_default_ttl{30'000};
+inline constexpr Millis k_default_retention{30LL * 24 * 3600 * 1000};
 
 struct GlobalOptions {
   std::vector<std::string> redis_urls;
@@ -49,7 +50,9 @@ struct RunOptions {
   std::optional<std::string> tz;            // --tz: the zone of calendar periods (else UTC)
   bool retry_failed = false;                // --once-per: a failed run does not count
   bool record_skips = false;                // history also gets busy and done-this-period
-  int history_length = 1000;                // --history-length: entries kept; 0: no history
+  // --retention: how long a lock's fence counter and history outlive its last use; 0: for ever.
+  Millis retention = k_default_retention;
+  int history_length = 1000;  // --history-length: entries kept; 0: no history
 };
 
 }  // namespace rlock

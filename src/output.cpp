@@ -146,7 +146,13 @@ json lock_json(const LockState& s, bool with_counter) {
     }
     j["semaphore_holders"] = holders;
   }
-  if (with_counter) j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
+  if (with_counter) {
+    j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
+    // How long each is kept (--retention); null: for ever, or there is none.
+    auto kept = [](Millis pttl) { return pttl.count() >= 0 ? json(pttl.count()) : json(nullptr); };
+    j["fence_counter_ttl_ms"] = kept(s.fence_counter_pttl);
+    j["history_ttl_ms"] = kept(s.history_pttl);
+  }
   j["last_run"] = s.last_run ? run_json(*s.last_run) : json(nullptr);
   return j;
 }
@@ -288,6 +294,17 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   }
   rows.emplace_back("fence counter",
                     s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
+  // --retention: how long what rlock keeps of this lock outlives its last use.
+  auto kept = [](Millis pttl) {
+    return pttl.count() == -1 ? std::string("for ever") : format_duration(pttl) + " more";
+  };
+  if (s.fence_counter_pttl.count() != -2 || s.history_pttl.count() != -2)
+    rows.emplace_back(
+        "kept", "fence counter " +
+                    (s.fence_counter_pttl.count() == -2 ? std::string("none")
+                                                        : kept(s.fence_counter_pttl)) +
+                    ", history " +
+                    (s.history_pttl.count() == -2 ? std::string("none") : kept(s.history_pttl)));
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
     rows.emplace_back("value", printable(s.raw, 500));
   if (s.last_run)

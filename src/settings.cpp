@@ -129,6 +129,15 @@ void apply_wait(const SettingValue& v, Resolved& r) {
   r.run.wait = d->count() > 0 ? std::optional<Millis>(*d) : std::nullopt;
 }
 
+void apply_retention(const SettingValue& v, Resolved& r) {
+  std::string text = v.single();
+  if (text == "inf" || text == "infinity") {
+    r.run.retention = Millis(0);
+    return;
+  }
+  r.run.retention = v.positive_duration();
+}
+
 void apply_conflict_exit_code(const SettingValue& v, Resolved& r) {
   std::string c = v.single();
   int code = -1;
@@ -187,6 +196,7 @@ const std::vector<SettingInfo>& all_settings() {
   static const std::string connect_timeout = format_duration(k_default_connect_timeout);
   static const std::string command_timeout = format_duration(k_default_command_timeout);
   static const std::string ttl = format_duration(k_default_ttl);
+  static const std::string retention = format_duration(k_default_retention);
   static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
       {"redis", "-u,--redis", K::list, k_default_redis_url, "URL",
@@ -277,6 +287,9 @@ const std::vector<SettingInfo>& all_settings() {
       {"record-skips", "--record-skips", K::flag, "false", nullptr,
        "record busy and already-done runs in the history too",
        [](V v, Resolved& r) { r.run.record_skips = v.flag(); }},
+      {"retention", "--retention", K::wait, retention.c_str(), "D",
+       "how long a lock's fence counter and history outlive its last use (default 30d), or inf",
+       apply_retention},
       {"history-length", "--history-length", K::count, "1000", "N",
        "runs kept in the key's history (default 1000; 0 records none)",
        [](V v, Resolved& r) {

@@ -9,6 +9,7 @@ local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
 local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
+local retention = tonumber(ARGV[9])
 
 local now = now_ms()
 prune_waiters(queue, alive, now)
@@ -33,8 +34,8 @@ elseif fair then
   end
 end
 if not v and turn then
-  local fence = redis.call('INCR', fence_key)
-  redis.call('SET', lock, value .. ' fence=' .. fence, 'PX', ttl)
+  local fence = next_fence(fence_key, retention)
+  redis.call('SET', lock, value .. ' fence=' .. fence_text(fence), 'PX', ttl)
   dequeue(queue, alive, wake_prefix, token)
   return {1, fence}
 end

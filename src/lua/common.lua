@@ -16,6 +16,33 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The next fence of a lock: one more than the last, and never less than the server's clock in
+-- microseconds. So a counter that is gone (expired after --retention, FLUSHALL, a restart
+-- without data) starts again above every fence handed out before: each of those was at most
+-- the clock at its acquisition, or one more than the fence before it within the same
+-- microsecond. That holds as long as the server's clock does not step back. The counter is
+-- kept RETENTION ms after this use (0: for ever). Fences stay below 2^53 (until the year 2255),
+-- exact in a Lua number and in JSON; Lua would print them in exponent form, hence fence_text.
+local function next_fence(fence_key, retention)
+  local t = redis.call('TIME')
+  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local fence = redis.call('INCR', fence_key)
+  if fence < clock then
+    fence = clock
+    redis.call('SET', fence_key, string.format('%.0f', fence))
+  end
+  if retention > 0 then
+    redis.call('PEXPIRE', fence_key, retention)
+  else
+    redis.call('PERSIST', fence_key)
+  end
+  return fence
+end
+
+local function fence_text(fence)
+  return string.format('%.0f', fence)
+end
+
 -- Removes the members of ZSET whose score (an expiry in ms) is past NOW, at most 1000 a call,
 -- and their entries in OTHER, removed by REMOVE: ZREM (a zset) or HDEL (a hash).
 local function drop_expired(zset, other, remove, now)

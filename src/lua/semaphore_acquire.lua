@@ -4,7 +4,7 @@
 local sem, holders, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local fair, max_block, fallback = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
-local limit = tonumber(ARGV[8])
+local limit, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
 
 local now = now_ms()
 prune_waiters(queue, alive, now)
@@ -27,9 +27,9 @@ if turn and fair then
   if rank then turn = rank < free else turn = redis.call('ZCARD', queue) < free end
 end
 if turn then
-  local fence = redis.call('INCR', fence_key)
+  local fence = next_fence(fence_key, retention)
   redis.call('ZADD', sem, now + ttl, token)
-  redis.call('HSET', holders, token, value .. ' fence=' .. fence)
+  redis.call('HSET', holders, token, value .. ' fence=' .. fence_text(fence))
   keep_semaphore(sem, holders, now)
   dequeue(queue, alive, wake_prefix, token)
   return {1, fence}

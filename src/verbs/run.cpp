@@ -350,17 +350,11 @@ RunRecord skipped(const Holder& holder, RunEnd end, int status) {
   return r;
 }
 
-// Sends ENTRY (history_entry()) on its own round trip, within BUDGET; a failure is one warning.
-void send_history(Redis& redis, const std::string& key, const Argv& entry,
-                  std::optional<Millis> budget = std::nullopt) {
-  auto done = redis.call(entry, Clock::now() + budget.value_or(redis.command_timeout()));
-  if (!done) warn_history(key, done.failure().message);
-}
-
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
   if (options.history_length > 0)
-    send_history(redis, options.key, history_entry(options.key, record, options.history_length));
+    send_history(redis, options.key,
+                 history_commands(options.key, record, options.history_length, options.retention));
 }
 
 // Why a --once-per run does not run: who ran it this period, and how that went.
@@ -508,9 +502,9 @@ public:
         if (done.failure().kind != Failure::Kind::server) redis_away = true;
       }
     }
-    std::optional<Argv> history;
+    std::optional<std::vector<Argv>> history;
     if (options_.history_length > 0)
-      history = history_entry(options_.key, record, options_.history_length);
+      history = history_commands(options_.key, record, options_.history_length, options_.retention);
     Millis budget = redis_away ? k_quick_attempt : k_release_budget;
     bool reached = true;
     if (end.end == End::exited)

@@ -61,7 +61,7 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
 }
 
 LockMode lock_mode(const RunOptions& options) {
-  return LockMode{options.limit, options.fair, options.min_replicas};
+  return LockMode{options.limit, options.fair, options.min_replicas, options.retention};
 }
 
 void check_topology(const Redis& redis, const RunOptions& options) {

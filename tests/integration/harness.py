@@ -177,6 +177,11 @@ class RedisServer:
     def client(self):
         return RedisClient(self.port)
 
+    def time_us(self):
+        """The server's clock in microseconds: a fence drawn from now on is at least this."""
+        secs, micros = self.cmd("TIME")
+        return int(secs) * 1_000_000 + int(micros)
+
     def cmd(self, *args):
         c = self.client()
         try:

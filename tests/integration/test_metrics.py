@@ -92,7 +92,7 @@ class JsonLogs(RedisTestCase):
         names = [e["event"] for e in events]
         self.assertEqual(names[0], "acquired")
         self.assertEqual(events[0]["key"], "k")
-        self.assertEqual(events[0]["fence"], 1)
+        self.assertEqual(events[0]["fence"], int(self.server.cmd("GET", "{k}:rlock:fence")))
         self.assertIn("renewed", names)
         self.assertEqual(names[-1], "released")
         self.server.cmd("SET", "k", "other\n\"quoted\"", "PX", 60000)

@@ -42,6 +42,10 @@ TEST_CASE("format_duration is short and never rounds up a unit") {
   CHECK(format_duration(192s) == "3m12s");
   CHECK(format_duration(125min) == "2h5m");
   CHECK(format_duration(76h) == "3d4h");
+  // A second unit of 0 is left out.
+  CHECK(format_duration(300s) == "5m");
+  CHECK(format_duration(120min) == "2h");
+  CHECK(format_duration(720h) == "30d");
   CHECK(format_duration(0ms) == "0ms");
   CHECK(format_duration(20s) == "20s");
   CHECK(format_duration(1050ms) == "1s");

@@ -1,0 +1,188 @@
+"""A good tenant of a shared Redis: every key rlock makes besides the lock itself expires
+(--retention), fences stay increasing when their counter is gone, and `list` finds locks
+without reading unrelated keys."""
+import json
+import os
+import signal
+
+from harness import RedisClient, RedisTestCase, rlock_env, wait_until
+
+
+def fill(server, prefix, count, value="x" * 20):
+    """COUNT unrelated string keys, without expiry, set in batches over one connection."""
+    client = RedisClient(port=server.port, timeout=30)
+    try:
+        for start in range(0, count, 1000):
+            args = []
+            for i in range(start, min(count, start + 1000)):
+                args += [f"{prefix}{i}", value]
+            client("MSET", *args)
+    finally:
+        client.close()
+
+
+class Retention(RedisTestCase):
+    def keys_without_expiry(self, but=()):
+        return sorted(k for k in self.server.cmd("KEYS", "*")
+                      if k not in but and self.server.cmd("PTTL", k) < 0)
+
+    def test_every_helper_key_expires(self):
+        # A plain run, a wait, a semaphore, a period, an acquire, a reset: every key they
+        # leave behind expires; only a held lock's own key is the holder's business.
+        started = self.path("started")
+        holder = self.start(["run", "k", "--", "sh", "-c", f"touch {started}; sleep 1"])
+        wait_until(lambda: os.path.exists(started), 10, "the holder")
+        waiter = self.run_rlock(["run", "--wait", "20s", "--fair", "k", "--", "true"])
+        self.assertEqual(waiter.returncode, 0, waiter.stderr)
+        self.assertEqual(holder.wait(timeout=20), 0)
+        for args in (["run", "--limit", "3", "sem", "--", "true"],
+                     ["run", "--once-per", "day", "--record-skips", "daily", "--", "true"],
+                     ["run", "--once-per", "day", "--record-skips", "daily", "--", "true"],
+                     ["reset-period", "daily", "--once-per", "day"],
+                     ["acquire", "--ttl", "30s", "acq"]):
+            r = self.run_rlock(args)
+            self.assertIn(r.returncode, (0, 75), (args, r.stderr))
+        keys = self.server.cmd("KEYS", "*")
+        for helper in ("{k}:rlock:fence", "{k}:rlock:history", "{sem}:rlock:fence",
+                       "{daily}:rlock:history", "{acq}:rlock:fence"):
+            self.assertIn(helper, keys)
+        self.assertEqual(self.keys_without_expiry(), [])
+        # The default keeps them 30 days after the last use.
+        pttl = self.server.cmd("PTTL", "{k}:rlock:fence")
+        self.assertTrue(29 * 86400_000 < pttl <= 30 * 86400_000, pttl)
+        # inf keeps today's behaviour: no expiry on the counter and the history.
+        r = self.run_rlock(["run", "--retention", "inf", "k", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.keys_without_expiry(), ["{k}:rlock:fence", "{k}:rlock:history"])
+
+    def test_a_lock_unused_past_its_retention_leaves_nothing(self):
+        for key in ("a", "job:{7}"):
+            r = self.run_rlock(["run", "--retention", "1s", key, "--", "true"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 4)  # a fence and a history each
+        wait_until(lambda: self.server.cmd("DBSIZE") == 0, 15, "every key of the locks to expire")
+
+    def test_inspect_says_how_long_they_are_kept(self):
+        r = self.run_rlock(["run", "--retention", "2d", "k", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text = self.run_rlock(["inspect", "k"]).stdout
+        self.assertRegex(text, r"\nkept +fence counter 1d23h\S* more, history 1d23h\S* more\n")
+        doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertTrue(0 < doc["fence_counter_ttl_ms"] <= 2 * 86400_000)
+        self.assertTrue(0 < doc["history_ttl_ms"] <= 2 * 86400_000)
+        self.run_rlock(["run", "--retention", "inf", "k", "--", "true"])
+        self.assertIn("fence counter for ever, history for ever",
+                      self.run_rlock(["inspect", "k"]).stdout)
+        doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertIsNone(doc["fence_counter_ttl_ms"])
+
+    def test_bad_retention_is_refused(self):
+        for bad in ("0s", "-1d", "forever", ""):
+            r = self.run_rlock(["run", "--retention", bad, "k", "--", "true"])
+            self.assertEqual(r.returncode, 64, (bad, r.stderr))
+            self.assertIn("--retention", r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+
+class Fences(RedisTestCase):
+    def fence_of_a_run(self, key="k"):
+        r = self.run_rlock(["run", key, "--", "sh", "-c", "echo $RLOCK_FENCE"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return int(r.stdout)
+
+    def test_fences_increase_across_flushall_expiry_and_a_restart_without_data(self):
+        fences = [self.fence_of_a_run(), self.fence_of_a_run()]
+        self.server.cmd("FLUSHALL")
+        fences.append(self.fence_of_a_run())
+        self.server.cmd("DEL", "{k}:rlock:fence")  # as an expiry would
+        fences.append(self.fence_of_a_run())
+        self.server.restart()  # no persistence: every key is gone
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+        fences.append(self.fence_of_a_run())
+        self.assertEqual(fences, sorted(set(fences)), "each fence above every earlier one")
+        # A semaphore's fences come from the same counter, the same way.
+        self.server.cmd("FLUSHALL")
+        r = self.run_rlock(["run", "--limit", "2", "k", "--", "sh", "-c", "echo $RLOCK_FENCE"])
+        self.assertGreater(int(r.stdout), fences[-1])
+
+    def test_an_old_counter_goes_on_from_the_clock(self):
+        # A counter from an rlock before clock-based fences: the next fence is above it and
+        # above the clock.
+        self.server.cmd("SET", "{k}:rlock:fence", "41")
+        before = self.server.time_us()
+        fence = self.fence_of_a_run()
+        self.assertGreaterEqual(fence, before)
+        # A counter ahead of the clock (say, copied from a server whose clock was ahead) goes
+        # on by one.
+        ahead = before + 10**12
+        self.server.cmd("SET", "{k}:rlock:fence", str(ahead))
+        self.assertEqual(self.fence_of_a_run(), ahead + 1)
+        value_fence = self.server.cmd("GET", "{k}:rlock:fence")
+        self.assertEqual(value_fence, str(ahead + 1))  # whole digits, as the counter keeps it
+
+    def test_fences_are_exact_in_json(self):
+        r = self.run_rlock(["acquire", "--json", "k"])
+        doc = json.loads(r.stdout)
+        self.assertEqual(str(doc["fence"]), self.server.cmd("GET", "{k}:rlock:fence"))
+        self.assertLess(doc["fence"], 2**53)
+
+
+class List(RedisTestCase):
+    def gets(self):
+        stats = self.server.cmd("INFO", "commandstats")
+        for line in stats.splitlines():
+            if line.startswith("cmdstat_get:"):
+                return int(line.split("calls=")[1].split(",")[0])
+        return 0
+
+    def test_list_reads_no_unrelated_key(self):
+        fill(self.server, "unrelated:", 200_000)
+        # Unrelated strings with an expiry and big values: nothing of them is read either.
+        client = RedisClient(port=self.server.port)
+        for i in range(5):
+            client("SET", f"big:{i}", "v" * 1_000_000, "PX", 600_000)
+        client.close()
+        holders = [self.start(["run", f"lock:{i}", "--", "sleep", "60"]) for i in range(3)]
+        holders.append(self.start(["run", "--limit", "2", "lock:sem", "--", "sleep", "60"]))
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:0", "lock:1", "lock:2") == 3, 10,
+                   "the holders")
+        wait_until(lambda: self.server.cmd("ZCARD", "{lock:sem}:rlock:sem") == 1, 10,
+                   "the semaphore's holder")
+        self.server.cmd("SET", "foreign:lock", "f47ac10b", "PX", 600_000)
+        # A key once locked and free now: its counter is found, and it is not listed.
+        self.assertEqual(self.run_rlock(["run", "lock:done", "--", "true"]).returncode, 0)
+
+        gets = self.gets()
+        out = self.server.cmd("INFO", "stats")
+        sent_before = int(out.split("total_net_output_bytes:")[1].split()[0])
+        r = self.run_rlock(["list"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        listed = [line.split()[0] for line in r.stdout.splitlines()]
+        self.assertEqual(listed, ["lock:0", "lock:1", "lock:2", "lock:sem"])
+        # A few reads per lock found, none per unrelated key.
+        self.assertLessEqual(self.gets() - gets, 4 * 5, "GETs for 4 locks (and a free one)")
+        out = self.server.cmd("INFO", "stats")
+        sent = int(out.split("total_net_output_bytes:")[1].split()[0]) - sent_before
+        self.assertLess(sent, 2_000_000, "bytes sent for list: no big value among them")
+
+        # With a pattern, other software's expiring locks that match are listed too.
+        r = self.run_rlock(["list", "*lock*"])
+        listed = [line.split()[0] for line in r.stdout.splitlines()]
+        self.assertEqual(listed, ["foreign:lock", "lock:0", "lock:1", "lock:2", "lock:sem"])
+        self.assertIn("held  by another client", r.stdout)
+        r = self.run_rlock(["list", "lock:1*"])
+        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["lock:1"])
+        r = self.run_rlock(["list", "--prefix", "foreign:"])
+        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["foreign:lock"])
+        for p in holders:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=10)
+
+    def test_a_key_that_is_its_own_hash_tag(self):
+        # "{a}" and "a" name the same helper keys; list tells which one is held.
+        p = self.start(["run", "{a}", "--", "sleep", "60"])
+        wait_until(lambda: self.server.cmd("EXISTS", "{a}") == 1, 10, "the holder of {a}")
+        r = self.run_rlock(["list"])
+        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["{a}"])
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
