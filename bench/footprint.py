@@ -95,10 +95,13 @@ def footprint(rlock, n, retention_s, workers):
         with ThreadPoolExecutor(workers) as pool:
             list(pool.map(lock_once, range(n)))
         took = time.monotonic() - started
+        if took >= retention_s:
+            raise RuntimeError(f"locking took {took:.0f} s, past the retention: give --retention")
         after = server.used_memory()
         keys_after = int(server.cli("DBSIZE"))
-        fence = int(server.cli("MEMORY", "USAGE", "{bench:0}:rlock:fence"))
-        history_1 = int(server.cli("MEMORY", "USAGE", "{bench:0}:rlock:history"))
+        last = f"bench:{n - 1}"
+        fence = int(server.cli("MEMORY", "USAGE", "{" + last + "}:rlock:fence"))
+        history_1 = int(server.cli("MEMORY", "USAGE", "{" + last + "}:rlock:history"))
         # Wait out the retention (a benchmark may sleep), then let expiry catch up.
         time.sleep(retention_s + 1)
         deadline = time.monotonic() + 120
@@ -163,7 +166,8 @@ def main():
     parser.add_argument("--before", help="an older rlock binary, for the list scenario")
     parser.add_argument("--keys", type=int, default=100_000, help="keys locked once (footprint)")
     parser.add_argument("--unrelated", type=int, default=1_000_000, help="unrelated keys (list)")
-    parser.add_argument("--retention", type=int, default=20, help="seconds (footprint)")
+    parser.add_argument("--retention", type=int, default=600,
+                        help="seconds (footprint); longer than locking every key takes")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(HERE, "results.md"))
     args = parser.parse_args()

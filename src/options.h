@@ -52,7 +52,7 @@ struct RunOptions {
   bool record_skips = false;                // history also gets busy and done-this-period
   // --retention: how long a lock's fence counter and history outlive its last use; 0: for ever.
   Millis retention = k_default_retention;
-  int history_length = 1000;  // --history-length: entries kept; 0: no history
+  int history_length = 100;  // --history-length: entries kept; 0: no history
 };
 
 }  // namespace rlock

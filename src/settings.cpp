@@ -290,8 +290,8 @@ const std::vector<SettingInfo>& all_settings() {
       {"retention", "--retention", K::wait, retention.c_str(), "D",
        "how long a lock's fence counter and history outlive its last use (default 30d), or inf",
        apply_retention},
-      {"history-length", "--history-length", K::count, "1000", "N",
-       "runs kept in the key's history (default 1000; 0 records none)",
+      {"history-length", "--history-length", K::count, "100", "N",
+       "runs kept in the key's history (default 100; 0 records none)",
        [](V v, Resolved& r) {
          r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
        }},

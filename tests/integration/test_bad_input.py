@@ -27,7 +27,8 @@ ALL_VERBS = VERBS_WITH_KEY + [["list"], ["config"]]
 DURATION_FLAGS = {"--ttl": ["run", "acquire", "extend"], "--wait": ["run", "acquire"],
                   "--max-run": ["run"], "--kill-after": ["run"], "--min-hold": ["run"],
                   "--connect-timeout": ["run", "status", "list"],
-                  "--command-timeout": ["run", "status", "list"]}
+                  "--command-timeout": ["run", "status", "list"],
+                  "--retention": ["run", "acquire"]}
 BAD_DURATIONS = ["", " ", "abc", "-1s", "+5s", "1x", "1s2", "5ms5", "1.5.5s", "1h-5m", "5 s",
                  "1e9s", "0x10s", "nan", "s", "ms", ".s", "99999999999999999999",
                  "999999999999d", "1\x01s", "5s\n", "\x1b[2J", b"\xff\xfe", b"5\xc3s", "9" * 5000,
