@@ -24,9 +24,11 @@ public:
   }
 
   Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return renew_outcome(eval(redis_, scripts::renew, {key_},
-                              {owner_prefix_, std::to_string(ttl.count())}, deadline),
-                         key_, ttl, deadline);
+    return renew_outcome(
+        eval(redis_, scripts::renew, {key_, fence_key_},
+             {owner_prefix_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
+             deadline),
+        key_, ttl, deadline);
   }
 
   Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,

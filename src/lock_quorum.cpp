@@ -91,8 +91,10 @@ public:
   }
 
   Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_},
-                                      {owner_prefix_, std::to_string(ttl.count())}, deadline),
+    return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_, fence_key_},
+                                      {owner_prefix_, std::to_string(ttl.count()),
+                                       std::to_string(mode_.retention.count())},
+                                      deadline),
                           "renewed");
   }
 

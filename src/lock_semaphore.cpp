@@ -27,9 +27,11 @@ public:
   }
 
   Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return renew_outcome(eval(redis_, scripts::semaphore_renew, {sem_key_, holders_key_},
-                              {token_, std::to_string(ttl.count())}, deadline),
-                         sem_key_, ttl, deadline);
+    return renew_outcome(
+        eval(redis_, scripts::semaphore_renew, {sem_key_, holders_key_, fence_key_},
+             {token_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
+             deadline),
+        sem_key_, ttl, deadline);
   }
 
   Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,

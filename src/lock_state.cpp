@@ -43,6 +43,22 @@ std::vector<std::string> helper_owners(const std::string& helper, const std::str
   return out;
 }
 
+// PATTERN, a Redis glob, as fnmatch(3) reads it: Redis takes "[!a]" for the set of '!' and
+// 'a' (it negates with "[^a]", as fnmatch also does), so the '!' is escaped.
+std::string fnmatch_pattern(const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    out += pattern[i];
+    if (pattern[i] == '\\' && i + 1 < pattern.size()) {
+      out += pattern[++i];
+    } else if (pattern[i] == '[' && i + 1 < pattern.size() && pattern[i + 1] == '!') {
+      out += "\\!";
+      ++i;
+    }
+  }
+  return out;
+}
+
 // One SCAN step over the keys of TYPE that match PATTERN, from CURSOR, which moves on ("0" once
 // the whole keyspace was seen). Never KEYS: SCAN keeps the server responsive on any size.
 Result<std::vector<std::string>> scan_page(Redis& redis, std::string& cursor,
@@ -180,6 +196,7 @@ Result<std::vector<LockState>> scan_rlock_locks(Redis& redis, const std::string&
     bool alias;
   };
   std::vector<Candidate> candidates;
+  const std::string glob = fnmatch_pattern(pattern);
   std::string cursor = "0";
   do {
     auto page =
@@ -188,7 +205,7 @@ Result<std::vector<LockState>> scan_rlock_locks(Redis& redis, const std::string&
     for (const std::string& fence : *page) {
       std::vector<std::string> owners = helper_owners(fence, "fence");
       for (size_t i = 0; i < owners.size(); ++i)
-        if (::fnmatch(pattern.c_str(), owners[i].c_str(), 0) == 0)
+        if (::fnmatch(glob.c_str(), owners[i].c_str(), 0) == 0)
           candidates.push_back({std::move(owners[i]), i > 0});
     }
   } while (cursor != "0");

@@ -292,8 +292,9 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
                  : "gone (no renewal for " + format_duration(-w.place) +
                        "; dropped at the next attempt)"));
   }
-  rows.emplace_back("fence counter",
-                    s.fence_counter ? std::to_string(*s.fence_counter) : "none (never acquired)");
+  rows.emplace_back("fence counter", s.fence_counter
+                                         ? std::to_string(*s.fence_counter)
+                                         : "none (never acquired, or expired after --retention)");
   // --retention: how long what rlock keeps of this lock outlives its last use.
   auto kept = [](Millis pttl) {
     return pttl.count() == -1 ? std::string("for ever") : format_duration(pttl) + " more";

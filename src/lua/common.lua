@@ -27,6 +27,8 @@ local function next_fence(fence_key, retention)
   local t = redis.call('TIME')
   local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local fence = redis.call('INCR', fence_key)
+  -- Past 2^53 a Lua number is no longer exact, and two fences could come out equal.
+  if fence >= 9007199254740992 then error(fence_key .. ' is past 2^53: not a fence counter') end
   if fence < clock then
     fence = clock
     redis.call('SET', fence_key, string.format('%.0f', fence))

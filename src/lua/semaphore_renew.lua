@@ -1,11 +1,15 @@
 -- uses: common.lua, slots.lua
 -- Sets our slot's expiry to TTL from now: 1, or 0 when the slot is not ours (gone, expired).
-local sem, holders = KEYS[1], KEYS[2]
-local token, ttl = ARGV[1], tonumber(ARGV[2])
+-- A place in use keeps the fence counter RETENTION ms more (0: as it is), as renew.lua does.
+local sem, holders, fence_key = KEYS[1], KEYS[2], KEYS[3]
+local token, ttl, retention = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 local now = now_ms()
 local s = redis.call('ZSCORE', sem, token)
 if not s or tonumber(s) <= now then return 0 end
 redis.call('ZADD', sem, 'XX', now + ttl, token)
 keep_semaphore(sem, holders, now)
+if retention > 0 and redis.call('PTTL', fence_key) >= 0 then
+  redis.call('PEXPIRE', fence_key, retention)
+end
 return 1

@@ -4,6 +4,7 @@ without reading unrelated keys."""
 import json
 import os
 import signal
+import time
 
 from harness import RedisClient, RedisTestCase, rlock_env, wait_until
 
@@ -174,6 +175,35 @@ class List(RedisTestCase):
         self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["lock:1"])
         r = self.run_rlock(["list", "--prefix", "foreign:"])
         self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["foreign:lock"])
+        for p in holders:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=10)
+
+    def test_a_lock_held_longer_than_the_retention_is_listed(self):
+        # Renewals keep the fence counter: the lock stays findable for as long as it is held.
+        holders = [self.start(["run", "--ttl", "600ms", "--retention", "1s", "long", "--",
+                               "sleep", "60"]),
+                   self.start(["run", "--ttl", "600ms", "--retention", "1s", "--limit", "2",
+                               "sem", "--", "sleep", "60"])]
+        wait_until(lambda: [line.split()[0] for line in self.run_rlock(["list"]).stdout
+                            .splitlines()] == ["long", "sem"], 10, "both holders listed")
+        until = time.monotonic() + 3  # three times the retention, looking all along
+        while time.monotonic() < until:
+            listed = [line.split()[0] for line in self.run_rlock(["list"]).stdout.splitlines()]
+            self.assertEqual(listed, ["long", "sem"])
+        self.assertGreater(self.server.cmd("PTTL", "{long}:rlock:fence"), 0)
+        for p in holders:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=10)
+
+    def test_patterns_are_redis_globs(self):
+        # Redis reads "[!a]" as the set of '!' and 'a' (it negates with '^'); so does list.
+        holders = [self.start(["run", key, "--", "sleep", "60"]) for key in ("!x", "bx")]
+        wait_until(lambda: self.server.cmd("EXISTS", "!x", "bx") == 2, 10, "the holders")
+        self.assertEqual([line.split()[0] for line in self.run_rlock(["list", "[!a]x"])
+                          .stdout.splitlines()], ["!x"])
+        self.assertEqual([line.split()[0] for line in self.run_rlock(["list", "[^a]x"])
+                          .stdout.splitlines()], ["!x", "bx"])
         for p in holders:
             os.killpg(p.pid, signal.SIGTERM)
             p.wait(timeout=10)
