@@ -181,7 +181,6 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
 
 namespace {
 
-// The locks on one server (one master of a Cluster, one node of Redlock).
 // Keys of one batch of reads, small enough for one round trip of bounded size.
 constexpr size_t k_read_batch = 200;
 
@@ -283,6 +282,7 @@ Result<std::vector<LockState>> scan_foreign_locks(Redis& redis, const std::strin
   return out;
 }
 
+// The locks on one server (one primary of a Cluster, one node of Redlock).
 Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& pattern) {
   auto out = scan_rlock_locks(redis, pattern);
   if (!out) return out;
