@@ -129,6 +129,12 @@ class Fences(RedisTestCase):
 
 
 class List(RedisTestCase):
+    def listed(self, *args):
+        """The keys `rlock list ARGS` shows, in its order."""
+        r = self.run_rlock(["list", *args])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [line.split()[0] for line in r.stdout.splitlines()]
+
     def gets(self):
         stats = self.server.cmd("INFO", "commandstats")
         for line in stats.splitlines():
@@ -171,10 +177,8 @@ class List(RedisTestCase):
         listed = [line.split()[0] for line in r.stdout.splitlines()]
         self.assertEqual(listed, ["foreign:lock", "lock:0", "lock:1", "lock:2", "lock:sem"])
         self.assertIn("held  by another client", r.stdout)
-        r = self.run_rlock(["list", "lock:1*"])
-        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["lock:1"])
-        r = self.run_rlock(["list", "--prefix", "foreign:"])
-        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["foreign:lock"])
+        self.assertEqual(self.listed("lock:1*"), ["lock:1"])
+        self.assertEqual(self.listed("--prefix", "foreign:"), ["foreign:lock"])
         for p in holders:
             os.killpg(p.pid, signal.SIGTERM)
             p.wait(timeout=10)
@@ -185,12 +189,10 @@ class List(RedisTestCase):
                                "sleep", "60"]),
                    self.start(["run", "--ttl", "600ms", "--retention", "1s", "--limit", "2",
                                "sem", "--", "sleep", "60"])]
-        wait_until(lambda: [line.split()[0] for line in self.run_rlock(["list"]).stdout
-                            .splitlines()] == ["long", "sem"], 10, "both holders listed")
+        wait_until(lambda: self.listed() == ["long", "sem"], 10, "both holders listed")
         until = time.monotonic() + 3  # three times the retention, looking all along
         while time.monotonic() < until:
-            listed = [line.split()[0] for line in self.run_rlock(["list"]).stdout.splitlines()]
-            self.assertEqual(listed, ["long", "sem"])
+            self.assertEqual(self.listed(), ["long", "sem"])
         self.assertGreater(self.server.cmd("PTTL", "{long}:rlock:fence"), 0)
         for p in holders:
             os.killpg(p.pid, signal.SIGTERM)
@@ -200,10 +202,8 @@ class List(RedisTestCase):
         # Redis reads "[!a]" as the set of '!' and 'a' (it negates with '^'); so does list.
         holders = [self.start(["run", key, "--", "sleep", "60"]) for key in ("!x", "bx")]
         wait_until(lambda: self.server.cmd("EXISTS", "!x", "bx") == 2, 10, "the holders")
-        self.assertEqual([line.split()[0] for line in self.run_rlock(["list", "[!a]x"])
-                          .stdout.splitlines()], ["!x"])
-        self.assertEqual([line.split()[0] for line in self.run_rlock(["list", "[^a]x"])
-                          .stdout.splitlines()], ["!x", "bx"])
+        self.assertEqual(self.listed("[!a]x"), ["!x"])
+        self.assertEqual(self.listed("[^a]x"), ["!x", "bx"])
         for p in holders:
             os.killpg(p.pid, signal.SIGTERM)
             p.wait(timeout=10)
@@ -212,7 +212,6 @@ class List(RedisTestCase):
         # "{a}" and "a" name the same helper keys; list tells which one is held.
         p = self.start(["run", "{a}", "--", "sleep", "60"])
         wait_until(lambda: self.server.cmd("EXISTS", "{a}") == 1, 10, "the holder of {a}")
-        r = self.run_rlock(["list"])
-        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["{a}"])
+        self.assertEqual(self.listed(), ["{a}"])
         os.killpg(p.pid, signal.SIGTERM)
         p.wait(timeout=10)

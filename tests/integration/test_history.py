@@ -14,6 +14,19 @@ class OncePer(RedisTestCase):
     def run_as(self, host, args, **kw):
         return self.run_rlock(args, env=rlock_env(self.server, RLOCK_HOSTNAME=host), **kw)
 
+    def start_job(self, host, args, key):
+        """rlock run ARGS KEY as HOST, of a job that sleeps; returned once the job has started
+        (so its period is claimed)."""
+        started = self.path(f"started-{host}-{key}")
+        p = self.start(["run", *args, key, "--", "sh", "-c", f"touch {started}; sleep 30"],
+                       env=rlock_env(self.server, RLOCK_HOSTNAME=host))
+        wait_until(lambda: os.path.exists(started), 10, f"{host}'s run of {key}")
+        return p
+
+    def stop(self, p):
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+
     def server_ms(self):
         secs, micros = self.server.cmd("TIME")
         return int(secs) * 1000 + int(micros) // 1000
@@ -83,58 +96,38 @@ class OncePer(RedisTestCase):
                          .returncode, 1)
 
     def test_reset_period_refuses_while_the_run_holds_the_lock(self):
-        started = self.path("started")
-        holder = self.start(["run", "--once-per", "day", "report", "--", "sh", "-c",
-                             f"touch {started}; sleep 30"],
-                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        wait_until(lambda: os.path.exists(started), 10, "the run's command")
+        holder = self.start_job("web-1", ["--once-per", "day"], "report")
         slot = [k for k in self.server.cmd("KEYS", "*once*")]
         r = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("still running on web-1", r.stderr)
         self.assertEqual([k for k in self.server.cmd("KEYS", "*once*")], slot)
-        os.killpg(holder.pid, signal.SIGTERM)
-        holder.wait(timeout=10)
+        self.stop(holder)
 
     def test_reset_period_knows_the_run_by_its_fence(self):
         # A semaphore's run holds no plain key: still running all the same.
-        started = self.path("started")
-        holder = self.start(["run", "--limit", "2", "--once-per", "day", "sem", "--", "sh", "-c",
-                             f"touch {started}; sleep 30"],
-                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        wait_until(lambda: os.path.exists(started), 10, "the semaphore run's command")
+        holder = self.start_job("web-1", ["--limit", "2", "--once-per", "day"], "sem")
         r = self.run_as("ops-1", ["reset-period", "sem", "--once-per", "day"])
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("still running on web-1", r.stderr)
-        os.killpg(holder.pid, signal.SIGTERM)
-        holder.wait(timeout=10)
+        self.stop(holder)
         # A run that died leaves its period "running"; another rlock holding the key now is not
         # that run, and the dead one is forgotten.
-        dead = self.start(["run", "--ttl", "1s", "--once-per", "day", "report", "--", "sh", "-c",
-                           f"touch {started}2; sleep 30"],
-                          env=rlock_env(self.server, RLOCK_HOSTNAME="web-9"))
-        wait_until(lambda: os.path.exists(started + "2"), 10, "the run that will die")
+        dead = self.start_job("web-9", ["--ttl", "1s", "--once-per", "day"], "report")
         os.kill(dead.pid, signal.SIGKILL)
         dead.wait()
         wait_until(lambda: not self.server.cmd("GET", "report"), 10, "its lock to expire")
-        other = self.start(["run", "report", "--", "sleep", "30"],
-                           env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        wait_until(lambda: self.server.cmd("GET", "report"), 10, "another run holding the key")
+        other = self.start_job("web-1", [], "report")
         r = self.run_as("ops-1", ["reset-period", "report", "--once-per", "day"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("on web-9", r.stdout)
         self.assertIn("never reported its end", r.stdout)
-        os.killpg(other.pid, signal.SIGTERM)
-        other.wait(timeout=10)
+        self.stop(other)
 
     def test_a_semaphore_run_in_progress_is_not_taken_for_a_lost_one(self):
         # --limit 2: a second host gets a place while the period's run still runs. It must not
         # take that run for one that died, and so must not run the job again (--retry-failed).
-        started = self.path("started")
-        first = self.start(["run", "--limit", "2", "--once-per", "day", "sem", "--", "sh", "-c",
-                            f"touch {started}; sleep 30"],
-                           env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        wait_until(lambda: os.path.exists(started), 10, "the first run's command")
+        first = self.start_job("web-1", ["--limit", "2", "--once-per", "day"], "sem")
         marker = self.path("second")
         r = self.run_as("web-2", ["run", "--limit", "2", "--once-per", "day", "--retry-failed",
                                   "sem", "--", "touch", marker])
@@ -142,8 +135,7 @@ class OncePer(RedisTestCase):
         self.assertIn("on web-1", r.stderr)
         self.assertIn("it is still running", r.stderr)
         self.assertFalse(os.path.exists(marker))
-        os.killpg(first.pid, signal.SIGTERM)
-        first.wait(timeout=10)
+        self.stop(first)
 
     def test_reset_period_needs_the_period(self):
         r = self.run_rlock(["reset-period", "report"])
@@ -151,12 +143,7 @@ class OncePer(RedisTestCase):
         self.assertIn("needs --once-per", r.stderr)
 
     def test_a_run_that_vanished_counts_as_lost(self):
-        started = self.path("started")
-        holder = self.start(["run", "--ttl", "1s", "--once-per", "1d", "report", "--", "sh", "-c",
-                             f"touch {started}; sleep 30"],
-                            env=rlock_env(self.server, RLOCK_HOSTNAME="web-1"))
-        # The command starts once the period is claimed.
-        wait_until(lambda: os.path.exists(started), 10, "the first run's command")
+        holder = self.start_job("web-1", ["--ttl", "1s", "--once-per", "1d"], "report")
         os.kill(holder.pid, signal.SIGKILL)  # its host dies: no end recorded
         holder.wait()
         r = self.run_as("web-2", ["run", "--wait", "10s", "--once-per", "1d", "report", "--",
