@@ -46,6 +46,7 @@ struct Failure {
     none,
     too_few_replicas,  // --min-replicas: fewer replicas acknowledged the lock in time
     unknown_primary,   // the sentinels know no primary of that name
+    tls_refused,       // the TLS handshake failed: certificate, CA, protocol (not a timeout)
   };
   Kind kind;
   std::string message;

@@ -165,13 +165,19 @@ public:
   Result<Unit> handshake(TimePoint deadline) {
     auto r = drive([&] { return ssl_.SSL_connect(conn_.get()); }, deadline);
     if (r && *r > 0) return Unit{};
+    // A server that does not answer may come back; one that answered and refused (its
+    // certificate, our CA, the protocol) will refuse again: no waiter retries that.
+    if (!r && r.failure().kind == Failure::Kind::timeout)
+      return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ + " timed out"};
     long verify = ssl_.SSL_get_verify_result(conn_.get());
     if (verify != X509_V_OK)
-      return Failure{Failure::Kind::connect, "TLS certificate verification failed for " +
-                                                 endpoint_ + ": " +
-                                                 ssl_.X509_verify_cert_error_string(verify)};
+      return Failure{Failure::Kind::connect,
+                     "TLS certificate verification failed for " + endpoint_ + ": " +
+                         ssl_.X509_verify_cert_error_string(verify),
+                     "", Failure::Why::tls_refused};
     std::string why = r ? "the server closed the connection" : r.failure().message;
-    return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ + " failed: " + why};
+    return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ + " failed: " + why,
+                   "", Failure::Why::tls_refused};
   }
 
   Result<Unit> write_all(const std::string& bytes, TimePoint deadline) override {

@@ -70,8 +70,12 @@ public:
       TimePoint sent = Clock::now();
       auto attempt = lock_.try_acquire(value, ttl, plan(sent), sent + lock_.command_timeout());
       if (attempt) {
-        ever_answered_ = true;
-        if (last_failure_) log(Level::info, {"redis_back", lock_.key(), "Redis answers again"});
+        reached_ = true;
+        // One line for the whole outage, as for its end when the wait runs out first.
+        if (last_failure_)
+          log(Level::info, {"redis_back", lock_.key(),
+                            "Redis answers again after " + format_duration(since_failing()) +
+                                " (" + last_failure_->message + ")"});
         last_failure_.reset();
         if (auto* got = std::get_if<Acquired>(&*attempt)) {
           status_.clear();
@@ -84,26 +88,7 @@ public:
         auto sig = lock_.redis().node_count() > 1 ? pause() : block(busy_.block);
         if (sig) return give_up(Interrupted{*sig});
       } else {
-        // Refused by Redis (OOM, NOPERM ...): fail now (exit 69), and leave the queue, which
-        // a refused write does not need. Unreachable on the first try: fail now too rather than
-        // wait on a Redis that may never come. Once it has answered, a blip is retried.
-        if (attempt.failure().kind == Failure::Kind::server) {
-          last_failure_ = attempt.failure();
-          return give_up(*last_failure_);
-        }
-        if (!ever_answered_ && attempt.failure().why != Failure::Why::too_few_replicas) {
-          undo_possible_acquire(lock_, attempt.failure());
-          return attempt.failure();
-        }
-        bool first = !last_failure_;
-        last_failure_ = attempt.failure();
-        if (out_of_time()) return give_up(*last_failure_);
-        if (first)
-          log(Level::warning,
-              {"redis_retry", lock_.key(), "" + attempt.failure().message + "; retrying"});
-        TimePoint next = Clock::now() + k_retry_interval;
-        if (give_up_) next = std::min(next, *give_up_);
-        if (auto sig = sleep_interruptible(next, signals_)) return give_up(Interrupted{*sig});
+        if (auto out = retry_or_give_up(attempt.failure())) return *out;
       }
     }
   }
@@ -118,6 +103,51 @@ private:
   }
 
   bool out_of_time() const { return give_up_ && Clock::now() >= *give_up_; }
+
+  // After a failed attempt: the outcome when it is the last, else nothing once the pause
+  // before the next attempt is over. A failure that may pass is retried until the wait ends
+  // (a first attempt too: a deploy hook's --wait outlasts a Redis restart); one that will not
+  // ends the wait now, as does the first of any with --no-wait.
+  std::optional<WaitOutcome> retry_or_give_up(const Failure& failure) {
+    if (failure.kind != Failure::Kind::connect) reached_ = true;
+    bool first = !last_failure_;
+    if (first) failing_since_ = Clock::now();
+    if (!worth_retrying(failure) || out_of_time()) {
+      last_failure_ = failure;
+      if (!first && worth_retrying(failure))
+        last_failure_->message += " (retried for " + format_duration(since_failing()) + ")";
+      return give_up(*last_failure_);
+    }
+    // Half the step, plus up to as much again at random ("equal jitter").
+    if (first) backoff_ = k_backoff_first;
+    std::uniform_int_distribution<int64_t> jitter(0, backoff_.count() / 2);
+    Millis pause = backoff_ / 2 + Millis(jitter(random_));
+    if (first) {
+      std::string until = give_up_ ? " for up to " + format_duration(std::chrono::ceil<Millis>(
+                                                         *give_up_ - Clock::now()))
+                                   : "";
+      log(Level::debug, {"redis_retry", lock_.key(), failure.message + "; retrying" + until});
+    } else if (backoff_ < k_backoff_cap || failure.message != last_failure_->message) {
+      // -v: once a step (and when the error changes), not once an attempt.
+      log(Level::debug, {"redis_retry", lock_.key(),
+                         failure.message + "; retrying in " + format_duration(pause)});
+    }
+    backoff_ = std::min(backoff_ * 2, k_backoff_cap);
+    last_failure_ = failure;
+    if (status_.enabled())
+      status_.draw("rlock: waiting for " + lock_.key() +
+                   ": Redis unreachable, retrying: " + failure.message + "; waited " +
+                   format_duration(waited()));
+    TimePoint next = Clock::now() + pause;
+    if (give_up_) next = std::min(next, *give_up_);
+    if (auto sig = sleep_interruptible(next, signals_)) return give_up(Interrupted{*sig});
+    return std::nullopt;
+  }
+
+  Millis waited() const { return std::chrono::duration_cast<Millis>(Clock::now() - start_); }
+  Millis since_failing() const {
+    return std::chrono::duration_cast<Millis>(Clock::now() - failing_since_);
+  }
 
   // Blocks on our wake-up list for up to FOR_HOW_LONG, redrawing the status line every second
   // on a terminal. Returns a forwarded signal that arrived meanwhile.
@@ -160,12 +190,14 @@ private:
     std::string holder = busy_.value.empty() ? "free, waiting for our turn"
                                              : "held by " + describe_holder(busy_.value, pttl);
     status_.draw("rlock: waiting for " + lock_.key() + ": " + holder + "; waited " +
-                 format_duration(std::chrono::duration_cast<Millis>(Clock::now() - start_)));
+                 format_duration(waited()));
   }
 
-  // Leaves the queue (and undoes a possibly successful attempt) before reporting OUTCOME.
+  // Leaves the queue (and undoes a possibly successful attempt) before reporting OUTCOME;
+  // nothing to do when no attempt ever reached Redis.
   WaitOutcome give_up(WaitOutcome outcome) {
     status_.clear();
+    if (!reached_) return outcome;
     if (last_failure_) undo_possible_acquire(lock_, *last_failure_);
     if (give_up_ != start_) (void)lock_.leave_queue(Clock::now() + lock_.command_timeout());
     return outcome;
@@ -175,8 +207,10 @@ private:
   SignalEvents& signals_;
   TimePoint start_;
   std::optional<TimePoint> give_up_;  // nullopt: for ever
-  bool ever_answered_ = false;
-  std::optional<Failure> last_failure_;
+  bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
+  std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
+  Millis backoff_ = k_backoff_first;
+  TimePoint failing_since_{};  // the first failed attempt since Redis last answered
   Busy busy_{};
   TimePoint busy_seen_{};
   StatusLine status_;
@@ -185,6 +219,31 @@ private:
 };
 
 }  // namespace
+
+bool worth_retrying(const Failure& failure) {
+  switch (failure.why) {
+  case Failure::Why::too_few_replicas:  // replicas catch up after a failover, a restart
+  case Failure::Why::unknown_primary:   // Sentinel may not know it yet
+    return true;
+  case Failure::Why::tls_refused: return false;
+  case Failure::Why::none: break;
+  }
+  switch (failure.kind) {
+  case Failure::Kind::connect:
+  case Failure::Kind::io:
+  case Failure::Kind::timeout: return true;
+  case Failure::Kind::server:
+    // Loading its data after a restart; a replica cut off from its primary; a Cluster
+    // resharding or without a quorum; a primary demoted by a failover we have not followed yet;
+    // a script running past lua-time-limit.
+    for (const char* code : {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY"})
+      if (failure.code == code) return true;
+    return false;
+  case Failure::Kind::protocol:
+  case Failure::Kind::interrupted: return false;
+  }
+  return false;
+}
 
 WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
                     SignalEvents& signals) {

@@ -26,6 +26,17 @@ inline constexpr Millis k_max_block{30'000};
 inline constexpr Millis k_fair_refresh{500};
 // After a failed attempt (Redis unreachable), wait this long before the next.
 inline constexpr Millis k_retry_interval{200};
+// A waiter (--wait) whose Redis cannot be reached tries again after a pause that starts here
+// and doubles up to the cap, each with jitter: a restart of a few seconds costs it little
+// more, and a fleet of waiters does not come back at the same instant.
+inline constexpr Millis k_backoff_first{50};
+inline constexpr Millis k_backoff_cap{2000};
+
+// Whether FAILURE may pass by itself, so that a waiter should try again: Redis cannot be
+// reached, or is not ready (loading its data, a failover, a Cluster or Sentinel catching up).
+// A refusal that trying again will not change (a password, an ACL, TLS material, a key of
+// another type, out of memory) is false.
+bool worth_retrying(const Failure& failure);
 
 struct Obtained {
   int64_t fence;
@@ -44,8 +55,9 @@ struct NotALock {
 };
 using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, Failure>;
 
-// WAIT: nullopt for a single attempt; Millis::max() for no limit. A forwarded signal read from
-// SIGNALS ends the wait as Interrupted. After a failed or interrupted wait nothing of ours is
+// WAIT: nullopt for a single attempt; Millis::max() for no limit. Within WAIT a failure that
+// worth_retrying() is tried again with backoff. A forwarded signal read from SIGNALS ends the
+// wait as Interrupted. After a failed or interrupted wait nothing of ours is
 // left in Redis (a lost reply to a successful attempt is undone with a release, and we leave
 // the queue).
 WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,

@@ -123,7 +123,7 @@ class RedisClient:
 class RedisServer:
     """A private redis-server on a free port (and a unix socket) in its own directory."""
 
-    def __init__(self, *extra_args):
+    def __init__(self, *extra_args, port=None):
         if not REDIS_SERVER:
             raise RuntimeError("redis-server is not installed (nor in $RLOCK_TEST_REDIS_BIN_DIR); "
                                "tests need a real Redis")
@@ -131,7 +131,7 @@ class RedisServer:
         self.extra_args = list(extra_args)
         self.port = None
         self.proc = None
-        self.start()
+        self.start(port)
 
     @property
     def unix_socket(self):

@@ -254,6 +254,14 @@ class Tls(unittest.TestCase):
         r = self.run_tls("127.0.0.1", "--cacert", os.path.join(self.certs, "other-ca.crt"))
         self.assertEqual(r.returncode, 69)
         self.assertIn("certificate verification failed", r.stderr)
+
+    def test_a_refused_certificate_ends_a_wait_at_once(self):
+        start = time.monotonic()
+        r = self.run_tls("127.0.0.1", "-w", "60s")
+        self.assertEqual(r.returncode, 69)
+        self.assertIn("certificate", r.stderr)
+        self.assertNotIn("retried", r.stderr)
+        self.assertLess(time.monotonic() - start, 20, "a refused certificate was retried")
         self.assertFalse(os.path.exists(self.marker))
 
     def test_a_name_the_certificate_does_not_carry_is_refused(self):

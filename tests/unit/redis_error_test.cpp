@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "redis.h"
+#include "wait.h"
 
 using rlock::error_code;
 
@@ -35,4 +36,20 @@ TEST_CASE("error codes wrapped by Redis 6.0 and 6.2 around a script's error") {
                    "attempt to compare nil with number ") == "ERR");
   // Not fooled by a dash inside a message.
   CHECK(error_code("ERR Error running script (call to f_3f6c): @user_script:5: a -b c") == "ERR");
+}
+
+TEST_CASE("a waiter retries what may pass and gives up on what will not") {
+  using rlock::Failure;
+  using rlock::worth_retrying;
+  auto server = [](const char* code) { return Failure{Failure::Kind::server, "", code}; };
+  CHECK(worth_retrying(Failure{Failure::Kind::connect, "connection refused"}));
+  CHECK(worth_retrying(Failure{Failure::Kind::io, "reset"}));
+  CHECK(worth_retrying(Failure{Failure::Kind::timeout, "timed out"}));
+  for (const char* code : {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY"})
+    CHECK_MESSAGE(worth_retrying(server(code)), code);
+  for (const char* code : {"NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM", "ERR"})
+    CHECK_MESSAGE(!worth_retrying(server(code)), code);
+  CHECK(worth_retrying(Failure{Failure::Kind::server, "", "", Failure::Why::unknown_primary}));
+  CHECK(!worth_retrying(Failure{Failure::Kind::connect, "", "", Failure::Why::tls_refused}));
+  CHECK(!worth_retrying(Failure{Failure::Kind::protocol, "bad reply"}));
 }
