@@ -125,7 +125,7 @@ _rlock() {
         extend | release)
             if [[ $cur == -* ]]; then
                 local extra="--token"
-                [[ $verb == extend ]] && extra="--token --ttl" || extra="--token --force"
+                [[ $verb == extend ]] && extra="--token --ttl" || extra="--token --force --now --all"
                 COMPREPLY=($(compgen -W "$extra $common" -- "$cur"))
             else
                 _rlock_keys

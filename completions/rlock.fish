@@ -71,3 +71,5 @@ complete -c rlock -n '__fish_seen_subcommand_from status inspect history list ac
 # extend, release
 complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token from acquire'
 complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'break the lock whoever holds it'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l now -d 'with --force: free it at once'
+complete -c rlock -n '__fish_seen_subcommand_from release' -l all -d 'with --force: every place of a semaphore'

@@ -46,7 +46,9 @@ struct CommandLine {
   std::optional<std::string> shell_command;
   std::optional<std::string> token;
   bool no_wait = false;
-  bool force = false;
+  bool force = false;  // release
+  bool now = false;
+  bool all = false;
   bool json = false;
   int count = 10;  // history -n
 
@@ -195,7 +197,20 @@ const PlainOption k_plain_options[] = {
      [](CLI::App* app, CommandLine& line) { add_token(app, line)->required(); }},
     {"force",
      [](CLI::App* app, CommandLine& line) {
-       app->add_flag("--force", line.force, "break the lock whoever holds it; says whose it was");
+       app->add_flag("--force", line.force,
+                     "break the lock whoever holds it (with --token: only that holder's); it "
+                     "stays taken until the holder has surely stopped");
+     }},
+    {"now",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--now"))
+         app->add_flag("--now", line.now,
+                       "with --force: free it at once (the holder is known to be dead)");
+     }},
+    {"all",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--all"))
+         app->add_flag("--all", line.all, "with --force: every place of a semaphore (--limit)");
      }},
 };
 
@@ -226,7 +241,7 @@ constexpr OptionRef k_acquire_ttl[] = {
     {"ttl", "lock expiry; extend it before then (default 30s)"}, {"retention"}, {"json"}};
 constexpr OptionRef k_extend_args[] = {
     {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
-constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}};
+constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}, {"now"}, {"all"}};
 constexpr OptionRef k_reset_period_args[] = {
     {"KEY"},
     {"once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"},
@@ -356,13 +371,17 @@ constexpr Command k_commands[] = {
      }},
     {"release",
      "give a lock back, or break anyone's",
-     "KEY --token T\nKEY --force",
+     "KEY --token T\nKEY --force [--token T | --all] [--now]",
      {k_release_args, k_connection},
-     "Exit status: 0 released, 1 not ours or free (nothing changed), 69 Redis unreachable or "
-     "not a lock; 64 usage, 78 configuration, 125 rlock failed.",
+     "--force leaves a tombstone: nobody takes the lock until its holder has surely\n"
+     "stopped (its rlock notices at its next renewal and stops the command; cut off\n"
+     "from Redis, at its lease's end). --now frees it at once: an overlap if it runs.\n"
+     "Exit status: 0 released or broken, 1 not ours or free (nothing changed), 69 Redis "
+     "unreachable or not a lock; 64 usage, 78 configuration, 125 rlock failed.",
      nullptr,
      [](const Invocation& in) {
-       return release_verb(in.resolved.global, in.key(), in.line.token, in.line.force);
+       return release_verb(in.resolved.global, in.key(),
+                           {in.line.token, in.line.force, in.line.now, in.line.all});
      }},
     {"reset-period",
      "let a --once-per job run again this period",

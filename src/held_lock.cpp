@@ -49,7 +49,7 @@ bool HeldLock::release(std::optional<std::vector<Argv>>* history, Millis budget)
     if (released) {
       if (*released)
         log(Level::debug, {"released", lock_.key(), "released"});
-      else
+      else if (!lost_)
         log(Level::warning, {"not_ours_at_release", lock_.key(),
                              "the lock was no longer ours at release (it expired or was "
                              "taken); the run may have overlapped another"});

@@ -38,14 +38,20 @@ public:
   // acquisition (it then expires by itself). False when Redis could not be reached.
   bool finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
               Millis budget);
-  // The lock is someone else's now: nothing to give back.
-  void forget() { done_ = true; }
+  // After the lock was found not ours: nothing to give back, but a tombstone that `release
+  // --force` left for us waits until our command has stopped, which it now has. The release
+  // script ends it (and HISTORY rides along, as with release()); nothing else changes.
+  bool end_tombstone(std::optional<std::vector<Argv>>* history, Millis budget) {
+    lost_ = true;
+    return release(history, budget);
+  }
 
 private:
   Lock& lock_;
   const Millis ttl_;
   const TimePoint acquired_;
   bool done_ = false;  // given back, kept for --min-hold, or lost: the destructor leaves it
+  bool lost_ = false;  // found not ours: a release that finds it so is no news
 };
 
 // A history entry that could not be written: one warning, never the job's failure.

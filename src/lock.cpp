@@ -22,19 +22,82 @@ bool is_helper_key(std::string_view key) {
   return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
 }
 
-Result<Broken> break_lock(Redis& redis, const std::string& key) {
-  auto reply =
-      eval(redis, scripts::break_lock, {key, helper_key(key, "queue"), helper_key(key, "alive")},
-           {helper_key(key, "wake-")}, Clock::now() + redis.command_timeout());
-  if (!reply) return reply.failure();
-  const auto& e = reply->elements;
-  if (!reply->is_array() || e.empty()) return unexpected_reply("the break script");
-  Broken b{e[0].str, "", Millis(-2)};
-  if (e.size() == 3) {
-    b.value = e[1].str;
-    b.pttl = Millis(e[2].integer);
+namespace {
+
+Broken::What what_of(const std::string& word) {
+  if (word == "broken") return Broken::What::broken;
+  if (word == "deleted") return Broken::What::deleted;
+  if (word == "already") return Broken::What::already;
+  if (word == "no-expiry") return Broken::What::no_expiry;
+  return Broken::What::other;
+}
+
+// The reply of break_lock.lua: {type} or {type, value, pttl, what}.
+Result<BreakOutcome> lock_broken(const Reply& reply) {
+  const auto& e = reply.elements;
+  if (!reply.is_array() || (e.size() != 1 && e.size() != 4)) return unexpected_reply("break_lock");
+  BreakOutcome out{e[0].str, {}, 0};
+  if (e.size() == 4) out.broken.push_back(Broken{"", e[1].str, Millis(e[2].integer),
+                                                 what_of(e[3].str)});
+  return out;
+}
+
+// The reply of break_slots.lua: {type}, {type, 'choose', places} or {type, 'done', 4 x N}.
+Result<BreakOutcome> slots_broken(const Reply& reply) {
+  const auto& e = reply.elements;
+  if (!reply.is_array() || e.empty()) return unexpected_reply("break_slots");
+  BreakOutcome out{e[0].str, {}, 0};
+  if (e.size() == 1) return out;
+  if (e[1].str == "choose" && e.size() == 3) {
+    out.places = static_cast<int>(e[2].integer);
+    return out;
   }
-  return b;
+  if (e[1].str != "done" || (e.size() - 2) % 4 != 0) return unexpected_reply("break_slots");
+  for (size_t i = 2; i < e.size(); i += 4)
+    out.broken.push_back(
+        Broken{e[i].str, e[i + 1].str, Millis(e[i + 2].integer), what_of(e[i + 3].str)});
+  return out;
+}
+
+}  // namespace
+
+Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
+                                const BreakRequest& request) {
+  TimePoint deadline = Clock::now() + redis.command_timeout();
+  std::string breaker = tombstone_fields();
+  std::string wake_prefix = helper_key(key, "wake-");
+  Argv lock_keys{key, helper_key(key, "queue"), helper_key(key, "alive")};
+  Argv lock_args{wake_prefix, breaker, request.token, request.now ? "1" : "0"};
+  if (redis.node_count() > 1) {
+    // Redlock: a tombstone on each node that holds the lock, each as long as its own lock had
+    // left. Report the one that lasts longest: it is when the lock can be taken again.
+    std::optional<BreakOutcome> longest;
+    std::optional<Failure> failure;
+    for (auto& reply : eval_on_all(redis, scripts::break_lock, lock_keys, lock_args, deadline)) {
+      auto one = reply ? lock_broken(*reply) : Result<BreakOutcome>(reply.failure());
+      if (!one) {
+        failure = one.failure();
+      } else if (!longest || (longest->broken.empty() && !one->broken.empty()) ||
+                 (!one->broken.empty() && one->broken[0].pttl > longest->broken[0].pttl)) {
+        longest = std::move(*one);
+      }
+    }
+    if (!longest) return *failure;
+    return *longest;
+  }
+  auto reply = eval(redis, scripts::break_lock, lock_keys, lock_args, deadline);
+  if (!reply) return reply.failure();
+  auto lock = lock_broken(*reply);
+  if (!lock || lock->type != "none") return lock;
+  // No lock key: perhaps a semaphore's places.
+  reply = eval(redis, scripts::break_slots,
+               {helper_key(key, "sem"), helper_key(key, "holders"), helper_key(key, "queue"),
+                helper_key(key, "alive")},
+               {wake_prefix, breaker, request.token, request.all ? "1" : "0",
+                request.now ? "1" : "0"},
+               deadline);
+  if (!reply) return reply.failure();
+  return slots_broken(*reply);
 }
 
 std::unique_ptr<Lock> make_lock(Redis& redis, std::string key, std::string token, LockMode mode) {

@@ -72,15 +72,38 @@ constexpr Millis replica_wait(Millis ttl) {
   return std::min(std::max(ttl / 10, Millis(10)), Millis(1000));
 }
 
-// What `release --force` found and deleted.
-struct Broken {
-  std::string type;   // "none": it was free; "string": a lock, now deleted; else left alone
-  std::string value;  // the value it held
-  Millis pttl{-2};
+// What `release --force` is to break.
+struct BreakRequest {
+  std::string token;  // only the lock, or the semaphore place, this token holds ("": any)
+  bool all = false;   // every place of a semaphore
+  bool now = false;   // delete at once, rather than leave a tombstone until the holder stops
 };
 
-// Deletes KEY whoever holds it (a string only) and wakes the first waiter.
-Result<Broken> break_lock(Redis& redis, const std::string& key);
+// A lock, or a semaphore place, that `release --force` found.
+struct Broken {
+  enum class What {
+    broken,     // a tombstone now stands in for it until its holder has surely stopped
+    deleted,    // --now: gone, and a waiter woken
+    already,    // a tombstone already: left as it is
+    other,      // the token asked for does not hold it: left alone
+    no_expiry,  // no expiry, so no lease bounds its holder: left alone (--now deletes it)
+  };
+  std::string token;  // a semaphore place's holder
+  std::string value;  // the value it held
+  Millis pttl{-2};    // what was left of it: a tombstone lasts that long at most
+  What what = What::broken;
+};
+
+struct BreakOutcome {
+  std::string type;  // "none": free; "string": a lock; "zset": a semaphore; else not a lock
+  std::vector<Broken> broken;
+  int places = 0;  // a semaphore given neither a token nor --all: how many places it has
+};
+
+// Breaks KEY (a lock, or a semaphore's places) whoever holds it, as REQUEST says; with
+// Redlock, on every node (the node whose lock had the most time left is reported).
+Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
+                                const BreakRequest& request);
 
 // For renewing or releasing a semaphore slot by its token, where the limit does not matter.
 inline constexpr LockMode k_any_semaphore{2, false};

@@ -23,7 +23,9 @@ void classify(LockState& s) {
     s.kind = LockState::Kind::not_a_lock;
   } else {
     s.value = decode_lock_value(s.raw);
-    s.kind = s.value ? LockState::Kind::held : LockState::Kind::foreign;
+    s.kind = !s.value          ? LockState::Kind::foreign
+             : s.value->broken ? LockState::Kind::broken
+                               : LockState::Kind::held;
   }
 }
 

@@ -35,6 +35,7 @@ struct LockState {
   enum class Kind {
     free,
     held,        // by rlock: value decodes
+    broken,      // a tombstone (release --force) until the broken holder has surely stopped
     foreign,     // a plain string another client set (SET NX PX token)
     semaphore,   // held by up to --limit rlock holders
     not_a_lock,  // a hash, a list ...

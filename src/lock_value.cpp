@@ -86,11 +86,19 @@ std::string encode_lock_value(const LockValue& v) {
 
 std::optional<LockValue> decode_lock_value(std::string_view text) {
   if (text.substr(0, k_value_magic.size()) != k_value_magic) return std::nullopt;
-  text.remove_prefix(k_value_magic.size());
   LockValue v;
+  if (text.starts_with(k_tombstone_magic)) {
+    text.remove_prefix(k_tombstone_magic.size());
+    v.broken = Breaking{};
+  } else {
+    text.remove_prefix(k_value_magic.size());
+  }
   size_t sp = text.find(' ');
   v.token = std::string(text.substr(0, sp));
-  if (!is_token(v.token)) return std::nullopt;
+  if (v.broken && v.token == "-")
+    v.token.clear();  // another program's lock was broken
+  else if (!is_token(v.token))
+    return std::nullopt;
   text = sp == std::string_view::npos ? std::string_view{} : text.substr(sp + 1);
   while (!text.empty()) {
     sp = text.find(' ');
@@ -125,6 +133,12 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
       auto t = parse_rfc3339(*value);
       if (!t) return std::nullopt;
       v.holder.since = *t;
+    } else if (name == "broken_by" && v.broken) {
+      v.broken->by = *value;
+    } else if (name == "broken_at" && v.broken) {
+      auto t = parse_rfc3339(*value);
+      if (!t) return std::nullopt;
+      v.broken->at = *t;
     }
     // Unknown fields are skipped: a newer rlock may add some, and older ones still read the rest.
   }
@@ -156,6 +170,11 @@ std::optional<bool> holder_alive(const Holder& h) {
   if (h.host != this_host() || h.boot != this_boot()) return std::nullopt;
   auto st = read_proc_stat(h.pid);
   return st && st->start_ticks == h.start_ticks && !has_exited(st->state);
+}
+
+std::string tombstone_fields() {
+  Holder me = current_holder("");
+  return " broken_by=" + escape(me.user + "@" + me.host) + " broken_at=" + format_rfc3339(me.since);
 }
 
 Holder current_holder(std::string_view cmd) {

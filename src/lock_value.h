@@ -6,6 +6,15 @@
 // boot (the host's boot id) and pstart (the pid's start time, in clock ticks since boot) let
 // an operator's rlock on the same host tell a holder process that is gone from a live one.
 //
+// `release --force` leaves a tombstone in its place until the broken holder has surely stopped:
+//
+//   rlock/1 broken 7f3c... host=web-2 pid=4121 ... fence=17 broken_by=alice@ops-1
+//   broken_at=2026-11-30T03:40:00.000Z
+//
+// that is, the old value after "broken", or "-" for another program's, and who broke it when.
+// No token can be "broken", so no holder takes it for its own; older rlocks see another
+// program's lock.
+//
 // The token comes first so that the ownership check in the Lua scripts is a prefix compare.
 // The command's arguments are never stored: they may hold secrets.
 #pragma once
@@ -35,11 +44,21 @@ struct Holder {
   int64_t start_ticks = 0;  // when PID started, clock ticks since boot (/proc); 0: unknown
 };
 
+// Who broke a lock with `release --force`, and when.
+struct Breaking {
+  std::string by;  // USER@HOST
+  WallTime at{};
+};
+
 struct LockValue {
   std::string token;
   Holder holder;
-  std::optional<int64_t> fence;  // set by the acquire script, not by the client
+  std::optional<int64_t> fence;     // set by the acquire script, not by the client
+  std::optional<Breaking> broken;   // a tombstone: the holder above was broken (token may be
+                                    // empty: another program's lock was)
 };
+
+inline constexpr std::string_view k_tombstone_magic = "rlock/1 broken ";
 
 // A fresh token: k_token_bytes from getrandom(2), hex-encoded. Throws Error if the OS fails.
 std::string make_token();
@@ -55,6 +74,10 @@ std::string encode_lock_value(const LockValue& v);
 
 // nullopt for a value rlock did not write (a plain string from other software).
 std::optional<LockValue> decode_lock_value(std::string_view text);
+
+// The fields a tombstone ends with: " broken_by=USER@HOST broken_at=T" for this process's user
+// and host, now (the break script puts them after the old value).
+std::string tombstone_fields();
 
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);

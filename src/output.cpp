@@ -25,6 +25,7 @@ const char* state_name(LockState::Kind kind) {
   switch (kind) {
   case LockState::Kind::free: return "free";
   case LockState::Kind::held: return "held";
+  case LockState::Kind::broken: return "broken";
   case LockState::Kind::foreign: return "foreign";
   case LockState::Kind::semaphore: return "semaphore";
   case LockState::Kind::not_a_lock: return "not_a_lock";
@@ -96,13 +97,20 @@ std::string last_run_text(const RunRecord& r) {
          format_duration(std::max(Millis(0), now_wall() - ended)) + " ago";
 }
 
+// A tombstone's "broken": {"by", "at"}; null for a lock that was not broken.
+json broken_json(const LockValue& v) {
+  if (!v.broken) return nullptr;
+  return {{"by", v.broken->by}, {"at", format_rfc3339(v.broken->at)}};
+}
+
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
 json lock_json(const LockState& s, bool with_counter) {
   json j;
   j["key"] = s.key;
   j["state"] = state_name(s.kind);
   if (s.kind == LockState::Kind::not_a_lock) j["type"] = s.type;
-  bool has_value = s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign;
+  bool has_value = s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
+                   s.kind == LockState::Kind::foreign;
   j["value"] = has_value ? json(s.raw) : json(nullptr);
   j["ttl_ms"] = has_value && s.pttl.count() >= 0 ? json(s.pttl.count()) : json(nullptr);
   j["holder"] = nullptr;
@@ -111,11 +119,12 @@ json lock_json(const LockState& s, bool with_counter) {
   j["fence"] = nullptr;
   j["acquired_at"] = nullptr;
   j["held_ms"] = nullptr;
+  j["broken"] = s.value ? broken_json(*s.value) : json(nullptr);
   if (s.value) {
     const Holder& h = s.value->holder;
     j["holder"] = holder_json(h);
     j["holder_alive"] = alive_json(h);
-    j["token"] = s.value->token;
+    j["token"] = s.value->token.empty() ? json(nullptr) : json(s.value->token);
     if (s.value->fence) j["fence"] = *s.value->fence;
     j["acquired_at"] = format_rfc3339(h.since);
     j["held_ms"] = std::max<int64_t>(0, (now_wall() - h.since).count());
@@ -142,6 +151,7 @@ json lock_json(const LockState& s, bool with_counter) {
         if (h.value->fence) one["fence"] = *h.value->fence;
         one["acquired_at"] = format_rfc3339(h.value->holder.since);
       }
+      one["broken"] = h.value ? broken_json(*h.value) : json(nullptr);
       holders.push_back(one);
     }
     j["semaphore_holders"] = holders;
@@ -175,10 +185,15 @@ std::string lock_details(const LockState& s) {
     for (size_t i = 0; i < s.semaphore.size(); ++i) {
       const auto& h = s.semaphore[i];
       out += i ? ", " : " ";
-      out += h.value ? holder_text(h.value->holder) : "another client";
+      out += !h.value          ? "another client"
+             : h.value->broken ? "broken (" + broken_text(*h.value, h.ttl) + ")"
+                               : holder_text(h.value->holder);
     }
     return out;
   }
+  case LockState::Kind::broken:
+    return "by nobody: " + broken_text(*s.value, s.pttl) +
+           (s.waiters > 0 ? "  " + std::to_string(s.waiters) + " waiting" : "");
   case LockState::Kind::held: {
     const Holder& h = s.value->holder;
     std::string out = "by " + holder_text(h);
@@ -199,6 +214,7 @@ std::string state_word(const LockState& s, const OutputStyle& style) {
   case LockState::Kind::held:
   case LockState::Kind::semaphore:
   case LockState::Kind::foreign: return paint(style, "33", "held");
+  case LockState::Kind::broken: return paint(style, "31", "broken");
   case LockState::Kind::not_a_lock: return paint(style, "31", "not a lock (" + s.type + ")");
   }
   return "";
@@ -221,9 +237,18 @@ void write_stdout(const std::string& text) {
 
 std::string printable(std::string_view text, size_t max) { return terminal_safe(text, max); }
 
+std::string broken_text(const LockValue& v, Millis pttl) {
+  std::string whose = v.token.empty() ? "another client's lock" : holder_text(v.holder);
+  return whose + " was broken by " + printable(v.broken->by) + " " +
+         format_duration(std::max(Millis(0), now_wall() - v.broken->at)) +
+         " ago; free once it has stopped, in " + format_duration(std::max(Millis(0), pttl)) +
+         " at the latest";
+}
+
 std::string describe_holder(std::string_view raw_value, Millis pttl) {
   auto v = decode_lock_value(raw_value);
   if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
+  if (v->broken) return "nobody: " + broken_text(*v, pttl);
   std::string out = holder_text(v->holder);
   out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
   if (std::string gone = gone_text(v->holder, pttl); !gone.empty()) return out + "; " + gone;
@@ -259,7 +284,9 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   std::vector<std::pair<std::string, std::string>> rows;
   rows.emplace_back("key", printable(s.key));
   rows.emplace_back("state", state_word(s, style));
-  if (s.value) {
+  if (s.kind == LockState::Kind::broken)
+    rows.emplace_back("broken", broken_text(*s.value, s.pttl));
+  if (s.value && !s.value->token.empty()) {
     const Holder& h = s.value->holder;
     rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
                                     printable(h.user));
@@ -276,10 +303,13 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   } else if (s.kind == LockState::Kind::foreign) {
     rows.emplace_back("holder", "another client (not rlock)");
   }
-  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
+  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
+      s.kind == LockState::Kind::foreign)
     rows.emplace_back("ttl", s.pttl.count() < 0 ? "none (never expires)" : format_duration(s.pttl));
   for (const auto& h : s.semaphore)
-    rows.emplace_back("holder", (h.value ? holder_text(h.value->holder) : "another client") +
+    rows.emplace_back("holder", (!h.value          ? "another client"
+                                 : h.value->broken ? "broken: " + broken_text(*h.value, h.ttl)
+                                                   : holder_text(h.value->holder)) +
                                     ", ttl " + format_duration(h.ttl) + ", token " + h.token);
   rows.emplace_back("waiters", std::to_string(s.waiters));
   for (size_t i = 0; i < s.queue.size(); ++i) {
@@ -306,7 +336,8 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
                                                         : kept(s.fence_counter_pttl)) +
                     ", history " +
                     (s.history_pttl.count() == -2 ? std::string("none") : kept(s.history_pttl)));
-  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::foreign)
+  if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
+      s.kind == LockState::Kind::foreign)
     rows.emplace_back("value", printable(s.raw, 500));
   if (s.last_run)
     rows.emplace_back("last run", last_run_text(*s.last_run) + ", held " +

@@ -21,6 +21,7 @@ extern const Script semaphore_holds;
 // ... either's waiting queue, and release --force.
 extern const Script leave_queue;
 extern const Script break_lock;
+extern const Script break_slots;
 
 // A --once-per period's slot (history.cpp).
 extern const Script period_claim;

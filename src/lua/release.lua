@@ -1,14 +1,22 @@
 -- uses: common.lua
--- Gives our lock back and wakes the first waiter: 1, or 0 when it was not ours (no change).
+-- Gives our lock back and wakes the first waiter: 1, or 0 when it was not ours (no change, but
+-- for the tombstone of our lock broken by force, below).
 -- Compare-then-DEL in one step: a plain DEL (or GET then DEL) can delete the lock of the holder
 -- who took over after ours expired.
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local owner_prefix, wake_prefix = ARGV[1], ARGV[2]
 
+-- A tombstone of our lock, broken by `release --force` (break_lock.lua), waits for us to stop:
+-- we have, so the next holder need not wait out the rest of our lease. Not ours still: 0.
+local broken = 'rlock/1 broken ' .. string.sub(owner_prefix, 9)
+
 local v = redis.pcall('GET', lock)
+local ours = 0
 if type(v) == 'string' and string.sub(v, 1, #owner_prefix) == owner_prefix then
-  redis.call('DEL', lock)
-  wake_first(queue, alive, wake_prefix, now_ms())
-  return 1
+  ours = 1
+elseif type(v) ~= 'string' or string.sub(v, 1, #broken) ~= broken then
+  return 0
 end
-return 0
+redis.call('DEL', lock)
+wake_first(queue, alive, wake_prefix, now_ms())
+return ours

@@ -20,7 +20,7 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   }
   auto owned_lock = make_lock(*redis, options.key, make_token(), lock_mode(options));
   Lock& lock = *owned_lock;
-  LockValue value{lock.token(), parent_holder(), std::nullopt};
+  LockValue value{lock.token(), parent_holder(), std::nullopt, std::nullopt};
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);
   if (auto status = exit_unless_obtained(outcome, options)) return *status;
   const auto& got = std::get<Obtained>(outcome);

@@ -7,40 +7,99 @@
 
 namespace rlock {
 
-int release_verb(const GlobalOptions& global, const std::string& key,
-                 const std::optional<std::string>& token, bool force) {
-  if (force == token.has_value()) throw usage_error("give either --token T or --force");
-  auto redis = connect_redis(global);
-  if (token) {
-    check_token(*token);
-    // A plain lock or a semaphore slot (--limit): try the one, then the other.
-    Result<bool> released = false;
-    for (LockMode mode : {LockMode{}, k_any_semaphore}) {
-      auto lock = make_lock(*redis, key, *token, mode);
-      released = lock->release(Clock::now() + redis->command_timeout());
-      if (!released) return unavailable(released.failure());
-      if (*released) break;
-    }
-    if (!*released) {
-      log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
-      return k_exit_not_held;
-    }
-    log_debug(key + ": released");
-    return k_exit_ok;
+namespace {
+
+int give_back(Redis& redis, const std::string& key, const std::string& token) {
+  check_token(token);
+  // A plain lock or a semaphore slot (--limit): try the one, then the other.
+  Result<bool> released = false;
+  for (LockMode mode : {LockMode{}, k_any_semaphore}) {
+    auto lock = make_lock(redis, key, token, mode);
+    released = lock->release(Clock::now() + redis.command_timeout());
+    if (!released) return unavailable(released.failure());
+    if (*released) break;
   }
-  auto broken = break_lock(*redis, key);
-  if (!broken) return unavailable(broken.failure());
-  if (broken->type == "none") {
+  if (!*released) {
+    log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
+    return k_exit_not_held;
+  }
+  log_debug(key + ": released");
+  return k_exit_ok;
+}
+
+// What became of one lock or semaphore place; its exit status.
+int report(const std::string& key, const Broken& b) {
+  std::string what = b.token.empty() ? key : key + " place " + b.token;
+  auto value = decode_lock_value(b.value);
+  std::string whose = describe_holder(b.value, b.pttl);
+  switch (b.what) {
+  case Broken::What::broken:
+    write_stdout(what + ": broken; it was held by " + whose + ". Nobody can take it " +
+                 (value ? "until that holder has stopped: when its rlock notices, at its next "
+                          "renewal, or in " + format_duration(b.pttl) + " at the latest\n"
+                        : "before it would have expired, in " + format_duration(b.pttl) + "\n"));
+    return k_exit_ok;
+  case Broken::What::deleted:
+    if (value && value->broken) {
+      write_stdout(what + ": free now (--now): removed the tombstone " +
+                   printable(value->broken->by) + " left when breaking it\n");
+      return k_exit_ok;
+    }
+    write_stdout(what + ": released by force (--now); it was held by " + whose + "\n");
+    log_warning(what + ": if that holder still runs, it overlaps the next one until its rlock "
+                       "notices, at its next renewal");
+    return k_exit_ok;
+  case Broken::What::already:
+    write_stdout(what + ": already broken: " +
+                 (value && value->broken ? broken_text(*value, b.pttl) : whose) +
+                 "; nothing changed\n");
+    return k_exit_ok;
+  case Broken::What::other:
+    log_error(b.value.empty() ? what + ": no place is held by that token; nothing changed"
+                              : what + ": held by " + whose +
+                                    ", not by that token; nothing changed");
+    return k_exit_not_held;
+  case Broken::What::no_expiry:
+    log_error(what + ": held by " + whose +
+              ": no lease bounds its holder, so nothing tells when it has stopped; nothing "
+              "changed (if it is surely gone: --force --now)");
+    return k_exit_not_held;
+  }
+  return k_exit_internal;
+}
+
+int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& options) {
+  auto outcome = break_lock(redis, key, {options.token.value_or(""), options.all, options.now});
+  if (!outcome) return unavailable(outcome.failure());
+  if (outcome->type == "none") {
     write_stdout(key + ": was free; nothing to release\n");
     return k_exit_not_held;
   }
-  if (broken->type != "string") {
-    log_error(key + ": not a lock: the key holds a " + broken->type + "; left alone");
+  if (outcome->type != "string" && outcome->type != "zset") {
+    log_error(key + ": not a lock: the key holds a " + outcome->type + "; left alone");
     return k_exit_unavailable;
   }
-  write_stdout(key + ": released by force; it was held by " +
-               describe_holder(broken->value, broken->pttl) + "\n");
-  return k_exit_ok;
+  if (outcome->broken.empty())
+    throw usage_error(key + " is a semaphore with " + std::to_string(outcome->places) +
+                      " places taken: break one with --force --token T (rlock inspect " + key +
+                      " shows the tokens), or every one with --force --all; nothing changed");
+  int status = k_exit_not_held;
+  for (const Broken& b : outcome->broken) status = std::min(status, report(key, b));
+  return status;
+}
+
+}  // namespace
+
+int release_verb(const GlobalOptions& global, const std::string& key,
+                 const ReleaseOptions& options) {
+  if (!options.force && (options.now || options.all))
+    throw usage_error(std::string(options.now ? "--now" : "--all") + " goes with --force");
+  if (!options.force && !options.token) throw usage_error("give --token T, or --force");
+  if (options.all && options.token) throw usage_error("give --token T or --all, not both");
+  if (options.token) check_token(*options.token);
+  auto redis = connect_redis(global);
+  if (options.force) return break_by_force(*redis, key, options);
+  return give_back(*redis, key, *options.token);
 }
 
 }  // namespace rlock

@@ -155,10 +155,12 @@ private:
            "lock lost (the lease ran out, e.g. rlock was frozen); killing the command"});
       begin_stop(End::lost, now, SIGKILL);
     } else if (state == LeaseKeeper::State::not_mine) {
+      // Broken by `release --force`, the lock stays taken until our lease's deadline, and no
+      // longer: SIGKILL lands by then (break_lock.lua). Deleted by hand, it is taken already.
       log(Level::error,
           {"lost", key(),
-           "lock lost (the key is gone or holds another token); stopping the command"});
-      begin_stop(End::lost, now + kill_after_, options_.kill_signal);
+           "lock lost (broken, gone, or another token holds it); stopping the command"});
+      begin_stop(End::lost, std::min(now + kill_after_, deadline), options_.kill_signal);
     } else {
       // Redis unreachable: SIGKILL must land by the deadline, before the key can expire there.
       log(Level::error, {"lost", key(),
@@ -393,7 +395,7 @@ public:
 
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   std::optional<int> take() {
-    LockValue value{lock_->token(), holder_, std::nullopt};
+    LockValue value{lock_->token(), holder_, std::nullopt, std::nullopt};
     WaitOutcome outcome =
         acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
     if (auto status = exit_unless_obtained(outcome, options_)) {
@@ -510,7 +512,7 @@ public:
     if (end.end == End::exited)
       reached = held_->finish(options_.min_hold, &history, budget);
     else if (end.end == End::lost && lost_to_another)
-      held_->forget();
+      reached = held_->end_tombstone(&history, budget);
     else
       // Lost in an outage, it may still be ours: the compare-and-delete is safe either way
       // and spares the next holder the wait for the expiry.

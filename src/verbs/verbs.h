@@ -33,9 +33,15 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
 // extend KEY --token T: 0 renewed, 1 not ours.
 int extend_verb(const GlobalOptions& global, const std::string& key, const std::string& token,
                 Millis ttl);
-// release KEY --token T: 0 released, 1 not ours. With FORCE (no token): breaks anyone's lock.
+struct ReleaseOptions {
+  std::optional<std::string> token;
+  bool force = false;  // break it whoever holds it (only TOKEN's, when given)
+  bool now = false;    // with FORCE: delete, not a tombstone
+  bool all = false;    // with FORCE: every place of a semaphore
+};
+// release KEY --token T: 0 released, 1 not ours. With FORCE: breaks anyone's lock.
 int release_verb(const GlobalOptions& global, const std::string& key,
-                 const std::optional<std::string>& token, bool force);
+                 const ReleaseOptions& options);
 // reset-period KEY --once-per P: 0 this period's run forgotten, 1 none or still running.
 int reset_period_verb(const GlobalOptions& global, const RunOptions& options);
 // Prints every setting, its value (secrets redacted) and where it came from.

@@ -447,9 +447,47 @@ class FaultSuite(unittest.TestCase):
         self.race(sc, self.outage("cut", lambda s: s.cut(), lambda s: s.heal()), server=server,
                   url=server.url)
 
+    def test_release_force(self):
+        """`release --force`, over and over: its tombstone keeps every waiter out until the
+        broken holder's command has stopped, so no overlap at all (unlike a hand-made DEL)."""
+        for limit, breaks in ((1, 20), (3, 10)):
+            with self.subTest(limit=limit):
+                sc = Scenario("release-force", limit)
+
+                def fault(racers, sc, server, breaks=breaks):
+                    stopped, freed = [], []
+                    for _ in range(breaks):
+                        p, section = self.victim(racers)
+                        sc.victims[p.pid] = {LOST}
+                        with open(f"/proc/{section}/environ", "rb") as f:
+                            env = dict(v.split(b"=", 1) for v in f.read().split(b"\0")
+                                       if b"=" in v)
+                        broke = now_ns()
+                        r = subprocess.run(
+                            [RLOCK, "release", "--force", "--token",
+                             env[b"RLOCK_TOKEN"].decode(), racers.key],
+                            env=rlock_env(RLOCK_REDIS_URL=server.url), capture_output=True,
+                            text=True, timeout=30)
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                        self.assertIn("broken", r.stdout)
+                        sc.faults += 1
+                        dead = wait_dead(section, 5, "the broken holder's command to stop")
+                        stopped.append((dead - broke) / 1e6)
+                        self.assertEqual(p.wait(timeout=10), LOST)
+                        # Its rlock ends the tombstone once the command is gone; a waiter
+                        # then gets in at once (woken, not by polling).
+                        entered = wait_until(lambda: racers.entered_since(dead), 10,
+                                             "a waiter in after the broken holder stopped")
+                        freed.append((min(int(e[4]) for e in entered) - dead) / 1e6)
+                    sc.notes.append(f"broken holder stopped within {max(stopped):.0f} ms, the "
+                                    f"next holder in {max(freed):.0f} ms after it (max)")
+                self.race(sc, fault)
+                self.tearDown()
+                self.setUp()
+
     def test_lock_deleted_by_hand(self):
-        """The other documented case: a lock deleted by hand (DEL, or release --force) is free
-        at once, and its holder learns it at its next renewal, within ttl/3."""
+        """The other documented case: a lock deleted by hand (DEL, or release --force --now) is
+        free at once, and its holder learns it at its next renewal, within ttl/3."""
         sc = Scenario("key-deleted")
         sc.documented = "documented: lock deleted by hand"
 

@@ -190,14 +190,36 @@ class Operator(RedisTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_release_force_breaks_anyones_lock_and_says_whose(self):
-        p, token = self.hold("k")
+        p, token = self.hold("k", "--ttl", "30s")
         r = self.run_rlock(["release", "--force", "k"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn(f"held by ", r.stdout)
         self.assertIn(f"pid {p.pid} (sh)", r.stdout)
-        self.assert_no_lock("k")
-        # The holder learns at its next renewal; its command is stopped (exit 76).
+        self.assertIn("Nobody can take it until that holder has stopped", r.stdout)
+        # A tombstone stands in for the lock, for what was left of it, naming who broke it.
+        tomb = self.server.cmd("GET", "k")
+        self.assertTrue(tomb.startswith(f"rlock/1 broken {token} host="), tomb)
+        self.assertIn(" broken_by=", tomb)
+        self.assertGreater(self.server.cmd("PTTL", "k"), 20000)
+        status = self.run_rlock(["status", "k"])
+        self.assertEqual(status.returncode, 0)  # not free: nobody can take it
+        self.assertIn("broken", status.stdout)
+        self.assertIn("was broken by", status.stdout)
+        doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertEqual(doc["state"], "broken")
+        self.assertEqual(doc["token"], token)
+        self.assertIn("@", doc["broken"]["by"])
+        busy = self.run_rlock(["run", "-n", "k", "--", "true"])
+        self.assertEqual(busy.returncode, 75, busy.stderr)
+        self.assertIn("was broken by", busy.stderr)
+        # Breaking it again changes nothing.
+        again = self.run_rlock(["release", "--force", "k"])
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("already broken", again.stdout)
+        self.assertEqual(self.server.cmd("GET", "k"), tomb)
+        # The holder learns at its next renewal (ttl/3), its command is stopped (exit 76), and
+        # its rlock then ends the tombstone: long before the 30 s it was given.
         self.assertEqual(p.wait(timeout=30), 76)
+        self.assert_no_lock("k")
         r = self.run_rlock(["release", "--force", "k"])
         self.assertEqual(r.returncode, 1)
         self.assertIn("was free", r.stdout)
@@ -205,6 +227,80 @@ class Operator(RedisTestCase):
         r = self.run_rlock(["release", "--force", "h"])
         self.assertEqual(r.returncode, 69)
         self.assertEqual(self.server.cmd("HGET", "h", "f"), "v")
+
+    def test_a_waiter_gets_the_lock_once_the_broken_holder_stopped(self):
+        p, _ = self.hold("k", "--ttl", "30s")
+        waiter = self.start(["run", "-w", "60s", "k", "--", "true"])
+        wait_until(lambda: self.server.cmd("ZCARD", "{k}:rlock:queue") == 1, 10, "the waiter")
+        self.assertEqual(self.run_rlock(["release", "--force", "k"]).returncode, 0)
+        self.assertEqual(waiter.wait(timeout=20), 0)
+        self.assertEqual(p.poll(), 76, "the waiter ran while the broken holder still ran")
+
+    def test_release_force_now_deletes_at_once_with_a_warning(self):
+        p, _ = self.hold("k", "--ttl", "30s")
+        r = self.run_rlock(["release", "--force", "--now", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("released by force (--now)", r.stdout)
+        self.assertIn("overlaps", r.stderr)
+        self.assert_no_lock("k")
+        self.assertEqual(self.run_rlock(["run", "-n", "k", "--", "true"]).returncode, 0)
+        self.assertEqual(p.wait(timeout=30), 76)
+        # --now also ends a tombstone.
+        self.server.cmd("SET", "t", "x", "PX", 60000)
+        self.assertEqual(self.run_rlock(["release", "--force", "t"]).returncode, 0)
+        self.assertTrue(self.server.cmd("GET", "t").startswith("rlock/1 broken - "))
+        r = self.run_rlock(["release", "--force", "--now", "t"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("free now", r.stdout)
+        self.assert_no_lock("t")
+
+    def test_release_force_of_one_token_only(self):
+        p, token = self.hold("k", "--ttl", "30s")
+        value = self.server.cmd("GET", "k")
+        r = self.run_rlock(["release", "--force", "--token", "0" * 32, "k"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("not by that token; nothing changed", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "k"), value)
+        r = self.run_rlock(["release", "--force", "--token", token, "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(p.wait(timeout=30), 76)
+
+    def test_a_lock_without_expiry_is_not_tombstoned(self):
+        self.server.cmd("SET", "k", "held-for-ever")
+        r = self.run_rlock(["release", "--force", "k"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no lease bounds its holder", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "k"), "held-for-ever")
+        self.assertEqual(self.run_rlock(["release", "--force", "--now", "k"]).returncode, 0)
+        self.assert_no_lock("k")
+
+    def test_semaphore_places_broken_by_token_or_all(self):
+        # Three holders of one semaphore "s".
+        outs = [self.path(f"tok{i}") for i in range(3)]
+        procs = [self.start(["run", "--limit", "3", "--ttl", "30s", "s", "--", "sh", "-c",
+                             f'echo "$RLOCK_TOKEN" > {out}; sleep 60']) for out in outs]
+        tokens = [wait_until(lambda o=o: self.read_text(o), 10, "a token") for o in outs]
+        before = self.server.cmd("ZRANGE", "{s}:rlock:sem", 0, -1)
+        r = self.run_rlock(["release", "--force", "s"])
+        self.assertEqual(r.returncode, 64, r.stderr)
+        self.assertIn("semaphore with 3 places", r.stderr)
+        self.assertEqual(self.server.cmd("ZRANGE", "{s}:rlock:sem", 0, -1), before)
+        r = self.run_rlock(["release", "--force", "--token", tokens[0], "s"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"s place {tokens[0]}: broken", r.stdout)
+        self.assertIn(f"broken-{tokens[0]}", self.server.cmd("ZRANGE", "{s}:rlock:sem", 0, -1))
+        self.assertEqual(procs[0].wait(timeout=30), 76)
+        self.assertIsNone(procs[1].poll())
+        # Its rlock ended the tombstone: two places taken, one free.
+        wait_until(lambda: self.server.cmd("ZCARD", "{s}:rlock:sem") == 2, 10, "the place freed")
+        r = self.run_rlock(["release", "--force", "--all", "s"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout.splitlines()), 2, r.stdout)
+        status = self.run_rlock(["status", "s"])
+        self.assertEqual(status.stdout.count("broken ("), 2, status.stdout)
+        for p in procs[1:]:
+            self.assertEqual(p.wait(timeout=30), 76)
+        wait_until(lambda: self.server.cmd("EXISTS", "{s}:rlock:sem") == 0, 10, "places freed")
 
     def test_config_json(self):
         r = self.run_rlock(["config", "--json", "--ttl", "9s"])
@@ -217,8 +313,11 @@ class Operator(RedisTestCase):
         cases = [(["status"], "KEY is required"), (["status", ""], "KEY must not be empty"),
                  (["inspect"], "KEY is required"), (["extend", "k"], "--token is required"),
                  (["extend", "k", "--token", "xyz"], "not an rlock token"),
-                 (["release", "k"], "either --token T or --force"),
-                 (["release", "k", "--force", "--token", "0" * 32], "either --token T or --force"),
+                 (["release", "k"], "give --token T, or --force"),
+                 (["release", "k", "--now"], "--now goes with --force"),
+                 (["release", "k", "--all", "--token", "0" * 32], "--all goes with --force"),
+                 (["release", "k", "--force", "--all", "--token", "0" * 32], "not both"),
+                 (["release", "k", "--force", "--token", "xyz"], "not an rlock token"),
                  (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "not expected")]
         for args, needle in cases:
             with self.subTest(args=args):
