@@ -106,6 +106,16 @@ class Redlock(unittest.TestCase):
         self.assertEqual(self.run_on_all(["release", "--token", token, "k"]).returncode, 0)
         self.assertEqual(self.values("k"), [None, None, None])
 
+    def test_release_force_leaves_a_tombstone_on_every_master(self):
+        holder = self.procs.start(["run"] + self.urls + ["--ttl", "30s", "k", "--", "sleep", "60"])
+        wait_until(lambda: all(self.values("k")), 10, "the holder on all masters")
+        r = self.run_on_all(["release", "--force", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(all(v.startswith("rlock/1 broken ") for v in self.values("k")))
+        self.assertEqual(self.run_on_all(["run", "-n", "k", "--", "true"]).returncode, 75)
+        self.assertEqual(holder.wait(timeout=30), 76)
+        self.assertEqual(self.values("k"), [None, None, None])  # ended by the holder's rlock
+
     def test_what_redlock_cannot_do_is_refused_before_any_write(self):
         for flag in (["--limit", "3"], ["--fair"], ["--min-replicas", "1"], ["--once-per", "day"]):
             r = self.run_on_all(["run"] + flag + ["k", "--", "true"])
