@@ -21,14 +21,19 @@ _rlock() {
         --history-length --retention"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
-    # The verb is the first word that is not an option.
-    local i verb="" dashdash=0
+    # The verb is the first word that is neither an option nor an option's value (options
+    # every command takes may come before it: rlock --redis URL status KEY).
+    local i verb="" dashdash=0 valued="-u --redis --config --prefix --password-file --cacert
+        --cacertdir --cert --key --sni --connect-timeout --command-timeout --log-format"
     for ((i = 1; i < cword; i++)); do
         if [[ ${words[i]} == -- ]]; then
             dashdash=$i
             break
         fi
         if [[ -z $verb && ${words[i]} != -* ]]; then
+            if ((i > 1)) && [[ " "$valued" " == *" ${words[i - 1]} "* ]]; then
+                continue
+            fi
             verb=${words[i]}
         fi
     done
@@ -40,7 +45,11 @@ _rlock() {
     fi
 
     if [[ -z $verb ]]; then
-        COMPREPLY=($(compgen -W "$verbs --help --version" -- "$cur"))
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "$common --json --version" -- "$cur"))
+        elif [[ " "$valued" " != *" $prev "* ]]; then
+            COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
+        fi
         return
     fi
 

@@ -81,6 +81,41 @@ struct CommandLine {
   }
 };
 
+// Whether WORD, an option typed before the command, takes the next word as its value: a
+// setting that is not a flag ("--redis URL", "-u URL", "-qu URL"), or --config. Other options
+// are taken for flags here; the command's parser has the last word on them.
+bool takes_next_word(std::string_view word) {
+  if (word.starts_with("--")) {
+    std::string_view name = word.substr(2);
+    if (name.find('=') != std::string_view::npos) return false;
+    const SettingInfo* setting = find_setting(name);
+    return name == "config" || (setting && setting->flags && setting->kind != SettingKind::flag);
+  }
+  for (size_t i = 1; i < word.size(); ++i) {  // -qv, -u URL, -uURL
+    const SettingInfo* setting = nullptr;
+    for (const SettingInfo& s : all_settings())
+      if (s.flags && s.flags[0] == '-' && s.flags[1] == word[i] && s.flags[2] == ',') setting = &s;
+    if (!setting) return false;
+    if (setting->kind != SettingKind::flag) return i + 1 == word.size();
+  }
+  return false;
+}
+
+// The words with the command first: options typed before it (rlock --redis URL status KEY,
+// as git and kubectl take them) move to just after it, in the order typed, where the
+// command's parser reads them as its own: one meaning and one precedence wherever they are.
+std::vector<std::string> command_first(std::vector<std::string> words) {
+  size_t at = 0;
+  while (at < words.size() && words[at].size() > 1 && words[at][0] == '-') {
+    if (words[at] == "--help" || words[at] == "-h" || words[at] == "--version") return words;
+    at += takes_next_word(words[at]) ? 2 : 1;
+  }
+  if (at == 0 || at >= words.size()) return words;
+  std::rotate(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(at),
+              words.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  return words;
+}
+
 // argv split at the first "--": CLI11 sees what comes before, the command is what comes after
 // (exec'd as given, so its own flags never reach our parser).
 struct SplitArgs {
@@ -93,6 +128,7 @@ SplitArgs split_at_double_dash(int argc, char** argv) {
   int i = 1;
   for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) out.ours.emplace_back(argv[i]);
   for (++i; i < argc; ++i) out.command.emplace_back(argv[i]);
+  out.ours = command_first(std::move(out.ours));
   return out;
 }
 
@@ -551,6 +587,17 @@ void parse(Parsed& parser, const SplitArgs& args) {
     if (sub->parsed()) parser.command = find_command(sub->get_name());
 }
 
+// Whether WORD ("--ttl", "--ttl=5s") is an option of some command: a setting, or a plain
+// option (whose table names are the long flags, but for the arguments in capitals).
+bool known_option(std::string_view word) {
+  if (!word.starts_with("--")) return false;
+  std::string_view name = word.substr(2, word.find('=') - 2);
+  if (find_setting(name)) return true;
+  for (const PlainOption& plain : k_plain_options)
+    if (plain.name == name) return true;
+  return false;
+}
+
 // Prints the help or version asked for, or throws the usage error for what CLI11 refused.
 int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   CLI::App& app = parser.app;
@@ -566,12 +613,17 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   std::string message = e.what();
   if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
     message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
+  else if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e))
+    message = "no command given (commands: " + command_list() + ")";
   if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
     // CLI11 calls both an unknown flag and a command without '--' "not expected".
     std::vector<std::string> extras = app.get_subcommands().front()->remaining();
+    std::string name = app.get_subcommands().front()->get_name();
     if (!extras.empty() && extras.front().rfind("-", 0) == 0)
-      message = "unknown option '" + extras.front() + "'";
-    else if (app.get_subcommands().front()->get_name() == "run")
+      message = known_option(extras.front())
+                    ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
+                    : "unknown option '" + extras.front() + "'";
+    else if (name == "run")
       message += " (put '--' before the command: rlock run KEY -- COMMAND)";
   }
   throw usage_error(message + "; see '" + where + "'");

@@ -152,10 +152,20 @@ class BadInput(RedisTestCase):
                     attempt = [verb] + bad + rest
                 with self.subTest(args=attempt):
                     self.assert_rejected(attempt, USAGE)
+                if bad not in (missing_value, ["--redis"]):  # before the verb, too
+                    with self.subTest(args=bad + [verb] + rest):
+                        self.assert_rejected(bad + [verb] + rest, USAGE)
+            # An option of another command, typed before this one.
+            other = ["--force"] if verb != "release" else ["--ttl", "5s"]
+            with self.subTest(args=other + [verb] + rest):
+                self.assert_rejected(other + [verb] + rest, USAGE)
 
     def test_extra_and_missing_arguments(self):
         for args in (["inspect"], ["inspect", "a", "b"], ["acquire"], ["extend", "k"],
                      ["release", "k"], ["release", "--token", "t", "--force", "k"],
+                     ["release", "--now", "k"], ["release", "--all", "k"],
+                     ["release", "--force", "--all", "--token", "0" * 32, "k"], ["--redis"],
+                     ["-q"], ["--redis", "redis://h", "-q"],
                      ["status"], ["list", "a", "b"], ["config", "x"], ["run", "k"],
                      ["run", "--", "true"], ["run", "k", "-c"], ["help", "nothing"],
                      ["history"], ["history", "-n", "0", "k"], ["history", "-n", "x", "k"]):

@@ -2,7 +2,7 @@
 import json
 import unittest
 
-from harness import RedisTestCase, rlock_env, run_rlock
+from harness import RedisTestCase, free_port, rlock_env, run_rlock
 
 BAD_RUN_INPUT = [
     # (arguments after "run", what the one line must mention)
@@ -53,9 +53,47 @@ class CommandLine(RedisTestCase):
                 self.assert_usage_error(["run"] + args, needle)
 
     def test_bad_top_level_input(self):
-        self.assert_usage_error([], "subcommand is required")
+        self.assert_usage_error([], "no command given (commands: run, status")
+        self.assert_usage_error(["--redis", self.server.url], "no command given")
+        self.assert_usage_error(["--ttl", "5s", "status", "k"], "rlock status takes no --ttl")
+        self.assert_usage_error(["--bogus", "status", "k"], "unknown option '--bogus'")
         self.assert_usage_error(["frobnicate"], "frobnicate")
         self.assert_usage_error(["help", "frobnicate"], "no command 'frobnicate'")
+
+    def test_options_every_command_takes_work_before_it(self):
+        """rlock --redis URL status KEY, as git and kubectl take them: every verb, the same
+        meaning and precedence as after it."""
+        env = rlock_env()  # no RLOCK_REDIS_URL: only the flag before the verb names Redis
+        url = ["--redis", self.server.url]
+        token = run_rlock(url + ["acquire", "k"], env=env).stdout.strip()
+        self.assertEqual(len(token), 32)
+        cases = [
+            (url + ["-q", "status", "k"], 0),
+            (["-u", self.server.url, "inspect", "k"], 0),
+            ([f"--redis={self.server.url}", "--json", "list"], 0),
+            (url + ["-v", "extend", "k", "--token", token], 0),
+            (url + ["history", "k"], 0),
+            (url + ["--json", "config"], 0),
+            (url + ["-q", "run", "-n", "k", "--", "true"], 75),
+            (url + ["release", "k", "--token", token], 0),
+            (url + ["--prefix", "p:", "run", "k", "--", "true"], 0),
+            (url + ["reset-period", "k", "--once-per", "day"], 1),
+            (["--log-format", "json"] + url + ["acquire", "--ttl", "5s", "k2"], 0),
+        ]
+        for args, status in cases:
+            with self.subTest(args=args):
+                r = run_rlock(args, env=env)
+                self.assertEqual(r.returncode, status, r.stderr)
+                self.assertNotIn("default_redis", r.stderr)
+        # --json before the verb is the verb's own.
+        self.assertTrue(run_rlock(url + ["--json", "status", "k2"], env=env).stdout.startswith("{"))
+        # The flag still wins over the environment, wherever it is typed.
+        wrong = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
+        self.assertEqual(run_rlock(url + ["status", "k2"], env=wrong).returncode, 0)
+        # -q and -v typed on either side of the verb still exclude each other.
+        r = run_rlock(url + ["-q", "status", "-v", "k2"], env=env)
+        self.assertEqual(r.returncode, 64)
+        self.assertIn("exclude each other", r.stderr)
 
     def test_bad_url_is_78_and_never_shows_the_password(self):
         r = self.run_rlock(["run", "--redis", "redis://app:hunter2@127.0.0.1:notaport", "k", "--", "true"])

@@ -375,6 +375,11 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
         # After "--", the command's own completion: commands from $PATH.
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
+        # Options before the verb, and their values, are not taken for it.
+        self.assertIn("--redis", self.complete("rlock", "--re"))
+        self.assertEqual(self.complete("rlock", "--redis", "redis://h", "st"), {"status"})
+        self.assertEqual(self.complete("rlock", "-q", "--redis", "redis://h", "release", "k",
+                                       "--n"), {"--now"})
 
     def test_lock_keys_come_from_rlock_list_and_nothing_when_redis_is_down(self):
         from harness import RLOCK
