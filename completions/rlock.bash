@@ -128,7 +128,8 @@ _rlock() {
         acquire)
             if [[ $cur == -* ]]; then
                 COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --limit --fair
-                    --min-replicas --ttl --retention --json $common" -- "$cur"))
+                    --min-replicas --ttl --retention --json --while-pid --kill-signal --kill-after
+                    --on-lost $common" -- "$cur"))
             fi
             ;;
         extend | release)

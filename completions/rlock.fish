@@ -73,3 +73,4 @@ complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d
 complete -c rlock -n '__fish_seen_subcommand_from release' -l force -d 'break the lock whoever holds it'
 complete -c rlock -n '__fish_seen_subcommand_from release' -l now -d 'with --force: free it at once'
 complete -c rlock -n '__fish_seen_subcommand_from release' -l all -d 'with --force: every place of a semaphore'
+complete -c rlock -n '__fish_seen_subcommand_from acquire' -l while-pid -x -a '(__fish_complete_pids)' -d 'hold it while process PID lives'

@@ -46,7 +46,8 @@ struct CommandLine {
   std::optional<std::string> shell_command;
   std::optional<std::string> token;
   bool no_wait = false;
-  bool force = false;  // release
+  std::optional<int> while_pid;  // acquire
+  bool force = false;            // release
   bool now = false;
   bool all = false;
   bool json = false;
@@ -237,6 +238,15 @@ const PlainOption k_plain_options[] = {
                      "break the lock whoever holds it (with --token: only that holder's); it "
                      "stays taken until the holder has surely stopped");
      }},
+    {"while-pid",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--while-pid"))
+         app->add_option("--while-pid", line.while_pid,
+                         "keep the lock while process PID lives (a detached keeper renews it), "
+                         "give it back when PID exits, signal PID if it is lost")
+             ->type_name("PID")
+             ->check(CLI::Range(1, 1 << 22));
+     }},
     {"now",
      [](CLI::App* app, CommandLine& line) {
        if (line.named("--now"))
@@ -274,7 +284,13 @@ constexpr OptionRef k_history_args[] = {{"KEY"}, {"count"}, {"json"}};
 constexpr OptionRef k_list_args[] = {{"PATTERN"}, {"json"}};
 constexpr OptionRef k_key[] = {{"KEY"}};
 constexpr OptionRef k_acquire_ttl[] = {
-    {"ttl", "lock expiry; extend it before then (default 30s)"}, {"retention"}, {"json"}};
+    {"ttl", "lock expiry; extend it before then (default 30s), or --while-pid renews it"},
+    {"retention"},
+    {"json"},
+    {"while-pid"},
+    {"kill-signal", "with --while-pid: the signal PID gets if the lock is lost (default TERM)"},
+    {"kill-after", "with --while-pid: SIGKILL this long after it (default min(5s, ttl/3))"},
+    {"on-lost", "with --while-pid: kill (default), or ignore: only stop renewing"}};
 constexpr OptionRef k_extend_args[] = {
     {"KEY"}, {"token (required)"}, {"ttl", "the new expiry, from now (default 30s)"}};
 constexpr OptionRef k_release_args[] = {{"KEY"}, {"token"}, {"force"}, {"now"}, {"all"}};
@@ -312,7 +328,7 @@ int run_status(const Invocation& in) {
 
 int run_acquire(const Invocation& in) {
   in.resolved.run.key = in.key();
-  return acquire_verb(in.resolved.global, in.resolved.run, in.line.json);
+  return acquire_verb(in.resolved.global, in.resolved.run, in.line.json, in.line.while_pid);
 }
 
 // What only `run` can get wrong, checked before any setting is read.

@@ -38,6 +38,8 @@ public:
   // acquisition (it then expires by itself). False when Redis could not be reached.
   bool finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
               Millis budget);
+  // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
+  void hand_over() { done_ = true; }
   // After the lock was found not ours: nothing to give back, but a tombstone that `release
   // --force` left for us waits until our command has stopped, which it now has. The release
   // script ends it (and HISTORY rides along, as with release()); nothing else changes.

@@ -191,18 +191,17 @@ Holder current_holder(std::string_view cmd) {
   return h;
 }
 
-Holder parent_holder() {
-  pid_t parent = ::getppid();
+Holder process_holder(pid_t pid) {
   std::string comm;
-  if (FILE* f = std::fopen(("/proc/" + std::to_string(parent) + "/comm").c_str(), "r")) {
+  if (FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/comm").c_str(), "r")) {
     char buf[64] = {};
     if (std::fgets(buf, sizeof buf, f)) comm = buf;
     std::fclose(f);
   }
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == '\r')) comm.pop_back();
   Holder h = current_holder(comm.empty() ? "rlock-acquire" : comm);
-  h.pid = parent;
-  auto st = read_proc_stat(parent);
+  h.pid = pid;
+  auto st = read_proc_stat(pid);
   h.start_ticks = st ? st->start_ticks : 0;
   return h;
 }

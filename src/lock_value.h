@@ -87,8 +87,8 @@ Holder current_holder(std::string_view cmd);
 // nullopt when that cannot be told (another host, a value without boot and pstart).
 std::optional<bool> holder_alive(const Holder& h);
 
-// Our parent as the holder, for `rlock acquire`, which exits at once: the script that called
-// it is what holds the lock. Its name comes from /proc.
-Holder parent_holder();
+// Process PID as the holder, for `rlock acquire`, which exits at once: the script that called
+// it (our parent, or --while-pid's) is what holds the lock. Its name comes from /proc.
+Holder process_holder(pid_t pid);
 
 }  // namespace rlock

@@ -1,4 +1,5 @@
 // rlock release KEY --token T | --force: give a lock back, or break anyone's and say whose.
+#include "keeper_link.h"
 #include "lock.h"
 #include "lock_value.h"
 #include "log.h"
@@ -9,8 +10,14 @@ namespace rlock {
 
 namespace {
 
+// How long a keeper has to say it stopped renewing: it answers at once unless it is stuck.
+constexpr Millis k_tell_keeper_timeout{1000};
+
 int give_back(Redis& redis, const std::string& key, const std::string& token) {
   check_token(token);
+  // A keeper of acquire --while-pid on this host stops renewing first, so that it does not
+  // take this release for a loss and signal its script.
+  (void)tell_keeper(token, k_tell_keeper_timeout);
   // A plain lock or a semaphore slot (--limit): try the one, then the other.
   Result<bool> released = false;
   for (LockMode mode : {LockMode{}, k_any_semaphore}) {

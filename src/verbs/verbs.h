@@ -29,7 +29,9 @@ int history_verb(const GlobalOptions& global, const std::string& key, int count,
 // list [PATTERN]: every lock under the prefix that matches.
 int list_verb(const GlobalOptions& global, const std::string& pattern, bool json);
 // acquire KEY: takes the lock (waiting as OPTIONS say) and prints its token.
-int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool json);
+// With WHILE_PID, a detached keeper renews it while that process lives (keeper.cpp).
+int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool json,
+                 std::optional<int> while_pid = std::nullopt);
 // extend KEY --token T: 0 renewed, 1 not ours.
 int extend_verb(const GlobalOptions& global, const std::string& key, const std::string& token,
                 Millis ttl);

@@ -307,11 +307,14 @@ class Examples(unittest.TestCase):
         env = rlock_env(self.server, XDG_CONFIG_HOME=home, HOME=home)
         token = "0" * 32
         for example in examples:
-            args = []
+            args, script = [], None
             for word in example.words:
                 if "--" in args:
                     break  # the job itself: `true` below
-                args.append(token if word == "$t" else word)
+                if word == "$$":  # acquire --while-pid $$: a script that ends after the example
+                    script = subprocess.Popen(["sleep", "30"])
+                    word = str(script.pid)
+                args.append(token if word in ("$t", "$tok") else word)
             if "--" in args:
                 args.append("true")
             if "-c" in args:
@@ -323,6 +326,11 @@ class Examples(unittest.TestCase):
                 holder.wait(timeout=10)
             if "acquire" in args and r.returncode == 0:
                 token = r.stdout.strip()  # t=$(rlock acquire ...)
+            if script:  # its keeper gives the lock back when it ends
+                script.kill()
+                script.wait()
+                key = args[-1]
+                wait_until(lambda: self.server.cmd("EXISTS", key) == 0, 10, f"{key} released")
             if example.status is not None:
                 self.assertEqual(r.returncode, example.status, f"{example}: {r.stderr}")
             else:

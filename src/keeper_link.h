@@ -1,0 +1,27 @@
+// How `rlock release --token T` tells the detached keeper of `acquire --while-pid` that the
+// script gave its lock back, so that the keeper exits quietly instead of taking the release
+// for a loss. An abstract unix socket (nothing to clean up in the file system) on this host,
+// named after a hash of the token: /proc/net/unix shows the names to every local user, and
+// the token is what releases the lock. Only the keeper's own user, or root, may tell it.
+#pragma once
+
+#include <string>
+
+#include "duration.h"
+#include "fd.h"
+
+namespace rlock {
+
+// The keeper's end: a listening socket, readable when someone tells it. Invalid (and nothing
+// lost but the quiet exit) when it cannot be made.
+Fd listen_for_release(const std::string& token);
+
+// For the keeper, LISTENING readable: true when the one who connected is allowed to tell it
+// (same user, or root), after acknowledging it; false for anyone else.
+bool told_to_stop(int listening);
+
+// The releasing end: tells the keeper of TOKEN on this host, if there is one, and waits up to
+// TIMEOUT for it to stop renewing. False when there was no keeper (or it did not answer).
+bool tell_keeper(const std::string& token, Millis timeout);
+
+}  // namespace rlock

@@ -1,0 +1,41 @@
+// Watching another process that is not our child (acquire --while-pid): when it exits, and
+// signalling it without hitting a process that took its pid since. A pidfd where the kernel
+// has one (Linux 5.3); else its pid and start time, looked at on a short interval.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "duration.h"
+#include "fd.h"
+
+namespace rlock {
+
+// Without a pidfd, how often an exit is looked for.
+inline constexpr Millis k_pid_poll_interval{50};
+
+class PidWatch {
+public:
+  // PID as it is now; nullopt when there is no such process (or it has exited).
+  static std::optional<PidWatch> open(pid_t pid);
+
+  pid_t pid() const { return pid_; }
+  int64_t start_ticks() const { return start_ticks_; }
+  // Readable once the process has exited; -1 without a pidfd (poll exited() then).
+  int fd() const { return pidfd_.get(); }
+  bool exited() const;
+  // Sends SIG to the process, never to another that took its pid. False when it is gone.
+  bool signal(int sig) const;
+
+private:
+  PidWatch(pid_t pid, int64_t start_ticks, Fd pidfd)
+      : pid_(pid), start_ticks_(start_ticks), pidfd_(std::move(pidfd)) {}
+
+  pid_t pid_;
+  int64_t start_ticks_;
+  Fd pidfd_;
+};
+
+}  // namespace rlock

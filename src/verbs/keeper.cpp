@@ -1,0 +1,147 @@
+// acquire --while-pid PID: flock's `exec 9>f; flock 9` for a fleet. The lock is taken, its
+// token printed, and a detached keeper renews it while PID lives, gives it back the moment PID
+// exits, and on a loss stops PID as `rlock run` stops its command: the kill signal, then
+// SIGKILL before the lease could run out. `rlock release --token T` tells it (keeper_link.h),
+// so that a script's own release is not taken for a loss.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "held_lock.h"
+#include "keeper_link.h"
+#include "lease.h"
+#include "lock.h"
+#include "log.h"
+#include "pid_watch.h"
+#include "signals.h"
+#include "verbs/verbs.h"
+#include "wait.h"
+
+namespace rlock {
+
+namespace {
+
+// Leaves the caller's session and terminal, with stdio on /dev/null: a command substitution,
+// $(rlock acquire ...), ends when its pipe closes, and cron mails once stderr does.
+void detach() {
+  ::setsid();
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+    if (null > 2) ::close(null);
+  }
+  if (::chdir("/") != 0) {
+    // Nothing of the keeper uses a path; staying keeps a directory busy, no more.
+  }
+}
+
+class Keeper {
+public:
+  Keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
+         const Fd& link, SignalEvents& signals)
+      : lock_(lock), got_(got), options_(options), pid_(pid), link_(link), signals_(signals),
+        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))) {}
+
+  void run() {
+    HeldLock held(lock_, options_.ttl, got_.sent);
+    LeaseKeeper lease(lock_, options_.ttl, got_.sent);
+    lease.start();
+    for (;;) {
+      if (pid_.exited()) break;
+      TimePoint now = Clock::now();
+      if (!lost_) check_lease(lease, now);
+      if (kill_at_ && now >= *kill_at_) {
+        pid_.signal(SIGKILL);
+        kill_at_.reset();
+      }
+      pollfd fds[4] = {{pid_.fd(), POLLIN, 0},
+                       {link_.get(), POLLIN, 0},
+                       {lease.wake_fd(), POLLIN, 0},
+                       {signals_.fd(), POLLIN, 0}};
+      ::poll(fds, 4, millis_until(next_look(lease, now)));
+      if ((fds[1].revents & POLLIN) && told_to_stop(link_.get())) {
+        // The script's `rlock release --token` gives it back, right after this.
+        lease.stop();
+        held.hand_over();
+        return;
+      }
+      if (fds[2].revents & POLLIN) lease.drain_wakeups();
+      if (signal_arrived()) {
+        // Stopped from outside (shutdown, kill): PID loses its lock, as on a loss.
+        lease.stop();
+        if (options_.on_lost == RunOptions::OnLost::kill) pid_.signal(options_.kill_signal);
+        return;  // HeldLock releases
+      }
+    }
+    bool broken = lease.state() == LeaseKeeper::State::not_mine;
+    lease.stop();
+    if (broken) (void)held.end_tombstone(nullptr, k_release_budget);
+    // Else HeldLock releases: PID is gone, and so is what the lock protected.
+  }
+
+private:
+  // Mirrors `rlock run`: a loss stops PID with the kill signal, and SIGKILL lands by the
+  // lease's deadline, before the key can be anyone else's.
+  void check_lease(const LeaseKeeper& lease, TimePoint now) {
+    TimePoint deadline = lease.deadline();
+    if (lease.state() == LeaseKeeper::State::held && now < threshold(lease)) return;
+    lost_ = true;
+    if (options_.on_lost == RunOptions::OnLost::ignore) return;
+    if (lease.state() == LeaseKeeper::State::expired || now >= deadline) {
+      pid_.signal(SIGKILL);
+    } else {
+      pid_.signal(options_.kill_signal);
+      kill_at_ = lease.state() == LeaseKeeper::State::not_mine
+                     ? std::min(now + kill_after_, deadline)
+                     : deadline;
+    }
+  }
+
+  TimePoint threshold(const LeaseKeeper& lease) const {
+    return options_.on_lost == RunOptions::OnLost::kill ? lease.deadline() - kill_after_
+                                                        : lease.deadline();
+  }
+
+  TimePoint next_look(const LeaseKeeper& lease, TimePoint now) const {
+    TimePoint next = now + k_max_block;
+    if (!lost_) next = std::min(next, threshold(lease));
+    if (kill_at_) next = std::min(next, *kill_at_);
+    if (pid_.fd() < 0) next = std::min(next, now + k_pid_poll_interval);
+    return next;
+  }
+
+  bool signal_arrived() {
+    while (auto sig = signals_.next())
+      if (*sig == SIGTERM || *sig == SIGINT || *sig == SIGHUP) return true;
+    return false;
+  }
+
+  Lock& lock_;
+  const Obtained& got_;
+  const RunOptions& options_;
+  const PidWatch& pid_;
+  const Fd& link_;
+  SignalEvents& signals_;
+  const Millis kill_after_;
+  bool lost_ = false;
+  std::optional<TimePoint> kill_at_;  // SIGKILL PID then, after a loss
+};
+
+}  // namespace
+
+bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
+                  const Fd& link, SignalEvents& signals) {
+  pid_t child = ::fork();
+  if (child < 0) return false;
+  if (child > 0) return true;
+  detach();
+  try {
+    Keeper(lock, got, options, pid, link, signals).run();
+  } catch (...) {
+    // Out of memory, most likely: the lock expires within its ttl.
+  }
+  ::_exit(0);
+}
+
+}  // namespace rlock

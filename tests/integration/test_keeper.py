@@ -1,0 +1,123 @@
+"""acquire --while-pid: flock's `exec 9>f; flock 9` for a fleet. A detached keeper renews the
+lock while a script lives, gives it back when the script exits, and stops the script if the
+lock is lost."""
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import RLOCK, RedisTestCase, pid_alive, processes_left, wait_until
+
+SCRIPT = r"""
+trap 'echo TERM >> "$DIR/signals"; exit 3' TERM
+tok=$("$RLOCK" acquire --ttl "${TTL:-1s}" $EXTRA --while-pid $$ lock:deploy) || exit 75
+echo "$tok" > "$DIR/token.tmp" && mv "$DIR/token.tmp" "$DIR/token"
+case "$1" in
+  release) "$RLOCK" release --token "$tok" lock:deploy; echo "released $?" > "$DIR/released"
+           sleep 1.5 ;;
+  wait)    while [ ! -e "$DIR/go" ]; do sleep 0.05; done ;;
+esac
+echo done > "$DIR/done"
+"""
+
+
+class WhilePid(RedisTestCase):
+    def script(self, *args, ttl="1s", extra=""):
+        env = dict(os.environ, RLOCK=RLOCK, DIR=self.tmp, TTL=ttl, EXTRA=extra,
+                   RLOCK_REDIS_URL=self.server.url)
+        p = subprocess.Popen(["bash", "-c", SCRIPT, "script", *args], env=env,
+                             start_new_session=True)
+        self.procs.append(p)
+        token = self.wait_file("token").strip()
+        return p, token
+
+    def keepers(self):
+        return [pid for pid, cmd in processes_left().items() if cmd.startswith(RLOCK + " acquire")]
+
+    def test_the_lock_is_held_past_several_ttls_and_given_back_at_the_exit(self):
+        p, token = self.script("wait")
+        value = self.server.cmd("GET", "lock:deploy")
+        self.assertIn(f"pid={p.pid} ", value)  # the script holds it, not the keeper
+        status = self.run_rlock(["status", "lock:deploy"]).stdout
+        self.assertIn(f"pid {p.pid} (bash)", status)
+        self.assertEqual(len(self.keepers()), 1)
+        started = time.monotonic()
+        # Renewed: still ours after 3.5 ttls, its expiry refreshed.
+        while time.monotonic() - started < 3.5:
+            v = self.server.cmd("GET", "lock:deploy")
+            self.assertIsNotNone(v, "the lock expired while the script ran")
+            self.assertTrue(v.startswith(f"rlock/1 {token} "), v)
+            time.sleep(0.1)  # sampling the key, not synchronisation
+        open(self.path("go"), "w").close()
+        self.assertEqual(p.wait(timeout=10), 0)
+        exited = time.monotonic()
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+        latency = time.monotonic() - exited
+        print(f"\n  released {latency * 1000:.1f} ms after the script exited")
+        self.assertLess(latency, 0.5, "released long after the script exited")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+        self.assertFalse(os.path.exists(self.path("signals")))
+
+    def test_the_scripts_own_release_ends_the_keeper_quietly(self):
+        p, token = self.script("release", ttl="1s")
+        self.assertEqual(self.wait_file("released"), "released 0\n")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+        self.assertEqual(p.wait(timeout=10), 0)  # not signalled: it ran to its end
+        self.assertFalse(os.path.exists(self.path("signals")))
+        self.assert_no_lock("lock:deploy")
+
+    def test_a_stolen_lock_signals_the_script(self):
+        p, token = self.script("wait")
+        self.server.cmd("SET", "lock:deploy", "someone-else", "PX", 60000)
+        self.assertEqual(p.wait(timeout=10), 3)
+        self.assertEqual(open(self.path("signals")).read(), "TERM\n")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+        self.assertEqual(self.server.cmd("GET", "lock:deploy"), "someone-else")
+
+    def test_on_lost_ignore_only_stops_renewing(self):
+        p, token = self.script("wait", extra="--on-lost ignore")
+        self.server.cmd("SET", "lock:deploy", "someone-else", "PX", 60000)
+        wait_until(lambda: self.server.cmd("PTTL", "lock:deploy") < 59000, 5, "a renewal")
+        time.sleep(0.7)  # a renewal that finds it not ours: the script must not hear of it
+        self.assertIsNone(p.poll())
+        open(self.path("go"), "w").close()
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertFalse(os.path.exists(self.path("signals")))
+
+    def test_a_killed_script_frees_the_lock_at_once(self):
+        p, token = self.script("wait", ttl="30s")
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        killed = time.monotonic()
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+        self.assertLess(time.monotonic() - killed, 2, "not released until the ttl")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+        self.assertEqual(self.server.cmd("KEYS", "*"), ["{lock:deploy}:rlock:fence"])
+
+    def test_the_keeper_keeps_none_of_the_scripts_descriptors(self):
+        # A script that holds a kernel flock on fd 9 (flock's own idiom) must not leave it
+        # held by the keeper after it exits.
+        probe = self.path("probe")
+        env = dict(os.environ, RLOCK_REDIS_URL=self.server.url)
+        sleeper = subprocess.Popen(["sleep", "30"], start_new_session=True)
+        self.addCleanup(lambda: (sleeper.kill(), sleeper.wait()))
+        r = subprocess.run(["bash", "-c", f'exec 9>"{probe}"; flock 9; '
+                            f'"{RLOCK}" acquire --while-pid {sleeper.pid} lock:fd'],
+                           env=env, capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        free = subprocess.run(["flock", "-n", probe, "true"])
+        self.assertEqual(free.returncode, 0, "the keeper still holds the script's flock")
+        sleeper.kill()
+        sleeper.wait()
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:fd") == 0, 5, "the release")
+
+    def test_a_pid_that_does_not_exist_is_a_usage_error(self):
+        r = self.run_rlock(["acquire", "--while-pid", "4194000", "lock:x"])
+        self.assertEqual(r.returncode, 64, r.stderr)
+        self.assertIn("no such process", r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
