@@ -46,6 +46,8 @@ struct Failure {
     none,
     too_few_replicas,  // --min-replicas: fewer replicas acknowledged the lock in time
     unknown_primary,   // the sentinels know no primary of that name
+    late,              // Redlock: no reply yet when a quorum had answered; the node may still
+                       // act on what was sent (Connection::abandon)
   };
   Kind kind;
   std::string message;
