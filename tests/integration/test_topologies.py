@@ -165,6 +165,26 @@ class Redlock(unittest.TestCase):
                    "the release on the slow master")
         self.assertEqual(self.values("k"), [None, None, None])
 
+    def test_late_replies_are_never_taken_for_those_of_later_commands(self):
+        # The second master's replies come 300 ms late: the acquire does not wait for them, and
+        # they are still owed when the third master dies. From then on each renewal needs the
+        # second master's reply to it, not one of those to the acquire.
+        proxy = DelayProxy(self.servers[1].port, 0.3)
+        self.addCleanup(proxy.close)
+        urls = ["--redis", self.servers[0].url, "--redis", proxy.url,
+                "--redis", self.servers[2].url]
+        marker = os.path.join(self.tmp, "ran")
+        # --ttl 6s: a renewal every 2 s, which may wait 1 s for its quorum (the first, 600 ms:
+        # two late round trips, as the masters do not know the renew script yet).
+        p = self.procs.start(["run"] + urls + ["--ttl", "6s", "k", "--", "sh", "-c",
+                                               f"touch {marker}; sleep 5"])
+        wait_until(lambda: os.path.exists(marker), 10, "the command to start")
+        self.servers[2].kill()
+        _, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(err, "", "a renewal failed")
+        wait_until(lambda: self.values("k")[:2] == [None, None], 5, "the release on both")
+
     def test_wait_acquire_extend_release(self):
         holder = self.procs.start(["run"] + self.urls + ["k", "--", "sleep", "0.7"])
         wait_until(lambda: all(self.values("k")), 10, "the holder on all masters")
