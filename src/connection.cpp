@@ -143,8 +143,10 @@ Result<Unit> Connection::connect_next(Failure last) {
     addresses_.pop_back();
     Fd fd(::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return fail({Failure::Kind::connect, errno_message("socket")});
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0)
-      return connected(std::move(fd));
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
+      connected(std::move(fd));
+      return Unit{};
+    }
     if (errno == EINPROGRESS || errno == EAGAIN) {
       connecting_ = std::move(fd);
       return Unit{};
@@ -154,7 +156,7 @@ Result<Unit> Connection::connect_next(Failure last) {
   return fail(last);
 }
 
-Result<Unit> Connection::connected(Fd fd) {
+void Connection::connected(Fd fd) {
   if (tcp_) {
     int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -166,7 +168,6 @@ Result<Unit> Connection::connected(Fd fd) {
     stream_ = make_plain_stream(std::move(fd), endpoint_);
     phase_ = setup_left_ > 0 ? Phase::setting_up : Phase::up;
   }
-  return Unit{};
 }
 
 int Connection::socket() const {
@@ -260,12 +261,14 @@ Result<Unit> Connection::advance(short revents) {
     socklen_t len = sizeof err;
     ::getsockopt(connecting_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
     Fd fd = std::move(connecting_);
-    auto next = err == 0 ? connected(std::move(fd))
-                         : connect_next({Failure::Kind::connect, "cannot connect to " + endpoint_ +
-                                                                     ": " + std::strerror(err)});
-    if (!next) return next;
-    if (phase_ == Phase::connecting) return Unit{};
-    revents = 0;
+    if (err != 0) {
+      // The next address, if the name had several.
+      auto next = connect_next(
+          {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": " + std::strerror(err)});
+      if (!next || phase_ == Phase::connecting) return next;
+    } else {
+      connected(std::move(fd));
+    }
   }
   if (phase_ == Phase::handshaking) {
     auto wait = stream_->handshake();

@@ -112,7 +112,7 @@ private:
 
   Connection(const RedisUrl& url, const ConnectOptions& options);
   Result<Unit> connect_next(Failure last);
-  Result<Unit> connected(Fd fd);
+  void connected(Fd fd);
   Result<Unit> flush();
   Result<Unit> read_replies();
   Result<Unit> take_reply(Reply reply);
