@@ -36,7 +36,7 @@ struct Failure {
   enum class Kind {
     connect,      // no connection could be made: nothing was sent
     io,           // reset or closed after sending: the command may or may not have run
-    timeout,      // no answer in time: the connection is dead too
+    timeout,      // no answer in time: the connection is dead too (but see Why::late)
     server,       // Redis answered with an error reply (WRONGTYPE, NOAUTH, READONLY ...)
     protocol,     // an answer we cannot understand
     interrupted,  // a signal arrived while blocked (BLPOP): the connection was dropped
