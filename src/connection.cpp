@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <hiredis/hiredis.h>
 
@@ -64,98 +65,15 @@ std::string format_command(const Argv& argv) {
   return std::string(cmd, static_cast<size_t>(len));
 }
 
-// A non-blocking connect to one address, finished before DEADLINE.
-Result<Fd> connect_to(const sockaddr* addr, socklen_t len, int family, TimePoint deadline,
-                      const std::string& endpoint) {
-  Fd fd(::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return Failure{Failure::Kind::io, errno_message("socket")};
-  if (::connect(fd.get(), addr, len) != 0) {
-    if (errno != EINPROGRESS && errno != EAGAIN)
-      return Failure{Failure::Kind::io,
-                     "cannot connect to " + endpoint + ": " + std::strerror(errno)};
-    auto ready = wait_fd(fd.get(), POLLOUT, deadline, endpoint);
-    if (!ready)
-      return Failure{ready.failure().kind, "cannot connect to " + endpoint + ": timed out"};
-    int err = 0;
-    socklen_t errlen = sizeof err;
-    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &errlen);
-    if (err != 0)
-      return Failure{Failure::Kind::io,
-                     "cannot connect to " + endpoint + ": " + std::strerror(err)};
-  }
-  if (family != AF_UNIX) {
-    int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  }
-  return fd;
-}
-
-Result<Fd> connect_socket(const RedisUrl& url, TimePoint deadline) {
-  std::string endpoint = url.endpoint();
-  if (url.scheme == RedisUrl::Scheme::unix_socket) {
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (url.path.size() >= sizeof sa.sun_path)
-      return Failure{Failure::Kind::io, "unix socket path too long: " + url.path};
-    std::memcpy(sa.sun_path, url.path.c_str(), url.path.size() + 1);
-    return connect_to(reinterpret_cast<sockaddr*>(&sa), sizeof sa, AF_UNIX, deadline, endpoint);
-  }
-  // An address given as numbers needs no resolver: getaddrinfo() costs a cold start ~15 µs.
-  sockaddr_in v4{};
-  if (::inet_pton(AF_INET, url.host.c_str(), &v4.sin_addr) == 1) {
-    v4.sin_family = AF_INET;
-    v4.sin_port = htons(static_cast<uint16_t>(url.port));
-    return connect_to(reinterpret_cast<sockaddr*>(&v4), sizeof v4, AF_INET, deadline, endpoint);
-  }
-  sockaddr_in6 v6{};
-  if (::inet_pton(AF_INET6, url.host.c_str(), &v6.sin6_addr) == 1) {
-    v6.sin6_family = AF_INET6;
-    v6.sin6_port = htons(static_cast<uint16_t>(url.port));
-    return connect_to(reinterpret_cast<sockaddr*>(&v6), sizeof v6, AF_INET6, deadline, endpoint);
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  std::string port = std::to_string(url.port);
-  int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0)
-    return Failure{Failure::Kind::io, "cannot resolve " + url.host + ": " + gai_strerror(rc)};
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owner(res, freeaddrinfo);
-  Failure last{Failure::Kind::io, "cannot connect to " + endpoint};
-  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-    auto fd = connect_to(ai->ai_addr, ai->ai_addrlen, ai->ai_family, deadline, endpoint);
-    if (fd) return fd;
-    last = fd.failure();
-    if (last.kind == Failure::Kind::timeout) break;
-  }
-  return last;
-}
-
 }  // namespace
 
-Connection::Connection(std::unique_ptr<Stream> stream, std::string endpoint)
-    : stream_(std::move(stream)), endpoint_(std::move(endpoint)),
+Connection::Connection(const RedisUrl& url, const ConnectOptions& options)
+    : connect_deadline_(Clock::now() + options.connect_timeout),
+      tcp_(url.scheme != RedisUrl::Scheme::unix_socket), endpoint_(url.endpoint()),
+      redacted_(url.redacted()), with_user_(url.user.has_value()),
+      tls_host_(url.scheme == RedisUrl::Scheme::tls ? url.host : ""), tls_(options.tls),
       reader_(redisReaderCreate(), redisReaderFree) {
   if (!reader_) throw std::bad_alloc();
-}
-
-Connection::~Connection() = default;
-
-Result<std::unique_ptr<Connection>>
-Connection::open(const RedisUrl& url, const ConnectOptions& options, TimePoint deadline) {
-  deadline = std::min(deadline, Clock::now() + options.connect_timeout);
-  auto fd = connect_socket(url, deadline);
-  if (!fd) return Failure{Failure::Kind::connect, fd.failure().message};
-  std::unique_ptr<Stream> stream;
-  if (url.scheme == RedisUrl::Scheme::tls) {
-    auto tls = make_tls_stream(std::move(*fd), url.host, url.endpoint(), options.tls, deadline);
-    if (!tls) return tls.failure();
-    stream = std::move(*tls);
-  } else {
-    stream = make_plain_stream(std::move(*fd), url.endpoint());
-  }
-  std::unique_ptr<Connection> conn(new Connection(std::move(stream), url.endpoint()));
   std::vector<Argv> setup;
   const std::optional<std::string>& password = url.password ? url.password : options.password;
   if (password) {
@@ -166,68 +84,311 @@ Connection::open(const RedisUrl& url, const ConnectOptions& options, TimePoint d
   }
   if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
   if (!setup.empty()) {
-    auto replies = conn->pipeline(setup, deadline);
-    if (!replies) return Failure{Failure::Kind::connect, replies.failure().message};
-    for (const Reply& r : *replies)
-      if (r.type == Reply::Type::error) {
-        std::string code = r.str.substr(0, r.str.find(' '));
-        std::string hint = code == "WRONGPASS" ? " (the user or password is wrong)" : "";
-        // AUTH with a user name came with ACLs, in Redis 6.0.
-        if (url.user && r.str.find("wrong number of arguments") != std::string::npos)
-          hint = " (an ACL user needs Redis 6.0 or later)";
-        return Failure{Failure::Kind::server, url.redacted() + ": " + r.str + hint, code};
-      }
+    Batch& b = out_.emplace_back(Batch{"", setup.size(), true});
+    for (const Argv& argv : setup) b.bytes += format_command(argv);
+    setup_left_ = setup.size();
   }
+}
+
+Connection::~Connection() = default;
+
+Result<std::unique_ptr<Connection>> Connection::start(const RedisUrl& url,
+                                                      const ConnectOptions& options) {
+  std::unique_ptr<Connection> conn(new Connection(url, options));
+  auto add = [&](const void* addr, size_t len) {
+    Address& a = conn->addresses_.emplace_back();
+    std::memcpy(&a.addr, addr, len);
+    a.len = static_cast<socklen_t>(len);
+  };
+  sockaddr_un un{};
+  sockaddr_in v4{};
+  sockaddr_in6 v6{};
+  if (url.scheme == RedisUrl::Scheme::unix_socket) {
+    un.sun_family = AF_UNIX;
+    if (url.path.size() >= sizeof un.sun_path)
+      return Failure{Failure::Kind::connect, "unix socket path too long: " + url.path};
+    std::memcpy(un.sun_path, url.path.c_str(), url.path.size() + 1);
+    add(&un, sizeof un);
+  } else if (::inet_pton(AF_INET, url.host.c_str(), &v4.sin_addr) == 1) {
+    // An address given as numbers needs no resolver: getaddrinfo() costs a cold start ~15 µs.
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(static_cast<uint16_t>(url.port));
+    add(&v4, sizeof v4);
+  } else if (::inet_pton(AF_INET6, url.host.c_str(), &v6.sin6_addr) == 1) {
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(static_cast<uint16_t>(url.port));
+    add(&v6, sizeof v6);
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    std::string port = std::to_string(url.port);
+    int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0)
+      return Failure{Failure::Kind::connect,
+                     "cannot resolve " + url.host + ": " + gai_strerror(rc)};
+    std::unique_ptr<addrinfo, void (*)(addrinfo*)> owner(res, freeaddrinfo);
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) add(ai->ai_addr, ai->ai_addrlen);
+  }
+  std::reverse(conn->addresses_.begin(), conn->addresses_.end());  // tried from the back
+  auto begun = conn->connect_next({Failure::Kind::connect, "cannot connect to " + conn->endpoint_});
+  if (!begun) return begun.failure();
   return conn;
 }
 
-Failure Connection::fail(const Failure& failure) {
-  stream_.reset();  // the stream is out of step now; no later call may read a stale reply
+Result<Unit> Connection::connect_next(Failure last) {
+  while (!addresses_.empty()) {
+    Address a = addresses_.back();
+    addresses_.pop_back();
+    Fd fd(::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return fail({Failure::Kind::connect, errno_message("socket")});
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
+      connected(std::move(fd));
+      return Unit{};
+    }
+    if (errno == EINPROGRESS || errno == EAGAIN) {
+      connecting_ = std::move(fd);
+      return Unit{};
+    }
+    last = {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": " + std::strerror(errno)};
+  }
+  return fail(last);
+}
+
+void Connection::connected(Fd fd) {
+  if (tcp_) {
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  if (!tls_host_.empty()) {
+    stream_ = make_tls_stream(std::move(fd), tls_host_, endpoint_, tls_);
+    phase_ = Phase::handshaking;
+  } else {
+    stream_ = make_plain_stream(std::move(fd), endpoint_);
+    phase_ = setup_left_ > 0 ? Phase::setting_up : Phase::up;
+  }
+}
+
+int Connection::socket() const {
+  if (phase_ == Phase::connecting) return connecting_.get();
+  return stream_ ? stream_->socket() : -1;
+}
+
+short Connection::events() const {
+  switch (phase_) {
+  case Phase::connecting: return POLLOUT;
+  case Phase::handshaking: return handshake_wait_;
+  case Phase::setting_up:
+  case Phase::up: {
+    short events = 0;
+    if (!out_.empty() && (phase_ == Phase::up || out_.front().setup)) events |= write_wait_;
+    if (awaiting()) events |= read_wait_;
+    return events;
+  }
+  case Phase::dead: break;
+  }
+  return 0;
+}
+
+bool Connection::awaiting() const {
+  if (phase_ == Phase::setting_up) return setup_left_ > 0;
+  return phase_ == Phase::up && unanswered_ > 0;
+}
+
+TimePoint Connection::deadline(TimePoint deadline) const {
+  if (phase_ == Phase::up || phase_ == Phase::dead) return deadline;
+  return std::min(deadline, connect_deadline_);
+}
+
+Failure Connection::timed_out() const {
+  switch (phase_) {
+  case Phase::connecting:
+    return {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": timed out"};
+  case Phase::handshaking:
+    return {Failure::Kind::connect,
+            "TLS handshake with " + endpoint_ + " failed: " + endpoint_ + ": timed out"};
+  case Phase::setting_up: return {Failure::Kind::connect, endpoint_ + ": timed out"};
+  case Phase::up:
+  case Phase::dead: break;
+  }
+  return {Failure::Kind::timeout, endpoint_ + ": timed out"};
+}
+
+void Connection::queue(const std::vector<Argv>& commands) {
+  if (commands.empty()) return;
+  Batch& b = out_.emplace_back(Batch{"", commands.size(), false});
+  for (const Argv& argv : commands) b.bytes += format_command(argv);
+  unanswered_ += commands.size();
+}
+
+std::vector<Reply> Connection::take(size_t count) {
+  count = std::min(count, inbox_.size());
+  std::vector<Reply> out(std::make_move_iterator(inbox_.begin()),
+                         std::make_move_iterator(inbox_.begin() + static_cast<ptrdiff_t>(count)));
+  inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(count));
+  return out;
+}
+
+Failure Connection::abandon() {
+  inbox_.clear();
+  discard_ = unanswered_;
+  if (discard_ > 0 && !owing_since_) owing_since_ = Clock::now();
+  return {up() ? Failure::Kind::timeout : Failure::Kind::connect,
+          endpoint_ + ": no reply yet when a quorum of nodes had answered", "", Failure::Why::late};
+}
+
+void Connection::kill() {
+  phase_ = Phase::dead;
+  stream_.reset();
+  connecting_.reset();
+}
+
+Failure Connection::fail(Failure failure) {
+  // Before the connection is up nothing of the caller's was sent.
+  if (phase_ != Phase::up && failure.kind != Failure::Kind::server)
+    failure.kind = Failure::Kind::connect;
+  kill();  // the stream is out of step now; no later call may read a stale reply
   return failure;
 }
 
-Result<Reply> Connection::read_reply(TimePoint deadline, int interrupt_fd) {
+Result<Unit> Connection::advance(short revents) {
+  if (phase_ == Phase::dead)
+    return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
+  if (phase_ == Phase::connecting) {
+    if (!(revents & (POLLOUT | POLLERR | POLLHUP))) return Unit{};
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(connecting_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    Fd fd = std::move(connecting_);
+    if (err != 0) {
+      // The next address, if the name had several.
+      auto next = connect_next(
+          {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": " + std::strerror(err)});
+      if (!next || phase_ == Phase::connecting) return next;
+    } else {
+      connected(std::move(fd));
+    }
+  }
+  if (phase_ == Phase::handshaking) {
+    auto wait = stream_->handshake();
+    if (!wait) return fail(wait.failure());
+    handshake_wait_ = *wait;
+    if (*wait) return Unit{};
+    phase_ = setup_left_ > 0 ? Phase::setting_up : Phase::up;
+    revents = 0;
+  }
+  // Reading is tried when poll() said so, or at once (REVENTS 0), which also finds what TLS
+  // has decrypted already and poll() cannot see; not when the socket was only writable.
+  bool read = revents == 0 || (revents & (read_wait_ | POLLERR | POLLHUP));
   for (;;) {
+    Phase was = phase_;
+    if (auto done = flush(); !done) return done;
+    if (read)
+      if (auto done = read_replies(); !done) return done;
+    if (phase_ == was) return Unit{};  // else AUTH and SELECT were answered: the commands go now
+  }
+}
+
+Result<Unit> Connection::flush() {
+  while (!out_.empty() && (phase_ == Phase::up || out_.front().setup)) {
+    Batch& b = out_.front();
+    auto step = stream_->write_some(b.bytes.data() + written_, b.bytes.size() - written_);
+    if (!step) return fail(step.failure());
+    if (step->bytes == 0) {
+      if (step->wait == 0) return fail({Failure::Kind::io, endpoint_ + ": connection closed"});
+      write_wait_ = step->wait;
+      return Unit{};
+    }
+    written_ += step->bytes;
+    if (written_ == b.bytes.size()) {
+      out_.pop_front();
+      written_ = 0;
+    }
+  }
+  return Unit{};
+}
+
+Result<Unit> Connection::read_replies() {
+  while (awaiting()) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK)
       return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
     if (raw) {
       ReplyPtr reply(static_cast<redisReply*>(raw), freeReplyObject);
       last_reply_ = Clock::now();
-      return copy_reply(reply.get());
+      if (auto taken = take_reply(copy_reply(reply.get())); !taken) return taken;
+      continue;
     }
     char buf[16384];
-    auto n = stream_->read_some(buf, sizeof buf, deadline, interrupt_fd);
-    if (!n) return fail(n.failure());
-    if (*n == 0) return fail({Failure::Kind::io, endpoint_ + ": connection closed by server"});
-    if (redisReaderFeed(reader_.get(), buf, *n) != REDIS_OK)
+    auto step = stream_->read_some(buf, sizeof buf);
+    if (!step) return fail(step.failure());
+    if (step->bytes == 0) {
+      if (step->wait == 0)
+        return fail({Failure::Kind::io, endpoint_ + ": connection closed by server"});
+      read_wait_ = step->wait;
+      return Unit{};
+    }
+    if (redisReaderFeed(reader_.get(), buf, step->bytes) != REDIS_OK)
       return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
+  }
+  return Unit{};
+}
+
+Result<Unit> Connection::take_reply(Reply reply) {
+  if (setup_left_ > 0) {
+    --setup_left_;
+    if (reply.type == Reply::Type::error) {
+      std::string code = reply.str.substr(0, reply.str.find(' '));
+      std::string hint = code == "WRONGPASS" ? " (the user or password is wrong)" : "";
+      // AUTH with a user name came with ACLs, in Redis 6.0.
+      if (with_user_ && reply.str.find("wrong number of arguments") != std::string::npos)
+        hint = " (an ACL user needs Redis 6.0 or later)";
+      return fail({Failure::Kind::server, redacted_ + ": " + reply.str + hint, code});
+    }
+    if (setup_left_ == 0) phase_ = Phase::up;
+    return Unit{};
+  }
+  --unanswered_;
+  if (discard_ > 0) {
+    if (--discard_ == 0) owing_since_.reset();
+    return Unit{};
+  }
+  inbox_.push_back(std::move(reply));
+  return Unit{};
+}
+
+template <class Done>
+Result<Unit> Connection::drive(Done done, TimePoint deadline, int interrupt_fd) {
+  short revents = 0;
+  for (;;) {
+    if (auto moved = advance(revents); !moved) return moved;
+    if (done()) return Unit{};
+    pollfd p[2] = {{socket(), events(), 0}, {interrupt_fd, POLLIN, 0}};
+    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(this->deadline(deadline)));
+    if (n < 0 && errno != EINTR)
+      return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
+    if (n == 0) return fail(timed_out());
+    if (n > 0 && !p[0].revents)
+      return fail({Failure::Kind::interrupted, endpoint_ + ": interrupted"});
+    revents = n > 0 ? p[0].revents : 0;
   }
 }
 
 Result<Unit> Connection::send(const std::vector<Argv>& commands, TimePoint deadline) {
-  if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
-  std::string out;
-  for (const Argv& argv : commands) out += format_command(argv);
-  auto written = stream_->write_all(out, deadline);
-  if (!written) return fail(written.failure());
-  return Unit{};
+  queue(commands);
+  return drive([&] { return out_.empty(); }, deadline, -1);
 }
 
 Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline, int interrupt_fd) {
-  if (!stream_) return Failure{Failure::Kind::io, endpoint_ + ": connection is closed"};
-  std::vector<Reply> replies;
-  replies.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    auto reply = read_reply(deadline, interrupt_fd);
-    if (!reply) return reply.failure();
-    replies.push_back(std::move(*reply));
-  }
-  return replies;
+  auto got = drive([&] { return inbox_.size() >= count; }, deadline, interrupt_fd);
+  if (!got) return got.failure();
+  return take(count);
 }
 
 bool Connection::closed_while_idle() const {
-  if (!stream_) return true;
+  if (phase_ == Phase::dead) return true;
+  if (phase_ != Phase::up || unanswered_ > 0 || !out_.empty()) return false;
   if (Clock::now() - last_reply_ < k_idle_check_after) return false;
   // Between commands a Redis connection has nothing to say: anything readable (an end of
   // file, a reset, a TLS close_notify, an error) means the other end is gone.

@@ -36,7 +36,7 @@ struct Failure {
   enum class Kind {
     connect,      // no connection could be made: nothing was sent
     io,           // reset or closed after sending: the command may or may not have run
-    timeout,      // no answer in time: the connection is dead too
+    timeout,      // no answer in time: the connection is dead too (but see Why::late)
     server,       // Redis answered with an error reply (WRONGTYPE, NOAUTH, READONLY ...)
     protocol,     // an answer we cannot understand
     interrupted,  // a signal arrived while blocked (BLPOP): the connection was dropped
@@ -47,6 +47,8 @@ struct Failure {
     too_few_replicas,  // --min-replicas: fewer replicas acknowledged the lock in time
     unknown_primary,   // the sentinels know no primary of that name
     tls_refused,       // the TLS handshake failed: certificate, CA, protocol (not a timeout)
+    late,              // Redlock: no reply yet when a quorum had answered; the node may still
+                       // act on what was sent (Connection::abandon)
   };
   Kind kind;
   std::string message;

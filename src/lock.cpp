@@ -73,7 +73,8 @@ Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
     // left. Report the one that lasts longest: it is when the lock can be taken again.
     std::optional<BreakOutcome> longest;
     std::optional<Failure> failure;
-    for (auto& reply : eval_on_all(redis, scripts::break_lock, lock_keys, lock_args, deadline)) {
+    for (auto& reply :
+         eval_on_all(redis, scripts::break_lock, lock_keys, lock_args, deadline, k_all_nodes)) {
       auto one = reply ? lock_broken(*reply) : Result<BreakOutcome>(reply.failure());
       if (!one) {
         failure = one.failure();

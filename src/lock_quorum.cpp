@@ -1,6 +1,10 @@
 // Redlock (SPEC section 4, redlock.h): the mutex's scripts on every independent node at once,
 // believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release goes
 // to every node whatever the quorum said: one whose reply was lost may hold it too.
+// Every operation goes on as soon as a quorum of nodes has replied: a node that is down or
+// black-holed costs no time while a quorum answers, and one that answers later is counted as
+// failed for that operation (exchange(), redis_node.h). The acquire's undo and the release
+// still go to it: its late take is then given back.
 #include <algorithm>
 
 #include "lease.h"
@@ -47,7 +51,7 @@ public:
         eval_on_all(redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
                     {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
                      "0", "0", std::to_string(mode_.retention.count())},
-                    deadline);
+                    deadline, quorum());
     size_t acquired = 0;
     int64_t fence = 0;
     std::optional<Busy> busy;
@@ -94,14 +98,14 @@ public:
     return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_, fence_key_},
                                       {owner_prefix_, std::to_string(ttl.count()),
                                        std::to_string(mode_.retention.count())},
-                                      deadline),
+                                      deadline, quorum()),
                           "renewed");
   }
 
   // THEN is left unsent: it belongs on one node, where the caller sends it.
   Result<bool> release(TimePoint deadline, const std::vector<Argv>&, std::vector<Reply>*) override {
     auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_},
-                               {owner_prefix_, wake_prefix_}, deadline);
+                               {owner_prefix_, wake_prefix_}, deadline, quorum());
     std::optional<Failure> failure;
     bool released = false, answered = false;
     for (auto& r : replies) {
@@ -120,7 +124,7 @@ public:
 
   Result<bool> holds(TimePoint deadline) override {
     std::vector<Result<Reply>> found;
-    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline)) {
+    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline, {}, quorum())) {
       if (!r) {
         found.push_back(r.failure());
         continue;
@@ -131,6 +135,10 @@ public:
     }
     return quorum_verdict(std::move(found), "held");
   }
+
+private:
+  // How many nodes' replies an operation waits for: as many as can make a quorum.
+  size_t quorum() const { return redlock_quorum(redis_.node_count()); }
 };
 
 }  // namespace

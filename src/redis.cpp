@@ -1,5 +1,7 @@
 #include "redis.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <charconv>
 
@@ -75,64 +77,114 @@ Failure Redis::server_failure(const std::string& error) const {
   return Failure{Failure::Kind::server, message, code};
 }
 
+Result<Connection*> NodeRedis::connection() {
+  // Closed while idle (a server's `timeout`, a proxy's idle limit): a new connection at once,
+  // rather than a failed command and a warning for what is no trouble.
+  if (conn_ && conn_->closed_while_idle()) conn_.reset();
+  if (conn_ && conn_->owing_since() &&
+      Clock::now() - *conn_->owing_since() > options_.command_timeout)
+    conn_.reset();
+  if (!conn_) {
+    auto started = Connection::start(url_, options_);
+    if (!started) return started.failure();
+    conn_ = std::move(*started);
+  }
+  return conn_.get();
+}
+
 Result<std::vector<Reply>> NodeRedis::pipeline(const std::vector<Argv>& commands,
                                                TimePoint deadline) {
-  auto sent = send(commands, deadline);
-  if (!sent) return sent.failure();
-  return receive(commands.size(), deadline);
+  auto conn = connection();
+  if (!conn) return conn.failure();
+  auto replies = (*conn)->pipeline(commands, deadline);
+  if (!replies) drop();  // a failed connection is dead; the next call makes a new one
+  return replies;
 }
 
 Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) {
-  auto sent = send({argv}, deadline);
-  if (!sent) return sent.failure();
-  auto replies = receive(1, deadline, interrupt_fd);
-  if (!replies) return replies.failure();
+  auto conn = connection();
+  if (!conn) return conn.failure();
+  auto replies = (*conn)->pipeline({argv}, deadline, interrupt_fd);
+  if (!replies) {
+    drop();
+    return replies.failure();
+  }
   if (replies->front().type == Reply::Type::error) return server_failure(replies->front().str);
   return std::move(replies->front());
 }
 
-Result<Unit> NodeRedis::send(const std::vector<Argv>& commands, TimePoint deadline) {
-  // Closed while idle (a server's `timeout`, a proxy's idle limit): a new connection at once,
-  // rather than a failed command and a warning for what is no trouble.
-  if (conn_ && conn_->closed_while_idle()) conn_.reset();
-  if (!conn_) {
-    auto opened = Connection::open(url_, options_, deadline);
-    if (!opened) return opened.failure();
-    conn_ = std::move(*opened);
-  }
-  auto sent = conn_->send(commands, deadline);
-  if (!sent) conn_.reset();  // a failed connection is dead; the next call makes a new one
-  return sent;
-}
-
-Result<std::vector<Reply>> NodeRedis::receive(size_t count, TimePoint deadline, int interrupt_fd) {
-  if (!conn_) return Failure{Failure::Kind::io, url_.endpoint() + ": not connected"};
-  auto replies = conn_->receive(count, deadline, interrupt_fd);
-  if (!replies) conn_.reset();
-  return replies;
-}
-
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
                                                  const std::vector<std::vector<Argv>>& commands,
-                                                 TimePoint deadline) {
+                                                 TimePoint deadline, size_t enough) {
   std::vector<Result<std::vector<Reply>>> out(nodes.size(), std::vector<Reply>{});
-  std::vector<bool> sent(nodes.size(), false);
+  std::vector<Connection*> waiting(nodes.size(), nullptr);  // replies still to come
+  size_t replied = 0;
+  auto finish = [&](size_t i, Result<std::vector<Reply>> result) {
+    if (result)
+      ++replied;
+    else
+      nodes[i]->drop();
+    out[i] = std::move(result);
+    waiting[i] = nullptr;
+  };
+  auto advance = [&](size_t i, short revents) {
+    auto moved = waiting[i]->advance(revents);
+    if (!moved)
+      finish(i, moved.failure());
+    else if (waiting[i]->replies() >= commands[i].size())
+      finish(i, waiting[i]->take(commands[i].size()));
+  };
+  // Every connect starts before any is waited for.
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (commands[i].empty()) continue;
-    auto s = nodes[i]->send(commands[i], deadline);
-    if (s)
-      sent[i] = true;
-    else
-      out[i] = s.failure();
+    auto conn = nodes[i]->connection();
+    if (!conn) {
+      out[i] = conn.failure();
+      continue;
+    }
+    waiting[i] = *conn;
+    waiting[i]->queue(commands[i]);
   }
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (sent[i]) out[i] = nodes[i]->receive(commands[i].size(), deadline);
+    if (waiting[i]) advance(i, 0);
+  std::vector<pollfd> polled;
+  std::vector<size_t> which;
+  while (replied < enough) {
+    polled.clear();
+    which.clear();
+    TimePoint until = deadline;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!waiting[i]) continue;
+      polled.push_back({waiting[i]->socket(), waiting[i]->events(), 0});
+      which.push_back(i);
+      until = std::min(until, waiting[i]->deadline(deadline));
+    }
+    if (polled.empty()) break;
+    int n = ::poll(polled.data(), polled.size(), millis_until(until));
+    if (n < 0 && errno != EINTR) {
+      Failure failure{Failure::Kind::io, errno_message("poll")};
+      for (size_t i : which) finish(i, failure);
+      break;
+    }
+    TimePoint now = Clock::now();
+    for (size_t k = 0; k < which.size(); ++k) {
+      size_t i = which[k];
+      if (n > 0 && polled[k].revents) advance(i, polled[k].revents);
+      if (waiting[i] && now >= waiting[i]->deadline(deadline)) {
+        Failure failure = waiting[i]->timed_out();
+        waiting[i]->kill();
+        finish(i, failure);
+      }
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (waiting[i]) out[i] = waiting[i]->abandon();
   return out;
 }
 
 std::vector<Result<std::vector<Reply>>> Redis::broadcast(const std::vector<Argv>& commands,
                                                          TimePoint deadline,
-                                                         const std::vector<bool>& to) {
+                                                         const std::vector<bool>& to, size_t) {
   if (!to.empty() && !to[0]) return {std::vector<Reply>{}};
   return {pipeline(commands, deadline)};
 }
@@ -177,40 +229,36 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
 }
 
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
-                                       const Argv& args, TimePoint deadline) {
+                                       const Argv& args, TimePoint deadline, size_t enough) {
   Argv argv{"EVALSHA", std::string(script.sha1()), std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
+  // A node's reply to the script, or why it gave none; an error reply is a Failure.
+  auto outcome = [&](size_t i, Result<std::vector<Reply>>& replies) -> Result<Reply> {
+    if (!replies) return replies.failure();
+    Reply& r = replies->front();
+    if (r.type == Reply::Type::error) return redis.node(i).server_failure(r.str);
+    return std::move(r);
+  };
+  auto noscript = [](const Result<Reply>& r) { return !r && r.failure().code == "NOSCRIPT"; };
   std::vector<Result<Reply>> out;
-  std::vector<bool> missing(redis.node_count(), false);  // nodes that answered NOSCRIPT
-  auto replies = redis.broadcast({argv}, deadline);
-  for (size_t i = 0; i < replies.size(); ++i) {
-    if (!replies[i]) {
-      out.push_back(replies[i].failure());
-      continue;
-    }
-    Reply& r = replies[i]->front();
-    if (r.type != Reply::Type::error) {
-      out.push_back(std::move(r));
-      continue;
-    }
-    Failure f = redis.node(i).server_failure(r.str);
-    missing[i] = f.code == "NOSCRIPT";
-    out.push_back(f);
+  auto replies = redis.broadcast({argv}, deadline, {}, enough);
+  for (size_t i = 0; i < replies.size(); ++i) out.push_back(outcome(i, replies[i]));
+  if (std::none_of(out.begin(), out.end(), noscript)) return out;
+  // The script's source goes to the nodes that answered NOSCRIPT, and to those that had not
+  // answered when the quorum had (they may lack it too; running it twice is harmless, as a
+  // retry after a lost reply is), until a quorum has answered with the script run.
+  std::vector<bool> again_to(out.size());
+  size_t ran = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    again_to[i] = noscript(out[i]) || (!out[i] && out[i].failure().why == Failure::Why::late);
+    if (out[i] || (out[i].failure().kind == Failure::Kind::server && !noscript(out[i]))) ++ran;
   }
-  if (std::find(missing.begin(), missing.end(), true) == missing.end()) return out;
   argv[0] = "EVAL";
   argv[1] = std::string(script.source());
-  auto again = redis.broadcast({argv}, deadline, missing);
-  for (size_t i = 0; i < again.size(); ++i) {
-    if (!missing[i]) continue;
-    if (!again[i])
-      out[i] = again[i].failure();
-    else if (again[i]->front().type == Reply::Type::error)
-      out[i] = redis.node(i).server_failure(again[i]->front().str);
-    else
-      out[i] = std::move(again[i]->front());
-  }
+  auto again = redis.broadcast({argv}, deadline, again_to, enough > ran ? enough - ran : 0);
+  for (size_t i = 0; i < again.size(); ++i)
+    if (again_to[i]) out[i] = outcome(i, again[i]);
   return out;
 }
 

@@ -20,9 +20,12 @@ public:
   std::string name() const override { return url_.redacted(); }
   Millis command_timeout() const override { return options_.command_timeout; }
 
-  // pipeline() in halves, to have commands in flight on several servers at once.
-  Result<Unit> send(const std::vector<Argv>& commands, TimePoint deadline);
-  Result<std::vector<Reply>> receive(size_t count, TimePoint deadline, int interrupt_fd = -1);
+  // The connection to use now, for exchange(): the one there is, or a new one (started, not
+  // yet up) when there is none, or it was closed while idle, or it has owed replies for longer
+  // than the command timeout (the server is as good as dead).
+  Result<Connection*> connection();
+  // After a failure: the next call makes a new connection.
+  void drop() { conn_.reset(); }
 
   const RedisUrl& url() const { return url_; }
   const ConnectOptions& options() const { return options_; }
@@ -33,10 +36,14 @@ private:
   std::unique_ptr<Connection> conn_;
 };
 
-// Sends each node its commands, then reads every node's replies: one round trip for all.
-// NODES[i] gets COMMANDS[i]; an empty list skips the node.
+// Sends each node its commands and reads their replies, all nodes at once from one poll():
+// connects, TLS handshakes, writes and reads overlap, so the slowest node, not the sum of
+// them, sets the time. NODES[i] gets COMMANDS[i]; an empty list skips the node. Returns once
+// ENOUGH nodes have replied (Redlock: a quorum), or every node has replied or failed, or
+// DEADLINE passed; a node that has not replied by then is a failure for this call, and its
+// connection throws the late replies away (Connection::abandon).
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
                                                  const std::vector<std::vector<Argv>>& commands,
-                                                 TimePoint deadline);
+                                                 TimePoint deadline, size_t enough = k_all_nodes);
 
 }  // namespace rlock

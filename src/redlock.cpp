@@ -1,6 +1,7 @@
 // Redlock: several independent Redis masters (--redis given more than once), asked the same
-// thing at once. The quorum rules live with the lock protocol (lock.cpp); here is only the
-// fan-out: one round trip to all nodes, each node's answer kept apart.
+// thing at once. The quorum rules live with the lock protocol (lock_quorum.cpp); here is only
+// the fan-out: one round trip to all nodes, each node's answer kept apart, done as soon as the
+// caller has enough answers (exchange()).
 #include "redlock.h"
 
 #include "redis_node.h"
@@ -13,17 +14,22 @@ class RedlockRedis final : public Redis {
 public:
   RedlockRedis(const std::vector<RedisUrl>& urls, const ConnectOptions& options) {
     for (const RedisUrl& url : urls) nodes_.push_back(std::make_unique<NodeRedis>(url, options));
+    answered_.assign(nodes_.size(), true);
   }
 
-  // For callers that are not quorum-aware: the first node that answers.
+  // For callers that are not quorum-aware: the first node that answers, asked one after the
+  // other; those that answered the last broadcast first, so that the run's history, written
+  // after the release, does not wait on a node that the release found down.
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
     Failure last{Failure::Kind::connect, name() + ": no node answered"};
-    for (auto& n : nodes_) {
-      auto replies = n->pipeline(commands, deadline);
-      if (replies) return replies;
-      last = replies.failure();
-    }
+    for (bool answered : {true, false})
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        if (answered_[i] != answered) continue;
+        auto replies = nodes_[i]->pipeline(commands, deadline);
+        if (replies) return replies;
+        last = replies.failure();
+      }
     return last;
   }
 
@@ -43,15 +49,18 @@ public:
   Redis& node(size_t i) override { return *nodes_[i]; }
 
   std::vector<Result<std::vector<Reply>>> broadcast(const std::vector<Argv>& commands,
-                                                    TimePoint deadline,
-                                                    const std::vector<bool>& to) override {
+                                                    TimePoint deadline, const std::vector<bool>& to,
+                                                    size_t enough) override {
     std::vector<NodeRedis*> nodes;
     std::vector<std::vector<Argv>> batches;
     for (size_t i = 0; i < nodes_.size(); ++i) {
       nodes.push_back(nodes_[i].get());
       batches.push_back(to.empty() || to[i] ? commands : std::vector<Argv>{});
     }
-    return exchange(nodes, batches, deadline);
+    auto replies = exchange(nodes, batches, deadline, enough);
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (!batches[i].empty()) answered_[i] = replies[i].ok();
+    return replies;
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f, TimePoint) override {
@@ -72,6 +81,7 @@ public:
 
 private:
   std::vector<std::unique_ptr<NodeRedis>> nodes_;
+  std::vector<bool> answered_;  // whether each node replied to the last broadcast it was sent
 };
 
 }  // namespace

@@ -142,33 +142,27 @@ public:
 
   int socket() const override { return fd_.get(); }
 
-  // Runs one OpenSSL call until it neither wants to read nor write; returns its result, or a
-  // failure when the socket is not ready before DEADLINE.
-  template <class F> Result<int> drive(F call, TimePoint deadline, int interrupt_fd = -1) {
-    for (;;) {
-      ssl_.ERR_clear_error();
-      int r = call();
-      if (r > 0) return r;
-      int err = ssl_.SSL_get_error(conn_.get(), r);
-      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-        auto ready = wait_fd(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline,
-                             endpoint_, interrupt_fd);
-        if (!ready) return ready.failure();
-        continue;
-      }
-      if (err == SSL_ERROR_ZERO_RETURN) return 0;
-      if (err == SSL_ERROR_SYSCALL && ssl_.ERR_get_error() == 0 && errno == 0) return 0;
-      return Failure{Failure::Kind::io, endpoint_ + ": TLS: " + ssl_error_text(ssl_)};
-    }
+  // Makes one OpenSSL call: its result when it did something; 0 when the stream ended; a Step
+  // with nothing moved when it waits for the socket.
+  template <class F> Result<Step> call(F f) {
+    ssl_.ERR_clear_error();
+    int r = f();
+    if (r > 0) return Step{static_cast<size_t>(r), 0};
+    int err = ssl_.SSL_get_error(conn_.get(), r);
+    if (err == SSL_ERROR_WANT_READ) return Step{0, POLLIN};
+    if (err == SSL_ERROR_WANT_WRITE) return Step{0, POLLOUT};
+    if (err == SSL_ERROR_ZERO_RETURN) return Step{};
+    if (err == SSL_ERROR_SYSCALL && ssl_.ERR_get_error() == 0 && errno == 0) return Step{};
+    return Failure{Failure::Kind::io, endpoint_ + ": TLS: " + ssl_error_text(ssl_)};
   }
 
-  Result<Unit> handshake(TimePoint deadline) {
-    auto r = drive([&] { return ssl_.SSL_connect(conn_.get()); }, deadline);
-    if (r && *r > 0) return Unit{};
-    // A server that does not answer may come back; one that answered and refused (its
-    // certificate, our CA, the protocol) will refuse again: no waiter retries that.
-    if (!r && r.failure().kind == Failure::Kind::timeout)
-      return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ + " timed out"};
+  Result<short> handshake() override {
+    auto r = call([&] { return ssl_.SSL_connect(conn_.get()); });
+    if (r && r->bytes > 0) return static_cast<short>(0);
+    if (r && r->wait) return r->wait;
+    // A server that does not answer may come back (the caller's deadline says when it gave
+    // up); one that answered and refused (its certificate, our CA, the protocol) will refuse
+    // again: no waiter retries that.
     long verify = ssl_.SSL_get_verify_result(conn_.get());
     if (verify != X509_V_OK)
       return Failure{Failure::Kind::connect,
@@ -180,27 +174,15 @@ public:
                    "", Failure::Why::tls_refused};
   }
 
-  Result<Unit> write_all(const std::string& bytes, TimePoint deadline) override {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      auto n = drive(
-          [&] {
-            return ssl_.SSL_write(conn_.get(), bytes.data() + done,
-                                  static_cast<int>(bytes.size() - done));
-          },
-          deadline);
-      if (!n) return n.failure();
-      if (*n == 0) return Failure{Failure::Kind::io, endpoint_ + ": connection closed"};
-      done += static_cast<size_t>(*n);
-    }
-    return Unit{};
+  Result<Step> write_some(const char* bytes, size_t len) override {
+    auto n = call([&] { return ssl_.SSL_write(conn_.get(), bytes, static_cast<int>(len)); });
+    if (n && n->bytes == 0 && n->wait == 0)
+      return Failure{Failure::Kind::io, endpoint_ + ": connection closed"};
+    return n;
   }
 
-  Result<size_t> read_some(char* buf, size_t len, TimePoint deadline, int interrupt_fd) override {
-    auto n = drive([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); }, deadline,
-                   interrupt_fd);
-    if (!n) return n.failure();
-    return static_cast<size_t>(*n);
+  Result<Step> read_some(char* buf, size_t len) override {
+    return call([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); });
   }
 
 private:
@@ -213,9 +195,8 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<Stream>> make_tls_stream(Fd fd, const std::string& host,
-                                                const std::string& endpoint,
-                                                const TlsOptions& options, TimePoint deadline) {
+std::unique_ptr<Stream> make_tls_stream(Fd fd, const std::string& host, const std::string& endpoint,
+                                        const TlsOptions& options) {
   const OpenSsl& ssl = openssl();
   CtxPtr ctx = make_context(ssl, options);
   SslPtr conn(ssl.SSL_new(ctx.get()), ssl.SSL_free);
@@ -230,11 +211,7 @@ Result<std::unique_ptr<Stream>> make_tls_stream(Fd fd, const std::string& host,
     ssl.SSL_ctrl(conn.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
                  const_cast<char*>(name.c_str()));
   }
-  auto stream =
-      std::make_unique<TlsStream>(ssl, std::move(fd), std::move(ctx), std::move(conn), endpoint);
-  auto done = stream->handshake(deadline);
-  if (!done) return done.failure();
-  return std::unique_ptr<Stream>(std::move(stream));
+  return std::make_unique<TlsStream>(ssl, std::move(fd), std::move(ctx), std::move(conn), endpoint);
 }
 
 std::optional<std::string> tls_library_version() {

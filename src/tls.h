@@ -20,12 +20,11 @@ struct TlsOptions {
   std::string sni;        // server name to send and verify; default: the URL's host
 };
 
-// Wraps FD (connected to HOST) in TLS and completes the handshake, verifying the server's
-// certificate and name, before DEADLINE. Unusable TLS material is Error(k_exit_config); a
-// failed handshake or verification is a Failure of kind connect whose message says so.
-Result<std::unique_ptr<Stream>> make_tls_stream(Fd fd, const std::string& host,
-                                                const std::string& endpoint,
-                                                const TlsOptions& options, TimePoint deadline);
+// Wraps FD (connected to HOST) in TLS; the handshake, which verifies the server's certificate
+// and name, is the stream's handshake(). Unusable TLS material is Error(k_exit_config); a failed
+// handshake or verification is a Failure of kind connect whose message says so.
+std::unique_ptr<Stream> make_tls_stream(Fd fd, const std::string& host, const std::string& endpoint,
+                                        const TlsOptions& options);
 
 // "OpenSSL 3.0.x ..." of the libssl that rediss:// would use, or nullopt when it cannot load.
 std::optional<std::string> tls_library_version();

@@ -224,6 +224,7 @@ bool worth_retrying(const Failure& failure) {
   switch (failure.why) {
   case Failure::Why::too_few_replicas:  // replicas catch up after a failover, a restart
   case Failure::Why::unknown_primary:   // Sentinel may not know it yet
+  case Failure::Why::late:              // a Redlock node slower than the quorum
     return true;
   case Failure::Why::tls_refused: return false;
   case Failure::Why::none: break;

@@ -362,6 +362,51 @@ class RedisTestCase(unittest.TestCase):
         return wait_until(ready, timeout, f"file {name}")
 
 
+class BlackHole:
+    """A TCP port that never answers, like a host behind a firewall that DROPs: a listening
+    socket with backlog 0 whose accept queue is filled by a connection nobody accepts, so the
+    kernel drops every further SYN and a connect hangs until its own timeout. hangs() proves
+    it with a plain connect."""
+
+    def __init__(self):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port = self.listener.getsockname()[1]
+        self.fillers = []
+        for _ in range(16):
+            filler = self._connect(0.5)
+            if not filler:
+                return
+            self.fillers.append(filler)
+        raise RuntimeError("the black hole's accept queue never filled")
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def _connect(self, timeout):
+        s = socket.socket()
+        s.settimeout(timeout)
+        try:
+            s.connect(("127.0.0.1", self.port))
+            return s
+        except TimeoutError:
+            s.close()
+            return None
+
+    def hangs(self, timeout=0.5):
+        """True when a plain connect is still unanswered after TIMEOUT seconds."""
+        s = self._connect(timeout)
+        if s:
+            s.close()
+        return s is None
+
+    def close(self):
+        for s in self.fillers + [self.listener]:
+            s.close()
+
+
 class DelayProxy:
     """A TCP proxy in front of a redis-server that delivers every reply DELAY seconds late
     (requests go through at once, so the server acts on them on time), and that can cut every

@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import (RLOCK, RedisServer, RedisTestCase, free_port, rlock_env, run_rlock,
-                     start_rlock, wait_until)
+from harness import (RLOCK, BlackHole, RedisServer, RedisTestCase, free_port, rlock_env,
+                     run_rlock, start_rlock, wait_until)
 
 SECRET = "s3cret-Pa55"
 
@@ -279,6 +279,29 @@ class Tls(unittest.TestCase):
                          "--cert", os.path.join(self.certs, "server.crt"))
         self.assertEqual(r.returncode, 78)
         self.assertIn("--key", r.stderr)
+
+    def test_redlock_over_tls_with_two_of_five_black_holed(self):
+        # The three TLS masters' handshakes run side by side in one loop, and their quorum goes
+        # on without the two ports that never answer a connect.
+        ports = [free_port(), free_port()]
+        others = [tls_server(self.certs, port) for port in ports]
+        for server in others:
+            self.addCleanup(server.stop)
+        holes = [BlackHole() for _ in range(2)]
+        for hole in holes:
+            self.addCleanup(hole.close)
+            self.assertTrue(hole.hangs())
+        urls = []
+        for port in (self.tls_port, holes[0].port, ports[0], holes[1].port, ports[1]):
+            urls += ["--redis", f"rediss://127.0.0.1:{port}"]
+        begin = time.monotonic()
+        r = run_rlock(["run"] + urls + ["--cacert", os.path.join(self.certs, "ca.crt"),
+                                        "--connect-timeout", "5s", "k", "--", "touch",
+                                        self.marker], env=rlock_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(self.marker))
+        self.assertLess(time.monotonic() - begin, 2.5, "a connect timeout was waited for")
+        self.assertEqual([s.cmd("GET", "k") for s in [self.server] + others], [None] * 3)
 
     def test_plain_redis_to_a_tls_port_fails_cleanly(self):
         r = run_rlock(["run", "--redis", f"redis://127.0.0.1:{self.tls_port}", "--command-timeout",
