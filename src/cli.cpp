@@ -403,10 +403,11 @@ constexpr Command k_commands[] = {
      }},
     {"acquire",
      "take the lock, print its token, exit",
-     "KEY",
+     "KEY\nKEY --while-pid PID",
      {k_key, k_waiting, k_acquire_ttl, k_connection},
      "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
      "run rlock extend before the ttl runs out, and rlock release at the end.\n"
+     "Or hold it until the script exits: tok=$(rlock acquire --while-pid $$ KEY).\n"
      "Exit status: 0 acquired, 69 Redis unavailable, 75 busy (-E changes it); 64 usage, "
      "78 configuration, 125 rlock failed.",
      nullptr,
