@@ -172,6 +172,15 @@ class BadInput(RedisTestCase):
             with self.subTest(args=args):
                 self.assert_rejected(args, USAGE)
 
+    def test_flag_values(self):
+        # A flag takes true or false after '=' (or no value): anything else is a usage error.
+        for args in (["run", "--fair=maybe", "k", "--", "true"],
+                     ["run", "--fair=\x1b[2J", "k", "--", "true"],
+                     ["acquire", "--fair=99999999999999999999", "k"],
+                     ["config", "-q", "--record-skips=sometimes"]):
+            with self.subTest(args=args):
+                self.assert_rejected(args, USAGE)
+
     def test_keys_that_are_not_keys_for_every_verb(self):
         for args in VERBS_WITH_KEY:
             for key in BAD_KEYS:
