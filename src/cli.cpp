@@ -248,7 +248,9 @@ const PlainOption k_plain_options[] = {
     {"all",
      [](CLI::App* app, CommandLine& line) {
        if (line.named("--all"))
-         app->add_flag("--all", line.all, "with --force: every place of a semaphore (--limit)");
+         app->add_flag("--all", line.all,
+                       "with --force: every place of a semaphore (--limit) or shared lock "
+                       "(--shared)");
      }},
 };
 
@@ -259,7 +261,7 @@ constexpr OptionRef k_connection[] = {
     {"cacertdir"},  {"cert"},  {"key"},    {"sni"},    {"connect-timeout"}, {"command-timeout"},
     {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
-constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
+constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"}, {"shared"},
                                    {"limit"},   {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
