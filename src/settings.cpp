@@ -371,15 +371,12 @@ Resolved resolve_settings(const RawSettings& s) {
   else if (password)
     r.global.connect.password = SettingValue("password", *password).single();
 
-  // --shared excludes the settings that count holders their own way, wherever each was given.
-  if (r.run.shared) {
-    SettingValue shared("shared", *lookup(s, "shared"));
-    if (lookup(s, "limit"))
-      shared.bad("excludes --limit: a shared lock has no number of places (a semaphore's are "
-                 "places of their own, not shared ones)");
-    if (lookup(s, "once-per"))
-      shared.bad("excludes --once-per: one run a period leaves no one to share the lock with");
-  }
+  // --shared excludes --limit wherever each was given (--limit 1 too, which leaves no trace in
+  // RunOptions). run_verb refuses --once-per, which only a run reads.
+  if (r.run.shared && lookup(s, "limit"))
+    SettingValue("shared", *lookup(s, "shared"))
+        .bad("excludes --limit: a shared lock has no number of places (a semaphore's are places "
+             "of their own, not shared ones)");
 
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover").

@@ -78,7 +78,6 @@ BAD_CONFIGS = {
     "non-ASCII space": b"ttl = \"5s\"\xc2\xa0\n",
     "bad flag": b"shared = \"yes\"\n",
     "shared and a limit": b"shared = true\nlimit = 3\n",
-    "shared once a day": b"shared = true\nonce-per = \"day\"\n",
 }
 
 # Keys are used as given; these are not keys.
