@@ -18,7 +18,7 @@ _rlock() {
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
-        --history-length --retention"
+        --history-length --retention --shared"
     local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
 
     # The verb is the first word that is neither an option nor an option's value (options
@@ -127,9 +127,9 @@ _rlock() {
             ;;
         acquire)
             if [[ $cur == -* ]]; then
-                COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --limit --fair
-                    --min-replicas --ttl --retention --json --while-pid --kill-signal --kill-after
-                    --on-lost $common" -- "$cur"))
+                COMPREPLY=($(compgen -W "-n --no-wait -w --wait -E --conflict-exit-code --shared
+                    --limit --fair --min-replicas --ttl --retention --json --while-pid --kill-signal
+                    --kill-after --on-lost $common" -- "$cur"))
             fi
             ;;
         extend | release)

@@ -146,10 +146,12 @@ void add_setting(CLI::App* app, CommandLine& line, const SettingInfo& setting, c
   std::string name = setting.name;
   std::string text = help ? help : setting.help;
   if (setting.kind == SettingKind::flag) {
+    // CLI11 sums the flag's occurrences: 1 each, -1 for --NAME=false (or 0, no, off).
     app->add_flag_function(
         setting.flags,
-        [&line, name](int64_t) {
-          line.flags[name] = RawValue{{"true"}, {Origin::Kind::flag, "--" + name}};
+        [&line, name](int64_t count) {
+          line.flags[name] =
+              RawValue{{count > 0 ? "true" : "false"}, {Origin::Kind::flag, "--" + name}};
         },
         text);
     return;
@@ -256,7 +258,9 @@ const PlainOption k_plain_options[] = {
     {"all",
      [](CLI::App* app, CommandLine& line) {
        if (line.named("--all"))
-         app->add_flag("--all", line.all, "with --force: every place of a semaphore (--limit)");
+         app->add_flag("--all", line.all,
+                       "with --force: every place of a semaphore (--limit) or shared lock "
+                       "(--shared)");
      }},
 };
 
@@ -267,7 +271,7 @@ constexpr OptionRef k_connection[] = {
     {"cacertdir"},  {"cert"},  {"key"},    {"sni"},    {"connect-timeout"}, {"command-timeout"},
     {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
-constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"},
+constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"}, {"shared"},
                                    {"limit"},   {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
@@ -599,7 +603,23 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
 // Parses ARGS with PARSER; throws CLI11's ParseError for help, --version and mistakes.
 void parse(Parsed& parser, const SplitArgs& args) {
   std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
-  parser.app.parse(reversed);
+  try {
+    parser.app.parse(reversed);
+  } catch (const std::logic_error&) {
+    // CLI11 2.1 reads a flag's value (--fair=maybe) with std::stoll, whose exception is no
+    // ParseError: name the word.
+    std::string word;
+    for (const std::string& w : args.ours) {
+      const SettingInfo* setting =
+          w.starts_with("--") ? find_setting(w.substr(2, w.find('=') - 2)) : nullptr;
+      if (setting && setting->kind == SettingKind::flag && w.find('=') != std::string::npos) {
+        word = w;
+        break;
+      }
+    }
+    throw usage_error((word.empty() ? "a flag" : "'" + word + "'") +
+                      ": a flag's value is true or false, or none at all");
+  }
   for (CLI::App* sub : parser.app.get_subcommands())
     if (sub->parsed()) parser.command = find_command(sub->get_name());
 }

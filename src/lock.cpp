@@ -17,7 +17,8 @@ bool is_helper_key(std::string_view key) {
   size_t at = key.rfind(":rlock:");
   if (at == std::string_view::npos) return false;
   std::string_view kind = key.substr(at + 7);
-  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history"})
+  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "shared",
+                             "shared-values", "shared-waiters"})
     if (kind == k) return true;
   return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
 }
@@ -90,21 +91,31 @@ Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
   if (!reply) return reply.failure();
   auto lock = lock_broken(*reply);
   if (!lock || lock->type != "none") return lock;
-  // No lock key: perhaps a semaphore's places.
-  reply = eval(redis, scripts::break_slots,
-               {helper_key(key, "sem"), helper_key(key, "holders"), helper_key(key, "queue"),
-                helper_key(key, "alive")},
-               {wake_prefix, breaker, request.token, request.all ? "1" : "0",
-                request.now ? "1" : "0"},
-               deadline);
-  if (!reply) return reply.failure();
-  return slots_broken(*reply);
+  // No lock key: perhaps a semaphore's places, or a shared lock's (break_slots.lua is the
+  // same for both: each place a tombstone until its holder has surely stopped).
+  for (auto [places, values] :
+       {std::pair{"sem", "holders"}, std::pair{"shared", "shared-values"}}) {
+    reply = eval(
+        redis, scripts::break_slots,
+        {helper_key(key, places), helper_key(key, values), helper_key(key, "queue"),
+         helper_key(key, "alive")},
+        {wake_prefix, breaker, request.token, request.all ? "1" : "0", request.now ? "1" : "0"},
+        deadline);
+    if (!reply) return reply.failure();
+    auto slots = slots_broken(*reply);
+    if (!slots || slots->type != "none") {
+      if (slots) slots->shared = std::string_view(places) == "shared";
+      return slots;
+    }
+  }
+  return BreakOutcome{"none", {}, 0};
 }
 
 std::unique_ptr<Lock> make_lock(Redis& redis, std::string key, std::string token, LockMode mode) {
   if (redis.node_count() > 1)
     return make_quorum_lock(redis, std::move(key), std::move(token), mode);
   if (mode.limit > 0) return make_semaphore_lock(redis, std::move(key), std::move(token), mode);
+  if (mode.shared) return make_shared_lock(redis, std::move(key), std::move(token), mode);
   return make_mutex_lock(redis, std::move(key), std::move(token), mode);
 }
 
@@ -112,7 +123,9 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
     : redis_(redis), key_(std::move(key)), token_(std::move(token)), mode_(mode),
       owner_prefix_(owner_prefix(token_)), fence_key_(helper_key(key_, "fence")),
       queue_key_(helper_key(key_, "queue")), alive_key_(helper_key(key_, "alive")),
-      wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_) {}
+      wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_),
+      shared_key_(helper_key(key_, "shared")),
+      shared_values_key_(helper_key(key_, "shared-values")) {}
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {
   auto reply = eval(redis_, scripts::leave_queue, {queue_key_, alive_key_}, {token_, wake_prefix_},
@@ -137,8 +150,12 @@ Result<AcquireOutcome> Lock::acquire_outcome(Result<Reply> reply, const std::str
     return AcquireOutcome{Acquired{e[1].integer}};
   }
   case 0:
-    if (e.size() != 4 || !e[1].is_string() || !e[2].is_integer() || !e[3].is_integer()) break;
-    return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer)}};
+    // A fifth element: the shared holders that keep us out (--shared).
+    if (e.size() < 4 || e.size() > 5 || !e[1].is_string() || !e[2].is_integer() ||
+        !e[3].is_integer() || (e.size() == 5 && !e[4].is_integer()))
+      break;
+    return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer),
+                               e.size() == 5 ? e[4].integer : 0}};
   case -1: return AcquireOutcome{WrongType{e[1].str}};
   }
   return unexpected_reply("the acquire script");

@@ -1,5 +1,6 @@
 // The lock protocol: the operations on one lock key: acquire (with the waiting queue), renew,
-// release, leave the queue, for each kind of lock (a mutex, a semaphore, a Redlock; see Lock).
+// release, leave the queue, for each kind of lock (a mutex, a semaphore, a shared lock, a
+// Redlock; see Lock).
 // The Lua scripts they run are in src/lua (scripts.h). It speaks to "a Redis" (redis.h) and
 // knows nothing of processes or the command line.
 //
@@ -11,6 +12,11 @@
 //   {KEY}:rlock:wake-TOKEN  one waiter's wake-up list, which it BLPOPs
 //   {KEY}:rlock:sem         semaphore holders (zset token -> expiry in ms), for --limit
 //   {KEY}:rlock:holders     semaphore holders' values (hash token -> value)
+//   {KEY}:rlock:shared      shared holders (zset token -> expiry in ms), for --shared; a lock
+//                           is held alone (KEY) or shared, never both
+//   {KEY}:rlock:shared-values   shared holders' values (hash token -> value)
+//   {KEY}:rlock:shared-waiters  the waiters of the queue that want to share (zset token ->
+//                           end of their place); every other waiter wants the lock alone
 #pragma once
 
 #include <memory>
@@ -53,6 +59,9 @@ struct Busy {
   std::string value;  // the holder's raw value; empty when the lock is free but not our turn
   Millis pttl;        // time to its expiry; negative when there is no expiry (or no holder)
   Millis block;       // how long to wait for a wake-up before trying again (0: not waiting)
+  // Shared holders that keep us out (--shared; VALUE is one of theirs); 0: none, or the lock
+  // is held alone.
+  int64_t sharers = 0;
 };
 struct WrongType {
   std::string type;  // the key holds a hash, a list ...: not a lock
@@ -64,6 +73,7 @@ struct LockMode {
   bool fair = false;     // waiters served in arrival order (--fair)
   int min_replicas = 0;  // acquisitions and renewals count once N replicas have them (WAIT)
   Millis retention{0};   // the fence counter is kept this long after an acquisition; 0: for ever
+  bool shared = false;   // a shared holder (--shared) among others, not the holder alone
 };
 
 // How long WAIT may wait for --min-replicas acknowledgements: a tenth of the ttl, within
@@ -98,20 +108,25 @@ struct BreakOutcome {
   std::string type;  // "none": free; "string": a lock; "zset": a semaphore; else not a lock
   std::vector<Broken> broken;
   int places = 0;  // a semaphore given neither a token nor --all: how many places it has
+  bool shared = false;  // the places are a shared lock's (--shared), not a semaphore's
 };
 
-// Breaks KEY (a lock, or a semaphore's places) whoever holds it, as REQUEST says; with
-// Redlock, on every node (the node whose lock had the most time left is reported).
+// Breaks KEY (a lock, or the places of a semaphore or of a shared lock) whoever holds it, as
+// REQUEST says; with Redlock, on every node (the node whose lock had the most time left is
+// reported).
 Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
                                 const BreakRequest& request);
 
 // For renewing or releasing a semaphore slot by its token, where the limit does not matter.
 inline constexpr LockMode k_any_semaphore{2, false};
+// The same for a shared lock's place.
+inline constexpr LockMode k_shared_place{.shared = true};
 
 // One lock, held (or wanted) by one token: the operations every kind of lock has. The kind is
 // chosen once, by make_lock(), from the Redis and the mode: a mutex (lock_mutex.cpp), a
-// semaphore of --limit slots (lock_semaphore.cpp), or a Redlock over several independent
-// nodes (lock_quorum.cpp). A new kind is a new file and a line in make_lock().
+// semaphore of --limit slots (lock_semaphore.cpp), a place of a shared lock (lock_shared.cpp),
+// or a Redlock over several independent nodes (lock_quorum.cpp). A new kind is a new file and
+// a line in make_lock().
 class Lock {
 public:
   virtual ~Lock() = default;
@@ -172,6 +187,8 @@ protected:
   const LockMode mode_;
   const std::string owner_prefix_;  // owner_prefix(token_): what our lock's value starts with
   const std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_;
+  // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.
+  const std::string shared_key_, shared_values_key_;
 };
 
 // The lock KEY for TOKEN, of the kind REDIS and MODE call for (see Lock).

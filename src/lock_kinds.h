@@ -1,5 +1,6 @@
 // The kinds of lock behind Lock (lock.h), for make_lock() and the files that implement them:
-// lock_mutex.cpp, lock_semaphore.cpp, lock_quorum.cpp. Nothing else includes this.
+// lock_mutex.cpp, lock_semaphore.cpp, lock_shared.cpp, lock_quorum.cpp. Nothing else includes
+// this.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,9 @@ std::unique_ptr<Lock> make_mutex_lock(Redis& redis, std::string key, std::string
 // Up to MODE.limit holders at once, each a slot of a sorted set (--limit).
 std::unique_ptr<Lock> make_semaphore_lock(Redis& redis, std::string key, std::string token,
                                           LockMode mode);
+// One of any number of shared holders (--shared), which keep the mutex's holder out.
+std::unique_ptr<Lock> make_shared_lock(Redis& redis, std::string key, std::string token,
+                                       LockMode mode);
 // The mutex on each of REDIS's independent nodes, believed by quorum (Redlock).
 std::unique_ptr<Lock> make_quorum_lock(Redis& redis, std::string key, std::string token,
                                        LockMode mode);

@@ -48,7 +48,8 @@ public:
                                      const std::optional<WaitPlan>&, TimePoint deadline) override {
     TimePoint started = Clock::now();
     auto replies =
-        eval_on_all(redis_, scripts::acquire, {key_, fence_key_, queue_key_, alive_key_},
+        eval_on_all(redis_, scripts::acquire,
+                    {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_},
                     {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
                      "0", "0", std::to_string(mode_.retention.count())},
                     deadline, quorum());
@@ -68,7 +69,7 @@ public:
       } else if (e[0].integer == 1 && e[1].is_integer()) {
         ++acquired;
         fence = std::max(fence, e[1].integer);
-      } else if (e[0].integer == 0 && e.size() == 4 && !busy) {
+      } else if (e[0].integer == 0 && e.size() >= 4 && !busy) {
         busy = Busy{e[1].str, Millis(e[2].integer), Millis(0)};
       } else if (e[0].integer == -1 && !wrong) {
         wrong = WrongType{e[1].str};

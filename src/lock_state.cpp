@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lock.h"
 
@@ -18,7 +19,9 @@ constexpr int k_scan_count = 1000;
 // Fills KIND, VALUE from TYPE and the raw value.
 void classify(LockState& s) {
   if (s.type == "none") {
-    s.kind = s.semaphore.empty() ? LockState::Kind::free : LockState::Kind::semaphore;
+    s.kind = !s.semaphore.empty() ? LockState::Kind::semaphore
+             : !s.shared.empty()  ? LockState::Kind::shared
+                                  : LockState::Kind::free;
   } else if (s.type != "string") {
     s.kind = LockState::Kind::not_a_lock;
   } else {
@@ -87,12 +90,33 @@ Result<std::vector<std::string>> scan_page(Redis& redis, std::string& cursor,
   return keys;
 }
 
+// The places of a semaphore or a shared lock that have not expired, from a ZRANGE WITHSCORES of
+// their expiries and an HGETALL of their values.
+std::vector<SemaphoreHolder> live_places(const Reply& expiries, const Reply& all_values,
+                                         int64_t now_ms) {
+  std::map<std::string, std::string> values;
+  for (size_t j = 0; all_values.is_array() && j + 1 < all_values.elements.size(); j += 2)
+    values[all_values.elements[j].str] = all_values.elements[j + 1].str;
+  std::vector<SemaphoreHolder> out;
+  for (size_t j = 0; expiries.is_array() && j + 1 < expiries.elements.size(); j += 2) {
+    auto expiry = static_cast<int64_t>(std::stod(expiries.elements[j + 1].str));
+    if (expiry <= now_ms) continue;
+    SemaphoreHolder h;
+    h.token = expiries.elements[j].str;
+    h.raw = values[h.token];
+    h.value = decode_lock_value(h.raw);
+    h.ttl = Millis(expiry - now_ms);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 11;
+  constexpr size_t k_per_key = 14;
   std::vector<Argv> commands = {{"TIME"}};
   for (const auto& key : keys) {
     commands.push_back({"TYPE", key});
@@ -106,6 +130,9 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
     commands.push_back({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
     commands.push_back({"PTTL", helper_key(key, "fence")});
     commands.push_back({"PTTL", helper_key(key, "history")});
+    commands.push_back({"ZRANGE", helper_key(key, "shared"), "0", "-1", "WITHSCORES"});
+    commands.push_back({"HGETALL", helper_key(key, "shared-values")});
+    commands.push_back({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
   }
   auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
   if (!replies) return replies.failure();
@@ -141,10 +168,15 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
       place_until[e[4].elements[j].str] = until;
       if (until > static_cast<double>(now_ms)) ++s.waiters;
     }
-    // The queue in arrival order (scores: server microseconds), each with its liveness.
+    // The queue in arrival order (scores: server microseconds), each with its liveness, and
+    // whether it wants to share (--shared).
+    std::set<std::string> sharing;
+    for (size_t j = 0; e[13].is_array() && j < e[13].elements.size(); ++j)
+      sharing.insert(e[13].elements[j].str);
     for (size_t j = 0; e[8].is_array() && j + 1 < e[8].elements.size(); j += 2) {
       QueuedWaiter w;
       w.token = e[8].elements[j].str;
+      w.shares = sharing.count(w.token) > 0;
       auto arrived_ms = static_cast<int64_t>(std::stod(e[8].elements[j + 1].str) / 1000);
       w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
       auto until = place_until.find(w.token);
@@ -152,19 +184,8 @@ Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::s
                                            : Millis(static_cast<int64_t>(until->second) - now_ms);
       s.queue.push_back(std::move(w));
     }
-    std::map<std::string, std::string> values;
-    for (size_t j = 0; e[6].is_array() && j + 1 < e[6].elements.size(); j += 2)
-      values[e[6].elements[j].str] = e[6].elements[j + 1].str;
-    for (size_t j = 0; e[5].is_array() && j + 1 < e[5].elements.size(); j += 2) {
-      auto expiry = static_cast<int64_t>(std::stod(e[5].elements[j + 1].str));
-      if (expiry <= now_ms) continue;
-      SemaphoreHolder h;
-      h.token = e[5].elements[j].str;
-      h.raw = values[h.token];
-      h.value = decode_lock_value(h.raw);
-      h.ttl = Millis(expiry - now_ms);
-      s.semaphore.push_back(std::move(h));
-    }
+    s.semaphore = live_places(e[5], e[6], now_ms);
+    s.shared = live_places(e[11], e[12], now_ms);
     // The newest run that ran: skipped ones (--record-skips) and resets say nothing of the job.
     for (size_t j = 0; e[7].is_array() && j < e[7].elements.size() && !s.last_run; ++j) {
       auto run = decode_history_entry(e[7].elements[j]);
@@ -212,20 +233,22 @@ Result<std::vector<LockState>> scan_rlock_locks(Redis& redis, const std::string&
   } while (cursor != "0");
   std::vector<LockState> out;
   for (size_t from = 0; from < candidates.size(); from += k_read_batch) {
-    // Two cheap looks first: most fence counters belong to locks that are free now.
+    // Two cheap looks first: most fence counters belong to locks that are free now. The places
+    // of a semaphore and of a shared lock are in one slot (Cluster), so one EXISTS for both.
     size_t to = std::min(candidates.size(), from + k_read_batch);
     std::vector<Argv> looks;
     for (size_t i = from; i < to; ++i) {
       looks.push_back({"EXISTS", candidates[i].key});
-      looks.push_back({"EXISTS", helper_key(candidates[i].key, "sem")});
+      looks.push_back({"EXISTS", helper_key(candidates[i].key, "sem"),
+                       helper_key(candidates[i].key, "shared")});
     }
     auto seen = redis.pipeline(looks, Clock::now() + redis.command_timeout());
     if (!seen) return seen.failure();
     std::vector<std::string> taken;
     for (size_t i = from; i < to; ++i) {
       bool held = (*seen)[2 * (i - from)].integer > 0;
-      bool semaphore = !candidates[i].alias && (*seen)[2 * (i - from) + 1].integer > 0;
-      if (held || semaphore) taken.push_back(candidates[i].key);
+      bool places = !candidates[i].alias && (*seen)[2 * (i - from) + 1].integer > 0;
+      if (held || places) taken.push_back(candidates[i].key);
     }
     if (taken.empty()) continue;
     auto locks = read_locks(redis, taken);

@@ -16,7 +16,7 @@
 
 namespace rlock {
 
-// One holder of a semaphore (--limit).
+// One holder of a semaphore (--limit), or of a shared lock (--shared).
 struct SemaphoreHolder {
   std::string token;
   std::string raw;
@@ -29,6 +29,7 @@ struct QueuedWaiter {
   std::string token;
   Millis waiting{0};  // since it arrived
   Millis place{0};    // how long its place lasts unless it renews it; <= 0: it died, or is late
+  bool shares = false;  // it wants to share the lock (--shared), else to hold it alone
 };
 
 struct LockState {
@@ -38,6 +39,7 @@ struct LockState {
     broken,      // a tombstone (release --force) until the broken holder has surely stopped
     foreign,     // a plain string another client set (SET NX PX token)
     semaphore,   // held by up to --limit rlock holders
+    shared,      // held by any number of --shared rlock holders
     not_a_lock,  // a hash, a list ...
   };
   std::string key;
@@ -53,6 +55,7 @@ struct LockState {
   int64_t waiters = 0;              // rlock processes waiting for it, alive
   std::vector<QueuedWaiter> queue;  // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
+  std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
   std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };
 

@@ -44,6 +44,7 @@ struct RunOptions {
   std::optional<Millis> min_hold;
   int limit = 0;         // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
   bool fair = false;     // --fair: waiters in arrival order
+  bool shared = false;   // --shared: one of any number of shared holders (flock -s)
   int min_replicas = 0;  // --min-replicas N: WAIT until N replicas have the lock (and renewals)
   std::optional<std::string> metrics_file;  // Prometheus textfile to add this run to
   std::optional<Period> once_per;           // --once-per: at most one run per period

@@ -28,6 +28,7 @@ const char* state_name(LockState::Kind kind) {
   case LockState::Kind::broken: return "broken";
   case LockState::Kind::foreign: return "foreign";
   case LockState::Kind::semaphore: return "semaphore";
+  case LockState::Kind::shared: return "shared";
   case LockState::Kind::not_a_lock: return "not_a_lock";
   }
   return "";
@@ -103,6 +104,33 @@ json broken_json(const LockValue& v) {
   return {{"by", v.broken->by}, {"at", format_rfc3339(v.broken->at)}};
 }
 
+// The places of a semaphore or a shared lock, one object each.
+json places_json(const std::vector<SemaphoreHolder>& places) {
+  json holders = json::array();
+  for (const auto& h : places) {
+    json one = {{"token", h.token},      {"ttl_ms", h.ttl.count()}, {"value", h.raw},
+                {"holder", nullptr},     {"holder_alive", nullptr}, {"fence", nullptr},
+                {"acquired_at", nullptr}};
+    if (h.value) {
+      one["holder"] = holder_json(h.value->holder);
+      one["holder_alive"] = alive_json(h.value->holder);
+      if (h.value->fence) one["fence"] = *h.value->fence;
+      one["acquired_at"] = format_rfc3339(h.value->holder.since);
+    }
+    one["broken"] = h.value ? broken_json(*h.value) : json(nullptr);
+    holders.push_back(one);
+  }
+  return holders;
+}
+
+// "another client", "broken (...)" or "web-2 pid 4121 (report.sh)": one place of a semaphore
+// or a shared lock, in a status line.
+std::string place_text(const SemaphoreHolder& h) {
+  return !h.value          ? "another client"
+         : h.value->broken ? "broken (" + broken_text(*h.value, h.ttl) + ")"
+                           : holder_text(h.value->holder);
+}
+
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
 json lock_json(const LockState& s, bool with_counter) {
   json j;
@@ -136,26 +164,12 @@ json lock_json(const LockState& s, bool with_counter) {
       queue.push_back({{"token", w.token},
                        {"waiting_ms", w.waiting.count()},
                        {"alive", w.place.count() > 0},
-                       {"place_ms", w.place.count()}});
+                       {"place_ms", w.place.count()},
+                       {"shared", w.shares}});
     j["queue"] = queue;
   }
-  if (s.kind == LockState::Kind::semaphore) {
-    json holders = json::array();
-    for (const auto& h : s.semaphore) {
-      json one = {{"token", h.token},      {"ttl_ms", h.ttl.count()}, {"value", h.raw},
-                  {"holder", nullptr},     {"holder_alive", nullptr}, {"fence", nullptr},
-                  {"acquired_at", nullptr}};
-      if (h.value) {
-        one["holder"] = holder_json(h.value->holder);
-        one["holder_alive"] = alive_json(h.value->holder);
-        if (h.value->fence) one["fence"] = *h.value->fence;
-        one["acquired_at"] = format_rfc3339(h.value->holder.since);
-      }
-      one["broken"] = h.value ? broken_json(*h.value) : json(nullptr);
-      holders.push_back(one);
-    }
-    j["semaphore_holders"] = holders;
-  }
+  if (s.kind == LockState::Kind::semaphore) j["semaphore_holders"] = places_json(s.semaphore);
+  if (s.kind == LockState::Kind::shared) j["shared_holders"] = places_json(s.shared);
   if (with_counter) {
     j["fence_counter"] = s.fence_counter ? json(*s.fence_counter) : json(nullptr);
     // How long each is kept (--retention); null: for ever, or there is none.
@@ -182,13 +196,15 @@ std::string lock_details(const LockState& s) {
     return "by another client  " + ttl_text(s.pttl) + "  value \"" + printable(s.raw, 40) + "\"";
   case LockState::Kind::semaphore: {
     std::string out = "by " + std::to_string(s.semaphore.size()) + " (semaphore):";
-    for (size_t i = 0; i < s.semaphore.size(); ++i) {
-      const auto& h = s.semaphore[i];
-      out += i ? ", " : " ";
-      out += !h.value          ? "another client"
-             : h.value->broken ? "broken (" + broken_text(*h.value, h.ttl) + ")"
-                               : holder_text(h.value->holder);
-    }
+    for (size_t i = 0; i < s.semaphore.size(); ++i)
+      out += (i ? ", " : " ") + place_text(s.semaphore[i]);
+    return out;
+  }
+  case LockState::Kind::shared: {
+    size_t n = s.shared.size();
+    std::string out = "shared by " + std::to_string(n) + (n == 1 ? " holder:" : " holders:");
+    for (size_t i = 0; i < n; ++i) out += (i ? ", " : " ") + place_text(s.shared[i]);
+    if (s.waiters > 0) out += "  " + std::to_string(s.waiters) + " waiting";
     return out;
   }
   case LockState::Kind::broken:
@@ -213,6 +229,7 @@ std::string state_word(const LockState& s, const OutputStyle& style) {
   case LockState::Kind::free: return paint(style, "32", "free");
   case LockState::Kind::held:
   case LockState::Kind::semaphore:
+  case LockState::Kind::shared:
   case LockState::Kind::foreign: return paint(style, "33", "held");
   case LockState::Kind::broken: return paint(style, "31", "broken");
   case LockState::Kind::not_a_lock: return paint(style, "31", "not a lock (" + s.type + ")");
@@ -253,6 +270,12 @@ std::string describe_holder(std::string_view raw_value, Millis pttl) {
   out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
   if (std::string gone = gone_text(v->holder, pttl); !gone.empty()) return out + "; " + gone;
   return out + ", " + ttl_text(pttl);
+}
+
+std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sharers) {
+  if (sharers <= 0) return describe_holder(raw_value, pttl);
+  return std::to_string(sharers) + (sharers == 1 ? " shared holder" : " shared holders") +
+         "; the last to end: " + describe_holder(raw_value, pttl);
 }
 
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
@@ -306,17 +329,22 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   if (s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
       s.kind == LockState::Kind::foreign)
     rows.emplace_back("ttl", s.pttl.count() < 0 ? "none (never expires)" : format_duration(s.pttl));
-  for (const auto& h : s.semaphore)
-    rows.emplace_back("holder", (!h.value          ? "another client"
-                                 : h.value->broken ? "broken: " + broken_text(*h.value, h.ttl)
-                                                   : holder_text(h.value->holder)) +
-                                    ", ttl " + format_duration(h.ttl) + ", token " + h.token);
+  if (s.kind == LockState::Kind::shared)
+    rows.emplace_back("shared by", std::to_string(s.shared.size()) +
+                                       (s.shared.size() == 1 ? " holder" : " holders"));
+  for (const auto* places : {&s.semaphore, &s.shared})
+    for (const auto& h : *places)
+      rows.emplace_back("holder", (!h.value          ? "another client"
+                                   : h.value->broken ? "broken: " + broken_text(*h.value, h.ttl)
+                                                     : holder_text(h.value->holder)) +
+                                      ", ttl " + format_duration(h.ttl) + ", token " + h.token);
   rows.emplace_back("waiters", std::to_string(s.waiters));
   for (size_t i = 0; i < s.queue.size(); ++i) {
     const QueuedWaiter& w = s.queue[i];
     rows.emplace_back(
         "  " + std::to_string(i + 1) + ".",
-        "token " + w.token.substr(0, 8) + "...  waiting " + format_duration(w.waiting) + "  " +
+        "token " + w.token.substr(0, 8) + "..." + (w.shares ? " (shared)" : "") + "  waiting " +
+            format_duration(w.waiting) + "  " +
             (w.place.count() > 0
                  ? "alive (its place lasts " + format_duration(w.place) + " unless renewed)"
                  : "gone (no renewal for " + format_duration(-w.place) +

@@ -2,7 +2,8 @@
 // does, the race it closes, and its KEYS and ARGV). The build embeds them (cmake/embed_lua.cmake):
 // a script's text lies in read-only data with its SHA-1 computed by the compiler, so a run
 // neither reads, copies nor hashes a script. A script that uses common.lua (the clock and the
-// waiting queue) or slots.lua (semaphore slots) gets that text in front of its own.
+// waiting queue), slots.lua (semaphore slots) or sharing.lua (shared locks) gets that text in
+// front of its own.
 #pragma once
 
 #include "redis.h"
@@ -18,7 +19,10 @@ extern const Script semaphore_acquire;
 extern const Script semaphore_renew;
 extern const Script semaphore_release;
 extern const Script semaphore_holds;
-// ... either's waiting queue, and release --force.
+// ... a shared lock (--shared; its places renew and are held as a semaphore's slots are) ...
+extern const Script shared_acquire;
+extern const Script shared_release;
+// ... the waiting queue of each, and release --force.
 extern const Script leave_queue;
 extern const Script break_lock;
 extern const Script break_slots;

@@ -273,6 +273,10 @@ const std::vector<SettingInfo>& all_settings() {
        }},
       {"fair", "--fair", K::flag, "false", nullptr, "serve waiters in arrival order",
        [](V v, Resolved& r) { r.run.fair = v.flag(); }},
+      {"shared", "--shared", K::flag, "false", nullptr,
+       "share the lock with other --shared holders, as flock -s; without it the lock is held "
+       "alone (flock -x)",
+       [](V v, Resolved& r) { r.run.shared = v.flag(); }},
       {"metrics-file", "--metrics-file", K::text, nullptr, "PATH",
        "add this run's counters to a Prometheus textfile (node_exporter)", apply_metrics_file},
       {"once-per", "--once-per", K::text, nullptr, "PERIOD",
@@ -366,6 +370,13 @@ Resolved resolve_settings(const RawSettings& s) {
     r.global.password_file = SettingValue("password-file", *password_file).single();
   else if (password)
     r.global.connect.password = SettingValue("password", *password).single();
+
+  // --shared excludes --limit wherever each was given (--limit 1 too, which leaves no trace in
+  // RunOptions). run_verb refuses --once-per, which only a run reads.
+  if (r.run.shared && lookup(s, "limit"))
+    SettingValue("shared", *lookup(s, "shared"))
+        .bad("excludes --limit: a shared lock has no number of places (a semaphore's are places "
+             "of their own, not shared ones)");
 
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover").

@@ -46,6 +46,7 @@ struct Obtained {
 struct NotObtained {
   std::string holder_value;  // raw value of the last holder seen
   Millis pttl;
+  int64_t sharers = 0;  // the lock was shared by this many holders (--shared); 0: held alone
 };
 struct Interrupted {
   int signo;

@@ -1,11 +1,16 @@
--- uses: common.lua
+-- uses: common.lua, slots.lua, sharing.lua
 -- Takes the (mutex) lock if it is free and, with --fair, it is our turn; else says who holds it
--- and, for a waiter, queues it. Returns {1, fence}, {0, value, pttl, block} or {-1, type}.
+-- and, for a waiter, queues it. Returns {1, fence}, {0, value, pttl, block} or {-1, type}; or
+-- {0, value, pttl, block, sharers} while the lock is shared (--shared: sharing.lua).
 -- Taking the lock and drawing its fence are one step: no fence number is spent on a failed
 -- attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
 -- type into a clean answer instead of a script error. A lock that is already ours (a retry
 -- after a lost reply) counts as acquired.
+-- Shared holders keep us out, looked at in this same step: between a look at their places and
+-- our SET, a shared acquire could take a place (shared_acquire.lua, in its own step, finds our
+-- lock and waits). A lock never shared costs one EXISTS.
 local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local shared, shared_values = KEYS[5], KEYS[6]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
 local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -31,6 +36,19 @@ elseif fair then
   -- have died, rather than after the fallback.
   if not turn then
     pttl = math.max(0, tonumber(redis.call('ZSCORE', alive, first) or now) - now)
+  end
+end
+if not v and turn and redis.call('EXISTS', shared) == 1 then
+  local sharer, expiry, sharers = last_sharer(shared, shared_values, now)
+  if sharer then
+    -- The last shared release wakes us. Meanwhile our place in the queue keeps shared
+    -- newcomers out (sharing.lua), so look again every 500 ms (--fair's refresh, k_fair_refresh)
+    -- to renew it: were we to die, they would be held up 2 s at most, not until our next look.
+    local held = redis.call('HGET', shared_values, sharer) or ''
+    local answer = busy(queue, alive, token, now, held, expiry - now, math.min(max_block, 500),
+                        fallback)
+    answer[5] = sharers
+    return answer
   end
 end
 if not v and turn then

@@ -10,10 +10,10 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
                 Millis ttl) {
   check_token(token);
   auto redis = connect_redis(global);
-  // The token says whose it is, not whether it is a plain lock or a slot of a semaphore
-  // (--limit): try the one, then the other.
+  // The token says whose it is, not whether it is a plain lock, a slot of a semaphore (--limit)
+  // or a place of a shared lock (--shared): try each in turn.
   Result<bool> renewed = false;
-  for (LockMode mode : {LockMode{}, k_any_semaphore}) {
+  for (LockMode mode : {LockMode{}, k_any_semaphore, k_shared_place}) {
     auto lock = make_lock(*redis, key, token, mode);
     renewed = lock->renew(ttl, Clock::now() + redis->command_timeout());
     if (!renewed) return unavailable(renewed.failure());

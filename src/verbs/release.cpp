@@ -18,9 +18,9 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
   // A keeper of acquire --while-pid on this host stops renewing first, so that it does not
   // take this release for a loss and signal its script.
   (void)tell_keeper(token, k_tell_keeper_timeout);
-  // A plain lock or a semaphore slot (--limit): try the one, then the other.
+  // A plain lock, a semaphore slot (--limit) or a shared place (--shared): try each in turn.
   Result<bool> released = false;
-  for (LockMode mode : {LockMode{}, k_any_semaphore}) {
+  for (LockMode mode : {LockMode{}, k_any_semaphore, k_shared_place}) {
     auto lock = make_lock(redis, key, token, mode);
     released = lock->release(Clock::now() + redis.command_timeout());
     if (!released) return unavailable(released.failure());
@@ -34,16 +34,21 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
   return k_exit_ok;
 }
 
-// What became of one lock or semaphore place; its exit status.
-int report(const std::string& key, const Broken& b) {
-  std::string what = b.token.empty() ? key : key + " place " + b.token;
+// What became of one lock, or place of a semaphore or a shared lock (SHARED); its exit status.
+int report(const std::string& key, const Broken& b, bool shared) {
+  std::string what = b.token.empty() ? key
+                     : shared        ? key + " shared place " + b.token
+                                     : key + " place " + b.token;
+  // A broken shared place keeps out only a holder that wants the lock alone.
+  std::string nobody = shared ? "Nobody can take the lock alone " : "Nobody can take it ";
   auto value = decode_lock_value(b.value);
   std::string whose = describe_holder(b.value, b.pttl);
   switch (b.what) {
   case Broken::What::broken:
-    write_stdout(what + ": broken; it was held by " + whose + ". Nobody can take it " +
+    write_stdout(what + ": broken; it was held by " + whose + ". " + nobody +
                  (value ? "until that holder has stopped: when its rlock notices, at its next "
-                          "renewal, or in " + format_duration(b.pttl) + " at the latest\n"
+                          "renewal, or in " +
+                              format_duration(b.pttl) + " at the latest\n"
                         : "before it would have expired, in " + format_duration(b.pttl) + "\n"));
     return k_exit_ok;
   case Broken::What::deleted:
@@ -87,11 +92,16 @@ int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& o
     return k_exit_unavailable;
   }
   if (outcome->broken.empty())
-    throw usage_error(key + " is a semaphore with " + std::to_string(outcome->places) +
-                      " places taken: break one with --force --token T (rlock inspect " + key +
+    throw usage_error(key + " is " +
+                      (outcome->shared ? "shared by " + std::to_string(outcome->places) +
+                                             (outcome->places == 1 ? " holder" : " holders")
+                                       : "a semaphore with " + std::to_string(outcome->places) +
+                                             " places taken") +
+                      ": break one with --force --token T (rlock inspect " + key +
                       " shows the tokens), or every one with --force --all; nothing changed");
   int status = k_exit_not_held;
-  for (const Broken& b : outcome->broken) status = std::min(status, report(key, b));
+  for (const Broken& b : outcome->broken)
+    status = std::min(status, report(key, b, outcome->shared));
   return status;
 }
 

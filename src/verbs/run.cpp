@@ -565,6 +565,9 @@ private:
 }  // namespace
 
 int run_verb(const GlobalOptions& global, const RunOptions& options) {
+  if (options.shared && options.once_per)
+    throw usage_error("--shared excludes --once-per: one run a period leaves no one to share the "
+                      "lock with");
   std::vector<std::string> argv = command_argv(options);
   std::string program;
   if (auto refused = refuse_unrunnable(options, argv, &program)) return *refused;

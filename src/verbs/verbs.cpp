@@ -16,13 +16,18 @@ int unavailable(const Failure& failure) {
 
 std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options) {
   if (auto* busy = std::get_if<NotObtained>(&outcome)) {
-    if (busy->holder_value.empty())
+    if (busy->holder_value.empty() && options.shared)
+      log(Level::info, {"busy", options.key,
+                        "busy: a request for the lock alone came first, and shared requests "
+                        "queue behind it"});
+    else if (busy->holder_value.empty())
       log(Level::info, {"busy", options.key, "busy: earlier waiters come first (--fair)"});
     else
-      log(Level::info, {"busy",
-                        options.key,
-                        "busy, held by " + describe_holder(busy->holder_value, busy->pttl),
-                        {{"ttl_ms", busy->pttl.count()}}});
+      log(Level::info,
+          {"busy",
+           options.key,
+           "busy, held by " + describe_holders(busy->holder_value, busy->pttl, busy->sharers),
+           {{"ttl_ms", busy->pttl.count()}}});
     return options.conflict_exit_code;
   }
   if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {
@@ -61,12 +66,14 @@ std::optional<std::string> inherited_token(Redis& redis, const RunOptions& optio
 }
 
 LockMode lock_mode(const RunOptions& options) {
-  return LockMode{options.limit, options.fair, options.min_replicas, options.retention};
+  return LockMode{options.limit, options.fair, options.min_replicas, options.retention,
+                  options.shared};
 }
 
 void check_topology(const Redis& redis, const RunOptions& options) {
   if (redis.node_count() < 2) return;
   const char* what = options.limit > 0      ? "--limit"
+                     : options.shared       ? "--shared"
                      : options.fair         ? "--fair"
                      : options.min_replicas ? "--min-replicas"
                      : options.once_per     ? "--once-per"

@@ -1,13 +1,15 @@
 // The critical section of the fault suite's racers (tests/integration/test_faults.py): proves
 // mutual exclusion with the kernel's help instead of trusting timestamps alone.
 //
-//   rlock_fault_section LOG PROBE_DIR SLOTS HOLD_MS
+//   rlock_fault_section LOG PROBE_DIR SLOTS HOLD_MS [shared]
 //
 // Each of the SLOTS probe files stands for one of the lock's places (--limit SLOTS). On entry
-// the section takes the flock of a free slot without blocking. The kernel drops that flock the
-// instant the process dies, however it dies (SIGKILL from a guardian included), so finding every
-// slot taken means another section is still alive inside: an overlap. The section then logs the
-// overlap and the fence of the process in its way, blocks until the slot is free, and logs how
+// the section takes the flock of a free slot without blocking. With "shared" (a holder of
+// rlock run --shared, SLOTS 1) it takes a shared flock (LOCK_SH) instead: shared sections may
+// be inside together, but never beside one that holds the probe alone. The kernel drops that flock
+// the instant the process dies, however it dies (SIGKILL from a guardian included), so finding
+// every slot taken means another section is still alive inside: an overlap. The section then logs
+// the overlap and the fence of the process in its way, blocks until the slot is free, and logs how
 // long that took: the overlap window.
 //
 // Log lines (one write(2) each, O_APPEND, so racers' lines never interleave):
@@ -53,10 +55,11 @@ std::string read_fence(int fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    std::fprintf(stderr, "usage: %s LOG PROBE_DIR SLOTS HOLD_MS\n", argv[0]);
+  if (argc != 5 && !(argc == 6 && std::string(argv[5]) == "shared")) {
+    std::fprintf(stderr, "usage: %s LOG PROBE_DIR SLOTS HOLD_MS [shared]\n", argv[0]);
     return 2;
   }
+  int mode = argc == 6 ? LOCK_SH : LOCK_EX;
   const char* env_fence = std::getenv("RLOCK_FENCE");
   fence = env_fence ? env_fence : "none";
   log_fd = open(argv[1], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -73,10 +76,10 @@ int main(int argc, char** argv) {
   }
   int slot = -1;
   for (int i = 0; i < slots && slot < 0; ++i)
-    if (flock(fds[i], LOCK_EX | LOCK_NB) == 0) slot = i;
+    if (flock(fds[i], mode | LOCK_NB) == 0) slot = i;
   if (slot < 0) {
     log_line("overlap", std::to_string(now_ns()) + " " + read_fence(fds[0]));
-    if (flock(fds[0], LOCK_EX) != 0) return 96;
+    if (flock(fds[0], mode) != 0) return 96;
     slot = 0;
     log_line("overlap_end", std::to_string(now_ns()));
   }

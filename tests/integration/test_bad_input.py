@@ -76,11 +76,14 @@ BAD_CONFIGS = {
     "unterminated string": b"prefix = \"abc\n",
     "non-ASCII in a key": b"kill\xca\x8csignal = \"INT\"\n",  # UB in toml++ 3.3: fuzzing
     "non-ASCII space": b"ttl = \"5s\"\xc2\xa0\n",
+    "bad flag": b"shared = \"yes\"\n",
+    "shared and a limit": b"shared = true\nlimit = 3\n",
 }
 
 # Keys are used as given; these are not keys.
 BAD_KEYS = ["", "x:rlock:fence", "{x}:rlock:fence", "{x}:rlock:queue", "{x}:rlock:alive",
-            "{x}:rlock:wake-0123"]
+            "{x}:rlock:wake-0123", "{x}:rlock:shared", "{x}:rlock:shared-values",
+            "x:rlock:shared-waiters"]
 
 
 def arg(a):
@@ -173,6 +176,31 @@ class BadInput(RedisTestCase):
                      ["status"], ["list", "a", "b"], ["config", "x"], ["run", "k"],
                      ["run", "--", "true"], ["run", "k", "-c"], ["help", "nothing"],
                      ["history"], ["history", "-n", "0", "k"], ["history", "-n", "x", "k"]):
+            with self.subTest(args=args):
+                self.assert_rejected(args, USAGE)
+
+    def test_flag_values(self):
+        # A flag takes true or false after '=' (or no value): anything else is a usage error.
+        for args in (["run", "--fair=maybe", "k", "--", "true"],
+                     ["run", "--fair=\x1b[2J", "k", "--", "true"],
+                     ["acquire", "--fair=99999999999999999999", "k"],
+                     ["config", "-q", "--record-skips=sometimes"],
+                     ["run", "--shared=maybe", "k", "--", "true"]):
+            with self.subTest(args=args):
+                self.assert_rejected(args, USAGE)
+
+    def test_what_shared_excludes(self):
+        # --shared does not go with what counts holders its own way (--limit, --once-per), nor
+        # with Redlock: refused before anything reaches Redis (assert_rejected checks DBSIZE).
+        url = self.server.url
+        for args in (["run", "--shared", "--limit", "3", "k", "--", "true"],
+                     ["run", "--limit", "1", "--shared", "k", "--", "true"],
+                     ["run", "--shared", "--once-per", "day", "k", "--", "true"],
+                     ["acquire", "--shared", "--limit", "2", "k"],
+                     ["--shared", "acquire", "-w", "5s", "--limit", "2", "k"],
+                     ["config", "--shared", "--limit", "2"],
+                     ["run", "--shared", "--redis", url, "--redis", url, "k", "--", "true"],
+                     ["acquire", "-u", url, "-u", url, "--shared", "-w", "5s", "k"]):
             with self.subTest(args=args):
                 self.assert_rejected(args, USAGE)
 

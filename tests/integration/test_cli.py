@@ -160,6 +160,15 @@ class ConfigDefaults(unittest.TestCase):
         text = run_rlock(["config", "--ttl", "9s"], env=rlock_env()).stdout
         self.assertRegex(text, r"\nkill-after +3s +default \(5s, or ttl/3 when shorter\)\n")
 
+    def test_a_flag_takes_the_value_it_is_given(self):
+        # --fair=false is off (it was on: the value was not looked at), as 0, no and off are.
+        for value, meant in (("false", "false"), ("0", "false"), ("no", "false"),
+                             ("off", "false"), ("true", "true"), ("yes", "true")):
+            with self.subTest(value=value):
+                fair = self.config(f"--fair={value}")["fair"]
+                self.assertEqual((fair["value"], fair["origin"]), (meant, "flag"))
+        self.assertEqual(self.config("--fair", "--fair=false")["fair"]["value"], "false")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -425,6 +425,35 @@ class Cluster(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(holder.wait(timeout=10), 0)
 
+    def test_shared_holders_and_an_exclusive_waiter_on_another_nodes_key(self):
+        # A key whose slot is not the seed's: every key of the shared lock on its owner (one
+        # script touches the lock key, its places and its queue), waiters served in order.
+        seed = self.nodes[0].url
+        key = next(k for port, k in self.keys.items() if port != self.nodes[0].port)
+        owner = self.owner(key)
+        tokens = [run_rlock(["acquire", "--redis", seed, "--shared", "--ttl", "30s", key],
+                            env=env_without_url()).stdout.strip() for _ in range(2)]
+        self.assertEqual(owner.cmd("ZCARD", "{%s}:rlock:shared" % key), 2)
+        status = run_rlock(["status", "--redis", self.nodes[2].url, key], env=env_without_url())
+        self.assertIn("held  shared by 2 holders: ", status.stdout, status.stderr)
+        self.assertEqual(run_rlock(["acquire", "--redis", seed, key],
+                                   env=env_without_url()).returncode, 75)
+        log = os.path.join(tempfile.mkdtemp(prefix="rlock-cluster-"), "order")
+        alone = self.procs.start(["run", "--redis", seed, "-w", "30s", key, "--", "sh", "-c",
+                                  f"echo alone >> {log}"])
+        wait_until(lambda: owner.cmd("ZCARD", "{%s}:rlock:queue" % key) == 1, 10, "it to queue")
+        shared = self.procs.start(["run", "--redis", seed, "--shared", "-w", "30s", key, "--",
+                                   "sh", "-c", f"echo shared >> {log}"])
+        wait_until(lambda: owner.cmd("ZCARD", "{%s}:rlock:queue" % key) == 2, 10, "behind it")
+        for t in tokens:
+            r = run_rlock(["release", "--redis", seed, key, "--token", t], env=env_without_url())
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(alone.wait(timeout=30), 0)
+        self.assertEqual(shared.wait(timeout=30), 0)
+        with open(log) as f:
+            self.assertEqual(f.read().split(), ["alone", "shared"])
+        shutil.rmtree(os.path.dirname(log))
+
 
 if __name__ == "__main__":
     unittest.main()

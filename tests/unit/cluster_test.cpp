@@ -22,7 +22,8 @@ TEST_CASE("key_slot is Redis Cluster's HASH_SLOT") {
 TEST_CASE("every key of a lock shares the lock's slot") {
   for (const char* key : {"lock:daily", "job:{42}", "a{b}c", "{x}", "plain"}) {
     CAPTURE(key);
-    for (const char* kind : {"fence", "queue", "alive", "sem", "holders", "wake-0123"})
+    for (const char* kind : {"fence", "queue", "alive", "sem", "holders", "shared", "shared-values",
+                             "shared-waiters", "wake-0123"})
       CHECK(key_slot(helper_key(key, kind)) == key_slot(key));
   }
 }
