@@ -375,18 +375,7 @@ std::optional<Child::Event> Child::poll() {
 
 int Child::live_group_members() const {
   if (pid_ <= 0 || (::kill(-pid_, 0) != 0 && errno == ESRCH)) return 0;
-  // Something is in the group; zombies count for kill(2) but not here. A zombie whose parent
-  // never reaps it (a member that left the group, a container's PID 1) would stay for ever.
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return 1;  // cannot tell: take the group for alive
-  int live = 0;
-  while (const dirent* entry = ::readdir(proc)) {
-    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
-    auto st = read_proc_stat(std::strtoll(entry->d_name, nullptr, 10));
-    if (st && st->pgrp == pid_ && !has_exited(st->state)) ++live;
-  }
-  ::closedir(proc);
-  return live;
+  return live_processes_in_group(pid_);
 }
 
 void Child::dismiss_guardian() {

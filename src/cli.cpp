@@ -83,14 +83,16 @@ struct CommandLine {
 };
 
 // Whether WORD, an option typed before the command, takes the next word as its value: a
-// setting that is not a flag ("--redis URL", "-u URL", "-qu URL"), or --config. Other options
+// setting that is not a flag ("--redis URL", "-u URL", "-qu URL"), --config, --token or
+// --while-pid. Other options
 // are taken for flags here; the command's parser has the last word on them.
 bool takes_next_word(std::string_view word) {
   if (word.starts_with("--")) {
     std::string_view name = word.substr(2);
     if (name.find('=') != std::string_view::npos) return false;
     const SettingInfo* setting = find_setting(name);
-    return name == "config" || (setting && setting->flags && setting->kind != SettingKind::flag);
+    return name == "config" || name == "token" || name == "while-pid" ||
+           (setting && setting->flags && setting->kind != SettingKind::flag);
   }
   for (size_t i = 1; i < word.size(); ++i) {  // -qv, -u URL, -uURL
     const SettingInfo* setting = nullptr;

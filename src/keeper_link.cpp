@@ -37,28 +37,36 @@ Fd listen_for_release(const std::string& token) {
   return fd;
 }
 
-bool told_to_stop(int listening) {
+Fd stop_request(int listening, const std::string& key) {
   Fd peer(::accept4(listening, nullptr, nullptr, SOCK_CLOEXEC));
-  if (!peer.valid()) return false;
+  if (!peer.valid()) return Fd();
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (::getsockopt(peer.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  if (cred.uid != ::geteuid() && cred.uid != 0) return false;
-  (void)write_all(peer.get(), "k", 1);
-  return true;
+  if (::getsockopt(peer.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return Fd();
+  if (cred.uid != ::geteuid() && cred.uid != 0) return Fd();
+  // The key comes in one write, right after the connect.
+  std::string got(key.size() + 1, '\0');
+  pollfd p{peer.get(), POLLIN, 0};
+  if (::poll(&p, 1, 1000) <= 0) return Fd();
+  ssize_t n = ::read(peer.get(), got.data(), got.size());
+  if (n != static_cast<ssize_t>(key.size()) || got.compare(0, key.size(), key) != 0) return Fd();
+  return peer;
 }
 
-bool tell_keeper(const std::string& token, Millis timeout) {
+void acknowledge(const Fd& request) { (void)write_all(request.get(), "k", 1); }
+
+bool tell_keeper(const std::string& token, const std::string& key, Millis timeout) {
   Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return false;
   sockaddr_un sa;
   socklen_t len = address_of(token, &sa);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0) return false;
+  if (!write_all(fd.get(), key.data(), key.size())) return false;
   // The keeper answers once it has stopped renewing; it exits right after.
   pollfd p{fd.get(), POLLIN, 0};
   if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
   char ack = 0;
-  return ::read(fd.get(), &ack, 1) == 1;
+  return ::read(fd.get(), &ack, 1) == 1 && ack == 'k';
 }
 
 }  // namespace rlock

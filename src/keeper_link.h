@@ -16,12 +16,14 @@ namespace rlock {
 // lost but the quiet exit) when it cannot be made.
 Fd listen_for_release(const std::string& token);
 
-// For the keeper, LISTENING readable: true when the one who connected is allowed to tell it
-// (same user, or root), after acknowledging it; false for anyone else.
-bool told_to_stop(int listening);
+// For the keeper, LISTENING readable: the connection of one allowed to tell it (same user, or
+// root) about ITS lock, KEY; the keeper stops renewing, then acknowledge()s on it. Invalid for
+// anyone else, or another key (a release of a mistyped key must not stop the keeper).
+Fd stop_request(int listening, const std::string& key);
+void acknowledge(const Fd& request);
 
-// The releasing end: tells the keeper of TOKEN on this host, if there is one, and waits up to
-// TIMEOUT for it to stop renewing. False when there was no keeper (or it did not answer).
-bool tell_keeper(const std::string& token, Millis timeout);
+// The releasing end: tells the keeper of TOKEN and KEY on this host, if there is one, and waits
+// up to TIMEOUT for it to stop renewing. False when there was no keeper (or it did not answer).
+bool tell_keeper(const std::string& token, const std::string& key, Millis timeout);
 
 }  // namespace rlock

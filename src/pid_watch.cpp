@@ -5,6 +5,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "proc_stat.h"
 
 namespace rlock {
@@ -30,7 +32,14 @@ std::optional<PidWatch> PidWatch::open(pid_t pid) {
 #endif
   // The pidfd names whatever has PID now: make sure that is still the process looked at.
   if (!same_and_alive(pid, st->start_ticks)) return std::nullopt;
-  return PidWatch(pid, st->start_ticks, std::move(pidfd));
+  pid_t group = st->pgrp == pid ? pid : 0;
+  return PidWatch(pid, st->start_ticks, group, std::move(pidfd));
+}
+
+bool PidWatch::all_gone() const {
+  if (!exited()) return false;
+  if (group_ == 0 || (::kill(-group_, 0) != 0 && errno == ESRCH)) return true;
+  return live_processes_in_group(group_) == 0;
 }
 
 bool PidWatch::exited() const {
@@ -42,6 +51,8 @@ bool PidWatch::exited() const {
 }
 
 bool PidWatch::signal(int sig) const {
+  // The group outlives its leader while a member lives, and its id is no one else's meanwhile.
+  if (group_ != 0 && ::kill(-group_, sig) == 0) return true;
 #ifdef SYS_pidfd_send_signal
   if (pidfd_.valid()) return ::syscall(SYS_pidfd_send_signal, pidfd_.get(), sig, nullptr, 0) == 0;
 #endif

@@ -1,5 +1,6 @@
 #include "proc_stat.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -33,6 +34,19 @@ std::optional<ProcStat> read_proc_stat(int64_t pid) {
   if (!p) return std::nullopt;
   st.start_ticks = std::strtoll(p + 1, nullptr, 10);
   return st;
+}
+
+int live_processes_in_group(int64_t pgid) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return 1;  // cannot tell: take the group for alive
+  int live = 0;
+  while (const dirent* entry = ::readdir(proc)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    auto st = read_proc_stat(std::strtoll(entry->d_name, nullptr, 10));
+    if (st && st->pgrp == pgid && !has_exited(st->state)) ++live;
+  }
+  ::closedir(proc);
+  return live;
 }
 
 }  // namespace rlock

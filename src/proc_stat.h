@@ -19,4 +19,8 @@ std::optional<ProcStat> read_proc_stat(int64_t pid);
 // Whether STATE is that of a process that has exited (a zombie nobody reaped, or dead).
 inline bool has_exited(char state) { return state == 'Z' || state == 'X'; }
 
+// How many processes of group PGID have not exited: zombies count for kill(2) but not here (a
+// zombie whose parent never reaps it would stay for ever). 1 when /proc cannot be read.
+int live_processes_in_group(int64_t pgid);
+
 }  // namespace rlock

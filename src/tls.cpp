@@ -169,9 +169,14 @@ public:
                      "TLS certificate verification failed for " + endpoint_ + ": " +
                          ssl_.X509_verify_cert_error_string(verify),
                      "", Failure::Why::tls_refused};
-    std::string why = r ? "the server closed the connection" : r.failure().message;
-    return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ + " failed: " + why,
-                   "", Failure::Why::tls_refused};
+    // Closed mid-handshake: a server going down (or a TLS proxy without its backend) looks
+    // the same as one that speaks no TLS, and may come back.
+    if (r)
+      return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ +
+                                                 " failed: the server closed the connection"};
+    return Failure{Failure::Kind::connect,
+                   "TLS handshake with " + endpoint_ + " failed: " + r.failure().message, "",
+                   Failure::Why::tls_refused};
   }
 
   Result<Step> write_some(const char* bytes, size_t len) override {

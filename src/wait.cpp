@@ -111,7 +111,10 @@ private:
   std::optional<WaitOutcome> retry_or_give_up(const Failure& failure) {
     if (failure.kind != Failure::Kind::connect) reached_ = true;
     bool first = !last_failure_;
-    if (first) failing_since_ = Clock::now();
+    if (first) {
+      failing_since_ = Clock::now();
+      said_unreachable_ = false;
+    }
     if (!worth_retrying(failure) || out_of_time()) {
       last_failure_ = failure;
       if (!first && worth_retrying(failure))
@@ -131,6 +134,13 @@ private:
       // -v: once a step (and when the error changes), not once an attempt.
       log(Level::debug, {"redis_retry", lock_.key(),
                          failure.message + "; retrying in " + format_duration(pause)});
+    }
+    if (!said_unreachable_ && since_failing() >= k_say_unreachable_after) {
+      // A wait that may be long (--wait inf, a typo in the port) is not silent for ever; a
+      // blip shorter than this costs no line beyond "Redis answers again".
+      said_unreachable_ = true;
+      log(Level::warning, {"redis_retry", lock_.key(),
+                           failure.message + "; retrying until the wait ends"});
     }
     backoff_ = std::min(backoff_ * 2, k_backoff_cap);
     last_failure_ = failure;
@@ -213,6 +223,7 @@ private:
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
   Millis backoff_ = k_backoff_first;
   TimePoint failing_since_{};  // the first failed attempt since Redis last answered
+  bool said_unreachable_ = false;  // the warning of a long outage was given
   Busy busy_{};
   TimePoint busy_seen_{};
   StatusLine status_;

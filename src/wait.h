@@ -31,6 +31,8 @@ inline constexpr Millis k_retry_interval{200};
 // more, and a fleet of waiters does not come back at the same instant.
 inline constexpr Millis k_backoff_first{50};
 inline constexpr Millis k_backoff_cap{2000};
+// An outage this long gets a warning (shorter ones only the line when Redis is back).
+inline constexpr Millis k_say_unreachable_after{2000};
 
 // Whether FAILURE may pass by itself, so that a waiter should try again: Redis cannot be
 // reached, or is not ready (loading its data, a failover, a Cluster or Sentinel catching up).

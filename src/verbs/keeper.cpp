@@ -1,7 +1,8 @@
 // acquire --while-pid PID: flock's `exec 9>f; flock 9` for a fleet. The lock is taken, its
-// token printed, and a detached keeper renews it while PID lives, gives it back the moment PID
-// exits, and on a loss stops PID as `rlock run` stops its command: the kill signal, then
-// SIGKILL before the lease could run out. `rlock release --token T` tells it (keeper_link.h),
+// token printed, and a detached keeper renews it while PID (and, when PID leads a process
+// group, every process of it) lives, gives it back the moment they are gone, and on a loss
+// stops them as `rlock run` stops its command: the kill signal, then SIGKILL before the lease
+// could run out. `rlock release --token T` tells it (keeper_link.h),
 // so that a script's own release is not taken for a loss.
 #include <fcntl.h>
 #include <poll.h>
@@ -48,30 +49,45 @@ public:
     LeaseKeeper lease(lock_, options_.ttl, got_.sent);
     lease.start();
     for (;;) {
-      if (pid_.exited()) break;
+      // PID, and the commands of its group when it leads one: the lock is held until the last
+      // of them is gone, as `rlock run` holds it for its command's leftovers.
+      if (pid_.all_gone()) break;
       TimePoint now = Clock::now();
       if (!lost_) check_lease(lease, now);
       if (kill_at_ && now >= *kill_at_) {
         pid_.signal(SIGKILL);
         kill_at_.reset();
       }
-      pollfd fds[4] = {{pid_.fd(), POLLIN, 0},
+      // Once PID has exited its pidfd stays readable: look at what is left of its group on the
+      // interval instead.
+      bool pid_running = !pid_.exited();
+      pollfd fds[4] = {{pid_running ? pid_.fd() : -1, POLLIN, 0},
                        {link_.get(), POLLIN, 0},
                        {lease.wake_fd(), POLLIN, 0},
                        {signals_.fd(), POLLIN, 0}};
-      ::poll(fds, 4, millis_until(next_look(lease, now)));
-      if ((fds[1].revents & POLLIN) && told_to_stop(link_.get())) {
-        // The script's `rlock release --token` gives it back, right after this.
-        lease.stop();
-        held.hand_over();
-        return;
+      ::poll(fds, 4, millis_until(next_look(lease, now, pid_running)));
+      if (fds[1].revents & POLLIN) {
+        if (Fd request = stop_request(link_.get(), lock_.key()); request.valid()) {
+          // The script's `rlock release --token` gives it back, right after the answer.
+          lease.stop();
+          held.hand_over();
+          acknowledge(request);
+          return;
+        }
       }
       if (fds[2].revents & POLLIN) lease.drain_wakeups();
       if (signal_arrived()) {
-        // Stopped from outside (shutdown, kill): PID loses its lock, as on a loss.
-        lease.stop();
-        if (options_.on_lost == RunOptions::OnLost::kill) pid_.signal(options_.kill_signal);
-        return;  // HeldLock releases
+        // Stopped from outside (a shutdown, a kill): PID loses its lock, as on a loss, but
+        // only once it is gone; with --on-lost ignore the lock is left to expire.
+        if (options_.on_lost == RunOptions::OnLost::ignore) {
+          lease.stop();
+          held.hand_over();
+          return;
+        }
+        if (!kill_at_) {
+          pid_.signal(options_.kill_signal);
+          kill_at_ = std::min(Clock::now() + kill_after_, lease.deadline());
+        }
       }
     }
     bool broken = lease.state() == LeaseKeeper::State::not_mine;
@@ -103,11 +119,11 @@ private:
                                                         : lease.deadline();
   }
 
-  TimePoint next_look(const LeaseKeeper& lease, TimePoint now) const {
+  TimePoint next_look(const LeaseKeeper& lease, TimePoint now, bool pid_running) const {
     TimePoint next = now + k_max_block;
     if (!lost_) next = std::min(next, threshold(lease));
     if (kill_at_) next = std::min(next, *kill_at_);
-    if (pid_.fd() < 0) next = std::min(next, now + k_pid_poll_interval);
+    if (pid_.fd() < 0 || !pid_running) next = std::min(next, now + k_pid_poll_interval);
     return next;
   }
 

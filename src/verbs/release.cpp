@@ -17,7 +17,7 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
   check_token(token);
   // A keeper of acquire --while-pid on this host stops renewing first, so that it does not
   // take this release for a loss and signal its script.
-  (void)tell_keeper(token, k_tell_keeper_timeout);
+  (void)tell_keeper(token, key, k_tell_keeper_timeout);
   // A plain lock, a semaphore slot (--limit) or a shared place (--shared): try each in turn.
   Result<bool> released = false;
   for (LockMode mode : {LockMode{}, k_any_semaphore, k_shared_place}) {
@@ -27,7 +27,7 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
     if (*released) break;
   }
   if (!*released) {
-    log_error(key + ": not ours (the lock expired, or another token holds it); nothing changed");
+    log_error(key + ": not ours (the lock expired, was broken, or another token holds it)");
     return k_exit_not_held;
   }
   log_debug(key + ": released");

@@ -10,13 +10,15 @@ import unittest
 from harness import RLOCK, RedisTestCase, pid_alive, processes_left, wait_until
 
 SCRIPT = r"""
-trap 'echo TERM >> "$DIR/signals"; exit 3' TERM
+trap 'echo TERM >> "$DIR/signals"; "$RLOCK" status lock:deploy > "$DIR/at-term"; exit 3' TERM
 tok=$("$RLOCK" acquire --ttl "${TTL:-1s}" $EXTRA --while-pid $$ lock:deploy) || exit 75
 echo "$tok" > "$DIR/token.tmp" && mv "$DIR/token.tmp" "$DIR/token"
 case "$1" in
   release) "$RLOCK" release --token "$tok" lock:deploy; echo "released $?" > "$DIR/released"
            sleep 1.5 ;;
   wait)    while [ ! -e "$DIR/go" ]; do sleep 0.05; done ;;
+  child)   sleep 30 & echo $! > "$DIR/child"; wait $! ;;
+  leftover) (sleep 1.5; echo > "$DIR/leftover-done") & exit 0 ;;
 esac
 echo done > "$DIR/done"
 """
@@ -74,6 +76,44 @@ class WhilePid(RedisTestCase):
         self.assertEqual(open(self.path("signals")).read(), "TERM\n")
         wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
         self.assertEqual(self.server.cmd("GET", "lock:deploy"), "someone-else")
+
+    def test_the_scripts_commands_are_stopped_with_it(self):
+        # The script leads its process group (as under a shell, cron or systemd): what it
+        # started gets the signal too, not only the script.
+        p, token = self.script("child")
+        child = int(self.wait_file("child"))
+        self.server.cmd("SET", "lock:deploy", "someone-else", "PX", 60000)
+        self.assertEqual(p.wait(timeout=10), 3)
+        wait_until(lambda: not pid_alive(child), 10, "the script's command to be stopped")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+
+    def test_the_lock_is_held_until_the_scripts_leftovers_end(self):
+        p, token = self.script("leftover")
+        self.assertEqual(p.wait(timeout=10), 0)
+        time.sleep(0.5)  # the script is gone; what it left running still holds the lock
+        self.assertTrue(self.server.cmd("GET", "lock:deploy").startswith(f"rlock/1 {token} "))
+        self.wait_file("leftover-done")
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+
+    def test_a_stopped_keeper_keeps_the_lock_until_the_script_is_gone(self):
+        p, token = self.script("wait")
+        [keeper] = self.keepers()
+        os.kill(keeper, signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10), 3)
+        with open(self.path("at-term")) as f:
+            self.assertIn("held", f.read())  # still ours in the trap
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+
+    def test_a_release_of_another_key_leaves_the_keeper_alone(self):
+        p, token = self.script("wait")
+        r = self.run_rlock(["release", "--token", token, "lock:typo"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        time.sleep(1.5)  # renewals go on: the lock (ttl 1s) must still be ours
+        self.assertTrue(self.server.cmd("GET", "lock:deploy").startswith(f"rlock/1 {token} "))
+        self.assertEqual(len(self.keepers()), 1)
+        open(self.path("go"), "w").close()
+        self.assertEqual(p.wait(timeout=10), 0)
 
     def test_on_lost_ignore_only_stops_renewing(self):
         p, token = self.script("wait", extra="--on-lost ignore")

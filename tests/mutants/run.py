@@ -106,7 +106,7 @@ MUTANTS = [
      ['test_faults.FaultSuite.test_release_force']),
     ("release does not tell the keeper of --while-pid",
      [("src/verbs/release.cpp",
-       "  (void)tell_keeper(token, k_tell_keeper_timeout);\n",
+       "  (void)tell_keeper(token, key, k_tell_keeper_timeout);\n",
        "")],
      ['test_keeper.WhilePid.test_the_scripts_own_release_ends_the_keeper_quietly']),
     ("the keeper does not watch its pid",
