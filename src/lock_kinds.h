@@ -22,6 +22,25 @@ std::unique_ptr<Lock> make_shared_lock(Redis& redis, std::string key, std::strin
 std::unique_ptr<Lock> make_quorum_lock(Redis& redis, std::string key, std::string token,
                                        LockMode mode);
 
+// A holder of one place among several (a semaphore's slot, a shared holder's place): a member
+// of a sorted set of places (token -> expiry, server ms), its value in a hash beside it. A
+// place renews, and says whether it is held, by the same scripts whatever it is a place of
+// (lock_semaphore.cpp); taking and giving one back is each kind's own.
+class PlaceLock : public Lock {
+public:
+  Result<bool> renew(Millis ttl, TimePoint deadline) override;
+  Result<bool> holds(TimePoint deadline) override;
+
+protected:
+  // PLACES and VALUES: the helper keys' kinds ("sem" and "holders" ...).
+  PlaceLock(Redis& redis, std::string key, std::string token, LockMode mode,
+            std::string_view places, std::string_view values)
+      : Lock(redis, std::move(key), std::move(token), mode),
+        places_key_(helper_key(key_, places)), values_key_(helper_key(key_, values)) {}
+
+  const std::string places_key_, values_key_;
+};
+
 // 1 as true, 0 as false, anything else a protocol failure naming WHAT.
 Result<bool> integer_result(Result<Reply> reply, const char* what);
 

@@ -11,10 +11,10 @@ namespace rlock {
 
 namespace {
 
-class SharedLock final : public Lock {
+class SharedLock final : public PlaceLock {
 public:
   SharedLock(Redis& redis, std::string key, std::string token, LockMode mode)
-      : Lock(redis, std::move(key), std::move(token), mode),
+      : PlaceLock(redis, std::move(key), std::move(token), mode, "shared", "shared-values"),
         sharing_key_(helper_key(key_, "shared-waiters")) {}
 
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
@@ -22,27 +22,19 @@ public:
                                      TimePoint deadline) override {
     auto reply = eval(
         redis_, scripts::shared_acquire,
-        {key_, shared_key_, shared_values_key_, fence_key_, queue_key_, alive_key_, sharing_key_},
+        {key_, places_key_, values_key_, fence_key_, queue_key_, alive_key_, sharing_key_},
         {value, std::to_string(ttl.count()), token_, wake_prefix_,
          std::to_string(wait ? wait->max_block.count() : 0),
          std::to_string(wait ? wait->fallback.count() : 0),
          std::to_string(mode_.retention.count())},
         deadline);
-    return acquire_outcome(std::move(reply), shared_key_, ttl, deadline);
-  }
-
-  Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return renew_outcome(
-        eval(redis_, scripts::semaphore_renew, {shared_key_, shared_values_key_, fence_key_},
-             {token_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
-             deadline),
-        shared_key_, ttl, deadline);
+    return acquire_outcome(std::move(reply), places_key_, ttl, deadline);
   }
 
   Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
                        std::vector<Reply>* then_replies) override {
     auto replies = eval_then(redis_, scripts::shared_release,
-                             {shared_key_, shared_values_key_, queue_key_, alive_key_},
+                             {places_key_, values_key_, queue_key_, alive_key_},
                              {token_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);
   }
@@ -53,11 +45,6 @@ public:
                       {token_, wake_prefix_}, deadline);
     if (!reply) return reply.failure();
     return Unit{};
-  }
-
-  Result<bool> holds(TimePoint deadline) override {
-    return integer_result(eval(redis_, scripts::semaphore_holds, {shared_key_}, {token_}, deadline),
-                          "the holds script");
   }
 
 private:
