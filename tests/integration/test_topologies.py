@@ -417,6 +417,9 @@ class Cluster(unittest.TestCase):
         # A waiter on another node's key is woken there (BLPOP routed to the key's master).
         for p in self.procs.procs:
             os.killpg(p.pid, signal.SIGTERM)
+        for p in self.procs.procs:
+            p.wait(timeout=10)
+        self.assertFalse(any(self.owner(k).cmd("GET", k) for k in keys), "released on SIGTERM")
         holder = self.procs.start(["run", "--redis", self.nodes[1].url, keys[2], "--", "sleep",
                                    "0.5"])
         wait_until(lambda: self.owner(keys[2]).cmd("GET", keys[2]), 10, "the holder")
