@@ -19,7 +19,8 @@ _rlock() {
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
         --history-length --retention --shared"
-    local run_opts="-c --command -n --no-wait --metrics-file $run_settings"
+    local run_opts="-c --command -n --no-wait --metrics-file --heartbeat-file --stale-after
+        $run_settings"
 
     # The verb is the first word that is neither an option nor an option's value (options
     # every command takes may come before it: rlock --redis URL status KEY).
@@ -88,7 +89,7 @@ _rlock() {
             COMPREPLY=($(cd "$zones" 2>/dev/null && compgen -f -- "$cur"))
             return
             ;;
-        --config | --password-file | --cacert | --cert | --key | --metrics-file)
+        --config | --password-file | --cacert | --cert | --key | --metrics-file | --heartbeat-file)
             _filedir
             return
             ;;
@@ -100,7 +101,7 @@ _rlock() {
             COMPREPLY=($(compgen -W "inf 1d 30d" -- "$cur"))
             return
             ;;
-        --ttl | --max-run | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | \
+        --ttl | --max-run | --stale-after | --kill-after | --min-hold | -E | --conflict-exit-code | --limit | \
             --min-replicas | --history-length | -n | --count | --prefix | \
             -c | --command | --sni | --connect-timeout | --command-timeout | --token)
             return

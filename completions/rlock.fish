@@ -41,6 +41,8 @@ complete -c rlock -s v -l verbose -d 'print every event'
 # rlock run (its settings also for rlock config)
 complete -c rlock -n '__fish_seen_subcommand_from run' -s c -l command -r -d 'run TEXT with $SHELL -c'
 complete -c rlock -n '__fish_seen_subcommand_from run' -l metrics-file -r -F -d 'Prometheus textfile to add this run to'
+complete -c rlock -n '__fish_seen_subcommand_from run' -l heartbeat-file -r -F -d 'file the command touches to show it is alive'
+complete -c rlock -n '__fish_seen_subcommand_from run' -l stale-after -x -d 'stop the command as hung after D without a touch'
 complete -c rlock -n '__fish_seen_subcommand_from run config reset-period' -l once-per -x -a 'hour day week month 1h 1d' -d 'run at most once per period'
 complete -c rlock -n '__fish_seen_subcommand_from run config reset-period' -l tz -x -d 'time zone of calendar periods'
 complete -c rlock -n '__fish_seen_subcommand_from run config' -l retry-failed -d 'run again after a failed run this period'

@@ -277,8 +277,9 @@ constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"}
                                    {"limit"},   {"fair"}, {"min-replicas"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
-    {"ttl"},          {"max-run"},      {"kill-signal"},    {"kill-after"}, {"on-lost"},
-    {"leftovers"},    {"min-hold"},     {"metrics-file"},   {"once-per"},   {"tz"},
+    {"ttl"},          {"max-run"},      {"heartbeat-file"}, {"stale-after"},
+    {"kill-signal"},  {"kill-after"},   {"on-lost"},        {"leftovers"},
+    {"min-hold"},     {"metrics-file"}, {"once-per"},       {"tz"},
     {"retry-failed"}, {"record-skips"}, {"history-length"}, {"retention"}};
 constexpr OptionRef k_json[] = {{"json"}};
 
@@ -365,10 +366,11 @@ constexpr Command k_commands[] = {
      "KEY -- COMMAND [ARG...]\nKEY -c 'SHELL TEXT'",
      {k_run_args, k_waiting, k_running, k_connection},
      "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh).\n"
-     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS.\n"
+     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and "
+     "RLOCK_HEARTBEAT_FILE).\n"
      "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
-     "76 lock lost, 78 configuration, 124 --max-run, 125 rlock failed, 126 not executable, "
-     "127 not found.",
+     "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 124 --max-run, 125 rlock "
+     "failed, 126 not executable, 127 not found.",
      check_run,
      run_run},
     {"status",
@@ -659,9 +661,10 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
     std::vector<std::string> extras = app.get_subcommands().front()->remaining();
     std::string name = app.get_subcommands().front()->get_name();
     if (!extras.empty() && extras.front().rfind("-", 0) == 0)
-      message = known_option(extras.front())
-                    ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
-                    : "unknown option '" + extras.front() + "'";
+      message =
+          known_option(extras.front())
+              ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
+              : "unknown option '" + extras.front() + "'";
     else if (name == "run")
       message += " (put '--' before the command: rlock run KEY -- COMMAND)";
   }

@@ -34,6 +34,7 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::signalled: return "signalled";
   case RunEnd::lost: return "lost";
   case RunEnd::max_run: return "max-run";
+  case RunEnd::hung: return "hung";
   case RunEnd::busy: return "busy";
   case RunEnd::done_this_period: return "done-this-period";
   case RunEnd::period_reset: return "period-reset";

@@ -21,7 +21,7 @@ namespace rlock {
 
 // How a run ended, as its history entry and its period's slot name it (run_end_name()).
 // period_reset is no run: an operator's `rlock reset-period`, recorded with the runs.
-enum class RunEnd { exited, signalled, lost, max_run, busy, done_this_period, period_reset };
+enum class RunEnd { exited, signalled, lost, max_run, hung, busy, done_this_period, period_reset };
 const char* run_end_name(RunEnd end);
 
 struct RunRecord {
@@ -85,8 +85,8 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
 // The commands that append RECORD to KEY's history, capped near MAX_LENGTH entries, and keep
 // the history RETENTION after this use (0: for ever). A failure to write them never fails the
 // job: the caller turns it into one warning.
-std::vector<Argv> history_commands(const std::string& key, const RunRecord& record,
-                                   int max_length, Millis retention);
+std::vector<Argv> history_commands(const std::string& key, const RunRecord& record, int max_length,
+                                   Millis retention);
 // The latest COUNT runs of KEY, newest first.
 Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
                                             TimePoint deadline);

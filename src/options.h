@@ -36,6 +36,9 @@ struct RunOptions {
   int conflict_exit_code = k_exit_busy;
   Millis ttl = k_default_ttl;
   std::optional<Millis> max_run;
+  // --heartbeat-file F --stale-after D: the command is hung when F has not changed for D.
+  std::optional<std::string> heartbeat_file;
+  std::optional<Millis> stale_after;
   int kill_signal = SIGTERM;
   std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
   enum class OnLost { kill, ignore } on_lost = OnLost::kill;

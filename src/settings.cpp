@@ -243,8 +243,19 @@ const std::vector<SettingInfo>& all_settings() {
        "exit status when the lock is not obtained (default 75)", apply_conflict_exit_code},
       {"max-run", "--max-run", K::duration, nullptr, "D", "stop the command after D; exit 124",
        [](V v, Resolved& r) { r.run.max_run = v.positive_duration(); }},
+      {"heartbeat-file", "--heartbeat-file", K::text, nullptr, "PATH",
+       "the command touches PATH to show it is alive ($RLOCK_HEARTBEAT_FILE); needs "
+       "--stale-after",
+       [](V v, Resolved& r) {
+         if (v.single().empty()) v.bad("empty path");
+         r.run.heartbeat_file = v.single();
+       }},
+      {"stale-after", "--stale-after", K::duration, nullptr, "D",
+       "stop the command as hung when PATH has not changed for D; exit 79",
+       [](V v, Resolved& r) { r.run.stale_after = v.positive_duration(); }},
       {"kill-signal", "--kill-signal", K::signal, "TERM", "SIG",
-       "signal that stops the command on loss or --max-run (default TERM)", apply_kill_signal},
+       "signal that stops the command on loss, --max-run or a stale heartbeat (default TERM)",
+       apply_kill_signal},
       {"kill-after", "--kill-after", K::duration, nullptr, "D",
        "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)",
        apply_kill_after},
@@ -377,6 +388,17 @@ Resolved resolve_settings(const RawSettings& s) {
     SettingValue("shared", *lookup(s, "shared"))
         .bad("excludes --limit: a shared lock has no number of places (a semaphore's are places "
              "of their own, not shared ones)");
+
+  // A heartbeat file needs its staleness; a config file's stale-after is a default for the runs
+  // that name a file, but the flag alone is a mistake.
+  const RawValue* heartbeat = lookup(s, "heartbeat-file");
+  const RawValue* stale = lookup(s, "stale-after");
+  if (heartbeat && !stale)
+    SettingValue("heartbeat-file", *heartbeat)
+        .bad("needs --stale-after D: how long without a touch means the command is hung");
+  if (stale && !heartbeat && stale->origin.kind == Origin::Kind::flag)
+    SettingValue("stale-after", *stale)
+        .bad("needs --heartbeat-file PATH: the file the command touches while it is alive");
 
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover").

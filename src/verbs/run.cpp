@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "child.h"
+#include "heartbeat.h"
 #include "held_lock.h"
 #include "history.h"
 #include "lease.h"
@@ -43,7 +44,7 @@ constexpr Millis k_keeper_retry{100};
 // then exit: scripts and systemd wait for rlock, not for a server that is not there.
 constexpr Millis k_quick_attempt{300};
 
-enum class End { exited, lost, max_run };
+enum class End { exited, lost, max_run, hung };
 
 struct Outcome {
   End end;
@@ -56,8 +57,9 @@ struct Outcome {
 class Supervisor {
 public:
   Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
-             Terminal* terminal, TimePoint started)
+             Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
       : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
+        heartbeat_(heartbeat),
         kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))),
         keeper_start_at_(keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
@@ -105,7 +107,8 @@ private:
     return false;
   }
 
-  // While anything of the command's group runs, the lease and --max-run hold for it.
+  // While anything of the command's group runs, the lease, --max-run and the heartbeat hold
+  // for it.
   void decide(TimePoint now) {
     if (!keeper_.started() && now >= keeper_start_at_) start_keeper(now);
     check_lease(now);
@@ -114,6 +117,13 @@ private:
                          "the command ran past --max-run " + format_duration(*options_.max_run) +
                              "; stopping it"});
       begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
+    }
+    if (heartbeat_ && !stopping_ && now >= heartbeat_->deadline() && heartbeat_->stale(now)) {
+      log(Level::error, {"hung", key(),
+                         "the command has not touched " + heartbeat_->path() + " for " +
+                             format_duration(heartbeat_->stale_after()) +
+                             " (--stale-after); stopping it as hung"});
+      begin_stop(End::hung, now + kill_after_, options_.kill_signal);
     }
     if (stopping_ && !killed_at_ && now >= stopping_->kill_at) {
       if (!child_status_)
@@ -205,6 +215,7 @@ private:
     if (!lost_) next = std::min(next, loss_threshold());
     if (!keeper_.started()) next = std::min(next, keeper_start_at_);
     if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
+    if (heartbeat_ && !stopping_) next = std::min(next, heartbeat_->deadline());
     if (child_status_) {
       next = std::min(next, now + group_poll_);
       group_poll_ = std::min(group_poll_ * 2, k_group_poll_max);
@@ -262,6 +273,7 @@ private:
   LeaseKeeper& keeper_;
   SignalEvents& signals_;
   Terminal* terminal_;
+  Heartbeat* heartbeat_;  // --heartbeat-file, or null
   const Millis kill_after_;
   TimePoint keeper_start_at_;
   bool keeper_failed_ = false;
@@ -388,8 +400,8 @@ int exec_straight_through(const std::vector<std::string>& argv) {
 // back, and only then is the lock given back; the metrics are written last.
 class Run {
 public:
-  Run(const RunOptions& options, Redis& redis)
-      : options_(options), redis_(redis),
+  Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat)
+      : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)),
         lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
@@ -461,6 +473,15 @@ public:
                       "RLOCK_FENCE=" + std::to_string(got_.fence),
                       "RLOCK_TTL_MS=" + std::to_string(options_.ttl.count())},
                      program};
+    if (heartbeat_) {
+      // The job's first beat is its start, however long it waited for the lock.
+      if (auto problem = heartbeat_->start(Clock::now())) {
+        held_->release();
+        log_error("--heartbeat-file: " + *problem);
+        return k_exit_usage;
+      }
+      spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
+    }
     terminal_ = Terminal::if_foreground();
     child_.emplace(spec, signals_, terminal_.get());
     if (auto problem = child_->exec_problem()) {
@@ -475,8 +496,9 @@ public:
   // Renews the lease while the command's group runs; stops it on loss or --max-run.
   Outcome supervise() {
     keeper_.emplace(*lock_, options_.ttl, *lease_from_);  // the Supervisor starts its thread
-    Outcome end =
-        Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(), got_.sent).run();
+    Outcome end = Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(),
+                             heartbeat_ ? &*heartbeat_ : nullptr, got_.sent)
+                      .run();
     keeper_->stop();
     metrics_.m.renewals = keeper_->renewals();
     metrics_.m.renewal_failures = keeper_->renewal_failures();
@@ -543,12 +565,17 @@ private:
       record.exit_status = k_exit_max_run;
       record.end = run_end_name(RunEnd::max_run);
       break;
+    case End::hung:
+      record.exit_status = k_exit_hung;
+      record.end = run_end_name(RunEnd::hung);
+      break;
     }
     return record;
   }
 
   const RunOptions& options_;
   Redis& redis_;
+  std::optional<Heartbeat> heartbeat_;
   SignalEvents signals_;  // before any thread or child exists: they inherit the mask
   std::unique_ptr<Lock> lock_;
   const Holder holder_;
@@ -571,12 +598,19 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   std::vector<std::string> argv = command_argv(options);
   std::string program;
   if (auto refused = refuse_unrunnable(options, argv, &program)) return *refused;
+  std::optional<Heartbeat> heartbeat;
+  if (options.heartbeat_file) {
+    // A file that cannot be made is a mistake to report before the lock is taken.
+    heartbeat.emplace(absolute_path(*options.heartbeat_file), *options.stale_after);
+    if (auto problem = heartbeat->start(Clock::now()))
+      throw usage_error("--heartbeat-file: " + *problem);
+  }
 
   auto redis = connect_redis(global);
   check_topology(*redis, options);
   if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
-  Run run(options, *redis);
+  Run run(options, *redis, std::move(heartbeat));
   if (auto status = run.take()) return *status;
   if (auto status = run.claim_period()) return *status;
   if (auto status = run.start_command(argv, program)) return *status;
