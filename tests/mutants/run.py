@@ -225,6 +225,16 @@ MUTANTS = [
        "if (st && st->pgrp == pid_ && !has_exited(st->state)) ++live;",
        "if (st && st->pgrp == pid_) ++live;")],
      ['test_run_leftovers.Leftovers.test_a_zombie_in_the_group_is_not_waited_for']),
+    ("a heartbeat never stale",
+     [("src/heartbeat.cpp", "  return now >= deadline();", "  return false;")],
+     ['test_heartbeat.Heartbeat.test_a_hung_command_is_stopped_and_the_lock_given_back']),
+    ("a touch of the heartbeat file not counted",
+     [("src/heartbeat.cpp", "  if (stamp && stamp != seen_) {", "  if (false) {")],
+     ['test_heartbeat.Heartbeat.test_a_command_that_keeps_beating_runs_to_its_end', 'unit']),
+    ("a hung command never KILLed",
+     [("src/verbs/run.cpp", "begin_stop(End::hung, now + kill_after_, options_.kill_signal);",
+       "begin_stop(End::hung, now + std::chrono::hours(1), options_.kill_signal);")],
+     ['test_heartbeat.Heartbeat.test_a_hung_command_is_stopped_and_the_lock_given_back']),
 ]
 
 
