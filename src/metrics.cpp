@@ -4,9 +4,16 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
+#include <span>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "error.h"
 #include "fd.h"
@@ -15,21 +22,40 @@ namespace rlock {
 
 namespace {
 
+enum class Type { counter, gauge, histogram };
+
 struct Family {
   const char* name;
+  Type type;
   const char* help;
 };
 
 // Every family, in the order the file lists them.
 constexpr Family k_families[] = {
-    {"rlock_acquisitions_total", "Lock acquisitions by result (acquired, busy, done: --once-per "
-                                 "found this period done, error)."},
-    {"rlock_wait_seconds_total", "Seconds spent waiting for the lock."},
-    {"rlock_hold_seconds_total", "Seconds the lock was held."},
-    {"rlock_renewals_total", "Successful lease renewals."},
-    {"rlock_renewal_failures_total", "Failed lease renewal attempts."},
-    {"rlock_losses_total", "Locks lost while the command ran."},
+    {"rlock_acquisitions_total", Type::counter,
+     "Lock acquisitions by result (acquired, busy, done: --once-per found this period done, "
+     "error)."},
+    {"rlock_runs_total", Type::counter,
+     "Runs of the command by how they ended (success, failure, signalled, lost, max-run, hung)."},
+    {"rlock_last_success_timestamp_seconds", Type::gauge,
+     "When this host's last successful run (exit 0) ended, in Unix seconds."},
+    {"rlock_wait_seconds", Type::histogram, "Seconds waited for the lock, by runs that got it."},
+    {"rlock_run_seconds", Type::histogram, "Seconds the lock was held for a run of the command."},
+    {"rlock_wait_seconds_total", Type::counter, "Seconds spent waiting for the lock."},
+    {"rlock_hold_seconds_total", Type::counter, "Seconds the lock was held."},
+    {"rlock_renewals_total", Type::counter, "Successful lease renewals."},
+    {"rlock_renewal_failures_total", Type::counter, "Failed lease renewal attempts."},
+    {"rlock_losses_total", Type::counter, "Locks lost while the command ran."},
 };
+
+const char* type_name(Type t) {
+  switch (t) {
+  case Type::counter: return "counter";
+  case Type::gauge: return "gauge";
+  case Type::histogram: return "histogram";
+  }
+  return "untyped";
+}
 
 // A label value as Prometheus writes it: backslash, quote and newline escaped.
 std::string label(const std::string& value) {
@@ -45,10 +71,60 @@ std::string label(const std::string& value) {
   return out;
 }
 
-std::string series(const char* family, const std::string& key, const char* result = nullptr) {
-  std::string s = std::string(family) + "{key=\"" + label(key) + "\"";
-  if (result) s += std::string(",result=\"") + result + "\"";
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+// NAME{key="KEY"[,EXTRA]}: the key first, so that a series' other labels come after it.
+std::string series(const std::string& name, const std::string& key, const std::string& extra = "") {
+  std::string s = name + "{key=\"" + label(key) + "\"";
+  if (!extra.empty()) s += "," + extra;
   return s + "}";
+}
+
+void observe(MetricSeries& s, const char* family, const std::string& key, double value,
+             std::span<const double> buckets) {
+  std::string name = family;
+  for (double bound : buckets)
+    s[series(name + "_bucket", key, "le=\"" + number(bound) + "\"")] += value <= bound ? 1 : 0;
+  s[series(name + "_bucket", key, "le=\"+Inf\"")] += 1;
+  s[series(name + "_sum", key)] += value;
+  s[series(name + "_count", key)] += 1;
+}
+
+// Where a series goes in its family: by its labels but le, then buckets by bound, _sum, _count
+// (Prometheus wants a histogram's buckets in increasing order, +Inf last).
+struct Place {
+  std::string labels;
+  int part;  // 0 a bucket, 1 _sum, 2 _count (0 for counters and gauges)
+  double le;
+  bool operator<(const Place& o) const {
+    return std::tie(labels, part, le) < std::tie(o.labels, o.part, o.le);
+  }
+};
+
+// The family SERIES_NAME belongs to, and its place there; nullopt when it is none of F's.
+std::optional<Place> place_in(const Family& f, const std::string& series_name) {
+  size_t brace = series_name.find('{');
+  std::string metric = series_name.substr(0, brace);
+  std::string labels = brace == std::string::npos ? "" : series_name.substr(brace);
+  if (f.type != Type::histogram) {
+    if (metric != f.name) return std::nullopt;
+    return Place{labels, 0, 0};
+  }
+  std::string name = f.name;
+  if (metric == name + "_sum") return Place{labels, 1, 0};
+  if (metric == name + "_count") return Place{labels, 2, 0};
+  if (metric != name + "_bucket") return std::nullopt;
+  // le is the last label: the key's value, escaped, cannot hold ,le=" unescaped.
+  size_t le = labels.rfind(",le=\"");
+  if (le == std::string::npos) return std::nullopt;
+  std::string bound = labels.substr(le + 5, labels.size() - le - 7);
+  double value = bound == "+Inf" ? std::numeric_limits<double>::infinity()
+                                 : std::strtod(bound.c_str(), nullptr);
+  return Place{labels.substr(0, le) + "}", 0, value};
 }
 
 }  // namespace
@@ -76,25 +152,33 @@ std::string format_metrics(const MetricSeries& all) {
   std::string out;
   for (const Family& f : k_families) {
     out += std::string("# HELP ") + f.name + " " + f.help + "\n";
-    out += std::string("# TYPE ") + f.name + " counter\n";
-    std::string prefix = std::string(f.name) + "{";
-    for (const auto& [name, value] : all) {
-      if (name.rfind(prefix, 0) != 0) continue;
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.10g", value);
-      out += name + " " + buf + "\n";
-    }
+    out += std::string("# TYPE ") + f.name + " " + type_name(f.type) + "\n";
+    std::vector<std::pair<Place, std::string>> lines;
+    for (const auto& [name, value] : all)
+      if (auto place = place_in(f, name)) lines.emplace_back(*place, name + " " + number(value));
+    std::sort(lines.begin(), lines.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [place, line] : lines) out += line + "\n";
   }
   return out;
 }
 
 void add_run(MetricSeries& s, const RunMetrics& m) {
-  s[series("rlock_acquisitions_total", m.key, m.result.c_str())] += 1;
+  s[series("rlock_acquisitions_total", m.key, "result=\"" + m.result + "\"")] += 1;
   s[series("rlock_wait_seconds_total", m.key)] += m.wait_seconds;
   s[series("rlock_hold_seconds_total", m.key)] += m.hold_seconds;
   s[series("rlock_renewals_total", m.key)] += static_cast<double>(m.renewals);
   s[series("rlock_renewal_failures_total", m.key)] += static_cast<double>(m.renewal_failures);
   s[series("rlock_losses_total", m.key)] += static_cast<double>(m.losses);
+  if (m.result == "acquired")
+    observe(s, "rlock_wait_seconds", m.key, m.wait_seconds, k_wait_buckets);
+  if (m.end.empty()) return;
+  s[series("rlock_runs_total", m.key, "end=\"" + m.end + "\"")] += 1;
+  observe(s, "rlock_run_seconds", m.key, m.hold_seconds, k_run_buckets);
+  if (m.end == "success") {
+    double& last = s[series("rlock_last_success_timestamp_seconds", m.key)];
+    last = std::max(last, m.finished_at);
+  }
 }
 
 std::string record_metrics(const std::string& path, const RunMetrics& m) {

@@ -1,23 +1,35 @@
-// --metrics-file: counters in Prometheus' text format for node_exporter's textfile collector.
-// Each run adds its numbers to those already in the file (so cron runs accumulate), under a
-// lock on a sidecar file, and replaces the file atomically (write a temporary, rename).
+// --metrics-file: Prometheus' text format for node_exporter's textfile collector. Each run adds
+// its numbers to those already in the file (so cron runs accumulate), under a lock on a sidecar
+// file, and replaces the file atomically (write a temporary, rename).
+//
+// Counters and histograms add up across runs; the last-success gauge keeps the latest time.
+// The file is one host's: across a fleet, aggregate by key (max of the gauge, sum of the rest).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace rlock {
 
 struct RunMetrics {
   std::string key;
-  std::string result;  // acquired, busy, error
+  std::string result;  // acquired, busy, done, error
   double wait_seconds = 0;
   double hold_seconds = 0;
   int64_t renewals = 0;
   int64_t renewal_failures = 0;
   int64_t losses = 0;
+  // How the command's run ended: success, failure (a non-zero exit), signalled, lost,
+  // max-run, hung; empty when it did not run.
+  std::string end;
+  double finished_at = 0;  // Unix seconds, wall clock: when the run ended
 };
+
+// The buckets' upper bounds (seconds) of the wait and run time histograms; +Inf follows.
+inline constexpr double k_wait_buckets[] = {0.005, 0.05, 0.5, 1, 5, 15, 60, 300, 900, 3600};
+inline constexpr double k_run_buckets[] = {1, 5, 15, 60, 300, 900, 1800, 3600, 7200, 21600, 86400};
 
 // Series name with labels ("rlock_losses_total{key=\"k\"}") -> value.
 using MetricSeries = std::map<std::string, double>;
@@ -25,7 +37,7 @@ using MetricSeries = std::map<std::string, double>;
 // Pure: the file's series, and the text for a set of series.
 MetricSeries parse_metrics(const std::string& text);
 std::string format_metrics(const MetricSeries& series);
-// M's counters added to SERIES.
+// M added to SERIES.
 void add_run(MetricSeries& series, const RunMetrics& m);
 
 // Adds M to the file at PATH. Returns an error message, empty on success: a metrics file that

@@ -296,6 +296,8 @@ struct MetricsRecorder {
   ~MetricsRecorder() {
     if (!path) return;
     if (acquired) m.hold_seconds = std::chrono::duration<double>(Clock::now() - *acquired).count();
+    m.finished_at =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::string problem = record_metrics(*path, m);
     if (!problem.empty()) log_warning("--metrics-file: " + problem);
   }
@@ -512,6 +514,9 @@ public:
   // for --min-hold; returns rlock's exit status.
   int finish(const Outcome& end) {
     RunRecord record = record_of(end);
+    metrics_.m.end = record.end == run_end_name(RunEnd::exited)
+                         ? (record.exit_status == 0 ? "success" : "failure")
+                         : record.end;
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;

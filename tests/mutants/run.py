@@ -235,6 +235,18 @@ MUTANTS = [
      [("src/verbs/run.cpp", "begin_stop(End::hung, now + kill_after_, options_.kill_signal);",
        "begin_stop(End::hung, now + std::chrono::hours(1), options_.kill_signal);")],
      ['test_heartbeat.Heartbeat.test_a_hung_command_is_stopped_and_the_lock_given_back']),
+    ("histogram buckets in the map's order",
+     [("src/metrics.cpp",
+       "    std::sort(lines.begin(), lines.end(),",
+       "    if (false) std::sort(lines.begin(), lines.end(),")],
+     ['test_metrics.Metrics.test_histograms_of_wait_and_run_time_and_the_last_success']),
+    ("the last-success gauge summed across runs",
+     [("src/metrics.cpp", "last = std::max(last, m.finished_at);", "last += m.finished_at;")],
+     ['test_metrics.Metrics.test_histograms_of_wait_and_run_time_and_the_last_success']),
+    ("a failed run taken for a success",
+     [("src/verbs/run.cpp", "(record.exit_status == 0 ? \"success\" : \"failure\")",
+       "(record.exit_status >= 0 ? \"success\" : \"failure\")")],
+     ['test_metrics.Metrics.test_histograms_of_wait_and_run_time_and_the_last_success']),
 ]
 
 
