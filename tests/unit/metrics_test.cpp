@@ -11,7 +11,8 @@ TEST_CASE("a run's counters, formatted and parsed back, add up across runs") {
   std::string text = format_metrics(all);
   CHECK(text.find("# TYPE rlock_acquisitions_total counter\n") != std::string::npos);
   // The key is a label: quote, backslash and newline escaped as Prometheus reads them.
-  CHECK(text.find("rlock_acquisitions_total{key=\"job:\\\"a\\\"\\\\b\\n\",result=\"acquired\"} 1\n") !=
+  CHECK(text.find(
+            "rlock_acquisitions_total{key=\"job:\\\"a\\\"\\\\b\\n\",result=\"acquired\"} 1\n") !=
         std::string::npos);
   MetricSeries again = parse_metrics(text);
   CHECK(again == all);
@@ -61,8 +62,7 @@ TEST_CASE("histograms: cumulative buckets in increasing order, +Inf last, per ke
   CHECK(text.find("rlock_run_seconds_bucket{key=\"a\\\",le=\\\"1\",le=\"+Inf\"} 2\n") !=
         std::string::npos);
   // The gauge keeps the latest success, not a sum, and a failure does not move it.
-  CHECK(text.find("rlock_last_success_timestamp_seconds{key=\"b\"} 1000.5\n") !=
-        std::string::npos);
+  CHECK(text.find("rlock_last_success_timestamp_seconds{key=\"b\"} 1000.5\n") != std::string::npos);
   CHECK(parse_metrics(text) == all);
   add_run(all, RunMetrics{"b", "acquired", 0, 1, 0, 0, 0, "success", 900});
   CHECK(all["rlock_last_success_timestamp_seconds{key=\"b\"}"] == 1000.5);
