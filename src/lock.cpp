@@ -75,7 +75,7 @@ Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
     std::optional<BreakOutcome> longest;
     std::optional<Failure> failure;
     for (auto& reply :
-         eval_on_all(redis, scripts::break_lock, lock_keys, lock_args, deadline, k_all_nodes)) {
+         eval_on_all(redis, scripts::break_lock, lock_keys, lock_args, deadline, Enough{})) {
       auto one = reply ? lock_broken(*reply) : Result<BreakOutcome>(reply.failure());
       if (!one) {
         failure = one.failure();

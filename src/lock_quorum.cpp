@@ -1,10 +1,11 @@
 // Redlock (SPEC section 4, redlock.h): the mutex's scripts on every independent node at once,
 // believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release goes
 // to every node whatever the quorum said: one whose reply was lost may hold it too.
-// Every operation goes on as soon as a quorum of nodes has replied: a node that is down or
-// black-holed costs no time while a quorum answers, and one that answers later is counted as
-// failed for that operation (exchange(), redis_node.h). The acquire's undo and the release
-// still go to it: its late take is then given back.
+// Every operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so
+// many said no that none can. A node that is down or black-holed costs no time while a quorum
+// answers, and one that answers later is counted as failed for that operation (exchange(),
+// redis_node.h). The acquire's undo and the release still go to it: its late take is then
+// given back.
 #include <algorithm>
 
 #include "lease.h"
@@ -16,6 +17,14 @@ namespace rlock {
 
 namespace {
 
+// A reply of the scripts that answer 1 for yes (renew, and GET's answer made one by holds()).
+bool integer_yes(const Reply& r) { return r.is_integer() && r.integer == 1; }
+
+// The acquire script's yes: {1, fence}.
+bool acquired_yes(const Reply& r) {
+  return r.is_array() && !r.elements.empty() && integer_yes(r.elements[0]);
+}
+
 // A quorum of REPLIES (integers, 1 = yes) says yes: true. So many said no that no quorum can
 // say yes: false. Neither (nodes that did not answer): the last failure.
 Result<bool> quorum_verdict(std::vector<Result<Reply>> replies, const char* what) {
@@ -24,7 +33,7 @@ Result<bool> quorum_verdict(std::vector<Result<Reply>> replies, const char* what
   for (auto& r : replies) {
     if (!r)
       failure = r.failure();
-    else if (r->is_integer() && r->integer == 1)
+    else if (integer_yes(*r))
       ++yes;
     else
       ++no;
@@ -52,7 +61,7 @@ public:
                     {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_},
                     {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
                      "0", "0", std::to_string(mode_.retention.count())},
-                    deadline, quorum());
+                    deadline, Enough{quorum(), acquired_yes});
     size_t acquired = 0;
     int64_t fence = 0;
     std::optional<Busy> busy;
@@ -99,14 +108,14 @@ public:
     return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_, fence_key_},
                                       {owner_prefix_, std::to_string(ttl.count()),
                                        std::to_string(mode_.retention.count())},
-                                      deadline, quorum()),
+                                      deadline, Enough{quorum(), integer_yes}),
                           "renewed");
   }
 
   // THEN is left unsent: it belongs on one node, where the caller sends it.
   Result<bool> release(TimePoint deadline, const std::vector<Argv>&, std::vector<Reply>*) override {
     auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_},
-                               {owner_prefix_, wake_prefix_}, deadline, quorum());
+                               {owner_prefix_, wake_prefix_}, deadline, Enough{quorum(), {}});
     std::optional<Failure> failure;
     bool released = false, answered = false;
     for (auto& r : replies) {
@@ -125,20 +134,21 @@ public:
 
   Result<bool> holds(TimePoint deadline) override {
     std::vector<Result<Reply>> found;
-    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline, {}, quorum())) {
+    auto ours = [this](const Reply& v) {
+      return v.is_string() && v.str.starts_with(owner_prefix_);
+    };
+    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline, {}, Enough{quorum(), ours})) {
       if (!r) {
         found.push_back(r.failure());
         continue;
       }
-      const Reply& v = r->front();
-      found.push_back(Reply{
-          Reply::Type::integer, v.is_string() && v.str.starts_with(owner_prefix_) ? 1 : 0, "", {}});
+      found.push_back(Reply{Reply::Type::integer, ours(r->front()) ? 1 : 0, "", {}});
     }
     return quorum_verdict(std::move(found), "held");
   }
 
 private:
-  // How many nodes' replies an operation waits for: as many as can make a quorum.
+  // How many nodes make a quorum.
   size_t quorum() const { return redlock_quorum(redis_.node_count()); }
 };
 

@@ -115,17 +115,25 @@ Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int
 
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
                                                  const std::vector<std::vector<Argv>>& commands,
-                                                 TimePoint deadline, size_t enough) {
+                                                 TimePoint deadline, const Enough& enough) {
   std::vector<Result<std::vector<Reply>>> out(nodes.size(), std::vector<Reply>{});
   std::vector<Connection*> waiting(nodes.size(), nullptr);  // replies still to come
-  size_t replied = 0;
+  size_t sent = 0, yes = 0, other = 0;  // other: replies YES refused, and failures
   auto finish = [&](size_t i, Result<std::vector<Reply>> result) {
-    if (result)
-      ++replied;
-    else
+    if (!result) {
       nodes[i]->drop();
+      ++other;
+    } else if (!enough.yes || (!result->empty() && enough.yes(result->front()))) {
+      ++yes;
+    } else {
+      ++other;
+    }
     out[i] = std::move(result);
     waiting[i] = nullptr;
+  };
+  auto heard_enough = [&] {
+    if (yes >= enough.needed) return true;
+    return enough.yes && enough.needed <= sent && other > sent - enough.needed;
   };
   auto advance = [&](size_t i, short revents) {
     auto moved = waiting[i]->advance(revents);
@@ -137,9 +145,11 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
   // Every connect starts before any is waited for.
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (commands[i].empty()) continue;
+    ++sent;
     auto conn = nodes[i]->connection();
     if (!conn) {
       out[i] = conn.failure();
+      ++other;
       continue;
     }
     waiting[i] = *conn;
@@ -149,7 +159,7 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
     if (waiting[i]) advance(i, 0);
   std::vector<pollfd> polled;
   std::vector<size_t> which;
-  while (replied < enough) {
+  while (!heard_enough()) {
     polled.clear();
     which.clear();
     TimePoint until = deadline;
@@ -184,7 +194,8 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
 
 std::vector<Result<std::vector<Reply>>> Redis::broadcast(const std::vector<Argv>& commands,
                                                          TimePoint deadline,
-                                                         const std::vector<bool>& to, size_t) {
+                                                         const std::vector<bool>& to,
+                                                         const Enough&) {
   if (!to.empty() && !to[0]) return {std::vector<Reply>{}};
   return {pipeline(commands, deadline)};
 }
@@ -229,7 +240,7 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
 }
 
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
-                                       const Argv& args, TimePoint deadline, size_t enough) {
+                                       const Argv& args, TimePoint deadline, const Enough& enough) {
   Argv argv{"EVALSHA", std::string(script.sha1()), std::to_string(keys.size())};
   argv.insert(argv.end(), keys.begin(), keys.end());
   argv.insert(argv.end(), args.begin(), args.end());
@@ -249,14 +260,16 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   // answered when the quorum had (they may lack it too; running it twice is harmless, as a
   // retry after a lost reply is), until a quorum has answered with the script run.
   std::vector<bool> again_to(out.size());
-  size_t ran = 0;
+  size_t yes = 0;  // of the nodes that ran it: what ENOUGH counts
   for (size_t i = 0; i < out.size(); ++i) {
     again_to[i] = noscript(out[i]) || (!out[i] && out[i].failure().why == Failure::Why::late);
-    if (out[i] || (out[i].failure().kind == Failure::Kind::server && !noscript(out[i]))) ++ran;
+    bool ran = out[i] || (out[i].failure().kind == Failure::Kind::server && !noscript(out[i]));
+    if (ran && (!enough.yes || (out[i] && enough.yes(*out[i])))) ++yes;
   }
   argv[0] = "EVAL";
   argv[1] = std::string(script.source());
-  auto again = redis.broadcast({argv}, deadline, again_to, enough > ran ? enough - ran : 0);
+  Enough rest{enough.needed > yes ? enough.needed - yes : 0, enough.yes};
+  auto again = redis.broadcast({argv}, deadline, again_to, rest);
   for (size_t i = 0; i < again.size(); ++i)
     if (again_to[i]) out[i] = outcome(i, again[i]);
   return out;

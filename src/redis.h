@@ -34,6 +34,17 @@ Failure unexpected_reply(std::string_view what);
 // For broadcast(): wait for the replies of every node.
 inline constexpr size_t k_all_nodes = SIZE_MAX;
 
+// When a broadcast has heard enough (Redlock: the quorum's verdict is known). Without YES:
+// once NEEDED nodes have replied. With YES, which says whether a node's first reply is a yes:
+// once NEEDED nodes said yes, or so many said otherwise or failed that NEEDED yeses can no
+// longer come. A "no" that came first must not end the wait while the yeses that make a quorum
+// are still on their way (a master restarted without its data answers every renewal "not ours",
+// as fast as the others answer yes).
+struct Enough {
+  size_t needed = k_all_nodes;
+  std::function<bool(const Reply&)> yes;
+};
+
 // The server's clock in ms since the epoch from a TIME reply; nothing when it is not one.
 std::optional<int64_t> server_time_ms(const Reply& time);
 
@@ -63,12 +74,12 @@ public:
   virtual size_t node_count() const { return 1; }
   virtual Redis& node(size_t) { return *this; }
   // Sends COMMANDS to every node (or those TO marks) at once, in one round trip: each node's
-  // replies, or why it gave none. Returns as soon as ENOUGH of them have replied: a node that
-  // has not by then is a failure for this call (exchange(), redis_node.h).
+  // replies, or why it gave none. Returns as soon as it has heard ENOUGH: a node that has not
+  // replied by then is a failure for this call (exchange(), redis_node.h).
   virtual std::vector<Result<std::vector<Reply>>> broadcast(const std::vector<Argv>& commands,
                                                             TimePoint deadline,
                                                             const std::vector<bool>& to = {},
-                                                            size_t enough = k_all_nodes);
+                                                            const Enough& enough = {});
   // Runs F on each server that holds a share of the keys, for SCAN: this one, or every master
   // of a Cluster (and of each Redlock node).
   virtual Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
@@ -123,9 +134,9 @@ Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const A
                                      const Argv& args, const std::vector<Argv>& then,
                                      TimePoint deadline);
 // eval() on every node of REDIS at once (Redlock): each node's reply, or why it gave none.
-// An error reply is a Failure of kind server, as with eval(). Returns once ENOUGH nodes have
-// replied (the caller's rule: Redlock's quorum); the others count as failed.
+// An error reply is a Failure of kind server, as with eval(). Returns once it has heard ENOUGH
+// (the caller's rule: Redlock's quorum); the others count as failed.
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,
-                                       const Argv& args, TimePoint deadline, size_t enough);
+                                       const Argv& args, TimePoint deadline, const Enough& enough);
 
 }  // namespace rlock

@@ -39,11 +39,11 @@ private:
 // Sends each node its commands and reads their replies, all nodes at once from one poll():
 // connects, TLS handshakes, writes and reads overlap, so the slowest node, not the sum of
 // them, sets the time. NODES[i] gets COMMANDS[i]; an empty list skips the node. Returns once
-// ENOUGH nodes have replied (Redlock: a quorum), or every node has replied or failed, or
+// it has heard ENOUGH (Redlock: the quorum's verdict), or every node has replied or failed, or
 // DEADLINE passed; a node that has not replied by then is a failure for this call, and its
 // connection throws the late replies away (Connection::abandon).
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
                                                  const std::vector<std::vector<Argv>>& commands,
-                                                 TimePoint deadline, size_t enough = k_all_nodes);
+                                                 TimePoint deadline, const Enough& enough = {});
 
 }  // namespace rlock

@@ -1,7 +1,7 @@
 // Redlock: several independent Redis masters (--redis given more than once), asked the same
 // thing at once. The quorum rules live with the lock protocol (lock_quorum.cpp); here is only
 // the fan-out: one round trip to all nodes, each node's answer kept apart, done as soon as the
-// caller has enough answers (exchange()).
+// caller has heard enough (exchange()).
 #include "redlock.h"
 
 #include "redis_node.h"
@@ -50,7 +50,7 @@ public:
 
   std::vector<Result<std::vector<Reply>>> broadcast(const std::vector<Argv>& commands,
                                                     TimePoint deadline, const std::vector<bool>& to,
-                                                    size_t enough) override {
+                                                    const Enough& enough) override {
     std::vector<NodeRedis*> nodes;
     std::vector<std::vector<Argv>> batches;
     for (size_t i = 0; i < nodes_.size(); ++i) {

@@ -247,6 +247,10 @@ MUTANTS = [
      [("src/verbs/run.cpp", "(record.exit_status == 0 ? \"success\" : \"failure\")",
        "(record.exit_status >= 0 ? \"success\" : \"failure\")")],
      ['test_metrics.Metrics.test_histograms_of_wait_and_run_time_and_the_last_success']),
+    ("a Redlock renewal ended by the first no",
+     [("src/lock_quorum.cpp", "deadline, Enough{quorum(), integer_yes}),",
+       "deadline, Enough{quorum(), {}}),")],
+     ['test_topologies.Redlock.test_a_master_that_lost_the_lock_does_not_cost_it']),
 ]
 
 
