@@ -225,6 +225,16 @@ MUTANTS = [
        "if (st && st->pgrp == pid_ && !has_exited(st->state)) ++live;",
        "if (st && st->pgrp == pid_) ++live;")],
      ['test_run_leftovers.Leftovers.test_a_zombie_in_the_group_is_not_waited_for']),
+    ("check counts a failed run as a success",
+     [("src/check.cpp",
+       "return r.end == run_end_name(RunEnd::exited) && r.exit_status == 0;",
+       "return r.end == run_end_name(RunEnd::exited);")],
+     ['test_check.Check.test_fails_after_only_failed_runs_naming_the_status_and_host']),
+    ("check's window twice the period",
+     [("src/check.cpp",
+       "return {now_ms - every.length.count(), \"\"};",
+       "return {now_ms - 2 * every.length.count(), \"\"};")],
+     ['test_check.Check.test_fails_when_the_window_has_no_run', 'unit']),
 ]
 
 
