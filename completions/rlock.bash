@@ -13,7 +13,7 @@ _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run status inspect history list acquire extend release reset-period config help"
+    local verbs="run status inspect history check list acquire extend release reset-period config help"
     local common="-u --redis --tls --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
@@ -25,7 +25,7 @@ _rlock() {
     # The verb is the first word that is neither an option nor an option's value (options
     # every command takes may come before it: rlock --redis URL status KEY).
     local i verb="" dashdash=0 valued="-u --redis --config --prefix --password-file --cacert
-        --cacertdir --cert --key --sni --connect-timeout --command-timeout --log-format"
+        --cacertdir --cert --key --sni --connect-timeout --command-timeout --log-format --every"
     for ((i = 1; i < cword; i++)); do
         if [[ ${words[i]} == -- ]]; then
             dashdash=$i
@@ -84,6 +84,10 @@ _rlock() {
             COMPREPLY=($(compgen -W "hour day week month 1h 1d" -- "$cur"))
             return
             ;;
+        --every)
+            COMPREPLY=($(compgen -W "hour day week month 25h 1d" -- "$cur"))
+            return
+            ;;
         --tz)
             local zones=/usr/share/zoneinfo
             COMPREPLY=($(cd "$zones" 2>/dev/null && compgen -f -- "$cur"))
@@ -138,6 +142,13 @@ _rlock() {
                 local extra="--token"
                 [[ $verb == extend ]] && extra="--token --ttl" || extra="--token --force --now --all"
                 COMPREPLY=($(compgen -W "$extra $common" -- "$cur"))
+            else
+                _rlock_keys
+            fi
+            ;;
+        check)
+            if [[ $cur == -* ]]; then
+                COMPREPLY=($(compgen -W "--every --tz --json $common" -- "$cur"))
             else
                 _rlock_keys
             fi

@@ -52,6 +52,7 @@ struct CommandLine {
   bool all = false;
   bool json = false;
   int count = 10;  // history -n
+  std::string every;  // check --every
 
   // The words before "--". Only the options they name are built (and so known to the parser):
   // building an option costs CLI11 about 2 µs, and `rlock run` has 36. A word that is not an
@@ -83,15 +84,15 @@ struct CommandLine {
 };
 
 // Whether WORD, an option typed before the command, takes the next word as its value: a
-// setting that is not a flag ("--redis URL", "-u URL", "-qu URL"), --config, --token or
-// --while-pid. Other options
+// setting that is not a flag ("--redis URL", "-u URL", "-qu URL"), --config, --token,
+// --while-pid or --every. Other options
 // are taken for flags here; the command's parser has the last word on them.
 bool takes_next_word(std::string_view word) {
   if (word.starts_with("--")) {
     std::string_view name = word.substr(2);
     if (name.find('=') != std::string_view::npos) return false;
     const SettingInfo* setting = find_setting(name);
-    return name == "config" || name == "token" || name == "while-pid" ||
+    return name == "config" || name == "token" || name == "while-pid" || name == "every" ||
            (setting && setting->flags && setting->kind != SettingKind::flag);
   }
   for (size_t i = 1; i < word.size(); ++i) {  // -qv, -u URL, -uURL
@@ -233,6 +234,14 @@ const PlainOption k_plain_options[] = {
            ->type_name("N")
            ->check(CLI::Range(1, 100000));
      }},
+    {"every",
+     [](CLI::App* app, CommandLine& line) {
+       app->add_option("--every", line.every,
+                       "a run must have succeeded within the last PERIOD: a duration (25h), or "
+                       "the current hour, day, week or month (in --tz)")
+           ->type_name("PERIOD")
+           ->required();
+     }},
     {"token", [](CLI::App* app, CommandLine& line) { add_token(app, line); }},
     {"token (required)",
      [](CLI::App* app, CommandLine& line) { add_token(app, line)->required(); }},
@@ -288,6 +297,8 @@ constexpr OptionRef k_run_args[] = {{"KEY"}, {"command"}};
 constexpr OptionRef k_status_args[] = {{"KEY..."}, {"json"}};
 constexpr OptionRef k_key_json[] = {{"KEY"}, {"json"}};
 constexpr OptionRef k_history_args[] = {{"KEY"}, {"count"}, {"json"}};
+constexpr OptionRef k_check_args[] = {
+    {"KEY"}, {"every"}, {"tz", "time zone of --every's calendar periods (default UTC)"}, {"json"}};
 constexpr OptionRef k_list_args[] = {{"PATTERN"}, {"json"}};
 constexpr OptionRef k_key[] = {{"KEY"}};
 constexpr OptionRef k_acquire_ttl[] = {
@@ -336,6 +347,21 @@ int run_status(const Invocation& in) {
 int run_acquire(const Invocation& in) {
   in.resolved.run.key = in.key();
   return acquire_verb(in.resolved.global, in.resolved.run, in.line.json, in.line.while_pid);
+}
+
+// --every's period, or a usage error.
+Period every_period(const CommandLine& line) {
+  auto period = parse_period(line.every);
+  if (!period)
+    throw usage_error("--every '" + line.every + "' is neither hour, day, week, month nor a " +
+                      "duration of whole seconds (25h, 1d, 90m ...)");
+  return *period;
+}
+
+int run_check(const Invocation& in) {
+  CheckOptions options{in.key(), in.line.every, every_period(in.line), in.resolved.run.tz,
+                       in.line.json};
+  return check_verb(in.resolved.global, options);
 }
 
 // What only `run` can get wrong, checked before any setting is read.
@@ -399,6 +425,19 @@ constexpr Command k_commands[] = {
      [](const Invocation& in) {
        return history_verb(in.resolved.global, in.key(), in.line.count, in.line.json);
      }},
+    {"check",
+     "whether a run of KEY succeeded within PERIOD (a dead-man's switch)",
+     "KEY --every PERIOD",
+     {k_check_args, k_connection},
+     "A duration is the last PERIOD by the Redis server's clock; hour, day, week and\n"
+     "month are the current one, as --once-per counts them: check late in the period,\n"
+     "or give a duration with slack (--every 25h for a daily job). Prints one line\n"
+     "on stdout, the first word after the key 'ok' when a run succeeded (-q: only when\n"
+     "none did). Reads only.\n"
+     "Exit status: 0 a run succeeded within PERIOD, 1 none did (or none is recorded), "
+     "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
+     [](const CommandLine& line, const std::vector<std::string>&) { (void)every_period(line); },
+     run_check},
     {"list",
      "every lock under the prefix that matches PATTERN",
      "[PATTERN]",

@@ -6,7 +6,8 @@ namespace rlock {
 
 enum ExitStatus : int {
   k_exit_ok = 0,
-  k_exit_not_held = 1,      // status, inspect, release --force: free; extend, release: not ours
+  k_exit_not_held = 1,      // status, inspect, release --force: free; extend, release: not ours;
+                            // check: no run succeeded within the period
   k_exit_usage = 64,        // bad flag, bad duration, missing command
   k_exit_unavailable = 69,  // Redis unreachable or refused us before the child started
   k_exit_busy = 75,         // lock not obtained (busy, or --wait ran out); changed by -E

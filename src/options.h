@@ -59,4 +59,13 @@ struct RunOptions {
   int history_length = 100;  // --history-length: entries kept; 0: no history
 };
 
+// rlock check KEY --every PERIOD.
+struct CheckOptions {
+  std::string key;
+  std::string every_text;          // as typed, for messages: "25h", "day"
+  Period every;                    // the window: a duration, or the current calendar period
+  std::optional<std::string> tz;   // --tz: the zone of a calendar period (else UTC)
+  bool json = false;
+};
+
 }  // namespace rlock

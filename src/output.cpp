@@ -410,6 +410,101 @@ void print_history(const std::string& key, const std::vector<RunRecord>& runs,
   write_stdout(out);
 }
 
+namespace {
+
+std::string server_time_text(int64_t ms) { return format_rfc3339(WallTime(Millis(ms))); }
+
+// "exit 3 on web-2 at 2026-11-30T02:00:05.120Z", the time by the server's clock.
+std::string checked_run_text(const CheckedRun& r) {
+  std::string out = result_text(r.record) + " on " + printable(r.record.holder.host) + " at " +
+                    server_time_text(r.ended_ms);
+  return r.from_period ? out + " (this period's --once-per record)" : out;
+}
+
+json checked_run_json(const CheckedRun& r) {
+  return {{"host", r.record.holder.host},
+          {"pid", r.record.holder.pid},
+          {"user", r.record.holder.user},
+          {"command", r.record.holder.cmd},
+          {"since", format_rfc3339(r.record.holder.since)},
+          {"ended", server_time_text(r.ended_ms)},
+          {"end", r.record.end},
+          {"exit_status", r.record.exit_status},
+          {"held_ms", r.record.held_ms},
+          {"fence", r.record.fence},
+          {"in_window", r.in_window},
+          {"source", r.from_period ? "period" : "history"}};
+}
+
+// "in the last 25h (since ...)" or "in this period (2026-11-30, Europe/Berlin; since ...)".
+std::string window_text(const CheckOptions& o, const CheckResult& r) {
+  std::string since = "since " + server_time_text(r.window.start_ms);
+  if (r.window.name.empty()) return "in the last " + printable(o.every_text) + " (" + since + ")";
+  return "in this period (" + r.window.name + ", " + o.tz.value_or("UTC") + "; " + since + ")";
+}
+
+}  // namespace
+
+void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {
+  if (style.json) {
+    json running = json::array();
+    for (const Holder& h : r.running) {
+      json one = holder_json(h);
+      one["since"] = format_rfc3339(h.since);
+      running.push_back(one);
+    }
+    auto run = [](const std::optional<CheckedRun>& c) {
+      return c ? checked_run_json(*c) : json(nullptr);
+    };
+    print_json({{"key", o.key},
+                {"every", o.every_text},
+                {"tz", r.window.name.empty() ? json(nullptr) : json(o.tz.value_or("UTC"))},
+                {"period", r.window.name.empty() ? json(nullptr) : json(r.window.name)},
+                {"now", server_time_text(r.now_ms)},
+                {"window_start", server_time_text(r.window.start_ms)},
+                {"ok", r.ok()},
+                {"last_success", run(r.last_success)},
+                {"last_run", run(r.last_run)},
+                {"runs_in_window", r.runs_in_window},
+                {"failures_in_window", r.failures_in_window},
+                {"history_entries", r.entries_read},
+                {"running", running},
+                {"unanswered", r.unanswered}});
+    return;
+  }
+  std::string line = printable(o.key) + ": ";
+  if (r.ok()) {
+    const CheckedRun& s = *r.last_success;
+    line += paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) + " on " +
+            printable(s.record.holder.host) + " (exit 0 after " +
+            format_duration(Millis(s.record.held_ms)) + ")";
+    if (s.from_period) line += " (this period's --once-per record)";
+  } else if (r.entries_read == 0 && !r.last_run) {
+    line += "no run recorded (history is written by rlock run; --history-length 0 disables it)";
+  } else if (r.runs_in_window == 0) {
+    line += "no run " + window_text(o, r);
+  } else {
+    line += "no successful run " + window_text(o, r) + ": " + std::to_string(r.runs_in_window) +
+            (r.runs_in_window == 1 ? " run, failed" : " runs, all failed");
+  }
+  if (!r.ok()) {
+    if (r.last_run) line += "; last: " + checked_run_text(*r.last_run);
+    if (r.last_success && r.last_success->ended_ms != r.last_run->ended_ms)
+      line += "; last success " + server_time_text(r.last_success->ended_ms) + " on " +
+              printable(r.last_success->record.holder.host);
+    else if (!r.last_success && r.last_run)
+      line += "; no success in its history";
+  }
+  for (size_t i = 0; i < r.running.size(); ++i)
+    line += (i ? ", " : "; running now on ") + printable(r.running[i].host) + " pid " +
+            std::to_string(r.running[i].pid) + " since " + format_rfc3339(r.running[i].since);
+  if (!r.unanswered.empty()) {
+    line += "; no answer from";
+    for (const std::string& node : r.unanswered) line += " " + node;
+  }
+  write_stdout(line + "\n");
+}
+
 void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
                     const OutputStyle& style) {
   if (style.json) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "check.h"
 #include "duration.h"
 #include "lock_state.h"
 #include "settings.h"
@@ -41,6 +42,9 @@ void print_inspect(const LockState& lock, const OutputStyle& style);
 // history: the runs of KEY, newest first, one aligned line each (or JSON).
 void print_history(const std::string& key, const std::vector<RunRecord>& runs,
                    const OutputStyle& style);
+// check: one line, "KEY: ok, last success ..." or what the last runs were instead (or JSON).
+void print_check(const CheckOptions& options, const CheckResult& result,
+                 const OutputStyle& style);
 // acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.
 void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
                     const OutputStyle& style);

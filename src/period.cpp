@@ -66,7 +66,7 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
     int64_t start = now_ms - (now_ms % length + length) % length;
     std::string name = format_rfc3339(WallTime(Millis(start)));
     name = name.substr(0, 19) + "Z";  // whole seconds: a period is at least one
-    return {name, start + length};
+    return {name, start, start + length};
   }
   ZoneScope zone(tz);
   time_t now = static_cast<time_t>(now_ms / 1000);
@@ -85,6 +85,7 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
     break;
   case Period::Unit::day:
     name += "-" + two(local.tm_mday);
+    start.tm_hour = 0;
     end.tm_hour = 0;
     end.tm_mday += 1;
     break;
@@ -92,11 +93,15 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
     char buf[16];
     std::strftime(buf, sizeof buf, "%G-W%V", &local);  // ISO weeks start on Monday
     name = buf;
+    start.tm_hour = 0;
+    start.tm_mday -= (local.tm_wday + 6) % 7;
     end.tm_hour = 0;
     end.tm_mday += 7 - (local.tm_wday + 6) % 7;
     break;
   }
   case Period::Unit::month:
+    start.tm_hour = 0;
+    start.tm_mday = 1;
     end.tm_hour = 0;
     end.tm_mday = 1;
     end.tm_mon += 1;
@@ -104,7 +109,8 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
   case Period::Unit::fixed: break;
   }
   time_t end_time = std::mktime(&end);  // normalises, and knows the zone's DST changes
-  return {name, static_cast<int64_t>(end_time) * 1000};
+  time_t start_time = std::mktime(&start);
+  return {name, static_cast<int64_t>(start_time) * 1000, static_cast<int64_t>(end_time) * 1000};
 }
 
 }  // namespace rlock

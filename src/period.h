@@ -21,9 +21,10 @@ std::optional<Period> parse_period(std::string_view text);
 // Whether ZONE names a time zone this host knows (tzdata), or is UTC.
 bool known_time_zone(const std::string& zone);
 
-// The period that server time NOW_MS falls in: its name and when it ends.
+// The period that server time NOW_MS falls in: its name, when it started and when it ends.
 struct PeriodSlot {
   std::string name;
+  int64_t start_ms = 0;
   int64_t end_ms = 0;
 };
 PeriodSlot period_slot(const Period& period, const std::optional<std::string>& tz, int64_t now_ms);

@@ -44,6 +44,8 @@ struct ReleaseOptions {
 // release KEY --token T: 0 released, 1 not ours. With FORCE: breaks anyone's lock.
 int release_verb(const GlobalOptions& global, const std::string& key,
                  const ReleaseOptions& options);
+// check KEY --every PERIOD: 0 a run succeeded within the period, 1 none did.
+int check_verb(const GlobalOptions& global, const CheckOptions& options);
 // reset-period KEY --once-per P: 0 this period's run forgotten, 1 none or still running.
 int reset_period_verb(const GlobalOptions& global, const RunOptions& options);
 // Prints every setting, its value (secrets redacted) and where it came from.

@@ -15,7 +15,7 @@ import unittest
 from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, wait_until
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run", "status", "inspect", "history", "list", "acquire", "extend", "release",
+VERBS = ["run", "status", "inspect", "history", "check", "list", "acquire", "extend", "release",
          "reset-period", "config", "help"]
 
 
@@ -132,7 +132,8 @@ class Docs(unittest.TestCase):
         token = "0" * 32
         cases = {"run": ["k", "--", "true"], "status": ["k"], "inspect": ["k"],
                  "history": ["k"], "list": [], "acquire": ["k"], "extend": ["k", "--token", token],
-                 "release": ["k", "--token", token], "reset-period": ["k", "--once-per", "day"]}
+                 "release": ["k", "--token", token], "reset-period": ["k", "--once-per", "day"],
+                 "check": ["k", "--every", "1d"]}
         for verb, args in cases.items():
             codes = footer_codes(verb)
             self.assertEqual(run_rlock([verb] + args, env=down).returncode, 69, verb)
@@ -152,9 +153,13 @@ class Docs(unittest.TestCase):
                 ("run", ["held", "--", "true"], 75), ("acquire", ["held"], 75),
                 ("extend", ["held", "--token", token], 1), ("release", ["held", "--token", token], 1),
                 ("release", ["free", "--force"], 1), ("reset-period", ["k", "--once-per", "day"], 1),
-                ("history", ["k"], 0), ("list", [], 0), ("config", [], 0), ("help", ["run"], 0)]:
+                ("history", ["k"], 0), ("check", ["k", "--every", "1d"], 1),
+                ("list", [], 0), ("config", [], 0), ("help", ["run"], 0)]:
             self.assertEqual(run_rlock([verb] + args, env=up).returncode, status, (verb, args))
             self.assertIn(status, footer_codes(verb), verb)
+        self.assertEqual(run_rlock(["run", "k", "--", "true"], env=up).returncode, 0)
+        self.assertEqual(run_rlock(["check", "k", "--every", "1d"], env=up).returncode, 0)
+        self.assertIn(0, footer_codes("check"))
 
     def test_exit_status_tables_agree(self):
         header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
@@ -347,6 +352,8 @@ class Examples(unittest.TestCase):
         self.assertGreaterEqual(len(cron), 2)
         for line in cron:
             self.assertRegex(line, r"\s/usr/bin/rlock ", line)
+            if rlock_words(line)[0] != "run":
+                continue  # rlock check: no job
             job = line.split(" -- ", 1)[1] if " -- " in line else ""
             self.assertTrue(job.startswith("/"), f"cron runs the job without a PATH: {line}")
 
@@ -370,7 +377,9 @@ class BashCompletion(unittest.TestCase):
 
     def test_verbs_flags_and_values(self):
         self.assertEqual(self.complete("rlock", "ru"), {"run"})
-        self.assertEqual(self.complete("rlock", "c"), {"config"})
+        self.assertEqual(self.complete("rlock", "co"), {"config"})
+        self.assertEqual(self.complete("rlock", "c"), {"check", "config"})
+        self.assertEqual(self.complete("rlock", "check", "k", "--e"), {"--every"})
         self.assertEqual(self.complete("rlock", "re"), {"release", "reset-period"})
         self.assertEqual(self.complete("rlock", "reset-period", "k", "--o"), {"--once-per"})
         self.assertIn("--tls", self.complete("rlock", "status", "--t"))

@@ -251,6 +251,16 @@ MUTANTS = [
      [("src/lock_quorum.cpp", "deadline, Enough{quorum(), integer_yes}),",
        "deadline, Enough{quorum(), {}}),")],
      ['test_topologies.Redlock.test_a_master_that_lost_the_lock_does_not_cost_it']),
+    ("check counts a failed run as a success",
+     [("src/check.cpp",
+       "return r.end == run_end_name(RunEnd::exited) && r.exit_status == 0;",
+       "return r.end == run_end_name(RunEnd::exited);")],
+     ['test_check.Check.test_fails_after_only_failed_runs_naming_the_status_and_host']),
+    ("check's window twice the period",
+     [("src/check.cpp",
+       "return {now_ms - every.length.count(), \"\"};",
+       "return {now_ms - 2 * every.length.count(), \"\"};")],
+     ['test_check.Check.test_fails_when_the_window_has_no_run', 'unit']),
 ]
 
 

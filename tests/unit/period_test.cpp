@@ -33,6 +33,7 @@ TEST_CASE("parse_period: calendar units, and fixed lengths of whole seconds") {
 TEST_CASE("fixed periods are windows from the epoch, named by their start") {
   PeriodSlot s = slot("1h", k_tuesday);
   CHECK(s.name == "2026-12-01T04:00:00Z");
+  CHECK(s.start_ms == 1796097600000);
   CHECK(s.end_ms == 1796097600000 + 3600 * 1000);
   // The last millisecond of a window is still in it; the next one starts the next.
   CHECK(slot("1h", s.end_ms - 1).name == s.name);
@@ -43,6 +44,11 @@ TEST_CASE("calendar periods in UTC") {
   CHECK(slot("hour", k_tuesday).name == "2026-12-01T04");
   CHECK(slot("hour", k_tuesday).end_ms == 1796097600000 + 3600 * 1000);
   CHECK(slot("day", k_tuesday).name == "2026-12-01");
+  CHECK(slot("hour", k_tuesday).start_ms == 1796097600000);
+  CHECK(slot("day", k_tuesday).start_ms == 1796083200000);
+  // Its week started on Monday 2026-11-30, its month on 2026-12-01.
+  CHECK(slot("week", k_tuesday).start_ms == 1796083200000 - 86400 * 1000);
+  CHECK(slot("month", k_tuesday).start_ms == 1796083200000);
   // ISO weeks start on Monday: the Tuesday's week ends on Monday 2026-12-07.
   CHECK(slot("week", k_tuesday).name == "2026-W49");
   CHECK(slot("week", k_tuesday).end_ms == 1796601600000);
@@ -60,6 +66,11 @@ TEST_CASE("calendar periods in a time zone, across a DST change") {
   PeriodSlot spring = slot("day", 1774778400000, "Europe/Berlin");
   CHECK(spring.name == "2026-03-29");
   CHECK(spring.end_ms == 1774821600000);
+  CHECK(spring.start_ms == 1774738800000);  // midnight in Berlin, still UTC+1: 23:00Z
+  // 2026-12-01T23:30Z is already the 2nd in Berlin: its day began at 23:00Z.
+  PeriodSlot late = slot("day", 1796167800000, "Europe/Berlin");
+  CHECK(late.name == "2026-12-02");
+  CHECK(late.start_ms == 1796166000000);
 }
 
 TEST_CASE("known_time_zone: tzdata names and UTC, never a path") {
