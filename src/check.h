@@ -26,7 +26,7 @@ struct CheckWindow {
 };
 CheckWindow check_window(const Period& every, const std::optional<std::string>& tz, int64_t now_ms);
 
-// A run is what rlock run ended (exited, signalled, lost, max-run); skip records
+// A run is what rlock run ended (exited, signalled, lost, max-run, hung); skip records
 // (--record-skips: busy, done-this-period) and period resets are not. A success exited 0.
 bool is_run(const RunRecord& r);
 bool is_success(const RunRecord& r);
