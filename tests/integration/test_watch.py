@@ -11,8 +11,8 @@ import threading
 import time
 import unittest
 
-from harness import (RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, start_rlock,
-                     wait_until)
+from harness import (RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, server_binary,
+                     start_rlock, stop_procs, wait_until)
 
 KEY = "lock:life"
 
@@ -179,6 +179,24 @@ class WatchMixin:
         except AssertionError:
             return out
 
+    def test_short_runs_are_all_told(self):
+        # A run of `true` takes the lock and gives it back within milliseconds, mostly between
+        # two polls: its history entry tells of it then.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        fences = set()
+        for _ in range(5):
+            r = self.run_rlock(["run", KEY, "--", "true"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            events = lines.event("released", timeout=5)
+            self.assertEqual([e["event"] for e in events], ["taken", "released"])
+            self.assertEqual(events[0]["fence"], events[1]["fence"])
+            self.assertEqual(events[1]["holder"]["command"], "true")
+            fences.add(events[1]["fence"])
+        self.assertEqual(len(fences), 5)
+        self.interrupt(lines)
+
     def test_json_fields_are_all_there(self):
         lines = self.watch(KEY)
         lines.next()
@@ -267,6 +285,72 @@ class WatchWithNotifications(WatchMixin, RedisTestCase):
 class WatchByPolling(WatchMixin, RedisTestCase):
     NOTIFY = ""
     MODE = "polling"
+
+
+class WatchTopologies(unittest.TestCase):
+    """A Cluster's keys are watched on the master of each one's slot; Redlock is polled."""
+
+    def setUp(self):
+        self.servers, self.procs = [], []
+
+    def tearDown(self):
+        stop_procs(self.procs)
+        for s in self.servers:
+            s.stop()
+
+    def watch(self, args, env):
+        proc = start_rlock(["watch", "--json"] + args, env=env)
+        self.procs.append(proc)
+        return JsonLines(proc)
+
+    def test_cluster_keys_on_three_masters(self):
+        self.servers = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
+                                    "nodes.conf", "--notify-keyspace-events", "KEA")
+                        for _ in range(3)]
+        r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
+                           [f"127.0.0.1:{n.port}" for n in self.servers] +
+                           ["--cluster-replicas", "0", "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for n in self.servers:
+            wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
+        # One key per master.
+        keys = {}
+        for i in range(1000):
+            slot = self.servers[0].cmd("CLUSTER", "KEYSLOT", f"c:{i}")
+            for n in self.servers:
+                ranges = [x for x in n.cmd("CLUSTER", "SLOTS")
+                          if x[2][1] == n.port and x[0] <= slot <= x[1]]
+                if ranges:
+                    keys.setdefault(n.port, f"c:{i}")
+            if len(keys) == 3:
+                break
+        env = rlock_env(RLOCK_REDIS_URL=self.servers[0].url)
+        lines = self.watch(sorted(keys.values()), env)
+        start = lines.next()
+        self.assertEqual((start["mode"], start["notify_keyspace_events"]), ("notifications", "AKE"))
+        for key in sorted(keys.values()):
+            self.assertEqual(lines.next()["key"], key)
+        for key in sorted(keys.values()):
+            token = run_rlock(["acquire", "--ttl", "30s", key], env=env).stdout.strip()
+            taken = lines.event("taken")[-1]
+            self.assertEqual((taken["key"], taken["token"]), (key, token))
+            run_rlock(["release", key, "--token", token], env=env)
+            released = lines.event("released")[-1]
+            self.assertEqual((released["key"], released["evidence"]), (key, "notification"))
+
+    def test_redlock_is_polled(self):
+        self.servers = [RedisServer("--notify-keyspace-events", "KEA") for _ in range(3)]
+        urls = [a for s in self.servers for a in ("--redis", s.url)]
+        env = rlock_env()
+        lines = self.watch(urls + [KEY], env)
+        start = lines.next()
+        self.assertEqual((start["mode"], start["reason"]),
+                         ("polling", "Redlock: each of its 3 servers would tell of its own copy "
+                                     "only"))
+        lines.next()
+        token = run_rlock(["acquire", "--ttl", "30s"] + urls + [KEY], env=env).stdout.strip()
+        self.assertEqual(lines.event("taken")[-1]["token"], token)
 
 
 class WatchBadInput(unittest.TestCase):
