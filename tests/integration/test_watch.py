@@ -5,14 +5,16 @@ the test's own server and without them (polling), and must read the same."""
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
 
-from harness import (RedisServer, RedisTestCase, free_port, rlock_env, run_rlock, server_binary,
-                     start_rlock, stop_procs, wait_until)
+from harness import (REDIS_SENTINEL, RedisClient, RedisServer, RedisTestCase, free_port,
+                     rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
 
 KEY = "lock:life"
 
@@ -338,6 +340,42 @@ class WatchTopologies(unittest.TestCase):
             run_rlock(["release", key, "--token", token], env=env)
             released = lines.event("released")[-1]
             self.assertEqual((released["key"], released["evidence"]), (key, "notification"))
+
+    def test_sentinel_primary(self):
+        primary = RedisServer("--notify-keyspace-events", "KEA")
+        self.servers = [primary]
+        tmp = tempfile.mkdtemp(prefix="rlock-watch-sentinel-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        port = free_port()
+        conf = os.path.join(tmp, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {port}\nbind 127.0.0.1\ndir {tmp}\n"
+                    f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\n")
+        sentinel = subprocess.Popen([REDIS_SENTINEL or "redis-sentinel", conf],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(sentinel.wait)
+        self.addCleanup(sentinel.kill)
+
+        def knows_primary():
+            try:
+                c = RedisClient(port)
+                try:
+                    return c("SENTINEL", "get-master-addr-by-name", "mymaster")
+                finally:
+                    c.close()
+            except OSError:
+                return None
+        wait_until(knows_primary, 20, "the sentinel to know the primary")
+        env = rlock_env(RLOCK_REDIS_URL=f"redis-sentinel://127.0.0.1:{port}/mymaster")
+        lines = self.watch([KEY], env)
+        self.assertEqual(lines.next()["mode"], "notifications")
+        lines.next()
+        # No replica here: --min-replicas defaults to 1 behind Sentinel.
+        r = run_rlock(["acquire", "--min-replicas", "0", "--ttl", "30s", KEY], env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lines.event("taken")[-1]["token"], r.stdout.strip())
+        run_rlock(["release", KEY, "--token", r.stdout.strip()], env=env)
+        self.assertEqual(lines.event("released")[-1]["evidence"], "notification")
 
     def test_redlock_is_polled(self):
         self.servers = [RedisServer("--notify-keyspace-events", "KEA") for _ in range(3)]
