@@ -28,8 +28,10 @@ bool broke(const LockState& last, const LockState& now) {
 // Whether a holder (or a place) whose value was VALUE, with PTTL left SINCE ago, expired
 // rather than was released, and what says so. HINTS, the key's keyspace events since then,
 // tell it when there are any: the last del or expired (an earlier one may be stale, a message
-// that came after the read that showed its effect). Else the run's history entry, which `rlock
-// run` writes as it releases (a run that lost the lock says so). Else the time it had left.
+// that came after the read that showed its effect). Else the time it had left: gone before it
+// ran out, it was released; the run's history entry, which `rlock run` writes as it ends,
+// confirms a release, and tells of a lock lost (a holder frozen past its lease may take as
+// long to say so). A run that ended fine leaves a lock kept for --min-hold to expire.
 std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
                                  const std::optional<LockValue>& value, const LockState& now,
                                  Millis pttl, Millis since) {
@@ -37,13 +39,15 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
     if (*hint == "del") return {false, Evidence::notification};
     if (*hint == "expired" || *hint == "evicted") return {true, Evidence::notification};
   }
+  bool ran_out = pttl.count() >= 0 && pttl - since <= k_timing_margin;
   // A tombstone carries the broken holder's fence: its run's entry says "lost", but it was
   // the holder's rlock that ended the tombstone.
   if (value && value->fence && !value->broken && now.last_run &&
-      now.last_run->fence == *value->fence)
-    return {now.last_run->end == run_end_name(RunEnd::lost), Evidence::history};
-  if (pttl.count() < 0) return {false, Evidence::ttl};  // no expiry: only a delete ends it
-  return {pttl - since <= k_timing_margin, Evidence::ttl};
+      now.last_run->fence == *value->fence) {
+    if (now.last_run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
+    if (!ran_out) return {false, Evidence::history};
+  }
+  return {ran_out, Evidence::ttl};
 }
 
 // How many fences of holders seen a watch remembers: a run's history entry may come a look
@@ -83,10 +87,12 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     e.value = value;
     e.ttl = ttl;
   };
+  // The holders seen now first: a run's history entry can be there already while its lock is
+  // still held (--min-hold), and that run is no run unseen.
+  saw_fence(now.value);
+  for (const auto* places : {&now.semaphore, &now.shared})
+    for (const SemaphoreHolder& p : *places) saw_fence(p.value);
   auto remember = [&] {
-    saw_fence(now.value);
-    for (const auto* places : {&now.semaphore, &now.shared})
-      for (const SemaphoreHolder& p : *places) saw_fence(p.value);
     last_ = now;
     last_at_ = at;
   };
@@ -120,7 +126,13 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     }
   } else if (now.kind == LockState::Kind::held && last.pttl.count() >= 0 && now.pttl.count() >= 0) {
     Millis expected = last.pttl - since;
-    if (now.pttl > expected + k_timing_margin) {
+    // Its run's history entry is written as the run ends: a lock still held then is kept for
+    // --min-hold, with a last expiry and no renewal to wait for.
+    bool run_over = now.last_run && now.value && now.value->fence &&
+                    now.last_run->fence == *now.value->fence;
+    if (run_over) {
+      lease_ = Millis(0);
+    } else if (now.pttl > expected + k_timing_margin) {
       // Renewed since the last look; at the latest just now, so with this much left at least.
       Millis left = std::max(Millis(0), expected);
       if (renewal_late(left, now.pttl)) event(Kind::renewed_late).left = left;

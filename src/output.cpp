@@ -544,6 +544,14 @@ std::string evidence_text(WatchEvent::Evidence evidence) {
   return "";
 }
 
+// Whether the run of the holder E is about has ended well (its history entry is there), so
+// that its lock was kept for --min-hold.
+bool run_over(const WatchEvent& e) {
+  const auto& run = e.lock.last_run;
+  return run && e.value && e.value->fence && run->fence == *e.value->fence &&
+         run->end != run_end_name(RunEnd::lost);
+}
+
 // " after 12.3s": how long the holder of a release held the lock, when that is known.
 std::string held_for(Millis held) {
   return held.count() < 0 ? "" : " after " + format_duration(held);
@@ -599,6 +607,10 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
     if (tombstone)
       return paint(style, "31", "expired") + ": the tombstone of " + subject +
              " ended (its lease is over)" + evidence_text(e.evidence) + waiting_text(e.lock);
+    if (run_over(e))
+      return paint(style, "32", "expired") + ": " + subject +
+             " had ended its run, the lock was kept for --min-hold" + evidence_text(e.evidence) +
+             waiting_text(e.lock);
     return paint(style, "31", "expired") + ": " + subject + " stopped renewing" +
            (e.held.count() < 0 ? "" : ", it held the lock " + format_duration(e.held)) +
            evidence_text(e.evidence) + waiting_text(e.lock);

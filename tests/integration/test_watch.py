@@ -199,6 +199,17 @@ class WatchMixin:
         self.assertEqual(len(fences), 5)
         self.interrupt(lines)
 
+    def test_a_lock_kept_for_min_hold_expires_without_an_alarm(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        self.assertEqual(self.run_rlock(["run", "--min-hold", "2s", "--ttl", "2s", KEY, "--",
+                                         "true"]).returncode, 0)
+        events = lines.event("expired", timeout=10)
+        self.assertEqual([e["event"] for e in events], ["taken", "expired"])  # no "overdue"
+        self.assertEqual(events[-1]["holder"]["command"], "true")
+        self.interrupt(lines)
+
     def test_json_fields_are_all_there(self):
         lines = self.watch(KEY)
         lines.next()

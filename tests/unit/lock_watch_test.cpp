@@ -115,3 +115,25 @@ TEST_CASE("a run no look saw is told from its history entry") {
   logged.last_run = run;
   CHECK(w.look(logged, t0 + 1s, {}).empty());
 }
+
+TEST_CASE("a lock kept for --min-hold after its run is not overdue") {
+  TimePoint t0{};
+  LockWatch w;
+  (void)w.look(free_lock(), t0, {});
+  (void)w.look(held(k_token, 7, 30s), t0, {});
+  LockState kept = held(k_token, 7, 50s);  // renewed for the rest of --min-hold, then its entry
+  RunRecord run;
+  run.id = "1-0";
+  run.fence = 7;
+  run.end = run_end_name(RunEnd::exited);
+  kept.last_run = run;
+  CHECK(w.look(kept, t0 + 1s, {}).empty());
+  kept.pttl = 10s;
+  CHECK(w.look(kept, t0 + 41s, {}).empty());
+  CHECK_FALSE(w.due());
+  LockState gone = free_lock();
+  gone.last_run = run;
+  auto events = w.look(gone, t0 + 52s, {});
+  REQUIRE(kinds(events) == std::vector{Kind::expired});
+  CHECK(events[0].evidence == Evidence::ttl);
+}
