@@ -199,6 +199,27 @@ class WatchMixin:
         self.assertEqual(len(fences), 5)
         self.interrupt(lines)
 
+    def test_a_late_renewal(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        token = self.run_rlock(["acquire", "--ttl", "2s", KEY]).stdout.strip()
+        lines.event("taken")
+        overdue = lines.event("overdue")[-1]
+        self.assertLess(overdue["ttl_ms"], 1000)
+        self.assertEqual(self.run_rlock(["extend", KEY, "--token", token, "--ttl", "2s"])
+                         .returncode, 0)
+        late = lines.event("renewed_late")[-1]
+        self.assertLess(late["left_ms"], 1000)
+        self.assertGreater(late["lease_ms"], 1500)
+        self.assertEqual(late["token"], token)
+        # Renewed on time from now on: nothing to say.
+        self.assertEqual(self.run_rlock(["extend", KEY, "--token", token, "--ttl", "2s"])
+                         .returncode, 0)
+        self.run_rlock(["release", KEY, "--token", token])
+        self.assertEqual([e["event"] for e in lines.event("released")], ["released"])
+        self.interrupt(lines)
+
     def test_a_lock_kept_for_min_hold_expires_without_an_alarm(self):
         lines = self.watch(KEY)
         lines.next()
