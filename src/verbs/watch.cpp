@@ -5,6 +5,8 @@
 // It writes nothing to Redis.
 #include <poll.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <map>
 #include <random>
 
@@ -94,7 +96,9 @@ private:
         const Reply& r = config->front();
         // An ACL without +config, or CONFIG renamed (rename-command), as managed Redis does.
         if (r.type == Reply::Type::error)
-          return polling("CONFIG GET is not allowed: " + r.str.substr(0, r.str.find(' ')));
+          return polling(r.str.find("unknown command") != std::string::npos
+                             ? "CONFIG is renamed or disabled on this server"
+                             : "CONFIG GET is not allowed: " + r.str.substr(0, r.str.find(' ')));
         if (!r.is_array() || r.elements.size() < 2)
           return polling("CONFIG GET does not show notify-keyspace-events");
         config_value = r.elements[1].str;

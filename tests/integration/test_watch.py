@@ -409,6 +409,14 @@ class WatchTopologies(unittest.TestCase):
         run_rlock(["release", KEY, "--token", r.stdout.strip()], env=env)
         self.assertEqual(lines.event("released")[-1]["evidence"], "notification")
 
+    def test_config_renamed_polls(self):
+        server = RedisServer("--rename-command", "CONFIG", "")
+        self.servers = [server]
+        lines = Lines(start_rlock(["watch", KEY], env=rlock_env(server)))
+        self.procs.append(lines.proc)
+        self.assertEqual(lines.next(), "watching lock:life by polling every 250ms "
+                                       "(CONFIG is renamed or disabled on this server)")
+
     def test_redlock_is_polled(self):
         self.servers = [RedisServer("--notify-keyspace-events", "KEA") for _ in range(3)]
         urls = [a for s in self.servers for a in ("--redis", s.url)]
