@@ -13,7 +13,7 @@ _rlock() {
     local cur prev words cword
     _init_completion -n = || return
 
-    local verbs="run status inspect history check list acquire extend release reset-period config help"
+    local verbs="run status inspect history check watch list acquire extend release reset-period config help"
     local common="-u --redis --tls --config --prefix --password-file --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
@@ -121,7 +121,7 @@ _rlock() {
         config)
             COMPREPLY=($(compgen -W "-n --no-wait $run_settings --json $common" -- "$cur"))
             ;;
-        status | inspect | list | history)
+        status | inspect | list | history | watch)
             if [[ $cur == -* ]]; then
                 local extra="--json"
                 [[ $verb == history ]] && extra="--json -n --count"

@@ -1,7 +1,7 @@
 # fish completion for rlock(1)
 
 function __rlock_no_verb
-    not __fish_seen_subcommand_from run status inspect history check list acquire extend release reset-period config help
+    not __fish_seen_subcommand_from run status inspect history check watch list acquire extend release reset-period config help
 end
 
 complete -c rlock -f
@@ -10,6 +10,7 @@ complete -c rlock -n __rlock_no_verb -a status -d 'free, or held by whom'
 complete -c rlock -n __rlock_no_verb -a inspect -d 'everything about one lock'
 complete -c rlock -n __rlock_no_verb -a history -d 'the latest runs of a key'
 complete -c rlock -n __rlock_no_verb -a check -d 'whether a run of a key succeeded within a period'
+complete -c rlock -n __rlock_no_verb -a watch -d 'one line per change of the locks'
 complete -c rlock -n __rlock_no_verb -a list -d 'every lock that matches'
 complete -c rlock -n __rlock_no_verb -a acquire -d 'take the lock, print the token'
 complete -c rlock -n __rlock_no_verb -a extend -d 'renew a lock taken with acquire'
@@ -19,10 +20,10 @@ complete -c rlock -n __rlock_no_verb -a config -d 'print the effective configura
 complete -c rlock -n __rlock_no_verb -a help -d 'show the help of a command'
 complete -c rlock -n __rlock_no_verb -l version -d 'print version'
 complete -c rlock -s h -l help -d 'show help'
-complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect history check list acquire extend release reset-period config'
+complete -c rlock -n '__fish_seen_subcommand_from help' -a 'run status inspect history check watch list acquire extend release reset-period config'
 
 # Options of every verb, before it or after it
-set -l verbs '__fish_seen_subcommand_from run status inspect history check list acquire extend release reset-period config'
+set -l verbs '__fish_seen_subcommand_from run status inspect history check watch list acquire extend release reset-period config'
 complete -c rlock -s u -l redis -x -a 'redis:// rediss:// unix:// redis-sentinel://' -d 'Redis URL'
 complete -c rlock -l tls -d 'use TLS for redis:// URLs'
 complete -c rlock -l config -r -F -d 'config file'
@@ -70,8 +71,8 @@ complete -c rlock -n $waiting -l shared -d 'share the lock with other --shared h
 complete -c rlock -n $waiting -l fair -d 'serve waiters in arrival order'
 complete -c rlock -n $waiting -l min-replicas -x -d 'start once N replicas have the lock'
 
-# --json: status, inspect, history, check, list, acquire, config
-complete -c rlock -n '__fish_seen_subcommand_from status inspect history check list acquire config' -l json -d 'print one JSON document'
+# --json: status, inspect, history, check, watch, list, acquire, config
+complete -c rlock -n '__fish_seen_subcommand_from status inspect history check watch list acquire config' -l json -d 'print one JSON document'
 
 # extend, release
 complete -c rlock -n '__fish_seen_subcommand_from extend release' -l token -x -d 'token from acquire'

@@ -228,6 +228,11 @@ const PlainOption k_plain_options[] = {
        if (line.named("--json"))
          app->add_flag("--json", line.json, "print one JSON document (fields in rlock(1))");
      }},
+    {"json lines",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("--json"))
+         app->add_flag("--json", line.json, "print one JSON object a line (fields in rlock(1))");
+     }},
     {"count",
      [](CLI::App* app, CommandLine& line) {
        app->add_option("-n,--count", line.count, "how many runs (default 10)")
@@ -295,6 +300,7 @@ constexpr OptionRef k_json[] = {{"json"}};
 // Each command's own options.
 constexpr OptionRef k_run_args[] = {{"KEY"}, {"command"}};
 constexpr OptionRef k_status_args[] = {{"KEY..."}, {"json"}};
+constexpr OptionRef k_watch_args[] = {{"KEY..."}, {"json lines"}};
 constexpr OptionRef k_key_json[] = {{"KEY"}, {"json"}};
 constexpr OptionRef k_history_args[] = {{"KEY"}, {"count"}, {"json"}};
 constexpr OptionRef k_check_args[] = {
@@ -362,6 +368,14 @@ int run_check(const Invocation& in) {
   CheckOptions options{in.key(), in.line.every, every_period(in.line), in.resolved.run.tz,
                        in.line.json};
   return check_verb(in.resolved.global, options);
+}
+
+// A key watched twice would print each of its changes twice.
+void check_watch(const CommandLine& line, const std::vector<std::string>&) {
+  for (size_t i = 0; i < line.keys.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (line.keys[i] == line.keys[j])
+        throw usage_error("KEY '" + line.keys[i] + "' is given twice");
 }
 
 // What only `run` can get wrong, checked before any setting is read.
@@ -438,6 +452,23 @@ constexpr Command k_commands[] = {
      "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
      [](const CommandLine& line, const std::vector<std::string>&) { (void)every_period(line); },
      run_check},
+    {"watch",
+     "one line per change of the locks, until interrupted",
+     "KEY...",
+     {k_watch_args, k_connection},
+     "Tells each change of the locks as it happens: taken (by whom), renewed late,\n"
+     "released, expired, broken, waiters queued, places of a semaphore or shared lock.\n"
+     "Keyspace notifications when the server sends them (notify-keyspace-events\n"
+     "with K and g$xz, or KA; never changed by rlock), else polling every 250ms: the\n"
+     "first line says which. Writes nothing to Redis. Ctrl-C or SIGTERM ends it.\n"
+     "Exit status: 0 ended by a signal; 69 Redis unreachable at the start, or it refused "
+     "us; 64 usage, 78 configuration, 125 rlock failed.",
+     check_watch,
+     [](const Invocation& in) {
+       std::vector<std::string> keys;
+       for (const auto& k : in.line.keys) keys.push_back(in.resolved.global.prefix + k);
+       return watch_verb(in.resolved.global, keys, in.line.json);
+     }},
     {"list",
      "every lock under the prefix that matches PATTERN",
      "[PATTERN]",

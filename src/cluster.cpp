@@ -138,6 +138,12 @@ public:
   std::string name() const override { return seed_->name(); }
   Millis command_timeout() const override { return seed_->command_timeout(); }
 
+  // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
+  // the key before this finds it); until then, the seed, which then holds every key.
+  Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
+    return route({"GET", key})->own_connection(key, deadline);
+  }
+
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
     if (slots_.empty()) {

@@ -193,7 +193,7 @@ short Connection::events() const {
 
 bool Connection::awaiting() const {
   if (phase_ == Phase::setting_up) return setup_left_ > 0;
-  return phase_ == Phase::up && unanswered_ > 0;
+  return phase_ == Phase::up && (unanswered_ > 0 || subscribed_);
 }
 
 TimePoint Connection::deadline(TimePoint deadline) const {
@@ -349,6 +349,12 @@ Result<Unit> Connection::take_reply(Reply reply) {
     if (setup_left_ == 0) phase_ = Phase::up;
     return Unit{};
   }
+  // A message of a subscription is no reply: it may come between the confirmations.
+  if (subscribed_ && reply.is_array() && reply.elements.size() >= 3 &&
+      (reply.elements[0].str == "message" || reply.elements[0].str == "pmessage")) {
+    messages_.push_back(std::move(reply));
+    return Unit{};
+  }
   --unanswered_;
   if (discard_ > 0) {
     if (--discard_ == 0) owing_since_.reset();
@@ -384,6 +390,41 @@ Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline,
   auto got = drive([&] { return inbox_.size() >= count; }, deadline, interrupt_fd);
   if (!got) return got.failure();
   return take(count);
+}
+
+Result<Unit> Connection::subscribe(const std::vector<std::string>& channels,
+                                   TimePoint deadline) {
+  subscribed_ = true;
+  std::vector<Argv> commands;
+  for (const std::string& channel : channels) commands.push_back({"SUBSCRIBE", channel});
+  auto confirmed = pipeline(commands, deadline);
+  if (!confirmed) return confirmed.failure();
+  for (const Reply& r : *confirmed)
+    if (r.type == Reply::Type::error)
+      return fail({Failure::Kind::server, endpoint_ + ": SUBSCRIBE: " + r.str,
+                   r.str.substr(0, r.str.find(' '))});
+  return Unit{};
+}
+
+Result<std::optional<Reply>> Connection::next_message(TimePoint deadline) {
+  short revents = 0;
+  for (;;) {
+    if (auto moved = advance(revents); !moved) return moved.failure();
+    if (!messages_.empty()) {
+      std::optional<Reply> message(std::move(messages_.front()));
+      messages_.pop_front();
+      return message;
+    }
+    pollfd p{socket(), events(), 0};
+    int n = ::poll(&p, 1, millis_until(this->deadline(deadline)));
+    if (n < 0 && errno != EINTR)
+      return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
+    if (n == 0) {
+      if (up()) return std::optional<Reply>();
+      return fail(timed_out());
+    }
+    revents = n > 0 ? p.revents : 0;
+  }
 }
 
 bool Connection::closed_while_idle() const {

@@ -63,6 +63,15 @@ public:
   Result<Unit> send(const std::vector<Argv>& commands, TimePoint deadline);
   Result<std::vector<Reply>> receive(size_t count, TimePoint deadline, int interrupt_fd = -1);
 
+  // Pub/sub, on a connection of its own (SUBSCRIBE takes it over: it serves no other command
+  // afterwards). Subscribes to each of CHANNELS, one command each, and waits for the server's
+  // confirmations; an error reply (an ACL that forbids a channel) is a Failure of kind server.
+  Result<Unit> subscribe(const std::vector<std::string>& channels, TimePoint deadline);
+  // The next message of the subscription, ["message", channel, payload], or nothing when none
+  // came by DEADLINE: that is no failure, and the connection stays up (a DEADLINE that has
+  // passed takes only what has arrived). A failure kills the connection, as with the others.
+  Result<std::optional<Reply>> next_message(TimePoint deadline);
+
   // The same without blocking, for driving several connections from one poll(): queue()
   // commands, poll the socket for events(), advance() on what poll() said (or 0) until
   // replies() holds their replies, then take() them. A failure of advance() kills the
@@ -142,6 +151,10 @@ private:
   size_t discard_ = 0;     // the first of them, abandoned: their replies are thrown away
   std::optional<TimePoint> owing_since_;
   std::vector<Reply> inbox_;  // replies not yet taken
+  // subscribe(): the server may send at any time, so there is always something to read, and
+  // what it sends unasked (messages) is kept apart from the replies to commands.
+  bool subscribed_ = false;
+  std::deque<Reply> messages_;
   std::unique_ptr<redisReader, void (*)(redisReader*)> reader_;
   TimePoint last_reply_ = Clock::now();  // when the last reply came: idle since then
 };

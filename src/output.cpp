@@ -565,3 +565,253 @@ void print_config(const RawSettings& settings, const std::optional<std::string>&
 }
 
 }  // namespace rlock
+
+namespace rlock {
+
+namespace {
+
+const char* watch_event_name(WatchEvent::Kind kind) {
+  switch (kind) {
+  case WatchEvent::Kind::state: return "state";
+  case WatchEvent::Kind::taken: return "taken";
+  case WatchEvent::Kind::renewed_late: return "renewed_late";
+  case WatchEvent::Kind::overdue: return "overdue";
+  case WatchEvent::Kind::released: return "released";
+  case WatchEvent::Kind::expired: return "expired";
+  case WatchEvent::Kind::broken: return "broken";
+  case WatchEvent::Kind::queued: return "queued";
+  case WatchEvent::Kind::dequeued: return "dequeued";
+  case WatchEvent::Kind::place_taken: return "place_taken";
+  case WatchEvent::Kind::place_released: return "place_released";
+  case WatchEvent::Kind::place_expired: return "place_expired";
+  }
+  return "";
+}
+
+const char* evidence_name(WatchEvent::Evidence evidence) {
+  switch (evidence) {
+  case WatchEvent::Evidence::none: return nullptr;
+  case WatchEvent::Evidence::notification: return "notification";
+  case WatchEvent::Evidence::history: return "history";
+  case WatchEvent::Evidence::ttl: return "ttl";
+  }
+  return nullptr;
+}
+
+// One line of watch: compact JSON, or the text after a timestamp.
+void print_watch_line(const json& j, const std::string& text, const OutputStyle& style) {
+  if (style.json) {
+    write_stdout(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+    return;
+  }
+  write_stdout(format_rfc3339(now_wall()) + "  " + text + "\n");
+}
+
+// "web-2 pid 4121 (report.sh)", or "another client (value "...")".
+std::string who(const std::optional<LockValue>& value, const std::string& raw) {
+  if (!value || (value->token.empty() && value->holder.host.empty()))
+    return "another client (value \"" + printable(raw, 40) + "\")";
+  return holder_text(value->holder);
+}
+
+// "free in 28.4s unless renewed"
+std::string free_in(Millis ttl) {
+  return ttl.count() < 0 ? "it never expires"
+                         : "free in " + format_duration(ttl) + " unless renewed";
+}
+
+// "; 2 waiting, first in line 3f2a9c41..." for a lock that has waiters.
+std::string waiting_text(const LockState& lock) {
+  if (lock.waiters <= 0) return "";
+  std::string first = first_waiter(lock);
+  return "; " + std::to_string(lock.waiters) + " waiting" +
+         (first.empty() ? "" : ", first in line " + first.substr(0, 8) + "...");
+}
+
+// How a release or an expiry was told from the other, when no keyspace event said.
+std::string evidence_text(WatchEvent::Evidence evidence) {
+  switch (evidence) {
+  case WatchEvent::Evidence::history: return " (as its run's history entry says)";
+  case WatchEvent::Evidence::ttl: return " (judged by the ttl it had left)";
+  case WatchEvent::Evidence::none:
+  case WatchEvent::Evidence::notification: break;
+  }
+  return "";
+}
+
+// Whether the run of the holder E is about has ended well (its history entry is there), so
+// that its lock was kept for --min-hold.
+bool run_over(const WatchEvent& e) {
+  const auto& run = e.lock.last_run;
+  return run && e.value && e.value->fence && run->fence == *e.value->fence &&
+         run->end != run_end_name(RunEnd::lost);
+}
+
+// " after 12.3s": how long the holder of a release held the lock, when that is known.
+std::string held_for(Millis held) {
+  return held.count() < 0 ? "" : " after " + format_duration(held);
+}
+
+// "2 places held (semaphore)", "1 shared holder"
+std::string places_text(const WatchEvent& e) {
+  size_t n = e.shared ? e.lock.shared.size() : e.lock.semaphore.size();
+  if (e.shared) return std::to_string(n) + (n == 1 ? " shared holder" : " shared holders");
+  return std::to_string(n) + (n == 1 ? " place" : " places") + " held (semaphore)";
+}
+
+std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
+  using Kind = WatchEvent::Kind;
+  const std::string subject = who(e.value, e.raw);
+  const bool tombstone = e.value && e.value->broken;
+  std::string renews =
+      e.lease.count() > 0 ? " (rlock renews with " + format_duration(e.lease * 2 / 3) + " left)"
+                          : "";
+  std::string fence =
+      e.value && e.value->fence ? ", fence " + std::to_string(*e.value->fence) : "";
+  // Taken: when it is free unless renewed; a run no look saw is gone already.
+  std::string until = e.evidence == WatchEvent::Evidence::history
+                          ? ", between two looks" + evidence_text(e.evidence)
+                          : "; " + free_in(e.ttl);
+  switch (e.kind) {
+  case Kind::state: {
+    std::string details = lock_details(e.lock);
+    // The details of a held lock say how many wait already.
+    std::string first = first_waiter(e.lock);
+    std::string waiting = details.find(" waiting") == std::string::npos ? waiting_text(e.lock)
+                          : first.empty() ? ""
+                                          : ", first in line " + first.substr(0, 8) + "...";
+    return state_word(e.lock, style) + (details.empty() ? "" : "  " + details) + waiting;
+  }
+  case Kind::taken:
+    return paint(style, "33", "taken") + " by " + subject + fence + until + waiting_text(e.lock);
+  case Kind::renewed_late:
+    return paint(style, "31", "renewed late") + " by " + subject + ": " +
+           format_duration(e.left) + " of its " + format_duration(e.lease) + " ttl left" +
+           renews;
+  case Kind::overdue:
+    return paint(style, "31", "overdue") + ": " + subject + " has not renewed, " +
+           format_duration(e.ttl) + " of its " + format_duration(e.lease) + " ttl left" + renews +
+           "; free then unless renewed" + waiting_text(e.lock);
+  case Kind::released:
+    if (tombstone)
+      return paint(style, "32", "released") + ": the broken holder " + subject +
+             " has stopped" + evidence_text(e.evidence) + waiting_text(e.lock);
+    return paint(style, "32", "released") + " by " + subject + held_for(e.held) +
+           evidence_text(e.evidence) + waiting_text(e.lock);
+  case Kind::expired:
+    if (tombstone)
+      return paint(style, "31", "expired") + ": the tombstone of " + subject +
+             " ended (its lease is over)" + evidence_text(e.evidence) + waiting_text(e.lock);
+    if (run_over(e))
+      return paint(style, "32", "expired") + ": " + subject +
+             " had ended its run, the lock was kept for --min-hold" + evidence_text(e.evidence) +
+             waiting_text(e.lock);
+    return paint(style, "31", "expired") + ": " + subject + " stopped renewing" +
+           (e.held.count() < 0 ? "" : ", it held the lock " + format_duration(e.held)) +
+           evidence_text(e.evidence) + waiting_text(e.lock);
+  case Kind::broken:
+    return paint(style, "31", "broken") + ": " + broken_text(*e.value, e.ttl) +
+           waiting_text(e.lock);
+  case Kind::queued:
+  case Kind::dequeued:
+    return std::string(e.kind == Kind::queued ? "queued" : "dequeued") + ": " +
+           std::to_string(e.lock.waiters) + " waiting (was " + std::to_string(e.was_waiters) +
+           ")" +
+           (first_waiter(e.lock).empty()
+                ? ""
+                : ", first in line " + first_waiter(e.lock).substr(0, 8) + "...");
+  case Kind::place_taken:
+    return std::string(e.shared ? "shared place taken" : "place taken") + " by " + subject +
+           fence + until + "; " + places_text(e) + waiting_text(e.lock);
+  case Kind::place_released:
+    return std::string(e.shared ? "shared place released" : "place released") + " by " +
+           subject + held_for(e.held) + evidence_text(e.evidence) + "; " + places_text(e) +
+           waiting_text(e.lock);
+  case Kind::place_expired:
+    return paint(style, "31", e.shared ? "shared place expired" : "place expired") + ": " +
+           subject + " stopped renewing" + evidence_text(e.evidence) + "; " + places_text(e) +
+           waiting_text(e.lock);
+  }
+  return "";
+}
+
+}  // namespace
+
+void print_watch_start(const std::vector<std::string>& keys, const WatchMode& mode,
+                       const OutputStyle& style) {
+  std::string names;
+  for (const std::string& k : keys) names += (names.empty() ? "" : ", ") + printable(k);
+  std::string text = "watching " + names + " by ";
+  if (mode.notifications)
+    text += "keyspace notifications (notify-keyspace-events \"" + printable(mode.config) + "\")";
+  else
+    text += "polling every " + format_duration(mode.interval) + " (" + mode.reason + ")";
+  if (!style.json) {
+    write_stdout(text + "\n");
+    return;
+  }
+  auto or_null = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
+  print_watch_line({{"event", "watching"},
+                    {"time", format_rfc3339(now_wall())},
+                    {"keys", keys},
+                    {"mode", mode.notifications ? "notifications" : "polling"},
+                    {"notify_keyspace_events", or_null(mode.config)},
+                    {"interval_ms", mode.interval.count()},
+                    {"reason", or_null(mode.reason)}},
+                   "", style);
+}
+
+void print_watch_event(const WatchEvent& e, const OutputStyle& style) {
+  if (!style.json) {
+    print_watch_line({}, printable(e.lock.key) + "  " + watch_text(e, style), style);
+    return;
+  }
+  using Kind = WatchEvent::Kind;
+  const LockValue* v = e.value ? &*e.value : nullptr;
+  bool places = e.kind == Kind::place_taken || e.kind == Kind::place_released ||
+                e.kind == Kind::place_expired;
+  std::string next = first_waiter(e.lock);
+  const char* evidence = evidence_name(e.evidence);
+  json j = {
+      {"event", watch_event_name(e.kind)},
+      {"time", format_rfc3339(now_wall())},
+      {"key", e.lock.key},
+      {"state", state_name(e.lock.kind)},
+      {"type", e.lock.kind == LockState::Kind::not_a_lock ? json(e.lock.type) : json(nullptr)},
+      {"holder", v ? holder_json(v->holder) : json(nullptr)},
+      {"token", v && !v->token.empty() ? json(v->token) : json(nullptr)},
+      {"fence", v && v->fence ? json(*v->fence) : json(nullptr)},
+      {"acquired_at", v ? json(format_rfc3339(v->holder.since)) : json(nullptr)},
+      {"held_ms", e.held.count() >= 0 ? json(e.held.count()) : json(nullptr)},
+      {"broken", v ? broken_json(*v) : json(nullptr)},
+      {"value", e.raw.empty() ? json(nullptr) : json(e.raw)},
+      {"ttl_ms", e.ttl.count() >= 0 ? json(e.ttl.count()) : json(nullptr)},
+      {"lease_ms", e.lease.count() > 0 ? json(e.lease.count()) : json(nullptr)},
+      {"left_ms", e.kind == Kind::renewed_late ? json(e.left.count()) : json(nullptr)},
+      {"evidence", evidence ? json(evidence) : json(nullptr)},
+      {"shared", places ? json(e.shared) : json(nullptr)},
+      {"waiters", e.lock.waiters},
+      {"was_waiters", e.kind == Kind::queued || e.kind == Kind::dequeued ? json(e.was_waiters)
+                                                                          : json(nullptr)},
+      {"next_waiter", next.empty() ? json(nullptr) : json(next)},
+  };
+  if (e.kind == Kind::state) j["lock"] = lock_json(e.lock, false);
+  print_watch_line(j, "", style);
+}
+
+void print_watch_unreachable(const std::string& message, const OutputStyle& style) {
+  print_watch_line({{"event", "unreachable"},
+                    {"time", format_rfc3339(now_wall())},
+                    {"error", message}},
+                   paint(style, "31", "Redis unreachable") + " (" + message + "); retrying",
+                   style);
+}
+
+void print_watch_reachable(Millis down, const OutputStyle& style) {
+  print_watch_line({{"event", "reachable"},
+                    {"time", format_rfc3339(now_wall())},
+                    {"down_ms", down.count()}},
+                   "Redis answers again after " + format_duration(down), style);
+}
+
+}  // namespace rlock

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "duration.h"
 #include "lock_state.h"
+#include "lock_watch.h"
 #include "settings.h"
 
 namespace rlock {
@@ -51,6 +52,15 @@ void print_acquired(const std::string& key, const std::string& token, int64_t fe
 // config: each setting, its value and origin.
 void print_config(const RawSettings& settings, const std::optional<std::string>& config_file,
                   const OutputStyle& style);
+
+// watch: the first line, which says how it learns of changes to KEYS.
+void print_watch_start(const std::vector<std::string>& keys, const WatchMode& mode,
+                       const OutputStyle& style);
+// watch: one line per event, timestamped, or one JSON object a line.
+void print_watch_event(const WatchEvent& event, const OutputStyle& style);
+// watch: Redis stopped answering (MESSAGE says why), and answers again after DOWN.
+void print_watch_unreachable(const std::string& message, const OutputStyle& style);
+void print_watch_reachable(Millis down, const OutputStyle& style);
 
 // Writes TEXT to stdout; throws Error(k_exit_internal) when stdout is gone.
 void write_stdout(const std::string& text);

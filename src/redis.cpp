@@ -200,6 +200,16 @@ std::vector<Result<std::vector<Reply>>> Redis::broadcast(const std::vector<Argv>
   return {pipeline(commands, deadline)};
 }
 
+Result<OwnConnection> Redis::own_connection(const std::string&, TimePoint) {
+  return Failure{Failure::Kind::protocol, name() + ": no one server holds a key"};
+}
+
+Result<OwnConnection> NodeRedis::own_connection(const std::string&, TimePoint) {
+  auto started = Connection::start(url_, options_);
+  if (!started) return started.failure();
+  return OwnConnection{std::move(*started), url_.db, name()};
+}
+
 Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& f, TimePoint) {
   return f(*this);
 }

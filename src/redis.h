@@ -48,6 +48,13 @@ struct Enough {
 // The server's clock in ms since the epoch from a TIME reply; nothing when it is not one.
 std::optional<int64_t> server_time_ms(const Reply& time);
 
+// A connection of one's own to one server, for SUBSCRIBE, which takes a connection over.
+struct OwnConnection {
+  std::unique_ptr<Connection> connection;  // started; up once its first command is answered
+  int db = 0;        // the database its URL selects: keyspace channels name it
+  std::string name;  // the server (a redacted URL): which keys share it
+};
+
 class Redis {
 public:
   virtual ~Redis() = default;
@@ -84,6 +91,10 @@ public:
   // of a Cluster (and of each Redlock node).
   virtual Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                         TimePoint deadline);
+  // A new connection to the server that holds KEY (a Cluster's master of its slot, the primary
+  // Sentinel names), for keyspace notifications, which that server alone sends. Redlock's
+  // nodes each hold a copy: no one server does, and this fails (kind protocol).
+  virtual Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline);
 };
 
 // One server at URL, or a Redis Cluster reached through it: a MOVED reply switches to routing

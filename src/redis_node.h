@@ -17,6 +17,7 @@ public:
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override;
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override;
+  Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override;
   std::string name() const override { return url_.redacted(); }
   Millis command_timeout() const override { return options_.command_timeout; }
 

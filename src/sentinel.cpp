@@ -49,6 +49,12 @@ public:
   std::string name() const override { return url_.redacted; }
   Millis command_timeout() const override { return options_.command_timeout; }
 
+  Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
+    auto node = primary(deadline);
+    if (!node) return node.failure();
+    return (*node)->own_connection(key, deadline);
+  }
+
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
     auto node = primary(deadline);

@@ -26,6 +26,9 @@ int status_verb(const GlobalOptions& global, const std::vector<std::string>& key
 int inspect_verb(const GlobalOptions& global, const std::string& key, bool json);
 // history KEY: the latest COUNT runs, newest first.
 int history_verb(const GlobalOptions& global, const std::string& key, int count, bool json);
+// watch KEY...: one line (or JSON object) per change of the locks, until a signal ends it
+// (0); 69 when Redis cannot be reached at the start, or refuses us.
+int watch_verb(const GlobalOptions& global, const std::vector<std::string>& keys, bool json);
 // list [PATTERN]: every lock under the prefix that matches.
 int list_verb(const GlobalOptions& global, const std::string& pattern, bool json);
 // acquire KEY: takes the lock (waiting as OPTIONS say) and prints its token.

@@ -73,6 +73,7 @@ class CommandLine(RedisTestCase):
             ([f"--redis={self.server.url}", "--json", "list"], 0),
             (url + ["-v", "extend", "k", "--token", token], 0),
             (url + ["history", "k"], 0),
+            (url + ["watch", "--no-such-flag", "k"], 64),
             (url + ["--json", "config"], 0),
             (url + ["-q", "run", "-n", "k", "--", "true"], 75),
             (url + ["release", "k", "--token", token], 0),
@@ -110,8 +111,8 @@ class CommandLine(RedisTestCase):
     def test_help_and_version(self):
         r = self.run_rlock(["--help"])
         self.assertEqual(r.returncode, 0)
-        for command in ("run", "status", "inspect", "history", "list", "acquire", "extend",
-                        "release", "reset-period", "config", "help"):
+        for command in ("run", "status", "inspect", "history", "watch", "list", "acquire",
+                        "extend", "release", "reset-period", "config", "help"):
             self.assertRegex(r.stdout, rf"\n  {command} ")
         self.assertEqual(self.run_rlock(["help"]).stdout, r.stdout)
         r = self.run_rlock(["run", "--help"])

@@ -15,8 +15,8 @@ import unittest
 from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, wait_until
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run", "status", "inspect", "history", "check", "list", "acquire", "extend", "release",
-         "reset-period", "config", "help"]
+VERBS = ["run", "status", "inspect", "history", "check", "watch", "list", "acquire", "extend",
+         "release", "reset-period", "config", "help"]
 
 
 def read(rel):
@@ -130,7 +130,7 @@ class Docs(unittest.TestCase):
         # is among those its help names.
         down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
         token = "0" * 32
-        cases = {"run": ["k", "--", "true"], "status": ["k"], "inspect": ["k"],
+        cases = {"run": ["k", "--", "true"], "status": ["k"], "inspect": ["k"], "watch": ["k"],
                  "history": ["k"], "list": [], "acquire": ["k"], "extend": ["k", "--token", token],
                  "release": ["k", "--token", token], "reset-period": ["k", "--once-per", "day"],
                  "check": ["k", "--every", "1d"]}
@@ -303,6 +303,21 @@ class Examples(unittest.TestCase):
         wait_until(lambda: self.server.cmd("GET", key), 10, f"{host} holding {key}")
         return holder
 
+    def watch_briefly(self, args, env):
+        """rlock watch runs until interrupted: its first two lines (how it watches, the lock's
+        state), then Ctrl-C, which ends it with 0."""
+        import threading
+        proc = start_rlock(args, env=env)
+        timer = threading.Timer(30, proc.kill)  # a deadline for the reads below
+        timer.start()
+        try:
+            lines = proc.stdout.readline() + proc.stdout.readline()
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            timer.cancel()
+        return subprocess.CompletedProcess(args, proc.returncode, lines + out, err)
+
     def test_every_example_runs_as_shown(self):
         examples = self.examples()
         self.assertGreater(len(examples), 25)
@@ -325,7 +340,10 @@ class Examples(unittest.TestCase):
             if "-c" in args:
                 args[args.index("-c") + 1] = "true"
             holder = self.holder_for(example, env)
-            r = run_rlock(args, env=env, timeout=30)
+            if args[0] == "watch":
+                r = self.watch_briefly(args, env)
+            else:
+                r = run_rlock(args, env=env, timeout=30)
             if holder:
                 os.killpg(holder.pid, signal.SIGTERM)
                 holder.wait(timeout=10)

@@ -1,0 +1,247 @@
+// rlock watch KEY...: one line (or JSON object) per change of the locks, until interrupted.
+// It learns of changes from keyspace notifications when the server sends them for what a lock
+// is made of (notify-keyspace-events, read and never changed), else by polling; either way it
+// reads the locks again (read_locks: one round trip) and tells what changed (lock_watch.h).
+// It writes nothing to Redis.
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <random>
+
+#include "connection.h"
+#include "lock.h"
+#include "lock_watch.h"
+#include "output.h"
+#include "signals.h"
+#include "verbs/verbs.h"
+#include "wait.h"
+
+namespace rlock {
+
+namespace {
+
+// The classes of notify-keyspace-events a watch needs, that CONFIG_VALUE lacks: K (keyspace
+// channels, which are per key; keyevent channels, E, are per event and would bring every
+// such event of the server to filter), g (del, expire), $ (set), x (expired) and z (the
+// queue's and the places' zadd and zrem). 'A' stands for "g$lshzxetd".
+std::string missing_classes(const std::string& config_value) {
+  std::string missing;
+  for (char c : std::string("Kg$xz")) {
+    bool in_all = c != 'K' && config_value.find('A') != std::string::npos;
+    if (!in_all && config_value.find(c) == std::string::npos) missing += c;
+  }
+  return missing;
+}
+
+// A channel of a subscription: which watched lock it is about, and whether it is the lock's
+// key itself (whose events tell a release from an expiry) or one of its helper keys.
+struct Channel {
+  size_t lock;
+  bool lock_key;
+};
+
+// The subscription on one server: a connection of its own, and the channels of the keys
+// that server holds (all of them but on a Cluster).
+struct Subscription {
+  std::string server;
+  std::unique_ptr<Connection> connection;
+  std::map<std::string, Channel> channels;
+};
+
+class Watcher {
+public:
+  Watcher(Redis& redis, std::vector<std::string> keys, bool json, SignalEvents& signals)
+      : redis_(redis), keys_(std::move(keys)), style_(output_style(json)), signals_(signals),
+        watches_(keys_.size()), hints_(keys_.size()) {}
+
+  int run() {
+    // A first read finds out whether Redis answers (and teaches a Cluster client its slots,
+    // which say where to subscribe).
+    auto first = read_locks(redis_, keys_);
+    if (!first) return unavailable(first.failure());
+    auto mode = listen();
+    if (!mode) return unavailable(mode.failure());
+    mode_ = *mode;
+    print_watch_start(keys_, mode_, style_);
+    // Read again: a change between the first read and the subscription is in this one.
+    if (auto read = read_and_tell(); !read) {
+      if (auto end = ride_out(read.failure())) return *end;
+    }
+    for (;;) {
+      if (auto end = wait_for_news()) return *end;
+    }
+  }
+
+private:
+  // Sets up keyspace notifications on the server of each key, or says why it polls instead.
+  // A failure: the server did not answer.
+  Result<WatchMode> listen() {
+    subscriptions_.clear();
+    if (redis_.node_count() > 1)
+      return polling("Redlock: each of its " + std::to_string(redis_.node_count()) +
+                     " servers would tell of its own copy only");
+    TimePoint deadline = Clock::now() + redis_.command_timeout();
+    std::string config_value;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      auto own = redis_.own_connection(keys_[i], deadline);
+      if (!own) return own.failure();
+      auto sub = std::find_if(subscriptions_.begin(), subscriptions_.end(),
+                              [&](const Subscription& s) { return s.server == own->name; });
+      if (sub == subscriptions_.end()) {
+        auto config =
+            own->connection->pipeline({{"CONFIG", "GET", "notify-keyspace-events"}}, deadline);
+        if (!config) return config.failure();
+        const Reply& r = config->front();
+        // An ACL without +config, or CONFIG renamed (rename-command), as managed Redis does.
+        if (r.type == Reply::Type::error)
+          return polling(r.str.find("unknown command") != std::string::npos
+                             ? "CONFIG is renamed or disabled on this server"
+                             : "CONFIG GET is not allowed: " + r.str.substr(0, r.str.find(' ')));
+        if (!r.is_array() || r.elements.size() < 2)
+          return polling("CONFIG GET does not show notify-keyspace-events");
+        config_value = r.elements[1].str;
+        if (config_value.empty()) return polling("keyspace notifications are off on this server");
+        if (std::string missing = missing_classes(config_value); !missing.empty())
+          return polling("notify-keyspace-events \"" + config_value + "\" lacks " + missing);
+        subscriptions_.push_back({own->name, std::move(own->connection), {}});
+        sub = subscriptions_.end() - 1;
+      }
+      std::string prefix = "__keyspace@" + std::to_string(own->db) + "__:";
+      sub->channels[prefix + keys_[i]] = {i, true};
+      // The queue (waiters), a semaphore's and a shared lock's places. The waiters' liveness
+      // zset changes at each --fair waiter's look (twice a second): the queue's own expiry,
+      // renewed at the same time, is event enough.
+      for (const char* helper : {"queue", "sem", "shared"})
+        sub->channels[prefix + helper_key(keys_[i], helper)] = {i, false};
+    }
+    for (Subscription& sub : subscriptions_) {
+      std::vector<std::string> channels;
+      for (const auto& [channel, _] : sub.channels) channels.push_back(channel);
+      auto subscribed = sub.connection->subscribe(channels, deadline);
+      if (!subscribed && subscribed.failure().kind == Failure::Kind::server)
+        return polling("SUBSCRIBE is not allowed: " + subscribed.failure().code);
+      if (!subscribed) return subscribed.failure();
+    }
+    return WatchMode{true, config_value, "", k_watch_reread_interval};
+  }
+
+  WatchMode polling(std::string reason) {
+    subscriptions_.clear();
+    return WatchMode{false, "", std::move(reason), k_watch_poll_interval};
+  }
+
+  // Reads every lock and prints what changed since the last read.
+  Result<Unit> read_and_tell() {
+    auto locks = read_locks(redis_, keys_);
+    if (!locks) return locks.failure();
+    TimePoint at = Clock::now();
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      for (const WatchEvent& e : watches_[i].look((*locks)[i], at, hints_[i]))
+        print_watch_event(e, style_);
+      hints_[i].clear();
+    }
+    next_read_ = at + mode_.interval;
+    return Unit{};
+  }
+
+  // Waits for a message, a signal, or the time of the next read, and acts on it. Returns the
+  // exit status when the watch is over.
+  std::optional<int> wait_for_news() {
+    TimePoint wake = next_read_;
+    for (const LockWatch& w : watches_)
+      if (auto due = w.due()) wake = std::min(wake, *due);
+    std::vector<pollfd> fds{{signals_.fd(), POLLIN, 0}};
+    for (const Subscription& sub : subscriptions_)
+      fds.push_back({sub.connection->socket(), POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), millis_until(wake));
+    if (n < 0 && errno != EINTR) throw Error(k_exit_internal, errno_message("poll"));
+    if (signals_.next()) return k_exit_ok;
+    bool heard = false;
+    for (size_t i = 0; n > 0 && i < subscriptions_.size(); ++i) {
+      if (!fds[i + 1].revents) continue;
+      Subscription& sub = subscriptions_[i];
+      for (;;) {
+        auto message = sub.connection->next_message(Clock::now());
+        if (!message) return ride_out(message.failure());
+        if (!*message) break;
+        hear(sub, **message);
+        heard = true;
+      }
+    }
+    if (!heard && Clock::now() < wake) return std::nullopt;
+    if (auto read = read_and_tell(); !read) return ride_out(read.failure());
+    return std::nullopt;
+  }
+
+  // A keyspace message: ["message", "__keyspace@0__:KEY", "del"].
+  void hear(const Subscription& sub, const Reply& message) {
+    auto channel = sub.channels.find(message.elements[1].str);
+    if (channel != sub.channels.end() && channel->second.lock_key)
+      hints_[channel->second.lock].push_back(message.elements[2].str);
+  }
+
+  // Redis stopped answering (FAILURE): one line, then tries again with backoff until it
+  // answers, and goes on with what changed meanwhile. Returns the exit status when the watch
+  // is over: a signal, or a refusal that trying again will not change.
+  std::optional<int> ride_out(const Failure& failure) {
+    if (!worth_retrying(failure)) return unavailable(failure);
+    print_watch_unreachable(failure.message, style_);
+    subscriptions_.clear();
+    TimePoint since = Clock::now();
+    Millis backoff = k_backoff_first;
+    std::minstd_rand random(static_cast<unsigned>(since.time_since_epoch().count()));
+    for (;;) {
+      // Half the step, plus up to as much again at random, as wait.cpp does.
+      std::uniform_int_distribution<int64_t> jitter(0, backoff.count() / 2);
+      pollfd p{signals_.fd(), POLLIN, 0};
+      ::poll(&p, 1, static_cast<int>(backoff.count() / 2 + jitter(random)));
+      if (signals_.next()) return k_exit_ok;
+      backoff = std::min(backoff * 2, k_backoff_cap);
+      auto mode = listen();
+      if (!mode) {
+        if (!worth_retrying(mode.failure())) return unavailable(mode.failure());
+        continue;
+      }
+      // Hints heard before the outage say nothing of what happened during it.
+      for (auto& hints : hints_) hints.clear();
+      bool changed = mode->notifications != mode_.notifications || mode->reason != mode_.reason;
+      mode_ = *mode;
+      auto locks = read_locks(redis_, keys_);
+      if (!locks) {
+        if (!worth_retrying(locks.failure())) return unavailable(locks.failure());
+        continue;
+      }
+      print_watch_reachable(std::chrono::duration_cast<Millis>(Clock::now() - since), style_);
+      if (changed) print_watch_start(keys_, mode_, style_);
+      TimePoint at = Clock::now();
+      for (size_t i = 0; i < keys_.size(); ++i)
+        for (const WatchEvent& e : watches_[i].look((*locks)[i], at, {}))
+          print_watch_event(e, style_);
+      next_read_ = at + mode_.interval;
+      return std::nullopt;
+    }
+  }
+
+  Redis& redis_;
+  const std::vector<std::string> keys_;
+  const OutputStyle style_;
+  SignalEvents& signals_;
+  WatchMode mode_;
+  std::vector<Subscription> subscriptions_;      // none when polling
+  std::vector<LockWatch> watches_;               // one per key
+  std::vector<std::vector<std::string>> hints_;  // per key: its events since the last read
+  TimePoint next_read_{};
+};
+
+}  // namespace
+
+int watch_verb(const GlobalOptions& global, const std::vector<std::string>& keys, bool json) {
+  // Before any connection: INT and TERM become events to read, not a death mid-line.
+  SignalEvents signals;
+  auto redis = connect_redis(global);
+  return Watcher(*redis, keys, json, signals).run();
+}
+
+}  // namespace rlock

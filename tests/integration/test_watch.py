@@ -1,0 +1,486 @@
+"""rlock watch: one line (or JSON object) per change of a lock, until interrupted. The same
+scripted lock life (acquire, extend, release; a lock left to expire; a waiter queued behind a
+holder whose lock is broken by force, then served) is watched with keyspace notifications on
+the test's own server and without them (polling), and must read the same."""
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from harness import (REDIS_SENTINEL, RedisClient, RedisServer, RedisTestCase, free_port,
+                     rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
+
+KEY = "lock:life"
+
+
+class Lines:
+    """The lines a process prints on stdout, read by a thread so that a test can wait for one
+    with a deadline."""
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.queue = queue.Queue()
+        self.seen = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.queue.put(line.rstrip("\n"))
+        self.queue.put(None)
+
+    def next(self, timeout=10):
+        try:
+            line = self.queue.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line in {timeout}s; seen: {self.seen}") from None
+        if line is None:
+            raise AssertionError(f"watch ended; seen: {self.seen}")
+        self.seen.append(line)
+        return line
+
+    def until(self, predicate, timeout=15, what="line"):
+        """Lines up to and including the first for which PREDICATE is true."""
+        deadline = time.monotonic() + timeout
+        out = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {what}; seen: {self.seen}")
+            line = self.next(left)
+            out.append(line)
+            if predicate(line):
+                return out
+
+
+class JsonLines(Lines):
+    def next(self, timeout=10):
+        return json.loads(super().next(timeout))
+
+    def event(self, kind, timeout=15):
+        """The events up to and including the first of KIND."""
+        return self.until(lambda e: e["event"] == kind, timeout, kind)
+
+
+class WatchMixin:
+    """The tests of both modes; a subclass sets NOTIFY (notify-keyspace-events) and MODE."""
+
+    NOTIFY = ""
+    MODE = ""
+
+    def setUp(self):
+        super().setUp()
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", self.NOTIFY)
+
+    def watch(self, *keys, json_lines=True):
+        proc = self.start(["watch"] + (["--json"] if json_lines else []) + list(keys))
+        return (JsonLines if json_lines else Lines)(proc)
+
+    def interrupt(self, lines, sig=signal.SIGINT):
+        lines.proc.send_signal(sig)
+        self.assertEqual(lines.proc.wait(timeout=10), 0)
+        self.assertEqual(lines.proc.stderr.read(), "")
+
+    def test_first_line_names_the_mode_and_sigint_ends_it_with_0(self):
+        lines = self.watch(KEY, "lock:other", json_lines=False)
+        first = lines.next()
+        if self.MODE == "notifications":
+            self.assertEqual(first, 'watching lock:life, lock:other by keyspace notifications '
+                                    f'(notify-keyspace-events "{self.server_config()}")')
+        else:
+            self.assertEqual(first, "watching lock:life, lock:other by polling every 250ms "
+                                    "(keyspace notifications are off on this server)")
+        self.assertRegex(lines.next(), r"^\d{4}-\d\d-\d\dT[\d:.]+Z  lock:life  free$")
+        self.assertRegex(lines.next(), r"  lock:other  free$")
+        token = self.run_rlock(["acquire", "--ttl", "30s", KEY]).stdout.strip()
+        taken = lines.next()
+        self.assertRegex(taken, r"  lock:life  taken by \S+ pid \d+ \(\w+\), fence \d+; "
+                                r"free in [\d.]+s unless renewed$")
+        self.run_rlock(["release", KEY, "--token", token])
+        released = lines.next()
+        self.assertIn("  lock:life  released by ", released)
+        if self.MODE == "polling":
+            self.assertIn("(judged by the ttl it had left)", released)
+        self.interrupt(lines)
+
+    def server_config(self):
+        return self.server.cmd("CONFIG", "GET", "notify-keyspace-events")[1]
+
+    def test_scripted_lock_life(self):
+        lines = self.watch(KEY)
+        start = lines.next()
+        self.assertEqual(start["event"], "watching")
+        self.assertEqual(start["mode"], self.MODE)
+        self.assertEqual(start["keys"], [KEY])
+        state = lines.next()
+        self.assertEqual((state["event"], state["state"], state["key"]), ("state", "free", KEY))
+
+        # acquire, extend, release by token
+        r = self.run_rlock(["acquire", "--ttl", "30s", "--json", KEY])
+        acquired = json.loads(r.stdout)
+        taken = lines.event("taken")[-1]
+        self.assertEqual((taken["token"], taken["fence"]), (acquired["token"], acquired["fence"]))
+        self.assertEqual(taken["holder"]["pid"], os.getpid())
+        self.assertGreater(taken["ttl_ms"], 25000)
+        self.assertEqual(taken["state"], "held")
+        self.assertEqual(self.run_rlock(["extend", KEY, "--token", acquired["token"],
+                                         "--ttl", "30s"]).returncode, 0)
+        self.run_rlock(["release", KEY, "--token", acquired["token"]])
+        released = lines.event("released")
+        self.assertEqual([e["event"] for e in released], ["released"])  # an extend is no news
+        self.assertEqual(released[-1]["token"], acquired["token"])
+        self.assertEqual(released[-1]["state"], "free")
+        self.assertEqual(released[-1]["evidence"],
+                         "notification" if self.MODE == "notifications" else "ttl")
+        self.assertGreaterEqual(released[-1]["held_ms"], 0)
+
+        # a lock left to expire: its renewal is overdue at half its ttl, then it expires
+        self.run_rlock(["acquire", "--ttl", "1s", KEY])
+        self.assertEqual(lines.event("taken")[-1]["lease_ms"] > 500, True)
+        expiry = lines.event("expired", timeout=10)
+        # "overdue" at half the ttl, unless this host was too slow to look by then
+        self.assertEqual([e["event"] for e in expiry if e["event"] != "overdue"], ["expired"])
+        self.assertEqual(expiry[-1]["evidence"],
+                         "notification" if self.MODE == "notifications" else "ttl")
+
+        # a waiter queued behind a holder whose lock is broken by force, then served
+        holder = self.start(["run", "--ttl", "3s", KEY, "--", "sleep", "30"])
+        self.assertEqual(lines.event("taken")[-1]["holder"]["command"], "sleep")
+        waiter = self.start(["run", "--wait", "10s", "--fair", KEY, "--", "true"])
+        queued = lines.event("queued")[-1]
+        self.assertEqual((queued["waiters"], queued["was_waiters"]), (1, 0))
+        self.assertEqual(len(queued["next_waiter"]), 32)
+        r = self.run_rlock(["release", "--force", KEY])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        broken = lines.event("broken")[-1]
+        self.assertIn("@", broken["broken"]["by"])
+        self.assertEqual(broken["holder"]["command"], "sleep")
+        self.assertEqual(holder.wait(timeout=10), 76)  # it noticed, and stopped its command
+        self.assertEqual(waiter.wait(timeout=10), 0)
+        rest = lines.until(lambda e: e["event"] == "released" and e["holder"]["command"] == "true",
+                           what="the waiter's release")
+        kinds = [e["event"] for e in rest]
+        self.assertEqual([k for k in kinds if k != "dequeued"], ["released", "taken", "released"])
+        self.assertIn("dequeued", kinds + [e["event"] for e in self.more(lines)])
+        self.assertTrue(rest[0]["broken"], rest[0])  # the tombstone's end: its holder stopped
+        self.assertEqual(rest[0]["evidence"],
+                         "notification" if self.MODE == "notifications" else "ttl")
+        self.interrupt(lines, signal.SIGTERM)
+
+    def more(self, lines):
+        """The events printed within half a second (one that may come in the next look)."""
+        out = []
+        try:
+            while True:
+                out.append(lines.next(0.5))
+        except AssertionError:
+            return out
+
+    def test_short_runs_are_all_told(self):
+        # A run of `true` takes the lock and gives it back within milliseconds, mostly between
+        # two polls: its history entry tells of it then.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        fences = set()
+        for _ in range(5):
+            r = self.run_rlock(["run", KEY, "--", "true"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            events = lines.event("released", timeout=5)
+            self.assertEqual([e["event"] for e in events], ["taken", "released"])
+            self.assertEqual(events[0]["fence"], events[1]["fence"])
+            self.assertEqual(events[1]["holder"]["command"], "true")
+            fences.add(events[1]["fence"])
+        self.assertEqual(len(fences), 5)
+        self.interrupt(lines)
+
+    def test_a_late_renewal(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        token = self.run_rlock(["acquire", "--ttl", "4s", KEY]).stdout.strip()
+        lines.event("taken")
+        overdue = lines.event("overdue")[-1]
+        self.assertLess(overdue["ttl_ms"], 2000)
+        self.assertEqual(self.run_rlock(["extend", KEY, "--token", token, "--ttl", "4s"])
+                         .returncode, 0)
+        late = lines.event("renewed_late")[-1]
+        self.assertLess(late["left_ms"], 2000)
+        self.assertGreater(late["lease_ms"], 3000)
+        self.assertEqual(late["token"], token)
+        # Renewed on time from now on: nothing to say.
+        self.assertEqual(self.run_rlock(["extend", KEY, "--token", token, "--ttl", "4s"])
+                         .returncode, 0)
+        self.run_rlock(["release", KEY, "--token", token])
+        self.assertEqual([e["event"] for e in lines.event("released")], ["released"])
+        self.interrupt(lines)
+
+    def test_a_lock_kept_for_min_hold_expires_without_an_alarm(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        self.assertEqual(self.run_rlock(["run", "--min-hold", "2s", "--ttl", "2s", KEY, "--",
+                                         "true"]).returncode, 0)
+        events = lines.event("expired", timeout=10)
+        self.assertEqual([e["event"] for e in events], ["taken", "expired"])  # no "overdue"
+        self.assertEqual(events[-1]["holder"]["command"], "true")
+        self.interrupt(lines)
+
+    def test_json_fields_are_all_there(self):
+        lines = self.watch(KEY)
+        lines.next()
+        state = lines.next()
+        self.assertIn("lock", state)
+        self.run_rlock(["acquire", "--ttl", "30s", KEY])
+        taken = lines.event("taken")[-1]
+        for field in ("event", "time", "key", "state", "type", "holder", "token", "fence",
+                      "acquired_at", "held_ms", "broken", "value", "ttl_ms", "lease_ms",
+                      "left_ms", "evidence", "shared", "waiters", "was_waiters", "next_waiter"):
+            self.assertIn(field, taken)
+        self.assertRegex(taken["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(set(taken["holder"]), {"host", "pid", "user", "command"})
+        self.assertTrue(taken["value"].startswith("rlock/1 "))
+        self.interrupt(lines)
+
+    def test_writes_nothing_to_redis(self):
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+        lines = self.watch(KEY, "lock:{tagged}:x")
+        lines.next()
+        lines.next()
+        lines.next()
+        # A change the watch reads the locks for, made and undone by the test itself.
+        self.server.cmd("SET", KEY, "another-program", "PX", "60000")
+        lines.event("taken")
+        self.server.cmd("DEL", KEY)
+        lines.event("released")
+        self.interrupt(lines)
+        self.assertEqual(self.server.cmd("KEYS", "*"), [])
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+    def test_semaphore_places(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        first = self.start(["run", "--limit", "2", KEY, "--", "sleep", "30"])
+        taken = lines.event("place_taken")[-1]
+        self.assertEqual((taken["state"], taken["shared"]), ("semaphore", False))
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=10)
+        freed = lines.event("place_released")[-1]
+        self.assertEqual(freed["state"], "free")
+        self.interrupt(lines)
+
+    def test_redis_restart_is_one_line_and_the_watch_goes_on(self):
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        self.server.kill()
+        self.assertEqual(lines.event("unreachable")[-1]["event"], "unreachable")
+        self.server.start(port=self.server.port)
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", self.NOTIFY)
+        self.server.cmd("SET", KEY, "another-program", "PX", "60000")
+        events = lines.event("taken")
+        kinds = [e["event"] for e in events]
+        self.assertEqual(kinds[0], "reachable")
+        self.assertNotIn("unreachable", kinds)  # one line for the whole outage
+        self.assertEqual(events[-1]["state"], "foreign")
+        self.interrupt(lines)
+
+
+class WatchWithNotifications(WatchMixin, RedisTestCase):
+    NOTIFY = "KEA"
+    MODE = "notifications"
+
+    def test_without_the_classes_it_needs_it_polls_and_says_why(self):
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "Ex")
+        lines = self.watch(KEY, json_lines=False)
+        self.assertEqual(lines.next(), 'watching lock:life by polling every 250ms '
+                                       '(notify-keyspace-events "xE" lacks Kg$z)')
+        self.interrupt(lines)
+        self.assertEqual(self.server_config(), "xE")  # never changed
+
+    def test_config_get_refused_by_acl_polls(self):
+        self.server.cmd("ACL", "SETUSER", "watcher", "on", ">pw", "~*", "&*", "+@all",
+                        "-config")
+        env = rlock_env(RLOCK_REDIS_URL=f"redis://watcher:pw@127.0.0.1:{self.server.port}")
+        proc = start_rlock(["watch", KEY], env=env)
+        self.procs.append(proc)
+        lines = Lines(proc)
+        self.assertEqual(lines.next(), "watching lock:life by polling every 250ms "
+                                       "(CONFIG GET is not allowed: NOPERM)")
+        self.interrupt(lines)
+
+
+class WatchByPolling(WatchMixin, RedisTestCase):
+    NOTIFY = ""
+    MODE = "polling"
+
+
+class WatchTopologies(unittest.TestCase):
+    """A Cluster's keys are watched on the master of each one's slot; Redlock is polled."""
+
+    def setUp(self):
+        self.servers, self.procs = [], []
+
+    def tearDown(self):
+        stop_procs(self.procs)
+        for s in self.servers:
+            s.stop()
+
+    def watch(self, args, env):
+        proc = start_rlock(["watch", "--json"] + args, env=env)
+        self.procs.append(proc)
+        return JsonLines(proc)
+
+    def test_cluster_keys_on_three_masters(self):
+        self.servers = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
+                                    "nodes.conf", "--notify-keyspace-events", "KEA")
+                        for _ in range(3)]
+        r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
+                           [f"127.0.0.1:{n.port}" for n in self.servers] +
+                           ["--cluster-replicas", "0", "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        for n in self.servers:
+            wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
+        # One key per master.
+        keys = {}
+        for i in range(1000):
+            slot = self.servers[0].cmd("CLUSTER", "KEYSLOT", f"c:{i}")
+            for n in self.servers:
+                ranges = [x for x in n.cmd("CLUSTER", "SLOTS")
+                          if x[2][1] == n.port and x[0] <= slot <= x[1]]
+                if ranges:
+                    keys.setdefault(n.port, f"c:{i}")
+            if len(keys) == 3:
+                break
+        env = rlock_env(RLOCK_REDIS_URL=self.servers[0].url)
+        lines = self.watch(sorted(keys.values()), env)
+        start = lines.next()
+        self.assertEqual((start["mode"], start["notify_keyspace_events"]), ("notifications", "AKE"))
+        for key in sorted(keys.values()):
+            self.assertEqual(lines.next()["key"], key)
+        for key in sorted(keys.values()):
+            token = run_rlock(["acquire", "--ttl", "30s", key], env=env).stdout.strip()
+            taken = lines.event("taken")[-1]
+            self.assertEqual((taken["key"], taken["token"]), (key, token))
+            run_rlock(["release", key, "--token", token], env=env)
+            released = lines.event("released")[-1]
+            self.assertEqual((released["key"], released["evidence"]), (key, "notification"))
+
+    def test_sentinel_primary(self):
+        primary = RedisServer("--notify-keyspace-events", "KEA")
+        self.servers = [primary]
+        tmp = tempfile.mkdtemp(prefix="rlock-watch-sentinel-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        port = free_port()
+        conf = os.path.join(tmp, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {port}\nbind 127.0.0.1\ndir {tmp}\n"
+                    f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\n")
+        sentinel = subprocess.Popen([REDIS_SENTINEL or "redis-sentinel", conf],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(sentinel.wait)
+        self.addCleanup(sentinel.kill)
+
+        def knows_primary():
+            try:
+                c = RedisClient(port)
+                try:
+                    return c("SENTINEL", "get-master-addr-by-name", "mymaster")
+                finally:
+                    c.close()
+            except OSError:
+                return None
+        wait_until(knows_primary, 20, "the sentinel to know the primary")
+        env = rlock_env(RLOCK_REDIS_URL=f"redis-sentinel://127.0.0.1:{port}/mymaster")
+        lines = self.watch([KEY], env)
+        self.assertEqual(lines.next()["mode"], "notifications")
+        lines.next()
+        # No replica here: --min-replicas defaults to 1 behind Sentinel.
+        r = run_rlock(["acquire", "--min-replicas", "0", "--ttl", "30s", KEY], env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(lines.event("taken")[-1]["token"], r.stdout.strip())
+        run_rlock(["release", KEY, "--token", r.stdout.strip()], env=env)
+        self.assertEqual(lines.event("released")[-1]["evidence"], "notification")
+
+    def test_config_renamed_polls(self):
+        server = RedisServer("--rename-command", "CONFIG", "")
+        self.servers = [server]
+        lines = Lines(start_rlock(["watch", KEY], env=rlock_env(server)))
+        self.procs.append(lines.proc)
+        self.assertEqual(lines.next(), "watching lock:life by polling every 250ms "
+                                       "(CONFIG is renamed or disabled on this server)")
+
+    def test_redlock_is_polled(self):
+        self.servers = [RedisServer("--notify-keyspace-events", "KEA") for _ in range(3)]
+        urls = [a for s in self.servers for a in ("--redis", s.url)]
+        env = rlock_env()
+        lines = self.watch(urls + [KEY], env)
+        start = lines.next()
+        self.assertEqual((start["mode"], start["reason"]),
+                         ("polling", "Redlock: each of its 3 servers would tell of its own copy "
+                                     "only"))
+        lines.next()
+        token = run_rlock(["acquire", "--ttl", "30s"] + urls + [KEY], env=env).stdout.strip()
+        self.assertEqual(lines.event("taken")[-1]["token"], token)
+
+
+class WatchBadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RedisServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_usage_errors_are_64_and_touch_nothing(self):
+        env = rlock_env(self.server)
+        before = self.server.cmd("INFO", "commandstats")
+        for args, says in ((["watch", "k", "k"], "KEY 'k' is given twice"),
+                           (["watch"], "KEY is required"),
+                           (["watch", "--no-such-flag", "k"], "unknown option '--no-such-flag'"),
+                           (["watch", "--ttl", "5s", "k"], "rlock watch takes no --ttl")):
+            r = run_rlock(args, env=env)
+            self.assertEqual((r.returncode, r.stdout), (64, ""), args)
+            self.assertIn(says, r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        # No command reached the server (INFO itself is counted, and only it).
+        after = self.server.cmd("INFO", "commandstats")
+        strip = lambda text: [l for l in text.splitlines() if not l.startswith("cmdstat_info")]
+        self.assertEqual(strip(before), strip(after))
+
+    def test_unreachable_at_start_is_69(self):
+        down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
+        r = run_rlock(["watch", "k"], env=down)
+        self.assertEqual((r.returncode, r.stdout), (69, ""))
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("cannot connect", r.stderr)
+
+    def test_options_before_the_verb_and_the_prefix(self):
+        env = rlock_env()  # only the flag names Redis
+        proc = start_rlock(["--redis", self.server.url, "--prefix", "p:", "watch", "--json", "k"],
+                           env=env)
+        try:
+            lines = JsonLines(proc)
+            self.assertEqual(lines.next()["keys"], ["p:k"])
+            self.assertEqual(lines.next()["key"], "p:k")
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(timeout=10), 0)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
