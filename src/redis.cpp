@@ -263,7 +263,14 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   };
   auto noscript = [](const Result<Reply>& r) { return !r && r.failure().code == "NOSCRIPT"; };
   std::vector<Result<Reply>> out;
-  auto replies = redis.broadcast({argv}, deadline, {}, enough);
+  // A node that lacks the script answers NOSCRIPT: asked again below, it may yet say yes, so
+  // this round ends once the yeses and those would do (not waiting for the slowest node).
+  Enough first = enough;
+  if (enough.yes)
+    first.yes = [&enough](const Reply& r) {
+      return r.type == Reply::Type::error ? error_code(r.str) == "NOSCRIPT" : enough.yes(r);
+    };
+  auto replies = redis.broadcast({argv}, deadline, {}, first);
   for (size_t i = 0; i < replies.size(); ++i) out.push_back(outcome(i, replies[i]));
   if (std::none_of(out.begin(), out.end(), noscript)) return out;
   // The script's source goes to the nodes that answered NOSCRIPT, and to those that had not

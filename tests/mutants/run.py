@@ -280,6 +280,9 @@ MUTANTS = [
        "  if (subscribed_ && reply.is_array() && reply.elements.size() >= 3 &&",
        "  if (false && reply.is_array() && reply.elements.size() >= 3 &&")],
      ['test_watch.WatchWithNotifications.test_scripted_lock_life']),
+    ("a Redlock round waits for the slowest node when some lack the script",
+     [("src/redis.cpp", "  if (enough.yes)\n    first.yes =", "  if (false)\n    first.yes =")],
+     ['test_connection.Tls.test_redlock_over_tls_with_two_of_five_black_holed']),
 ]
 
 
