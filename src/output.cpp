@@ -647,6 +647,14 @@ bool run_over(const WatchEvent& e) {
          run->end != run_end_name(RunEnd::lost);
 }
 
+// ": exit 3", ": hung (79)": how the run of the holder E is about ended, when its history entry
+// is there already; the first thing an operator asks of a release.
+std::string run_result(const WatchEvent& e) {
+  const auto& run = e.lock.last_run;
+  if (!run || !e.value || !e.value->fence || run->fence != *e.value->fence) return "";
+  return ": " + result_text(*run);
+}
+
 // " after 12.3s": how long the holder of a release held the lock, when that is known.
 std::string held_for(Millis held) {
   return held.count() < 0 ? "" : " after " + format_duration(held);
@@ -696,7 +704,7 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
     if (tombstone)
       return paint(style, "32", "released") + ": the broken holder " + subject +
              " has stopped" + evidence_text(e.evidence) + waiting_text(e.lock);
-    return paint(style, "32", "released") + " by " + subject + held_for(e.held) +
+    return paint(style, "32", "released") + " by " + subject + held_for(e.held) + run_result(e) +
            evidence_text(e.evidence) + waiting_text(e.lock);
   case Kind::expired:
     if (tombstone)

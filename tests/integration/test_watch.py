@@ -200,6 +200,16 @@ class WatchMixin:
         self.assertEqual(len(fences), 5)
         self.interrupt(lines)
 
+    def test_a_release_says_how_the_run_ended(self):
+        lines = self.watch(KEY, json_lines=False)
+        lines.next()
+        lines.next()
+        for job, status in (["sh", "-c", "exit 3"], 3), (["true"], 0):
+            self.assertEqual(self.run_rlock(["run", KEY, "--"] + job).returncode, status)
+            released = lines.until(lambda line: " released by " in line, 5, "released")[-1]
+            self.assertIn(f": exit {status}", released)
+        self.interrupt(lines)
+
     def test_a_late_renewal(self):
         lines = self.watch(KEY)
         lines.next()
