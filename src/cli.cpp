@@ -461,8 +461,9 @@ constexpr Command k_commands[] = {
      "Keyspace notifications when the server sends them (notify-keyspace-events\n"
      "with K and g$xz, or KA; never changed by rlock), else polling every 250ms: the\n"
      "first line says which. Writes nothing to Redis. Ctrl-C or SIGTERM ends it.\n"
-     "Exit status: 0 ended by a signal; 69 Redis unreachable at the start, or it refused "
-     "us; 64 usage, 78 configuration, 125 rlock failed.",
+     "Exit status: 0 ended by a signal or by its reader going away (| head -1); 69 Redis "
+     "unreachable at the start, or it refused us; 64 usage, 78 configuration, 125 rlock "
+     "failed.",
      check_watch,
      [](const Invocation& in) {
        std::vector<std::string> keys;

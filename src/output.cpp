@@ -248,8 +248,9 @@ OutputStyle output_style(bool json) {
 }
 
 void write_stdout(const std::string& text) {
-  if (!write_all(STDOUT_FILENO, text.data(), text.size()))
-    throw Error(k_exit_internal, errno_message("write to stdout"));
+  if (write_all(STDOUT_FILENO, text.data(), text.size())) return;
+  if (errno == EPIPE) throw StdoutClosed(k_exit_internal, errno_message("write to stdout"));
+  throw Error(k_exit_internal, errno_message("write to stdout"));
 }
 
 std::string printable(std::string_view text, size_t max) { return terminal_safe(text, max); }

@@ -62,7 +62,11 @@ void print_watch_event(const WatchEvent& event, const OutputStyle& style);
 void print_watch_unreachable(const std::string& message, const OutputStyle& style);
 void print_watch_reachable(Millis down, const OutputStyle& style);
 
-// Writes TEXT to stdout; throws Error(k_exit_internal) when stdout is gone.
+// Writes TEXT to stdout; throws Error(k_exit_internal) when stdout is gone: StdoutClosed when
+// its reader went away (EPIPE), which a verb that streams lines may take for the end.
+struct StdoutClosed : Error {
+  using Error::Error;
+};
 void write_stdout(const std::string& text);
 
 }  // namespace rlock

@@ -241,7 +241,11 @@ int watch_verb(const GlobalOptions& global, const std::vector<std::string>& keys
   // Before any connection: INT and TERM become events to read, not a death mid-line.
   SignalEvents signals;
   auto redis = connect_redis(global);
-  return Watcher(*redis, keys, json, signals).run();
+  try {
+    return Watcher(*redis, keys, json, signals).run();
+  } catch (const StdoutClosed&) {
+    return k_exit_ok;  // `rlock watch k | grep -m1 expired`: its reader has what it wanted
+  }
 }
 
 }  // namespace rlock

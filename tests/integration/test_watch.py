@@ -210,6 +210,15 @@ class WatchMixin:
             self.assertIn(f": exit {status}", released)
         self.interrupt(lines)
 
+    def test_a_reader_that_goes_away_ends_it_quietly(self):
+        # `rlock watch k | head -1`: the next line finds no reader (EPIPE): exit 0, no error.
+        p = self.start(["watch", KEY], stdout=subprocess.PIPE)
+        self.assertTrue(p.stdout.readline().startswith("watching "))
+        p.stdout.close()
+        self.assertEqual(self.run_rlock(["run", KEY, "--", "true"]).returncode, 0)
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertEqual(p.stderr.read(), "")
+
     def test_a_late_renewal(self):
         lines = self.watch(KEY)
         lines.next()
