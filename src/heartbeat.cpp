@@ -10,6 +10,12 @@
 
 namespace rlock {
 
+std::optional<std::string> Heartbeat::check() const {
+  Fd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
+  if (!fd.valid()) return errno_message("open " + path_);
+  return std::nullopt;
+}
+
 std::optional<std::string> Heartbeat::start(TimePoint now) {
   Fd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
   if (!fd.valid()) return errno_message("open " + path_);
@@ -29,15 +35,17 @@ std::optional<Heartbeat::Stamp> Heartbeat::look() const {
 bool Heartbeat::stale(TimePoint now) {
   std::optional<Stamp> stamp = look();
   if (stamp && stamp != seen_) {
-    // It changed since the last look: when, by its mtime, but no earlier than that look.
+    // It changed since the last look: when its mtime says, if that is since the last look;
+    // an mtime from before it (a clock step, touch -d, cp -p) or from the future is not the
+    // time of this change, which is then now.
     auto mtime = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
             std::chrono::seconds(stamp->mtime.tv_sec) +
             std::chrono::nanoseconds(stamp->mtime.tv_nsec)));
     auto age =
         std::chrono::duration_cast<Clock::duration>(std::chrono::system_clock::now() - mtime);
-    age = std::max(Clock::duration::zero(), std::min(age, now - last_look_));
-    last_beat_ = std::max(last_beat_, now - age);
+    bool since_last_look = age >= Clock::duration::zero() && age <= now - last_look_;
+    last_beat_ = std::max(last_beat_, since_last_look ? now - age : now);
   }
   // Removed is no beat; made again, it is.
   seen_ = stamp;

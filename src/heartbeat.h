@@ -3,9 +3,10 @@
 // as it stops a command that lost the lock, instead of renewing the lock for ever.
 //
 // Any change of F's modification time or of the file itself (a new file renamed over it)
-// counts. When that change happened is taken from the file's mtime (wall clock), trusted only
-// within the interval since the previous look (steady clock): a wall clock step, or `touch -d`
-// with an old date, can neither make a live job look hung nor hide a hung one for longer than
+// counts. When that change happened is taken from the file's mtime (wall clock) when it falls
+// between the previous look and this one, else it is this look's time (steady clock): a wall
+// clock step, `touch -d` with an old date, a copy that kept its mtime (cp -p, rsync -t) or an
+// NFS server's clock can neither make a live job look hung nor hide a hung one for longer than
 // one look.
 #pragma once
 
@@ -25,8 +26,12 @@ public:
   // PATH absolute (absolute_path()), so the command finds it from any directory.
   Heartbeat(std::string path, Millis stale_after) : path_(std::move(path)), stale_(stale_after) {}
 
-  // Creates F if need be and touches it: the job's first beat is its start. An error message
-  // (naming the call and the path) when it cannot: then the command must not start.
+  // Whether F can be the heartbeat: made if need be, but not touched (another run of the job,
+  // still going, may be beating on it). An error message naming the call and the path when
+  // it cannot: then nothing may start.
+  std::optional<std::string> check() const;
+  // Touches F (made if need be): the job's first beat is its start. An error message when it
+  // cannot: then the command must not start.
   std::optional<std::string> start(TimePoint now);
 
   // Looks at F. True when it has not changed for stale_after; else deadline() moves on.

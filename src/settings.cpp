@@ -393,6 +393,10 @@ Resolved resolve_settings(const RawSettings& s) {
   // that name a file, but the flag alone is a mistake.
   const RawValue* heartbeat = lookup(s, "heartbeat-file");
   const RawValue* stale = lookup(s, "stale-after");
+  if (heartbeat && heartbeat->origin.kind == Origin::Kind::file)
+    SettingValue("heartbeat-file", *heartbeat)
+        .bad("belongs on one job's command line: every run would share the file, and one job's "
+             "touches would keep another alive");
   if (heartbeat && !stale)
     SettingValue("heartbeat-file", *heartbeat)
         .bad("needs --stale-after D: how long without a touch means the command is hung");

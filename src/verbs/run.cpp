@@ -607,7 +607,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   if (options.heartbeat_file) {
     // A file that cannot be made is a mistake to report before the lock is taken.
     heartbeat.emplace(absolute_path(*options.heartbeat_file), *options.stale_after);
-    if (auto problem = heartbeat->start(Clock::now()))
+    if (auto problem = heartbeat->check())
       throw usage_error("--heartbeat-file: " + *problem);
   }
 

@@ -60,6 +60,30 @@ class Heartbeat(RedisTestCase):
         self.assertEqual(p.wait(timeout=20), 79)
         self.assert_no_lock("k")
 
+    def test_a_busy_run_of_the_same_job_does_not_beat_for_it(self):
+        # cron fires again on the same host while the job hangs: the runs that find the lock
+        # busy must not touch the hung job's heartbeat file.
+        args = ["run", "--heartbeat-file", self.path("beat"), "--stale-after", "1500ms", "k",
+                "--"]
+        p = self.start(args + ["sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 10, "the lock")
+        give_up = time.monotonic() + 10
+        while p.poll() is None and time.monotonic() < give_up:
+            self.assertEqual(self.run_rlock(args + ["true"]).returncode, 75)
+            time.sleep(0.2)  # a cron line that fires often; not a synchronisation
+        self.assertIsNotNone(p.poll(), "the busy runs kept the hung job alive for 10s")
+        self.assertEqual(p.wait(), 79)
+
+    def test_a_copy_with_an_old_mtime_is_a_beat(self):
+        # cp -p / rsync -t / a clock step: the file changed, with an mtime from the past.
+        template = self.make_file("template")
+        os.utime(template, (time.time() - 3600, time.time() - 3600))
+        script = (f'while :; do cp -p {template} "$RLOCK_HEARTBEAT_FILE.new" && '
+                  'mv "$RLOCK_HEARTBEAT_FILE.new" "$RLOCK_HEARTBEAT_FILE"; sleep 0.2; done')
+        p = self.start(["run", "--heartbeat-file", self.path("beat"), "--stale-after", "1s",
+                        "--max-run", "3s", "k", "--", "sh", "-c", script])
+        self.assertEqual(p.wait(timeout=20), 124, p.stderr.read())  # --max-run, not hung
+
     def test_what_the_command_leaves_running_must_beat_too(self):
         # The lock is held for leftovers (--leftovers wait); a hung one is stopped all the same.
         pids = self.path("pids")
@@ -85,6 +109,13 @@ class Heartbeat(RedisTestCase):
         r = self.run_rlock(["run", "--heartbeat-file", self.path("beat"), "k", "--", "sleep",
                             "30"], env=env)
         self.assertEqual(r.returncode, 79, r.stderr)
+        # A file for every run of the host would let one job's touches keep another alive.
+        config = self.make_file("config.toml", 'heartbeat-file = "/tmp/x"\nstale-after = "1s"\n')
+        self.server.cmd("FLUSHALL")
+        r = self.run_rlock(["run", "k", "--", "true"], env=env)
+        self.assertEqual(r.returncode, 78, r.stderr)
+        self.assertIn("heartbeat-file", r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
 
     def test_bad_input_is_64_and_touches_nothing_in_redis(self):
         cases = [

@@ -283,6 +283,14 @@ MUTANTS = [
     ("a Redlock round waits for the slowest node when some lack the script",
      [("src/redis.cpp", "  if (enough.yes)\n    first.yes =", "  if (false)\n    first.yes =")],
      ['test_connection.Tls.test_redlock_over_tls_with_two_of_five_black_holed']),
+    ("a busy run touches the running job's heartbeat",
+     [("src/verbs/run.cpp", "if (auto problem = heartbeat->check())",
+       "if (auto problem = heartbeat->start(Clock::now()))")],
+     ['test_heartbeat.Heartbeat.test_a_busy_run_of_the_same_job_does_not_beat_for_it']),
+    ("an old mtime taken as the time of the last look",
+     [("src/heartbeat.cpp", "since_last_look ? now - age : now",
+       "now - std::max(Clock::duration::zero(), std::min(age, now - last_look_))")],
+     ['test_heartbeat.Heartbeat.test_a_copy_with_an_old_mtime_is_a_beat', 'unit']),
 ]
 
 

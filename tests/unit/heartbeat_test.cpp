@@ -78,12 +78,20 @@ TEST_CASE("a heartbeat is stale stale_after after the last change of its file, n
     CHECK_FALSE(beat.stale(t0 + 4000ms));
     CHECK(beat.deadline() == t0 + 6000ms);
   }
-  SUBCASE("an mtime set to the past still counts, as of the previous look at the latest") {
+  SUBCASE("an mtime set to the past counts as of the look that saw it") {
     CHECK_FALSE(beat.stale(t0 + 1000ms));
     timespec old[2] = {{0, UTIME_OMIT}, {1000, 0}};  // 1970
     REQUIRE(::utimensat(AT_FDCWD, dir.file().c_str(), old, 0) == 0);
     CHECK_FALSE(beat.stale(t0 + 2500ms));
-    CHECK(beat.deadline() == t0 + 3000ms);
+    CHECK(beat.deadline() == t0 + 4500ms);
+  }
+  SUBCASE("... also at the first look, at the deadline (cp -p, rsync -t, a clock step)") {
+    timespec old[2] = {{0, UTIME_OMIT}, {::time(nullptr) - 3600, 0}};
+    touch(dir.file() + ".new");
+    REQUIRE(::utimensat(AT_FDCWD, (dir.file() + ".new").c_str(), old, 0) == 0);
+    REQUIRE(::rename((dir.file() + ".new").c_str(), dir.file().c_str()) == 0);
+    CHECK_FALSE(beat.stale(t0 + 2000ms));
+    CHECK(beat.deadline() == t0 + 4000ms);
   }
 }
 
