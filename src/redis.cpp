@@ -133,7 +133,8 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
   };
   auto heard_enough = [&] {
     if (yes >= enough.needed) return true;
-    return enough.yes && enough.needed <= sent && other > sent - enough.needed;
+    // The verdict is no: too few were asked, or too many said otherwise.
+    return enough.yes && (enough.needed > sent || other > sent - enough.needed);
   };
   auto advance = [&](size_t i, short revents) {
     auto moved = waiting[i]->advance(revents);
@@ -286,6 +287,10 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   argv[0] = "EVAL";
   argv[1] = std::string(script.source());
   Enough rest{enough.needed > yes ? enough.needed - yes : 0, enough.yes};
+  // The verdict is no already when those to ask again cannot make up the yeses missing: then
+  // they are not asked (an acquire sent and not waited for could take the lock on a node).
+  size_t to_ask = static_cast<size_t>(std::count(again_to.begin(), again_to.end(), true));
+  if (enough.yes && rest.needed > to_ask) return out;
   auto again = redis.broadcast({argv}, deadline, again_to, rest);
   for (size_t i = 0; i < again.size(); ++i)
     if (again_to[i]) out[i] = outcome(i, again[i]);

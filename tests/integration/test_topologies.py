@@ -118,6 +118,28 @@ class Redlock(unittest.TestCase):
             self.assertTrue(h.hangs(), "a connect to the black hole was answered")
         return holes
 
+    def test_a_known_no_does_not_wait_for_a_black_hole(self):
+        # Five masters: three hold the lock (another client's), one lacks the scripts (asked
+        # again with their source), one is black-holed. No quorum can say yes: busy at once,
+        # not after the command timeout spent on the black hole.
+        fresh = RedisServer()
+        self.addCleanup(fresh.stop)
+        for s in self.servers:
+            self.assertEqual(run_rlock(["run", "--redis", s.url, "warm", "--", "true"],
+                                       env=env_without_url()).returncode, 0)  # scripts loaded
+            s.cmd("SET", "k", "another client", "PX", 60000)
+        fresh.cmd("SCRIPT", "FLUSH")
+        hole = self.black_holes(1)[0]
+        urls = []
+        for url in (fresh.url, hole.url, *[s.url for s in self.servers]):
+            urls += ["--redis", url]
+        begin = time.monotonic()
+        r = run_rlock(["run"] + urls + ["--connect-timeout", "5s", "k", "--", "true"],
+                      env=env_without_url())
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertLess(time.monotonic() - begin, 2, "the verdict waited for the black hole")
+        self.assertIsNone(fresh.cmd("GET", "k"))
+
     def test_two_of_five_black_holed_cost_no_connect_timeout(self):
         # Five masters, two black-holed: the three that answer are a quorum, and neither the
         # acquire, nor a renewal, nor the release waits for the connect timeout (5 s).

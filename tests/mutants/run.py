@@ -291,6 +291,11 @@ MUTANTS = [
      [("src/heartbeat.cpp", "since_last_look ? now - age : now",
        "now - std::max(Clock::duration::zero(), std::min(age, now - last_look_))")],
      ['test_heartbeat.Heartbeat.test_a_copy_with_an_old_mtime_is_a_beat', 'unit']),
+    ("a Redlock NOSCRIPT round asked though its verdict is known",
+     [("src/redis.cpp", "  if (enough.yes && rest.needed > to_ask) return out;", ""),
+      ("src/redis.cpp", "(enough.needed > sent || other > sent - enough.needed)",
+       "(enough.needed <= sent && other > sent - enough.needed)")],
+     ['test_topologies.Redlock.test_a_known_no_does_not_wait_for_a_black_hole']),
 ]
 
 
