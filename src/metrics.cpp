@@ -39,8 +39,10 @@ constexpr Family k_families[] = {
      "Runs of the command by how they ended (success, failure, signalled, lost, max-run, hung)."},
     {"rlock_last_success_timestamp_seconds", Type::gauge,
      "When this host's last successful run (exit 0) ended, in Unix seconds."},
-    {"rlock_wait_seconds", Type::histogram, "Seconds waited for the lock, by runs that got it."},
-    {"rlock_run_seconds", Type::histogram, "Seconds the lock was held for a run of the command."},
+    {"rlock_wait_duration_seconds", Type::histogram,
+     "Seconds waited for the lock, by runs that got it."},
+    {"rlock_run_duration_seconds", Type::histogram,
+     "Seconds the lock was held for a run of the command."},
     {"rlock_wait_seconds_total", Type::counter, "Seconds spent waiting for the lock."},
     {"rlock_hold_seconds_total", Type::counter, "Seconds the lock was held."},
     {"rlock_renewals_total", Type::counter, "Successful lease renewals."},
@@ -171,14 +173,13 @@ void add_run(MetricSeries& s, const RunMetrics& m) {
   s[series("rlock_renewal_failures_total", m.key)] += static_cast<double>(m.renewal_failures);
   s[series("rlock_losses_total", m.key)] += static_cast<double>(m.losses);
   if (m.result == "acquired")
-    observe(s, "rlock_wait_seconds", m.key, m.wait_seconds, k_wait_buckets);
+    observe(s, "rlock_wait_duration_seconds", m.key, m.wait_seconds, k_wait_buckets);
   if (m.end.empty()) return;
   s[series("rlock_runs_total", m.key, "end=\"" + m.end + "\"")] += 1;
-  observe(s, "rlock_run_seconds", m.key, m.hold_seconds, k_run_buckets);
-  if (m.end == "success") {
-    double& last = s[series("rlock_last_success_timestamp_seconds", m.key)];
-    last = std::max(last, m.finished_at);
-  }
+  observe(s, "rlock_run_duration_seconds", m.key, m.hold_seconds, k_run_buckets);
+  // The latest success's time, as written: not the largest ever seen, which a clock once set
+  // in the future would pin there, silencing the alert on it for good.
+  if (m.end == "success") s[series("rlock_last_success_timestamp_seconds", m.key)] = m.finished_at;
 }
 
 std::string record_metrics(const std::string& path, const RunMetrics& m) {

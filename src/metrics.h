@@ -2,7 +2,7 @@
 // its numbers to those already in the file (so cron runs accumulate), under a lock on a sidecar
 // file, and replaces the file atomically (write a temporary, rename).
 //
-// Counters and histograms add up across runs; the last-success gauge keeps the latest time.
+// Counters and histograms add up across runs; the last-success gauge is the last success's.
 // The file is one host's: across a fleet, aggregate by key (max of the gauge, sum of the rest).
 #pragma once
 

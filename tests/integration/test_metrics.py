@@ -119,7 +119,7 @@ class Metrics(RedisTestCase):
         last = m[("rlock_last_success_timestamp_seconds", "k", None)]
         self.assertTrue(before + 1.2 <= last <= after, (before, last, after))
         # Runs: one of more than a second, two of less (buckets count the runs at or below).
-        runs, held = histogram(path, "rlock_run_seconds", "k")
+        runs, held = histogram(path, "rlock_run_duration_seconds", "k")
         self.assertEqual((runs[1], runs[5], runs[math.inf]), (2, 3, 3))
         self.assertAlmostEqual(held, m[("rlock_hold_seconds_total", "k", None)])
         # A waiter: between 0.5 s and 5 s of waiting, behind a holder that gives the lock back.
@@ -129,7 +129,7 @@ class Metrics(RedisTestCase):
         r = self.run_rlock(["run", "--metrics-file", path, "--wait", "20s", "k", "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(holder.wait(timeout=10), 0)
-        waits, waited = histogram(path, "rlock_wait_seconds", "k")
+        waits, waited = histogram(path, "rlock_wait_duration_seconds", "k")
         self.assertEqual(waits[math.inf], 4)  # every run that got the lock
         self.assertEqual(waits[5] - waits[0.5], 1)  # ... one of which waited for it
         self.assertGreater(waited, 0.5)
@@ -142,7 +142,7 @@ class Metrics(RedisTestCase):
         m = parse(path)
         self.assertEqual(m[("rlock_last_success_timestamp_seconds", "k", None)], gauge)
         self.assertEqual(m[("rlock_runs_total", "k", "failure")], 2)
-        self.assertEqual(histogram(path, "rlock_run_seconds", "k")[0][math.inf], 5)
+        self.assertEqual(histogram(path, "rlock_run_duration_seconds", "k")[0][math.inf], 5)
 
     def test_a_hung_run_is_counted_by_how_it_ended(self):
         path = self.path("rlock.prom")
