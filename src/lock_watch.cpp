@@ -32,6 +32,8 @@ bool broke(const LockState& last, const LockState& now) {
 // ran out, it was released; the run's history entry, which `rlock run` writes as it ends,
 // confirms a release, and tells of a lock lost (a holder frozen past its lease may take as
 // long to say so). A run that ended fine leaves a lock kept for --min-hold to expire.
+// After an outage (the hint "outage") nothing but the history can tell: a restart without its
+// data loses every lock while its holders run on.
 std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
                                  const std::optional<LockValue>& value, const LockState& now,
                                  Millis pttl, Millis since) {
@@ -47,6 +49,8 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
     if (now.last_run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
     if (!ran_out) return {false, Evidence::history};
   }
+  if (std::find(hints.begin(), hints.end(), k_outage_hint) != hints.end())
+    return {true, Evidence::outage};
   return {ran_out, Evidence::ttl};
 }
 
@@ -128,8 +132,8 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     Millis expected = last.pttl - since;
     // Its run's history entry is written as the run ends: a lock still held then is kept for
     // --min-hold, with a last expiry and no renewal to wait for.
-    bool run_over = now.last_run && now.value && now.value->fence &&
-                    now.last_run->fence == *now.value->fence;
+    bool run_over =
+        now.last_run && now.value && now.value->fence && now.last_run->fence == *now.value->fence;
     if (run_over) {
       lease_ = Millis(0);
     } else if (now.pttl > expected + k_timing_margin) {
@@ -149,7 +153,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     const auto& after = shared ? now.shared : now.semaphore;
     for (const SemaphoreHolder& p : before) {
       if (has_place(after, p.token)) continue;
-      auto [expired, evidence] = ending({}, p.value, now, p.ttl, since);
+      auto [expired, evidence] = ending(hints, p.value, now, p.ttl, since);
       WatchEvent& e = event(expired ? Kind::place_expired : Kind::place_released);
       about(e, p.raw, p.value, p.ttl);
       e.evidence = evidence;

@@ -37,6 +37,9 @@ struct WatchMode {
   Millis interval{0};          // polling: every; notifications: the safety re-read
 };
 
+// The hint look() gets for the first look after Redis was unreachable.
+inline constexpr const char* k_outage_hint = "outage";
+
 struct WatchEvent {
   enum class Kind {
     state,         // the first look: how the lock is (also when it becomes or stops being
@@ -60,6 +63,8 @@ struct WatchEvent {
     history,       // its run's entry in the lock's history, which `rlock run` writes as it
                    // ends (also the only trace of a run that came and went between two looks)
     ttl,           // the time it had left at the last look: gone before it ran out, released
+    outage,        // gone while Redis was unreachable: expired, or lost in a restart; its
+                   // holder may still run
   };
 
   Kind kind = Kind::state;

@@ -308,8 +308,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   std::vector<std::pair<std::string, std::string>> rows;
   rows.emplace_back("key", printable(s.key));
   rows.emplace_back("state", state_word(s, style));
-  if (s.kind == LockState::Kind::broken)
-    rows.emplace_back("broken", broken_text(*s.value, s.pttl));
+  if (s.kind == LockState::Kind::broken) rows.emplace_back("broken", broken_text(*s.value, s.pttl));
   if (s.value && !s.value->token.empty()) {
     const Holder& h = s.value->holder;
     rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
@@ -595,6 +594,7 @@ const char* evidence_name(WatchEvent::Evidence evidence) {
   case WatchEvent::Evidence::notification: return "notification";
   case WatchEvent::Evidence::history: return "history";
   case WatchEvent::Evidence::ttl: return "ttl";
+  case WatchEvent::Evidence::outage: return "outage";
   }
   return nullptr;
 }
@@ -634,6 +634,9 @@ std::string evidence_text(WatchEvent::Evidence evidence) {
   switch (evidence) {
   case WatchEvent::Evidence::history: return " (as its run's history entry says)";
   case WatchEvent::Evidence::ttl: return " (judged by the ttl it had left)";
+  case WatchEvent::Evidence::outage:
+    return " while Redis was unreachable (or lost, if Redis restarted without its data: then "
+           "its holder may still be running)";
   case WatchEvent::Evidence::none:
   case WatchEvent::Evidence::notification: break;
   }
@@ -672,11 +675,10 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
   using Kind = WatchEvent::Kind;
   const std::string subject = who(e.value, e.raw);
   const bool tombstone = e.value && e.value->broken;
-  std::string renews =
-      e.lease.count() > 0 ? " (rlock renews with " + format_duration(e.lease * 2 / 3) + " left)"
-                          : "";
-  std::string fence =
-      e.value && e.value->fence ? ", fence " + std::to_string(*e.value->fence) : "";
+  std::string renews = e.lease.count() > 0
+                           ? " (rlock renews with " + format_duration(e.lease * 2 / 3) + " left)"
+                           : "";
+  std::string fence = e.value && e.value->fence ? ", fence " + std::to_string(*e.value->fence) : "";
   // Taken: when it is free unless renewed; a run no look saw is gone already.
   std::string until = e.evidence == WatchEvent::Evidence::history
                           ? ", between two looks" + evidence_text(e.evidence)
@@ -687,24 +689,23 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
     // The details of a held lock say how many wait already.
     std::string first = first_waiter(e.lock);
     std::string waiting = details.find(" waiting") == std::string::npos ? waiting_text(e.lock)
-                          : first.empty() ? ""
+                          : first.empty()                               ? ""
                                           : ", first in line " + first.substr(0, 8) + "...";
     return state_word(e.lock, style) + (details.empty() ? "" : "  " + details) + waiting;
   }
   case Kind::taken:
     return paint(style, "33", "taken") + " by " + subject + fence + until + waiting_text(e.lock);
   case Kind::renewed_late:
-    return paint(style, "31", "renewed late") + " by " + subject + ": " +
-           format_duration(e.left) + " of its " + format_duration(e.lease) + " ttl left" +
-           renews;
+    return paint(style, "31", "renewed late") + " by " + subject + ": " + format_duration(e.left) +
+           " of its " + format_duration(e.lease) + " ttl left" + renews;
   case Kind::overdue:
     return paint(style, "31", "overdue") + ": " + subject + " has not renewed, " +
            format_duration(e.ttl) + " of its " + format_duration(e.lease) + " ttl left" + renews +
            "; free then unless renewed" + waiting_text(e.lock);
   case Kind::released:
     if (tombstone)
-      return paint(style, "32", "released") + ": the broken holder " + subject +
-             " has stopped" + evidence_text(e.evidence) + waiting_text(e.lock);
+      return paint(style, "32", "released") + ": the broken holder " + subject + " has stopped" +
+             evidence_text(e.evidence) + waiting_text(e.lock);
     return paint(style, "32", "released") + " by " + subject + held_for(e.held) + run_result(e) +
            evidence_text(e.evidence) + waiting_text(e.lock);
   case Kind::expired:
@@ -715,7 +716,9 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
       return paint(style, "32", "expired") + ": " + subject +
              " had ended its run, the lock was kept for --min-hold" + evidence_text(e.evidence) +
              waiting_text(e.lock);
-    return paint(style, "31", "expired") + ": " + subject + " stopped renewing" +
+    // After an outage it may not have stopped at all.
+    return paint(style, "31", "expired") + ": " + subject +
+           (e.evidence == WatchEvent::Evidence::outage ? "" : " stopped renewing") +
            (e.held.count() < 0 ? "" : ", it held the lock " + format_duration(e.held)) +
            evidence_text(e.evidence) + waiting_text(e.lock);
   case Kind::broken:
@@ -724,17 +727,16 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
   case Kind::queued:
   case Kind::dequeued:
     return std::string(e.kind == Kind::queued ? "queued" : "dequeued") + ": " +
-           std::to_string(e.lock.waiters) + " waiting (was " + std::to_string(e.was_waiters) +
-           ")" +
+           std::to_string(e.lock.waiters) + " waiting (was " + std::to_string(e.was_waiters) + ")" +
            (first_waiter(e.lock).empty()
                 ? ""
                 : ", first in line " + first_waiter(e.lock).substr(0, 8) + "...");
   case Kind::place_taken:
-    return std::string(e.shared ? "shared place taken" : "place taken") + " by " + subject +
-           fence + until + "; " + places_text(e) + waiting_text(e.lock);
+    return std::string(e.shared ? "shared place taken" : "place taken") + " by " + subject + fence +
+           until + "; " + places_text(e) + waiting_text(e.lock);
   case Kind::place_released:
-    return std::string(e.shared ? "shared place released" : "place released") + " by " +
-           subject + held_for(e.held) + evidence_text(e.evidence) + "; " + places_text(e) +
+    return std::string(e.shared ? "shared place released" : "place released") + " by " + subject +
+           held_for(e.held) + evidence_text(e.evidence) + "; " + places_text(e) +
            waiting_text(e.lock);
   case Kind::place_expired:
     return paint(style, "31", e.shared ? "shared place expired" : "place expired") + ": " +
@@ -800,8 +802,8 @@ void print_watch_event(const WatchEvent& e, const OutputStyle& style) {
       {"evidence", evidence ? json(evidence) : json(nullptr)},
       {"shared", places ? json(e.shared) : json(nullptr)},
       {"waiters", e.lock.waiters},
-      {"was_waiters", e.kind == Kind::queued || e.kind == Kind::dequeued ? json(e.was_waiters)
-                                                                          : json(nullptr)},
+      {"was_waiters",
+       e.kind == Kind::queued || e.kind == Kind::dequeued ? json(e.was_waiters) : json(nullptr)},
       {"next_waiter", next.empty() ? json(nullptr) : json(next)},
   };
   if (e.kind == Kind::state) j["lock"] = lock_json(e.lock, false);
@@ -809,18 +811,15 @@ void print_watch_event(const WatchEvent& e, const OutputStyle& style) {
 }
 
 void print_watch_unreachable(const std::string& message, const OutputStyle& style) {
-  print_watch_line({{"event", "unreachable"},
-                    {"time", format_rfc3339(now_wall())},
-                    {"error", message}},
-                   paint(style, "31", "Redis unreachable") + " (" + message + "); retrying",
-                   style);
+  print_watch_line(
+      {{"event", "unreachable"}, {"time", format_rfc3339(now_wall())}, {"error", message}},
+      paint(style, "31", "Redis unreachable") + " (" + message + "); retrying", style);
 }
 
 void print_watch_reachable(Millis down, const OutputStyle& style) {
-  print_watch_line({{"event", "reachable"},
-                    {"time", format_rfc3339(now_wall())},
-                    {"down_ms", down.count()}},
-                   "Redis answers again after " + format_duration(down), style);
+  print_watch_line(
+      {{"event", "reachable"}, {"time", format_rfc3339(now_wall())}, {"down_ms", down.count()}},
+      "Redis answers again after " + format_duration(down), style);
 }
 
 }  // namespace rlock

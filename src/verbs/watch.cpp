@@ -217,7 +217,7 @@ private:
       if (changed) print_watch_start(keys_, mode_, style_);
       TimePoint at = Clock::now();
       for (size_t i = 0; i < keys_.size(); ++i)
-        for (const WatchEvent& e : watches_[i].look((*locks)[i], at, {}))
+        for (const WatchEvent& e : watches_[i].look((*locks)[i], at, {k_outage_hint}))
           print_watch_event(e, style_);
       next_read_ = at + mode_.interval;
       return std::nullopt;

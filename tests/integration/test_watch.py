@@ -311,6 +311,22 @@ class WatchMixin:
         self.assertEqual(events[-1]["state"], "foreign")
         self.interrupt(lines)
 
+    def test_a_lock_gone_in_a_restart_is_not_called_released(self):
+        # Redis restarted without its data: the holder did not give it back, and may still run.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        r = self.run_rlock(["acquire", "--ttl", "60s", KEY])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines.event("taken")
+        self.server.kill()
+        lines.event("unreachable")
+        self.server.start(port=self.server.port)
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", self.NOTIFY)
+        gone = lines.event("expired")[-1]
+        self.assertEqual(gone["evidence"], "outage")
+        self.interrupt(lines)
+
 
 class WatchWithNotifications(WatchMixin, RedisTestCase):
     NOTIFY = "KEA"

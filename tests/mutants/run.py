@@ -297,6 +297,10 @@ MUTANTS = [
       ("src/redis.cpp", "(enough.needed > sent || other > sent - enough.needed)",
        "(enough.needed <= sent && other > sent - enough.needed)")],
      ['test_topologies.Redlock.test_a_known_no_does_not_wait_for_a_black_hole']),
+    ("watch takes a lock lost in a restart for a release",
+     [("src/verbs/watch.cpp", "watches_[i].look((*locks)[i], at, {k_outage_hint})",
+       "watches_[i].look((*locks)[i], at, {})")],
+     ['test_watch.WatchByPolling.test_a_lock_gone_in_a_restart_is_not_called_released']),
 ]
 
 
