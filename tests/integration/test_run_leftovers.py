@@ -12,6 +12,7 @@ from harness import RedisTestCase, pid_alive, read_pids, rlock_env, wait_until
 LEAVE_ONE = """
 (trap '' TERM; [ "$IGNORE_TERM" = 1 ] || trap - TERM
  while [ ! -e {go} ]; do sleep 0.02; done) &
+echo $$ > {pids}.command
 echo $! > {pids}
 exit {status}
 """
@@ -49,6 +50,9 @@ class Leftovers(RedisTestCase):
 
     def test_verbose_says_how_many_it_waits_for(self):
         p, _ = self.leave_one(args=["-v"])
+        # The leftover goes on until rlock has reaped the command, and so looked at the group.
+        command = wait_until(lambda: read_pids(self.path("pids.command")), 10, "its pid")[0]
+        wait_until(lambda: not os.path.exists(f"/proc/{command}"), 10, "the command reaped")
         open(self.path("go"), "w").close()
         self.assertEqual(p.wait(timeout=10), 0)
         self.assertRegex(p.stderr.read(), r"rlock: k: the command exited; holding the lock until "
