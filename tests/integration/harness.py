@@ -310,6 +310,43 @@ def stop_procs(procs):
                 stream.close()
 
 
+def start_cluster(*args):
+    """Three redis-servers (with ARGS too) made one Redis Cluster of three masters by
+    redis-cli --cluster create, once every node says cluster_state:ok."""
+    nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", *args)
+             for _ in range(3)]
+    r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
+                       [f"127.0.0.1:{n.port}" for n in nodes] +
+                       ["--cluster-replicas", "0", "--cluster-yes"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        for n in nodes:
+            n.stop()
+        raise RuntimeError("redis-cli --cluster create failed: " + r.stdout + r.stderr)
+    for n in nodes:
+        wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
+    return nodes
+
+
+def cluster_owner(nodes, key):
+    """The master of NODES that holds KEY's hash slot."""
+    slot = nodes[0].cmd("CLUSTER", "KEYSLOT", key)
+    for start, end, master, *_ in nodes[0].cmd("CLUSTER", "SLOTS"):
+        if start <= slot <= end:
+            return next(n for n in nodes if n.port == master[1])
+    raise AssertionError(f"no owner for slot {slot}")
+
+
+def key_per_master(nodes):
+    """{port: key}: a key c:N on each master of the cluster NODES."""
+    keys = {}
+    for i in range(1000):
+        keys.setdefault(cluster_owner(nodes, f"c:{i}").port, f"c:{i}")
+        if len(keys) == len(nodes):
+            return keys
+    raise AssertionError("no key found for every master")
+
+
 class RedisTestCase(unittest.TestCase):
     """One redis-server for the class, emptied before every test."""
 

@@ -9,8 +9,8 @@ import time
 import unittest
 
 from harness import (REDIS_SENTINEL, RLOCK, BlackHole, DelayProxy, RedisClient, RedisServer,
-                     RespError, free_port, rlock_env, run_rlock, server_binary, start_rlock,
-                     stop_procs, wait_until)
+                     RespError, cluster_owner, free_port, key_per_master, rlock_env, run_rlock,
+                     server_binary, start_cluster, start_rlock, stop_procs, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -386,25 +386,8 @@ class Cluster(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
-                                 "nodes.conf", "--cluster-node-timeout", "3000")
-                     for _ in range(3)]
-        r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
-                           [f"127.0.0.1:{n.port}" for n in cls.nodes] +
-                           ["--cluster-replicas", "0", "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("redis-cli --cluster create failed: " + r.stdout + r.stderr)
-        for n in cls.nodes:
-            wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
-        # One key per master.
-        cls.keys = {}
-        for i in range(1000):
-            key = f"c:{i}"
-            owner = cls.owner(key)
-            cls.keys.setdefault(owner.port, key)
-            if len(cls.keys) == 3:
-                break
+        cls.nodes = start_cluster("--cluster-node-timeout", "3000")
+        cls.keys = key_per_master(cls.nodes)
 
     @classmethod
     def tearDownClass(cls):
@@ -413,11 +396,7 @@ class Cluster(unittest.TestCase):
 
     @classmethod
     def owner(cls, key):
-        slot = cls.nodes[0].cmd("CLUSTER", "KEYSLOT", key)
-        for start, end, master, *_ in cls.nodes[0].cmd("CLUSTER", "SLOTS"):
-            if start <= slot <= end:
-                return next(n for n in cls.nodes if n.port == master[1])
-        raise AssertionError(f"no owner for slot {slot}")
+        return cluster_owner(cls.nodes, key)
 
     def setUp(self):
         self.procs = Procs()

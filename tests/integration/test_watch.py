@@ -14,6 +14,7 @@ import time
 import unittest
 
 from harness import (REDIS_SENTINEL, RedisClient, RedisServer, RedisTestCase, free_port,
+                     key_per_master, start_cluster,
                      rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
 
 KEY = "lock:life"
@@ -374,27 +375,8 @@ class WatchTopologies(unittest.TestCase):
         return JsonLines(proc)
 
     def test_cluster_keys_on_three_masters(self):
-        self.servers = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file",
-                                    "nodes.conf", "--notify-keyspace-events", "KEA")
-                        for _ in range(3)]
-        r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
-                           [f"127.0.0.1:{n.port}" for n in self.servers] +
-                           ["--cluster-replicas", "0", "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for n in self.servers:
-            wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
-        # One key per master.
-        keys = {}
-        for i in range(1000):
-            slot = self.servers[0].cmd("CLUSTER", "KEYSLOT", f"c:{i}")
-            for n in self.servers:
-                ranges = [x for x in n.cmd("CLUSTER", "SLOTS")
-                          if x[2][1] == n.port and x[0] <= slot <= x[1]]
-                if ranges:
-                    keys.setdefault(n.port, f"c:{i}")
-            if len(keys) == 3:
-                break
+        self.servers = start_cluster("--notify-keyspace-events", "KEA")
+        keys = key_per_master(self.servers)
         env = rlock_env(RLOCK_REDIS_URL=self.servers[0].url)
         lines = self.watch(sorted(keys.values()), env)
         start = lines.next()
