@@ -73,6 +73,29 @@ TEST_CASE("values rlock did not write are not decoded") {
   CHECK(decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef future=field"));
 }
 
+TEST_CASE("a tombstone names the broken holder, or '-' for another program's lock") {
+  auto ours = decode_lock_value(
+      "rlock/1 broken 0123456789abcdef0123456789abcdef host=web-2 pid=4121 fence=17 "
+      "broken_by=alice@ops-1 broken_at=2026-11-30T03:40:00.000Z");
+  REQUIRE(ours);
+  REQUIRE(ours->broken);
+  CHECK(ours->token == "0123456789abcdef0123456789abcdef");
+  CHECK(ours->holder.host == "web-2");
+  CHECK(ours->fence == 17);
+  CHECK(ours->broken->by == "alice@ops-1");
+  CHECK(format_rfc3339(ours->broken->at) == "2026-11-30T03:40:00.000Z");
+
+  auto foreign = decode_lock_value("rlock/1 broken - broken_by=alice@ops-1");
+  REQUIRE(foreign);
+  REQUIRE(foreign->broken);
+  CHECK(foreign->token.empty());
+
+  // Only a tombstone may name no token, and its token is otherwise a real one.
+  CHECK(!decode_lock_value("rlock/1 - host=a"));
+  CHECK(!decode_lock_value("rlock/1 broken xyz host=a"));
+  CHECK(!decode_lock_value("rlock/1 broken - 30T0%"));
+}
+
 TEST_CASE("helper keys share the lock key's hash slot") {
   CHECK(helper_key("lock:daily", "fence") == "{lock:daily}:rlock:fence");
   CHECK(helper_key("job:{42}", "fence") == "job:{42}:rlock:fence");
