@@ -621,12 +621,16 @@ std::string free_in(Millis ttl) {
                          : "free in " + format_duration(ttl) + " unless renewed";
 }
 
+// ", first in line 3f2a9c41..." when a waiter is known.
+std::string first_in_line(const LockState& lock) {
+  std::string first = first_waiter(lock);
+  return first.empty() ? "" : ", first in line " + first.substr(0, 8) + "...";
+}
+
 // "; 2 waiting, first in line 3f2a9c41..." for a lock that has waiters.
 std::string waiting_text(const LockState& lock) {
   if (lock.waiters <= 0) return "";
-  std::string first = first_waiter(lock);
-  return "; " + std::to_string(lock.waiters) + " waiting" +
-         (first.empty() ? "" : ", first in line " + first.substr(0, 8) + "...");
+  return "; " + std::to_string(lock.waiters) + " waiting" + first_in_line(lock);
 }
 
 // How a release or an expiry was told from the other, when no keyspace event said.
@@ -687,10 +691,8 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
   case Kind::state: {
     std::string details = lock_details(e.lock);
     // The details of a held lock say how many wait already.
-    std::string first = first_waiter(e.lock);
     std::string waiting = details.find(" waiting") == std::string::npos ? waiting_text(e.lock)
-                          : first.empty()                               ? ""
-                                          : ", first in line " + first.substr(0, 8) + "...";
+                                                                        : first_in_line(e.lock);
     return state_word(e.lock, style) + (details.empty() ? "" : "  " + details) + waiting;
   }
   case Kind::taken:
@@ -728,9 +730,7 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
   case Kind::dequeued:
     return std::string(e.kind == Kind::queued ? "queued" : "dequeued") + ": " +
            std::to_string(e.lock.waiters) + " waiting (was " + std::to_string(e.was_waiters) + ")" +
-           (first_waiter(e.lock).empty()
-                ? ""
-                : ", first in line " + first_waiter(e.lock).substr(0, 8) + "...");
+           first_in_line(e.lock);
   case Kind::place_taken:
     return std::string(e.shared ? "shared place taken" : "place taken") + " by " + subject + fence +
            until + "; " + places_text(e) + waiting_text(e.lock);

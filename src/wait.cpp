@@ -74,8 +74,8 @@ public:
         // One line for the whole outage, as for its end when the wait runs out first.
         if (last_failure_)
           log(Level::info, {"redis_back", lock_.key(),
-                            "Redis answers again after " + format_duration(since_failing()) +
-                                " (" + last_failure_->message + ")"});
+                            "Redis answers again after " + format_duration(since_failing()) + " (" +
+                                last_failure_->message + ")"});
         last_failure_.reset();
         if (auto* got = std::get_if<Acquired>(&*attempt)) {
           status_.clear();
@@ -121,16 +121,16 @@ private:
         last_failure_->message += " (retried for " + format_duration(since_failing()) + ")";
       return give_up(*last_failure_);
     }
-    // Half the step, plus up to as much again at random ("equal jitter").
-    if (first) backoff_ = k_backoff_first;
-    std::uniform_int_distribution<int64_t> jitter(0, backoff_.count() / 2);
-    Millis pause = backoff_ / 2 + Millis(jitter(random_));
+    if (first) backoff_.reset();
+    bool stepping = !backoff_.at_cap();
+    Millis pause = backoff_.next();
     if (first) {
-      std::string until = give_up_ ? " for up to " + format_duration(std::chrono::ceil<Millis>(
-                                                         *give_up_ - Clock::now()))
-                                   : "";
+      std::string until =
+          give_up_
+              ? " for up to " + format_duration(std::chrono::ceil<Millis>(*give_up_ - Clock::now()))
+              : "";
       log(Level::debug, {"redis_retry", lock_.key(), failure.message + "; retrying" + until});
-    } else if (backoff_ < k_backoff_cap || failure.message != last_failure_->message) {
+    } else if (stepping || failure.message != last_failure_->message) {
       // -v: once a step (and when the error changes), not once an attempt.
       log(Level::debug, {"redis_retry", lock_.key(),
                          failure.message + "; retrying in " + format_duration(pause)});
@@ -139,15 +139,13 @@ private:
       // A wait that may be long (--wait inf, a typo in the port) is not silent for ever; a
       // blip shorter than this costs no line beyond "Redis answers again".
       said_unreachable_ = true;
-      log(Level::warning, {"redis_retry", lock_.key(),
-                           failure.message + "; retrying until the wait ends"});
+      log(Level::warning,
+          {"redis_retry", lock_.key(), failure.message + "; retrying until the wait ends"});
     }
-    backoff_ = std::min(backoff_ * 2, k_backoff_cap);
     last_failure_ = failure;
     if (status_.enabled())
-      status_.draw("rlock: waiting for " + lock_.key() +
-                   ": Redis unreachable, retrying: " + failure.message + "; waited " +
-                   format_duration(waited()));
+      status_.draw("rlock: waiting for " + lock_.key() + ": Redis unreachable, retrying: " +
+                   failure.message + "; waited " + format_duration(waited()));
     TimePoint next = Clock::now() + pause;
     if (give_up_) next = std::min(next, *give_up_);
     if (auto sig = sleep_interruptible(next, signals_)) return give_up(Interrupted{*sig});
@@ -221,8 +219,8 @@ private:
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
-  Millis backoff_ = k_backoff_first;
-  TimePoint failing_since_{};  // the first failed attempt since Redis last answered
+  Backoff backoff_;
+  TimePoint failing_since_{};      // the first failed attempt since Redis last answered
   bool said_unreachable_ = false;  // the warning of a long outage was given
   Busy busy_{};
   TimePoint busy_seen_{};
@@ -232,6 +230,19 @@ private:
 };
 
 }  // namespace
+
+Backoff::Backoff()
+    : random_state_(static_cast<unsigned>(::getpid()) ^
+                    static_cast<unsigned>(Clock::now().time_since_epoch().count())) {}
+
+Millis Backoff::next() {
+  std::minstd_rand random(random_state_);
+  std::uniform_int_distribution<int64_t> jitter(0, step_.count() / 2);
+  Millis pause = step_ / 2 + Millis(jitter(random));
+  random_state_ = static_cast<unsigned>(random());
+  step_ = std::min(step_ * 2, k_backoff_cap);
+  return pause;
+}
 
 bool worth_retrying(const Failure& failure) {
   switch (failure.why) {
@@ -250,7 +261,8 @@ bool worth_retrying(const Failure& failure) {
     // Loading its data after a restart; a replica cut off from its primary; a Cluster
     // resharding or without a quorum; a primary demoted by a failover we have not followed yet;
     // a script running past lua-time-limit.
-    for (const char* code : {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY"})
+    for (const char* code :
+         {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY"})
       if (failure.code == code) return true;
     return false;
   case Failure::Kind::protocol:

@@ -31,6 +31,20 @@ inline constexpr Millis k_retry_interval{200};
 // more, and a fleet of waiters does not come back at the same instant.
 inline constexpr Millis k_backoff_first{50};
 inline constexpr Millis k_backoff_cap{2000};
+
+// Those pauses: each is half the step plus up to as much again at random ("equal jitter"),
+// and the step doubles after each, up to the cap.
+class Backoff {
+public:
+  Backoff();
+  Millis next();
+  void reset() { step_ = k_backoff_first; }
+  bool at_cap() const { return step_ >= k_backoff_cap; }
+
+private:
+  Millis step_ = k_backoff_first;
+  unsigned random_state_;  // a std::minstd_rand's; <random> stays out of this header
+};
 // An outage this long gets a warning (shorter ones only the line when Redis is back).
 inline constexpr Millis k_say_unreachable_after{2000};
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
-#include <random>
 
 #include "connection.h"
 #include "lock.h"
@@ -190,15 +189,11 @@ private:
     print_watch_unreachable(failure.message, style_);
     subscriptions_.clear();
     TimePoint since = Clock::now();
-    Millis backoff = k_backoff_first;
-    std::minstd_rand random(static_cast<unsigned>(since.time_since_epoch().count()));
+    Backoff backoff;
     for (;;) {
-      // Half the step, plus up to as much again at random, as wait.cpp does.
-      std::uniform_int_distribution<int64_t> jitter(0, backoff.count() / 2);
       pollfd p{signals_.fd(), POLLIN, 0};
-      ::poll(&p, 1, static_cast<int>(backoff.count() / 2 + jitter(random)));
+      ::poll(&p, 1, static_cast<int>(backoff.next().count()));
       if (signals_.next()) return k_exit_ok;
-      backoff = std::min(backoff * 2, k_backoff_cap);
       auto mode = listen();
       if (!mode) {
         if (!worth_retrying(mode.failure())) return unavailable(mode.failure());

@@ -53,3 +53,19 @@ TEST_CASE("a waiter retries what may pass and gives up on what will not") {
   CHECK(!worth_retrying(Failure{Failure::Kind::connect, "", "", Failure::Why::tls_refused}));
   CHECK(!worth_retrying(Failure{Failure::Kind::protocol, "bad reply"}));
 }
+
+TEST_CASE("the pauses between tries at an unreachable Redis double, with jitter, up to the cap") {
+  using namespace rlock;
+  Backoff backoff;
+  Millis step = k_backoff_first;
+  for (int i = 0; i < 12; ++i) {
+    Millis pause = backoff.next();
+    CHECK(pause >= step / 2);
+    CHECK(pause <= step);
+    step = std::min(step * 2, k_backoff_cap);
+  }
+  CHECK(backoff.at_cap());
+  backoff.reset();
+  CHECK(!backoff.at_cap());
+  CHECK(backoff.next() <= k_backoff_first);
+}
