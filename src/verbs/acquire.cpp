@@ -14,9 +14,6 @@
 
 namespace rlock {
 
-bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
-                  const Fd& link, SignalEvents& signals);
-
 namespace {
 
 // The descriptors the caller left open (a script's `exec 9>file` for flock) would live on in

@@ -13,7 +13,10 @@
 
 namespace rlock {
 
+class Fd;
+class PidWatch;
 class Redis;
+class SignalEvents;
 
 // The Redis that GlobalOptions point at, with its password read (from a password file too).
 std::unique_ptr<Redis> connect_redis(const GlobalOptions& global);
@@ -75,5 +78,10 @@ LockMode lock_mode(const RunOptions& options);
 void check_topology(const Redis& redis, const RunOptions& options);
 // Usage error unless TOKEN looks like one rlock makes.
 void check_token(const std::string& token);
+
+// acquire --while-pid (keeper.cpp): forks the detached keeper that holds GOT for as long as
+// PID lives, told of a release through LINK. False when the fork failed.
+bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
+                  const Fd& link, SignalEvents& signals);
 
 }  // namespace rlock
