@@ -48,11 +48,10 @@ std::string blpop_seconds(Millis d) {
   return buf;
 }
 
-// Best effort after giving up: an attempt whose reply we lost may have taken the lock.
-// Nothing to undo when the failure was that no connection could be made.
-void undo_possible_acquire(Lock& lock, const Failure& failure) {
-  if (failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server)
-    (void)lock.release(Clock::now() + lock.command_timeout());
+// Whether an attempt that failed so may have run in Redis, and so may have taken the lock: its
+// reply was lost. Not when no connection could be made, or the server refused it.
+bool may_have_run(const Failure& failure) {
+  return failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server;
 }
 
 class Waiter {
@@ -77,6 +76,7 @@ public:
                             "Redis answers again after " + format_duration(since_failing()) + " (" +
                                 last_failure_->message + ")"});
         last_failure_.reset();
+        may_hold_ = false;  // an answer: a lock taken by a lost reply would have been ours now
         if (auto* got = std::get_if<Acquired>(&*attempt)) {
           status_.clear();
           return Obtained{got->fence, sent, std::chrono::duration_cast<Millis>(sent - start_)};
@@ -110,6 +110,7 @@ private:
   // ends the wait now, as does the first of any with --no-wait.
   std::optional<WaitOutcome> retry_or_give_up(const Failure& failure) {
     if (failure.kind != Failure::Kind::connect) reached_ = true;
+    if (may_have_run(failure)) may_hold_ = true;
     bool first = !last_failure_;
     if (first) {
       failing_since_ = Clock::now();
@@ -208,7 +209,8 @@ private:
   WaitOutcome give_up(WaitOutcome outcome) {
     status_.clear();
     if (!reached_) return outcome;
-    if (last_failure_) undo_possible_acquire(lock_, *last_failure_);
+    // Best effort: an attempt whose reply was lost, not only the last, may have taken it.
+    if (may_hold_) (void)lock_.release(Clock::now() + lock_.command_timeout());
     if (give_up_ != start_) (void)lock_.leave_queue(Clock::now() + lock_.command_timeout());
     return outcome;
   }
@@ -219,6 +221,7 @@ private:
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
+  bool may_hold_ = false;                // one of those may have taken the lock (may_have_run())
   Backoff backoff_;
   TimePoint failing_since_{};      // the first failed attempt since Redis last answered
   bool said_unreachable_ = false;  // the warning of a long outage was given
