@@ -18,8 +18,6 @@ constexpr int k_history_page = 100;
 constexpr int k_history_most = 10000;
 
 // The server's clock when the entry was appended (the run's end): the ID's milliseconds.
-int64_t entry_ms(const std::string& id) { return std::strtoll(id.c_str(), nullptr, 10); }
-
 // The ID just before ID ("1700000000000-0" gives "1699999999999-18446744073709551615"), for the
 // next page: XREVRANGE's exclusive "(" needs Redis 6.2. Empty before the first possible ID.
 std::string id_before(const std::string& id) {
@@ -57,7 +55,7 @@ Result<std::string> add_page(const Reply& page, NodeHistory& into) {
     oldest = record->id;
     if (!is_run(*record)) continue;
     CheckedRun run;
-    run.ended_ms = entry_ms(record->id);
+    run.ended_ms = history_entry_ms(record->id);
     run.in_window = run.ended_ms >= into.window.start_ms;
     run.record = std::move(*record);
     into.runs.push_back(std::move(run));
@@ -80,7 +78,7 @@ Result<NodeHistory> node_history(Redis& node, const std::string& key, const Peri
   h.now_ms = *now;
   h.window = check_window(every, tz, *now);
   auto oldest = add_page(first[0], h);
-  while (oldest && !oldest->empty() && entry_ms(*oldest) >= h.window.start_ms &&
+  while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms &&
          h.entries < k_history_most) {
     std::string newest = id_before(*oldest);
     if (newest.empty()) break;

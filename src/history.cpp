@@ -1,5 +1,6 @@
 #include "history.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "lock.h"
@@ -182,17 +183,35 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
   return r;
 }
 
-Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
-                                            TimePoint deadline) {
-  auto reply = redis.call(
-      {"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)},
+Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
+                                 TimePoint deadline) {
+  auto replies = redis.broadcast(
+      {{"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)}},
       deadline);
-  if (!reply) return reply.failure();
-  if (!reply->is_array()) return unexpected_reply("XREVRANGE");
-  std::vector<RunRecord> out;
-  for (const Reply& e : reply->elements)
-    if (auto r = decode_history_entry(e)) out.push_back(std::move(*r));
+  HistoryRead out;
+  std::optional<Failure> failure;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    Result<Reply> reply = replies[i] ? Result<Reply>((*replies[i])[0]) : replies[i].failure();
+    if (reply && reply->type == Reply::Type::error)
+      reply = redis.node(i).server_failure(reply->str);
+    if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
+    if (!reply) {
+      failure = reply.failure();
+      out.unanswered.push_back(redis.node(i).name());
+      continue;
+    }
+    for (const Reply& e : reply->elements)
+      if (auto r = decode_history_entry(e)) out.runs.push_back(std::move(*r));
+  }
+  if (out.unanswered.size() == replies.size()) return *failure;
+  // Newest first across the nodes, each entry by its own node's clock.
+  std::stable_sort(out.runs.begin(), out.runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return history_entry_ms(a.id) > history_entry_ms(b.id);
+  });
+  if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);
   return out;
 }
+
+int64_t history_entry_ms(const std::string& id) { return std::strtoll(id.c_str(), nullptr, 10); }
 
 }  // namespace rlock

@@ -87,9 +87,17 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
 // job: the caller turns it into one warning.
 std::vector<Argv> history_commands(const std::string& key, const RunRecord& record, int max_length,
                                    Millis retention);
-// The latest COUNT runs of KEY, newest first.
-Result<std::vector<RunRecord>> read_history(Redis& redis, const std::string& key, int count,
-                                            TimePoint deadline);
+// The latest COUNT runs of KEY, newest first. Under Redlock each run's entry went to one node
+// (the first that answered its writer), so every node is read; those that did not answer are
+// named in UNANSWERED (a failure when none did).
+struct HistoryRead {
+  std::vector<RunRecord> runs;
+  std::vector<std::string> unanswered;
+};
+Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
+                                 TimePoint deadline);
+// The time in a stream entry's ID ("1700000000000-3"): the server's clock when it was added.
+int64_t history_entry_ms(const std::string& id);
 // A stream entry's fields (XRANGE's reply element) as a RunRecord.
 std::optional<RunRecord> decode_history_entry(const Reply& entry);
 

@@ -1,5 +1,6 @@
 """Beyond one Redis: Redlock over independent masters, Sentinel with a failover, Redis Cluster,
 and --min-replicas, each against real servers these tests start."""
+import json
 import os
 import shutil
 import signal
@@ -98,6 +99,35 @@ class Redlock(unittest.TestCase):
         # Not even a renewal failed: its "no" did not end a renewal before the second yes.
         self.assertNotIn("renewal failed", p.stderr.read())
         self.assertEqual(self.values("k"), [None, None, None])
+
+    def test_history_shows_the_runs_recorded_on_every_master(self):
+        # A run's history entry goes to the first master that answers its writer, so each
+        # master holds some of the runs: here one on the first (written by a run against it
+        # alone), and a later one on the second.
+        def run_on(i, *command):
+            return run_rlock(["run", "--redis", self.servers[i].url, "k", "--", *command],
+                             env=env_without_url()).returncode
+        self.assertEqual(run_on(0, "sh", "-c", "exit 3"), 3)
+        self.assertEqual(run_on(1, "true"), 0)
+        self.assertEqual([s.cmd("XLEN", "{k}:rlock:history") for s in self.servers], [1, 1, 0])
+        r = self.run_on_all(["history", "--json", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs = json.loads(r.stdout)["runs"]
+        self.assertEqual([run["exit_status"] for run in runs], [0, 3])  # newest first
+        self.assertEqual(r.stderr, "")
+        # -n counts the runs of all masters together.
+        r = self.run_on_all(["history", "--json", "-n", "1", "k"])
+        self.assertEqual([run["exit_status"] for run in json.loads(r.stdout)["runs"]], [0])
+        # A master down: what the others recorded, and a warning that names it.
+        self.servers[1].kill()
+        r = self.run_on_all(["history", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout.splitlines()), 2, r.stdout)  # the header and one run
+        self.assertIn(f"no answer from {self.servers[1].url}: the runs recorded there", r.stderr)
+        # None answering: Redis unavailable.
+        self.servers[0].kill()
+        self.servers[2].kill()
+        self.assertEqual(self.run_on_all(["history", "k"]).returncode, 69)
 
     def test_two_masters_down_no_quorum_no_command_nothing_left(self):
         self.servers[1].kill()

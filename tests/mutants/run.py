@@ -301,6 +301,14 @@ MUTANTS = [
      [("src/verbs/watch.cpp", "watches_[i].look((*locks)[i], at, {k_outage_hint})",
        "watches_[i].look((*locks)[i], at, {})")],
      ['test_watch.WatchByPolling.test_a_lock_gone_in_a_restart_is_not_called_released']),
+    ("history under Redlock reads the first master only",
+     [("src/history.cpp", "for (size_t i = 0; i < replies.size(); ++i) {",
+       "for (size_t i = 0; i < 1; ++i) {")],
+     ['test_topologies.Redlock.test_history_shows_the_runs_recorded_on_every_master']),
+    ("history's runs of all masters not cut to --count",
+     [("src/history.cpp", "if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);",
+       "")],
+     ['test_topologies.Redlock.test_history_shows_the_runs_recorded_on_every_master']),
 ]
 
 
