@@ -20,11 +20,43 @@ size_t userinfo_end(std::string_view text) {
   return at;
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// TEXT without an '@': a password typed without its "@host" ("redis://user:secret",
+// "redis://:secret/0") reads as a host and a port. So a port that is no number goes, in each
+// of the comma-separated addresses (a Sentinel URL has several).
+std::string without_would_be_password(std::string_view text) {
+  size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(text);
+  size_t start = scheme_end + 3;
+  size_t end = text.find_first_of("/?#", start);
+  if (end == std::string_view::npos) end = text.size();
+  std::string out(text.substr(0, start));
+  std::string_view addresses = text.substr(start, end - start);
+  for (bool first = true;; first = false) {
+    size_t comma = addresses.find(',');
+    std::string_view address = addresses.substr(0, comma);
+    size_t bracket = !address.empty() && address[0] == '[' ? address.find(']') : 0;
+    size_t colon = address.find(':', bracket == std::string_view::npos ? 0 : bracket);
+    std::string_view port = colon == std::string_view::npos ? "" : address.substr(colon + 1);
+    if (!first) out += ',';
+    if (colon == std::string_view::npos || all_digits(port))
+      out += address;
+    else
+      out += std::string(address.substr(0, colon + 1)) + std::string(k_redacted_secret);
+    if (comma == std::string_view::npos) break;
+    addresses = addresses.substr(comma + 1);
+  }
+  return out + std::string(text.substr(end));
+}
+
 }  // namespace
 
 std::string without_userinfo(std::string_view text) {
   size_t at = userinfo_end(text);
-  if (at == std::string_view::npos) return std::string(text);
+  if (at == std::string_view::npos) return without_would_be_password(text);
   size_t scheme_end = text.find("://");
   size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
   return std::string(text.substr(0, start)) + k_redacted_secret + std::string(text.substr(at));
@@ -92,8 +124,7 @@ std::string redact_url_text(std::string_view text) {
 RedisUrl parse_redis_url(std::string_view text) {
   RedisUrl url;
   size_t scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos)
-    bad_url(text, std::string("expected ") + k_url_schemes);
+  if (scheme_end == std::string_view::npos) bad_url(text, std::string("expected ") + k_url_schemes);
   std::string_view scheme = text.substr(0, scheme_end);
   std::string_view rest = text.substr(scheme_end + 3);
   if (scheme == "redis") {
@@ -173,7 +204,8 @@ RedisUrl parse_redis_url(std::string_view text) {
       if (port_text.empty()) bad_url(text, "empty port");
     }
     if (url.host.find(':') != std::string::npos)
-      bad_url(text, "an IPv6 address must be in brackets: redis://[::1]:6379");
+      bad_url(text, "an IPv6 address must be in brackets: redis://[::1]:6379 (or is the '@' "
+                    "after a password missing?)");
   }
   if (url.host.empty()) bad_url(text, "no host");
   if (url.host.size() > 253) bad_url(text, "the host name is longer than 253 characters");
@@ -183,6 +215,10 @@ RedisUrl parse_redis_url(std::string_view text) {
       bad_url(text, "the host has a character no host name or address has");
   if (!port_text.empty()) {
     auto port = parse_int(port_text, 1, 65535);
+    // A port that is no number may be a password typed without its "@host": not shown.
+    if (!port && !all_digits(port_text))
+      bad_url(text, "the port is not a number (a password goes before an '@': "
+                    "redis://user:password@host:port)");
     if (!port)
       bad_url(text, "port '" + std::string(port_text) + "' is not a number from 1 to 65535");
     url.port = *port;

@@ -242,6 +242,28 @@ class BadInput(RedisTestCase):
                     self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
                                          env=rlock_env(RLOCK_CONFIG=path))
 
+    def test_a_password_without_its_at_host_never_shows(self):
+        # "redis://user:secret" (the '@host' forgotten, or the '@' mistyped) reads as a host and
+        # a port: a port that is no number is not shown, from the flag, the environment and a
+        # config file, for every URL scheme that takes a password.
+        secret = "Qz7Wx9Vb"
+        for url in (f"redis://default:{secret}", f"redis://:{secret}", f"rediss://app:{secret}/0",
+                    f"redis://default:{secret}127.0.0.1:6379", f"redis://[::1]:{secret}",
+                    f"redis-sentinel://h1:{secret},h2:26379/m"):
+            with self.subTest(url=url):
+                self.assert_rejected(["status", "--redis", url, "k"], CONFIG, secret=secret)
+                self.assert_rejected(["status", "k"], CONFIG, secret=secret,
+                                     env=rlock_env(RLOCK_REDIS_URL=url))
+                path = self.path("config.toml")
+                with open(path, "w") as f:
+                    f.write(f'redis = "{url}"\n')
+                self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
+                                     env=rlock_env(RLOCK_CONFIG=path))
+        # A port that is a number is shown: it is no secret, and it is what was wrong.
+        r = subprocess.run([RLOCK, "status", "--redis", "redis://h:70000", "k"],
+                           capture_output=True, text=True, env=rlock_env())
+        self.assertIn("port '70000'", r.stderr)
+
     def test_an_unknown_scheme_lists_every_scheme(self):
         r = subprocess.run([RLOCK, "status", "--redis", "http://h", "k"], capture_output=True,
                            text=True, env=rlock_env())

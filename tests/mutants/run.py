@@ -309,6 +309,11 @@ MUTANTS = [
      [("src/history.cpp", "if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);",
        "")],
      ['test_topologies.Redlock.test_history_shows_the_runs_recorded_on_every_master']),
+    ("a bad URL without an '@' shown whole",
+     [("src/redis_url.cpp", "if (at == std::string_view::npos) return without_would_be_password(text);",
+       "if (at == std::string_view::npos) return std::string(text);"),
+      ("src/redis_url.cpp", "if (!port && !all_digits(port_text))", "if (false)")],
+     ['test_bad_input.BadInput.test_a_password_without_its_at_host_never_shows']),
 ]
 
 

@@ -74,6 +74,13 @@ TEST_CASE("passwords with URL-special characters: the last '@' ends them") {
   CHECK(redact_url_text("redis://u:a/b@h:1") == "redis://u:***@h:1");
   CHECK(redact_url_text("redis://a/b:c@h:1") == "redis://***@h:1");
   CHECK(without_userinfo("redis://u:pw@h:1") == "redis://***@h:1");
+  // No '@': a port that is no number may be a password whose "@host" was forgotten.
+  CHECK(without_userinfo("redis://u:pw") == "redis://u:***");
+  CHECK(without_userinfo("redis://:pw/0") == "redis://:***/0");
+  CHECK(without_userinfo("redis://h:6379/0") == "redis://h:6379/0");
+  CHECK(without_userinfo("redis://[::1]:pw") == "redis://[::1]:***");
+  CHECK(without_userinfo("redis-sentinel://a:1,b:pw,c/m") == "redis-sentinel://a:1,b:***,c/m");
+  CHECK(without_userinfo("redis://,:") == "redis://,:***");
   CHECK(without_userinfo("nonsense-pw@h") == "***@h");
 }
 
