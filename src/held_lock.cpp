@@ -45,6 +45,11 @@ bool HeldLock::release(std::optional<std::vector<Argv>>* history, Millis budget)
       if (error != then.end())
         warn_history(lock_.key(), lock_.redis().server_failure(error->str).message);
       history->reset();
+    } else if (history && *history && !released && may_have_run(released.failure())) {
+      // The entry may be written (a frozen server runs it when it wakes): at most once.
+      log_warning(lock_.key() + ": the run's history entry may not have been recorded (" +
+                  released.failure().message + "); not sent again, lest it be recorded twice");
+      history->reset();
     }
     if (released) {
       if (*released)

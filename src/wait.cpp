@@ -48,12 +48,6 @@ std::string blpop_seconds(Millis d) {
   return buf;
 }
 
-// Whether an attempt that failed so may have run in Redis, and so may have taken the lock: its
-// reply was lost. Not when no connection could be made, or the server refused it.
-bool may_have_run(const Failure& failure) {
-  return failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server;
-}
-
 class Waiter {
 public:
   Waiter(Lock& lock, SignalEvents& signals, std::optional<Millis> wait)
@@ -233,6 +227,10 @@ private:
 };
 
 }  // namespace
+
+bool may_have_run(const Failure& failure) {
+  return failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server;
+}
 
 Backoff::Backoff()
     : random_state_(static_cast<unsigned>(::getpid()) ^

@@ -48,6 +48,10 @@ private:
 // An outage this long gets a warning (shorter ones only the line when Redis is back).
 inline constexpr Millis k_say_unreachable_after{2000};
 
+// Whether commands that failed so may have run in Redis all the same: their reply was lost
+// (a timeout, a connection cut). Not when no connection could be made, or the server refused.
+bool may_have_run(const Failure& failure);
+
 // Whether FAILURE may pass by itself, so that a waiter should try again: Redis cannot be
 // reached, or is not ready (loading its data, a failover, a Cluster or Sentinel catching up).
 // A refusal that trying again will not change (a password, an ACL, TLS material, a key of

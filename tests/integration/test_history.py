@@ -247,6 +247,27 @@ class History(RedisTestCase):
         self.assert_no_lock("k")
         self.assertEqual(self.run_rlock(["status", "k"]).returncode, 1)  # still readable
 
+    def test_a_run_is_recorded_once_across_a_frozen_server(self):
+        # Redis frozen mid-run: the lease runs out (76), and every release and history write
+        # times out while the server still has them to run when it wakes. Each write sent is
+        # run then, so the entry must be sent at most once.
+        p = self.start(["run", "--ttl", "1s", "--command-timeout", "300ms", "k", "--",
+                        "sleep", "60"])
+        wait_until(lambda: self.server.cmd("GET", "k"), 10, "the lock taken")
+        self.server.freeze()
+        try:
+            self.assertEqual(p.wait(timeout=30), 76)
+        finally:
+            self.server.thaw()
+        self.assertIn("not sent again", p.stderr.read())
+        # Once the server has read what rlock's closed connections left, all of it has run.
+        client = self.server.client()
+        self.addCleanup(client.close)
+        wait_until(lambda: client("CLIENT", "LIST").count("\n") == 1, 10,
+                   "the server to be done with rlock's connections")
+        self.assertEqual(self.server.cmd("XLEN", "{k}:rlock:history"), 1)
+        self.assertEqual([run["end"] for run in self.history("k")], ["lost"])
+
     def test_no_history_yet(self):
         r = self.run_rlock(["history", "never"])
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -314,6 +314,11 @@ MUTANTS = [
        "if (at == std::string_view::npos) return std::string(text);"),
       ("src/redis_url.cpp", "if (!port && !all_digits(port_text))", "if (false)")],
      ['test_bad_input.BadInput.test_a_password_without_its_at_host_never_shows']),
+    ("a history entry whose fate is unknown sent again",
+     [("src/held_lock.cpp",
+       "} else if (history && *history && !released && may_have_run(released.failure())) {",
+       "} else if (false) {")],
+     ['test_history.History.test_a_run_is_recorded_once_across_a_frozen_server']),
 ]
 
 
