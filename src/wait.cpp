@@ -61,7 +61,7 @@ public:
   WaitOutcome run(const std::string& value, Millis ttl) {
     for (;;) {
       TimePoint sent = Clock::now();
-      auto attempt = lock_.try_acquire(value, ttl, plan(sent), sent + lock_.command_timeout());
+      auto attempt = lock_.try_acquire(value, ttl, plan(sent), attempt_deadline(sent));
       if (attempt) {
         reached_ = true;
         // One line for the whole outage, as for its end when the wait runs out first.
@@ -97,6 +97,17 @@ private:
   }
 
   bool out_of_time() const { return give_up_ && Clock::now() >= *give_up_; }
+
+  // An attempt waits for its reply up to the command timeout, but not past the end of the
+  // wait: a server that accepts and never answers must not stretch --wait 2s to 5. The last
+  // attempt still gets a floor, lest a merely slow reply be lost; --no-wait's only attempt
+  // gets the whole command timeout, as any other command.
+  TimePoint attempt_deadline(TimePoint sent) const {
+    TimePoint deadline = sent + lock_.command_timeout();
+    if (!give_up_ || *give_up_ == start_) return deadline;
+    return std::min(deadline, std::max(*give_up_, sent + std::min(lock_.command_timeout(),
+                                                                  k_last_attempt_floor)));
+  }
 
   // After a failed attempt: the outcome when it is the last, else nothing once the pause
   // before the next attempt is over. A failure that may pass is retried until the wait ends
@@ -203,9 +214,15 @@ private:
   WaitOutcome give_up(WaitOutcome outcome) {
     status_.clear();
     if (!reached_) return outcome;
-    // Best effort: an attempt whose reply was lost, not only the last, may have taken it.
-    if (may_hold_) (void)lock_.release(Clock::now() + lock_.command_timeout());
-    if (give_up_ != start_) (void)lock_.leave_queue(Clock::now() + lock_.command_timeout());
+    // Best effort, within one command timeout for both: an attempt whose reply was lost (not
+    // only the last) may have taken it, and a server that did not answer the release will not
+    // answer the next command either.
+    TimePoint deadline = Clock::now() + lock_.command_timeout();
+    if (may_hold_) {
+      auto released = lock_.release(deadline);
+      if (!released && released.failure().kind == Failure::Kind::timeout) return outcome;
+    }
+    if (give_up_ != start_) (void)lock_.leave_queue(deadline);
     return outcome;
   }
 

@@ -30,6 +30,8 @@ inline constexpr Millis k_retry_interval{200};
 // and doubles up to the cap, each with jitter: a restart of a few seconds costs it little
 // more, and a fleet of waiters does not come back at the same instant.
 inline constexpr Millis k_backoff_first{50};
+// The least time the last attempt of a wait is given for its reply, even past the wait's end.
+inline constexpr Millis k_last_attempt_floor{250};
 inline constexpr Millis k_backoff_cap{2000};
 
 // Those pauses: each is half the step plus up to as much again at random ("equal jitter"),

@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, DelayProxy, RedisTestCase, rlock_env, wait_until
 
 STAMP = 'python3 -c "import time; print(time.monotonic())"'
 
@@ -235,6 +235,29 @@ class Waiting(RedisTestCase):
         r = subprocess.run([script, "-qefc", f"{RLOCK} run -q -w 20s k -- true", "/dev/null"],
                            env=env, capture_output=True, timeout=30)
         self.assertNotIn(b"waiting for", r.stdout)
+
+
+class UnansweredAttempts(RedisTestCase):
+    """A server that takes every command and never answers in time (DelayProxy: replies a
+    minute late, requests on time): the attempt takes the lock unseen."""
+
+    def test_wait_ends_on_time_and_undoes_what_its_attempt_took(self):
+        # Scripts cached first, so that the proxied attempt runs at once rather than NOSCRIPT.
+        self.assertEqual(self.run_rlock(["run", "warm-up", "--", "true"]).returncode, 0)
+        proxy = DelayProxy(self.server.port, 60)
+        self.addCleanup(proxy.close)
+        started = time.monotonic()
+        r = self.run_rlock(["run", "--wait", "1s", "--command-timeout", "3s", "k", "--", "true"],
+                           env=rlock_env(RLOCK_REDIS_URL=proxy.url))
+        elapsed = time.monotonic() - started
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("timed out", r.stderr)
+        # The wait (1s), then one command timeout (3s) for the undo; not an attempt, a release
+        # and a queue exit of 3s each (9s). Wide: a loaded machine.
+        self.assertLess(elapsed, 1 + 3 + 1.5, r.stderr)
+        # The attempt did take the lock on the server, and the undo, also run there, gave it
+        # back: nothing is left for the ttl.
+        wait_until(lambda: self.server.cmd("EXISTS", "k") == 0, 5, "the lock undone")
 
 
 if __name__ == "__main__":

@@ -319,6 +319,13 @@ MUTANTS = [
        "} else if (history && *history && !released && may_have_run(released.failure())) {",
        "} else if (false) {")],
      ['test_history.History.test_a_run_is_recorded_once_across_a_frozen_server']),
+    ("a waiter's attempt waits for its reply past the end of the wait",
+     [("src/wait.cpp", "    if (!give_up_ || *give_up_ == start_) return deadline;",
+       "    return deadline;")],
+     ['test_wait.UnansweredAttempts.test_wait_ends_on_time_and_undoes_what_its_attempt_took']),
+    ("a wait that gives up leaves what an unanswered attempt took",
+     [("src/wait.cpp", "    if (may_hold_) {", "    if (false) {")],
+     ['test_wait.UnansweredAttempts.test_wait_ends_on_time_and_undoes_what_its_attempt_took']),
 ]
 
 
