@@ -37,6 +37,8 @@ constexpr Millis k_group_exit_grace{2000};
 // it (SIGCHLD) when it exits, sooner than this.
 constexpr Millis k_group_poll_first{10};
 constexpr Millis k_group_poll_max{1000};
+// A second SIGTERM or SIGINT at least this long after the first SIGKILLs the command's group.
+constexpr Millis k_second_stop_request_after{1000};
 // How soon to try again when the renewal thread could not be started.
 constexpr Millis k_keeper_retry{100};
 // Time allowed for each step of the way out (the period's record, the release, the history)
@@ -232,6 +234,13 @@ private:
     while (auto sig = signals_.next()) {
       if (*sig == SIGCHLD) {
         collect_child();
+      } else if ((*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())) {
+        // Asked twice to stop: the operator means it, whatever the command does with TERM.
+        if (!killed_at_)
+          log(Level::warning,
+              {"signal_kill", key(),
+               "SIG" + signal_name(*sig) + " again: killing the command's process group (KILL)"});
+        kill_group(SIGKILL, Clock::now());
       } else {
         // To the group while anything of it runs: leftovers hear it too.
         log(Level::debug,
@@ -244,6 +253,13 @@ private:
       log(Level::warning, {"guardian_replaced", key(),
                            "the guardian process ended (status " + std::to_string(*how) +
                                "); started another, so the command still dies with rlock"});
+  }
+
+  // Whether a SIGTERM or SIGINT is the second request to stop: one that comes soon after the
+  // first is the same request twice (a script's trap that signals rlock after its group was).
+  bool asked_again(TimePoint now) {
+    if (!asked_to_stop_) asked_to_stop_ = now;
+    return now - *asked_to_stop_ >= k_second_stop_request_after;
   }
 
   void collect_child() {
@@ -280,6 +296,7 @@ private:
   std::optional<TimePoint> max_run_at_;
   std::optional<Stopping> stopping_;
   std::optional<TimePoint> killed_at_;
+  std::optional<TimePoint> asked_to_stop_;  // the first SIGTERM or SIGINT
   std::optional<int> child_status_;
   bool lost_ = false;
   bool leftovers_found_ = false;
@@ -607,8 +624,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   if (options.heartbeat_file) {
     // A file that cannot be made is a mistake to report before the lock is taken.
     heartbeat.emplace(absolute_path(*options.heartbeat_file), *options.stale_after);
-    if (auto problem = heartbeat->check())
-      throw usage_error("--heartbeat-file: " + *problem);
+    if (auto problem = heartbeat->check()) throw usage_error("--heartbeat-file: " + *problem);
   }
 
   auto redis = connect_redis(global);

@@ -55,6 +55,33 @@ class SignalForwarding(RedisTestCase):
         self.assertEqual(p.wait(timeout=10), 0)
         self.assertEqual(lines(log), ["TERM"])
 
+    def test_a_second_term_kills_a_command_that_ignores_the_first(self):
+        # An operator's `kill PID` twice stops a job that traps TERM (and what it started),
+        # and gives the lock back; a first TERM is only forwarded.
+        log, ready = self.path("log"), self.path("ready")
+        body = (f"trap 'echo TERM >> {log}' TERM; sleep 300 & echo $! > {ready}.child; "
+                f"echo ready > {ready}; while :; do sleep 0.05; done")
+        p = self.start(["run", "k", "--", "sh", "-c", body])
+        self.wait_file("ready")
+        with open(ready + ".child") as f:
+            grandchild = int(f.read())
+        os.kill(p.pid, signal.SIGTERM)
+        wait_until(lambda: lines(log) == ["TERM"], 10, "the first TERM forwarded")
+        self.assertIsNone(p.poll(), "one TERM stopped rlock")
+        self.assertTrue(self.server.cmd("GET", "k"), "the lock given up after one TERM")
+        # Again, as an operator would, until rlock is gone: a TERM that comes within a second
+        # of the first is the same request twice; a later one kills.
+        def asked_again():
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGTERM)
+            return p.poll() is not None
+        wait_until(asked_again, 10, "rlock to end after TERM again", interval=0.1)
+        self.assertEqual(p.wait(), 128 + signal.SIGKILL)
+        self.assertIn("TERM again: killing the command's process group", p.stderr.read())
+        wait_until(lambda: not os.path.exists(f"/proc/{grandchild}"), 5,
+                   "the command's background sleep killed too")
+        self.assert_no_lock("k")
+
     def test_the_child_runs_in_its_own_process_group(self):
         out = self.path("ids")
         p = self.start(["run", "k", "--", "sh", "-c", f"echo $$ $(ps -o pgid= -p $$) > {out}; sleep 30"])

@@ -326,6 +326,10 @@ MUTANTS = [
     ("a wait that gives up leaves what an unanswered attempt took",
      [("src/wait.cpp", "    if (may_hold_) {", "    if (false) {")],
      ['test_wait.UnansweredAttempts.test_wait_ends_on_time_and_undoes_what_its_attempt_took']),
+    ("a second TERM only forwarded",
+     [("src/verbs/run.cpp", "(*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())",
+       "false && asked_again(Clock::now())")],
+     ['test_run_signals.SignalForwarding.test_a_second_term_kills_a_command_that_ignores_the_first']),
 ]
 
 
