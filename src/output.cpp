@@ -208,7 +208,7 @@ std::string lock_details(const LockState& s) {
     return out;
   }
   case LockState::Kind::broken:
-    return "by nobody: " + broken_text(*s.value, s.pttl) +
+    return broken_text(*s.value, s.pttl) +
            (s.waiters > 0 ? "  " + std::to_string(s.waiters) + " waiting" : "");
   case LockState::Kind::held: {
     const Holder& h = s.value->holder;
@@ -235,6 +235,15 @@ std::string state_word(const LockState& s, const OutputStyle& style) {
   case LockState::Kind::not_a_lock: return paint(style, "31", "not a lock (" + s.type + ")");
   }
   return "";
+}
+
+// The state word and the details after it: "held  by web-1 pid 21877 (report.sh)  for 3m12s ...".
+// A tombstone holds the lock for nobody; what it tells is why the lock is not free:
+// "broken: web-1 pid 21877 (report.sh) was broken by alice@ops-1 3s ago; free once ...".
+std::string state_text(const LockState& s, const OutputStyle& style) {
+  std::string details = lock_details(s);
+  if (details.empty()) return state_word(s, style);
+  return state_word(s, style) + (s.kind == LockState::Kind::broken ? ": " : "  ") + details;
 }
 
 }  // namespace
@@ -291,9 +300,7 @@ void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) 
   std::string out;
   for (const auto& s : locks) {
     std::string key = printable(s.key);
-    std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_word(s, style);
-    std::string details = lock_details(s);
-    if (!details.empty()) line += "  " + details;
+    std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_text(s, style);
     if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
     out += line + "\n";
   }
@@ -693,7 +700,7 @@ std::string watch_text(const WatchEvent& e, const OutputStyle& style) {
     // The details of a held lock say how many wait already.
     std::string waiting = details.find(" waiting") == std::string::npos ? waiting_text(e.lock)
                                                                         : first_in_line(e.lock);
-    return state_word(e.lock, style) + (details.empty() ? "" : "  " + details) + waiting;
+    return state_text(e.lock, style) + waiting;
   }
   case Kind::taken:
     return paint(style, "33", "taken") + " by " + subject + fence + until + waiting_text(e.lock);

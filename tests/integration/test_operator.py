@@ -202,8 +202,11 @@ class Operator(RedisTestCase):
         self.assertGreater(self.server.cmd("PTTL", "k"), 20000)
         status = self.run_rlock(["status", "k"])
         self.assertEqual(status.returncode, 0)  # not free: nobody can take it
-        self.assertIn("broken", status.stdout)
-        self.assertIn("was broken by", status.stdout)
+        self.assertRegex(status.stdout, rf"^k  broken: \S+ pid {p.pid} \(sh\) was broken by "
+                                        r"\S+@\S+ \d+m?s ago; free once it has stopped, in "
+                                        r"[\d.]+s at the latest\n$")
+        self.assertEqual(json.loads(self.run_rlock(["status", "--json", "k"]).stdout)
+                         ["locks"][0]["state"], "broken")
         doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
         self.assertEqual(doc["state"], "broken")
         self.assertEqual(doc["token"], token)

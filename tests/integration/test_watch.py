@@ -252,6 +252,16 @@ class WatchMixin:
         self.assertEqual(events[-1]["holder"]["command"], "true")
         self.interrupt(lines)
 
+    def test_a_broken_lock_is_told_as_broken_by_whom(self):
+        self.server.cmd("SET", KEY, "another-program", "PX", "60000")
+        self.assertEqual(self.run_rlock(["release", "--force", KEY]).returncode, 0)
+        lines = self.watch(KEY, json_lines=False)
+        lines.next()
+        self.assertRegex(lines.next(), r"  lock:life  broken: another client's lock was broken "
+                                       r"by \S+@\S+ \d+m?s ago; free once it has stopped, in "
+                                       r"[\d.]+s at the latest$")
+        self.interrupt(lines)
+
     def test_json_fields_are_all_there(self):
         lines = self.watch(KEY)
         lines.next()
