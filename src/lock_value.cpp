@@ -80,6 +80,7 @@ std::string encode_lock_value(const LockValue& v) {
   out += " cmd=" + escape(v.holder.cmd);
   if (!v.holder.boot.empty()) out += " boot=" + escape(v.holder.boot);
   if (v.holder.start_ticks > 0) out += " pstart=" + std::to_string(v.holder.start_ticks);
+  if (v.ttl_ms) out += " ttl=" + std::to_string(*v.ttl_ms);
   if (v.fence) out += " fence=" + std::to_string(*v.fence);
   return out;
 }
@@ -125,6 +126,10 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
       auto n = parse_i64(*value);
       if (!n) return std::nullopt;
       v.holder.pid = *n;
+    } else if (name == "ttl") {
+      auto n = parse_i64(*value);
+      if (!n) return std::nullopt;
+      v.ttl_ms = *n;
     } else if (name == "fence") {
       auto n = parse_i64(*value);
       if (!n) return std::nullopt;

@@ -1,8 +1,9 @@
 // What rlock stores under a lock key. One line that `redis-cli GET KEY` shows an operator as is:
 //
 //   rlock/1 7f3c...(32 hex) host=web-2 pid=4121 user=deploy since=2026-11-30T03:12:00.123Z
-//   cmd=report.sh boot=3f2a9c41d07e pstart=48213377 fence=17
+//   cmd=report.sh boot=3f2a9c41d07e pstart=48213377 ttl=30000 fence=17
 //
+// ttl (ms) is what the holder renews it with: an observer tells a late renewal by it.
 // boot (the host's boot id) and pstart (the pid's start time, in clock ticks since boot) let
 // an operator's rlock on the same host tell a holder process that is gone from a live one.
 //
@@ -53,9 +54,10 @@ struct Breaking {
 struct LockValue {
   std::string token;
   Holder holder;
-  std::optional<int64_t> fence;     // set by the acquire script, not by the client
-  std::optional<Breaking> broken;   // a tombstone: the holder above was broken (token may be
-                                    // empty: another program's lock was)
+  std::optional<int64_t> fence;    // set by the acquire script, not by the client
+  std::optional<int64_t> ttl_ms;   // the ttl its holder takes and renews it with
+  std::optional<Breaking> broken;  // a tombstone: the holder above was broken (token may be
+                                   // empty: another program's lock was)
 };
 
 inline constexpr std::string_view k_tombstone_magic = "rlock/1 broken ";

@@ -58,6 +58,13 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
 // after its release, and must not be taken for a run no look saw.
 constexpr size_t k_fences_kept = 64;
 
+// The ttl the holder of NOW renews with: its value says (rlock 0.2 on), else the time left
+// when a look saw it taken or renewed, which a poll sees up to its interval late.
+Millis lease_of(const LockState& now) {
+  if (now.value && now.value->ttl_ms && *now.value->ttl_ms > 0) return Millis(*now.value->ttl_ms);
+  return now.pttl;
+}
+
 bool has_place(const std::vector<SemaphoreHolder>& places, const std::string& token) {
   return std::any_of(places.begin(), places.end(),
                      [&](const SemaphoreHolder& p) { return p.token == token; });
@@ -101,6 +108,8 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     last_at_ = at;
   };
   if (!last_) {
+    // Seen mid-lease: only its value can tell the ttl.
+    if (now.kind == LockState::Kind::held && now.value && now.value->ttl_ms) lease_ = lease_of(now);
     event(Kind::state);
     remember();
     return out;
@@ -121,7 +130,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
       if (taken_at_) e.held = std::chrono::duration_cast<Millis>(at - *taken_at_);
     }
     ran_unseen(last, now, out);
-    lease_ = now.kind == LockState::Kind::held && now.pttl.count() >= 0 ? now.pttl : Millis(0);
+    lease_ = now.kind == LockState::Kind::held && now.pttl.count() >= 0 ? lease_of(now) : Millis(0);
     said_overdue_ = false;
     taken_at_.reset();
     if (occupied(now)) {
@@ -139,8 +148,8 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     } else if (now.pttl > expected + k_timing_margin) {
       // Renewed since the last look; at the latest just now, so with this much left at least.
       Millis left = std::max(Millis(0), expected);
-      if (renewal_late(left, now.pttl)) event(Kind::renewed_late).left = left;
-      lease_ = now.pttl;
+      if (renewal_late(left, lease_of(now))) event(Kind::renewed_late).left = left;
+      lease_ = lease_of(now);
       said_overdue_ = false;
       if (!out.empty()) out.back().lease = lease_;
     } else if (lease_.count() > 0 && !said_overdue_ && renewal_late(now.pttl, lease_)) {

@@ -44,7 +44,7 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   auto owned_lock = make_lock(*redis, options.key, make_token(), lock_mode(options));
   Lock& lock = *owned_lock;
   LockValue value{lock.token(), process_holder(pid ? pid->pid() : ::getppid()), std::nullopt,
-                  std::nullopt};
+                  options.ttl.count(), std::nullopt};
   // Listening before the token is out: the script's release must find its keeper.
   Fd link = pid ? listen_for_release(lock.token()) : Fd();
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);

@@ -426,7 +426,7 @@ public:
 
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   std::optional<int> take() {
-    LockValue value{lock_->token(), holder_, std::nullopt, std::nullopt};
+    LockValue value{lock_->token(), holder_, std::nullopt, options_.ttl.count(), std::nullopt};
     WaitOutcome outcome =
         acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
     if (auto status = exit_unless_obtained(outcome, options_)) {

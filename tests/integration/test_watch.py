@@ -241,6 +241,34 @@ class WatchMixin:
         self.assertEqual([e["event"] for e in lines.event("released")], ["released"])
         self.interrupt(lines)
 
+    def frozen_holder(self, ttl):
+        """A run whose rlock is stopped (SIGSTOP) once it holds KEY: it renews no more."""
+        holder = self.start(["run", "--ttl", ttl, KEY, "--", "sleep", "60"])
+        wait_until(lambda: self.server.cmd("GET", KEY), 10, "the lock taken")
+        holder.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: (holder.send_signal(signal.SIGCONT), holder.wait(timeout=20)))
+        return holder
+
+    def test_a_frozen_holder_is_overdue_of_its_real_ttl(self):
+        # The ttl is the one the holder renews with, as its value says: not the time left that
+        # a look (up to a poll late) saw after it took the lock.
+        lines = self.watch(KEY, json_lines=False)
+        lines.next()
+        lines.next()
+        self.frozen_holder("3s")
+        overdue = lines.until(lambda l: "overdue" in l, 10, "overdue")[-1]
+        self.assertIn("of its 3s ttl left (rlock renews with 2s left)", overdue)
+        self.interrupt(lines)
+
+    def test_a_holder_first_seen_mid_lease_is_told_overdue(self):
+        self.frozen_holder("3s")
+        lines = self.watch(KEY)
+        lines.next()
+        self.assertEqual(lines.next()["event"], "state")
+        overdue = lines.event("overdue")[-1]
+        self.assertEqual(overdue["lease_ms"], 3000)
+        self.interrupt(lines)
+
     def test_a_lock_kept_for_min_hold_expires_without_an_alarm(self):
         lines = self.watch(KEY)
         lines.next()

@@ -330,6 +330,12 @@ MUTANTS = [
      [("src/verbs/run.cpp", "(*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())",
        "false && asked_again(Clock::now())")],
      ['test_run_signals.SignalForwarding.test_a_second_term_kills_a_command_that_ignores_the_first']),
+    ("watch takes the time left at a look for the holder's ttl",
+     [("src/lock_watch.cpp",
+       "if (now.value && now.value->ttl_ms && *now.value->ttl_ms > 0) return Millis(*now.value->ttl_ms);",
+       "")],
+     ['test_watch.WatchByPolling.test_a_frozen_holder_is_overdue_of_its_real_ttl',
+      'test_watch.WatchByPolling.test_a_holder_first_seen_mid_lease_is_told_overdue']),
 ]
 
 

@@ -73,6 +73,22 @@ TEST_CASE("values rlock did not write are not decoded") {
   CHECK(decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef future=field"));
 }
 
+TEST_CASE("a value carries the ttl its holder renews with") {
+  LockValue v;
+  v.token = make_token();
+  v.holder.host = "web-2";
+  v.ttl_ms = 30000;
+  std::string text = encode_lock_value(v);
+  CHECK(text.find(" ttl=30000") != std::string::npos);
+  auto back = decode_lock_value(text + " fence=17");
+  REQUIRE(back);
+  CHECK(back->ttl_ms == 30000);
+  CHECK(back->fence == 17);
+  // Older values have none.
+  CHECK(!decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef host=a")->ttl_ms);
+  CHECK(!decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef ttl=x"));
+}
+
 TEST_CASE("a tombstone names the broken holder, or '-' for another program's lock") {
   auto ours = decode_lock_value(
       "rlock/1 broken 0123456789abcdef0123456789abcdef host=web-2 pid=4121 fence=17 "
