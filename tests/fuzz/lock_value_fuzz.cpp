@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto again = rlock::decode_lock_value(rlock::encode_lock_value(*v));
   if (!again || again->token != v->token || again->holder.host != v->holder.host ||
       again->holder.pid != v->holder.pid || again->holder.user != v->holder.user ||
-      again->holder.cmd != v->holder.cmd || again->holder.since != v->holder.since)
+      again->holder.cmd != v->holder.cmd || again->holder.since != v->holder.since ||
+      again->holder.group != v->holder.group)
     std::abort();
   return 0;
 }
