@@ -6,6 +6,9 @@
 // ttl (ms) is what the holder renews it with: an observer tells a late renewal by it.
 // boot (the host's boot id) and pstart (the pid's start time, in clock ticks since boot) let
 // an operator's rlock on the same host tell a holder process that is gone from a live one.
+// group=1 (acquire --while-pid of a process group's leader) says that the lock is held for the
+// pid's process group: its keeper renews it while any process of the group lives, after the
+// pid itself has exited.
 //
 // `release --force` leaves a tombstone in its place until the broken holder has surely stopped:
 //
@@ -43,6 +46,9 @@ struct Holder {
   std::string cmd;
   std::string boot;         // the first 12 hex digits of the host's boot id; empty: unknown
   int64_t start_ticks = 0;  // when PID started, clock ticks since boot (/proc); 0: unknown
+  // Held for PID's process group (PID leads it): the lock is in use while any process of the
+  // group lives, not only PID, so PID gone does not mean the lock is left over.
+  bool group = false;
 };
 
 // Who broke a lock with `release --force`, and when.
@@ -84,10 +90,19 @@ std::string tombstone_fields();
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
 
-// Whether the holder's process still runs: true or false when it ran on this host (same host
-// name, same boot), judged by its pid and that pid's start time (a reused pid is not it);
-// nullopt when that cannot be told (another host, a value without boot and pstart).
-std::optional<bool> holder_alive(const Holder& h);
+// What runs of a holder, as told on its own host.
+enum class Liveness {
+  unknown,        // another host, another boot, or a value without boot and pstart
+  running,        // its process runs
+  group_running,  // its process is gone, but the lock is held for its process group, and a
+                  // process of that group still runs
+  gone,           // its process (and, for a group's lock, every process of the group) is gone
+};
+
+// Judged on this host only (same host name, same boot) by the holder's pid and that pid's start
+// time, so that a reused pid is not taken for it; for a group's lock (group=1), by what is left
+// of the group once the pid is gone. A group's id is no one else's while the group exists.
+Liveness holder_liveness(const Holder& h);
 
 // Process PID as the holder, for `rlock acquire`, which exits at once: the script that called
 // it (our parent, or --while-pid's) is what holds the lock. Its name comes from /proc.

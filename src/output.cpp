@@ -54,10 +54,35 @@ json holder_json(const Holder& h) {
   return {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
 }
 
-// true/false when the holder ran on this host (holder_alive()), null when that cannot be told.
-json alive_json(const Holder& h) {
-  auto alive = holder_alive(h);
-  return alive ? json(*alive) : json(nullptr);
+// Whether the holder still runs, as told on its own host: true while the lock is in use (its
+// process, or for a group's lock a process of its group), false once it is left over; null
+// when that cannot be told.
+json alive_json(Liveness liveness) {
+  switch (liveness) {
+  case Liveness::unknown: return nullptr;
+  case Liveness::running:
+  case Liveness::group_running: return true;
+  case Liveness::gone: return false;
+  }
+  return nullptr;
+}
+
+// "running", "group_running", "gone"; null when that cannot be told.
+json liveness_json(Liveness liveness) {
+  switch (liveness) {
+  case Liveness::unknown: return nullptr;
+  case Liveness::running: return "running";
+  case Liveness::group_running: return "group_running";
+  case Liveness::gone: return "gone";
+  }
+  return nullptr;
+}
+
+// Sets "holder_alive" and "holder_liveness" of J for holder H.
+void set_liveness(json& j, const Holder& h) {
+  Liveness liveness = holder_liveness(h);
+  j["holder_alive"] = alive_json(liveness);
+  j["holder_liveness"] = liveness_json(liveness);
 }
 
 std::string expiry_text(Millis pttl) {
@@ -65,10 +90,38 @@ std::string expiry_text(Millis pttl) {
                            : "the lock never expires";
 }
 
-// For a holder whose process is gone (on this host): what an operator at 3 a.m. needs to know.
-std::string gone_text(const Holder& h, Millis pttl) {
-  if (holder_alive(h) != false) return "";
-  return "holder process gone; " + expiry_text(pttl);
+// What an operator at 3 a.m. needs to know of a holder on this host whose pid is gone: whether
+// the lock is left over (it stays until its ttl runs out) or still in use by the process group
+// it is held for (its keeper renews it: waiting for the ttl would be in vain). "" otherwise.
+std::string gone_text(const Holder& h, Liveness liveness, Millis pttl) {
+  switch (liveness) {
+  case Liveness::gone:
+    return (h.group ? "holder process and its process group gone; " : "holder process gone; ") +
+           expiry_text(pttl);
+  case Liveness::group_running:
+    return "pid gone, its process group still runs: its keeper renews the lock until the "
+           "group ends";
+  case Liveness::unknown:
+  case Liveness::running: return "";
+  }
+  return "";
+}
+
+// inspect's "holder alive" row.
+std::string alive_text(const Holder& h, Liveness liveness, Millis pttl) {
+  switch (liveness) {
+  case Liveness::unknown: return "unknown (not this host)";
+  case Liveness::running:
+    return h.group ? "yes, held for its process group until the last of it exits" : "yes";
+  case Liveness::group_running:
+    return "yes, its process group: pid " + std::to_string(h.pid) +
+           " is gone, the group still runs; its keeper renews the lock until the group ends";
+  case Liveness::gone:
+    return (h.group ? "no, the process and its process group are gone; "
+                    : "no, the process is gone; ") +
+           expiry_text(pttl);
+  }
+  return "";
 }
 
 json run_json(const RunRecord& r) {
@@ -111,9 +164,10 @@ json places_json(const std::vector<SemaphoreHolder>& places) {
     json one = {{"token", h.token},      {"ttl_ms", h.ttl.count()}, {"value", h.raw},
                 {"holder", nullptr},     {"holder_alive", nullptr}, {"fence", nullptr},
                 {"acquired_at", nullptr}};
+    one["holder_liveness"] = nullptr;
     if (h.value) {
       one["holder"] = holder_json(h.value->holder);
-      one["holder_alive"] = alive_json(h.value->holder);
+      set_liveness(one, h.value->holder);
       if (h.value->fence) one["fence"] = *h.value->fence;
       one["acquired_at"] = format_rfc3339(h.value->holder.since);
     }
@@ -143,6 +197,7 @@ json lock_json(const LockState& s, bool with_counter) {
   j["ttl_ms"] = has_value && s.pttl.count() >= 0 ? json(s.pttl.count()) : json(nullptr);
   j["holder"] = nullptr;
   j["holder_alive"] = nullptr;
+  j["holder_liveness"] = nullptr;
   j["token"] = nullptr;
   j["fence"] = nullptr;
   j["acquired_at"] = nullptr;
@@ -151,7 +206,7 @@ json lock_json(const LockState& s, bool with_counter) {
   if (s.value) {
     const Holder& h = s.value->holder;
     j["holder"] = holder_json(h);
-    j["holder_alive"] = alive_json(h);
+    set_liveness(j, h);
     j["token"] = s.value->token.empty() ? json(nullptr) : json(s.value->token);
     if (s.value->fence) j["fence"] = *s.value->fence;
     j["acquired_at"] = format_rfc3339(h.since);
@@ -217,7 +272,8 @@ std::string lock_details(const LockState& s) {
     out += "  " + ttl_text(s.pttl);
     out += "  token " + s.value->token.substr(0, 8) + "...";
     if (s.waiters > 0) out += "  " + std::to_string(s.waiters) + " waiting";
-    if (std::string gone = gone_text(h, s.pttl); !gone.empty()) out += "  " + gone;
+    std::string gone = gone_text(h, holder_liveness(h), s.pttl);
+    if (!gone.empty()) out += "  " + gone;
     return out;
   }
   }
@@ -278,8 +334,10 @@ std::string describe_holder(std::string_view raw_value, Millis pttl) {
   if (v->broken) return "nobody: " + broken_text(*v, pttl);
   std::string out = holder_text(v->holder);
   out += " for " + format_duration(std::max(Millis(0), now_wall() - v->holder.since));
-  if (std::string gone = gone_text(v->holder, pttl); !gone.empty()) return out + "; " + gone;
-  return out + ", " + ttl_text(pttl);
+  Liveness liveness = holder_liveness(v->holder);
+  std::string gone = gone_text(v->holder, liveness, pttl);
+  if (liveness == Liveness::gone) return out + "; " + gone;  // it says when the lock expires
+  return out + ", " + ttl_text(pttl) + (gone.empty() ? "" : "; " + gone);
 }
 
 std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sharers) {
@@ -320,10 +378,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     const Holder& h = s.value->holder;
     rows.emplace_back("holder", printable(h.host) + " pid " + std::to_string(h.pid) + ", user " +
                                     printable(h.user));
-    auto alive = holder_alive(h);
-    rows.emplace_back("holder alive", !alive   ? "unknown (not this host)"
-                                      : *alive ? "yes"
-                                               : "no, the process is gone; " + expiry_text(s.pttl));
+    rows.emplace_back("holder alive", alive_text(h, holder_liveness(h), s.pttl));
     rows.emplace_back("command", printable(h.cmd));
     rows.emplace_back("acquired at",
                       format_rfc3339(h.since) + " (" +

@@ -26,6 +26,8 @@ public:
   static std::optional<PidWatch> open(pid_t pid);
 
   pid_t pid() const { return pid_; }
+  // PID led its process group when it was opened: the group stands for it.
+  bool leads_group() const { return group_ != 0; }
   // Readable once the process has exited; -1 without a pidfd (poll exited() then).
   int fd() const { return pidfd_.get(); }
   bool exited() const;

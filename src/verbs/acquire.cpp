@@ -45,6 +45,9 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   Lock& lock = *owned_lock;
   LockValue value{lock.token(), process_holder(pid ? pid->pid() : ::getppid()), std::nullopt,
                   options.ttl.count(), std::nullopt};
+  // The keeper holds the lock for PID's group when PID leads one: say so, lest status call the
+  // lock left over once PID alone has exited.
+  value.holder.group = pid && pid->leads_group();
   // Listening before the token is out: the script's release must find its keeper.
   Fd link = pid ? listen_for_release(lock.token()) : Fd();
   WaitOutcome outcome = acquire(lock, encode_lock_value(value), options.ttl, options.wait, signals);

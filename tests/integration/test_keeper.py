@@ -1,6 +1,7 @@
 """acquire --while-pid: flock's `exec 9>f; flock 9` for a fleet. A detached keeper renews the
 lock while a script lives, gives it back when the script exits, and stops the script if the
 lock is lost."""
+import json
 import os
 import signal
 import subprocess
@@ -134,6 +135,56 @@ class WhilePid(RedisTestCase):
         self.assertLess(time.monotonic() - killed, 2, "not released until the ttl")
         wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
         self.assertEqual(self.server.cmd("KEYS", "*"), ["{lock:deploy}:rlock:fence"])
+
+    def test_a_killed_leader_whose_group_runs_on_is_not_called_gone(self):
+        # `setsid ./deploy.sh`, kill -9ed while its `sleep` runs: the keeper rightly holds the
+        # lock for the group, so status and inspect must not send the operator waiting for an
+        # expiry that never comes.
+        p, token = self.script("child", ttl="1s")
+        child = int(self.wait_file("child"))
+        self.assertIn(" group=1", self.server.cmd("GET", "lock:deploy"))
+        inspect = self.run_rlock(["inspect", "lock:deploy"]).stdout
+        self.assertIn("holder alive   yes, held for its process group", inspect)
+        os.kill(p.pid, signal.SIGKILL)  # the leader alone
+        p.wait(timeout=10)
+        wait_until(lambda: not pid_alive(p.pid), 5, "the script to be gone")
+        self.assertTrue(pid_alive(child))
+        status = self.run_rlock(["status", "lock:deploy"])
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertNotIn("holder process gone", status.stdout)
+        self.assertNotIn("expires in", status.stdout)
+        self.assertIn(f"pid {p.pid} (bash)", status.stdout)
+        self.assertIn("pid gone, its process group still runs: its keeper renews the lock",
+                      status.stdout)
+        inspect = self.run_rlock(["inspect", "lock:deploy"]).stdout
+        self.assertNotIn("the process is gone", inspect)
+        self.assertIn(f"holder alive   yes, its process group: pid {p.pid} is gone, the group "
+                      "still runs", inspect)
+        doc = json.loads(self.run_rlock(["inspect", "--json", "lock:deploy"]).stdout)
+        self.assertIs(doc["holder_alive"], True)
+        self.assertEqual(doc["holder_liveness"], "group_running")
+        busy = self.run_rlock(["acquire", "lock:deploy"])
+        self.assertEqual(busy.returncode, 75, busy.stderr)
+        self.assertIn("its process group still runs", busy.stderr)
+        self.assertNotIn("holder process gone", busy.stderr)
+        # The group ends: its keeper gives the lock back, and status says it is free.
+        os.killpg(p.pid, signal.SIGKILL)
+        wait_until(lambda: not pid_alive(child), 5, "the group to end")
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+        status = self.run_rlock(["status", "lock:deploy"])
+        self.assertEqual((status.returncode, status.stdout), (1, "lock:deploy  free\n"))
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+
+    def test_a_pid_that_leads_no_group_holds_the_lock_alone(self):
+        sleeper = subprocess.Popen(["sleep", "30"])  # in this test's group, which it does not lead
+        self.addCleanup(lambda: (sleeper.kill(), sleeper.wait()))
+        r = self.run_rlock(["acquire", "--while-pid", str(sleeper.pid), "lock:alone"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn(" group=", self.server.cmd("GET", "lock:alone"))
+        self.assertIn("holder alive   yes\n", self.run_rlock(["inspect", "lock:alone"]).stdout)
+        sleeper.kill()
+        sleeper.wait()
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:alone") == 0, 5, "the release")
 
     def test_the_keeper_keeps_none_of_the_scripts_descriptors(self):
         # A script that holds a kernel flock on fd 9 (flock's own idiom) must not leave it

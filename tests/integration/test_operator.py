@@ -86,21 +86,25 @@ class Operator(RedisTestCase):
         p, _ = self.hold("k", "--ttl", "20s")
         doc = json.loads(self.run_rlock(["status", "--json", "k"]).stdout)
         self.assertIs(doc["locks"][0]["holder_alive"], True)
+        self.assertEqual(doc["locks"][0]["holder_liveness"], "running")
         self.assertIn("holder alive   yes", self.run_rlock(["inspect", "k"]).stdout)
         # From another host's point of view: unknown.
         other = self.run_rlock(["inspect", "--json", "k"],
                                env=rlock_env(self.server, RLOCK_HOSTNAME="elsewhere"))
         self.assertIsNone(json.loads(other.stdout)["holder_alive"])
+        self.assertIsNone(json.loads(other.stdout)["holder_liveness"])
         # Gone: its process was SIGKILLed (the guardian takes the command with it).
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=10)
         value, pttl = self.server.cmd("GET", "k"), self.server.cmd("PTTL", "k")
+        self.assertNotIn(" group=", value)  # run holds it itself: its pid is the holder's
         r = self.run_rlock(["status", "k"])
         self.assertRegex(r.stdout, r"holder process gone; the lock expires in \d")
         r = self.run_rlock(["inspect", "k"])
         self.assertRegex(r.stdout, r"holder alive   no, the process is gone; the lock expires in")
-        self.assertIs(json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)["holder_alive"],
-                      False)
+        doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertIs(doc["holder_alive"], False)
+        self.assertEqual(doc["holder_liveness"], "gone")
         busy = self.run_rlock(["run", "k", "--", "true"])
         self.assertIn("holder process gone", busy.stderr)
         # Nothing in Redis changed because of it.

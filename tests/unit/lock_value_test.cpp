@@ -1,12 +1,15 @@
-#include <doctest/doctest.h>
 #include <pwd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <doctest/doctest.h>
 #include <set>
 
 #include "lock.h"
 #include "lock_value.h"
 #include "output.h"
+#include "proc_stat.h"
 #include "user_name.h"
 
 using namespace rlock;
@@ -46,6 +49,93 @@ TEST_CASE("a lock value round-trips and starts with the owner prefix") {
   CHECK(back->holder.since == v.holder.since);
   CHECK(back->holder.cmd == "report.sh");
   CHECK(back->fence == 17);
+}
+
+TEST_CASE("a lock held for a process group says so with group=1, and only then") {
+  LockValue v;
+  v.token = make_token();
+  v.holder.host = "web-2";
+  v.holder.pid = 4121;
+  v.holder.since = WallTime(1764472320123ms);
+  v.holder.boot = "3f2a9c41d07e";
+  v.holder.start_ticks = 48213377;
+  CHECK(encode_lock_value(v).find("group") == std::string::npos);
+  auto alone = decode_lock_value(encode_lock_value(v));
+  REQUIRE(alone);
+  CHECK(!alone->holder.group);
+  v.holder.group = true;
+  std::string text = encode_lock_value(v);
+  CHECK(text.ends_with(" boot=3f2a9c41d07e pstart=48213377 group=1"));
+  auto back = decode_lock_value(text + " fence=17");
+  REQUIRE(back);
+  CHECK(back->holder.group);
+  CHECK(back->holder.pid == 4121);
+  CHECK(back->holder.start_ticks == 48213377);
+  CHECK(back->fence == 17);
+  CHECK(encode_lock_value(*back) == text + " fence=17");
+  auto zero = decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef pid=1 group=0");
+  REQUIRE(zero);
+  CHECK(!zero->holder.group);
+  CHECK(!decode_lock_value("rlock/1 0123456789abcdef0123456789abcdef pid=1 group=yes"));
+}
+
+namespace {
+
+// Until CONDITION holds, for 10 s at most.
+template <class Condition> bool eventually(Condition condition) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    ::usleep(5000);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a group's holder is alive while a process of its group runs, after its pid") {
+  // A group leader that leaves a member behind, as `setsid ./deploy.sh` killed during its
+  // `sleep`: the lock is held for the group, whose id no other group can take meanwhile.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t leader = ::fork();
+  REQUIRE(leader >= 0);
+  if (leader == 0) {
+    ::setpgid(0, 0);
+    if (::fork() == 0)
+      for (;;) ::pause();
+    (void)!::write(ready[1], "x", 1);
+    ::_exit(0);
+  }
+  // The member left behind is killed with its group, even when a REQUIRE below fails.
+  struct GroupKiller {
+    pid_t group;
+    ~GroupKiller() {
+      if (group > 0) ::kill(-group, SIGKILL);
+    }
+  } killer{leader};
+  ::close(ready[1]);
+  char byte = 0;
+  CHECK(::read(ready[0], &byte, 1) == 1);
+  ::close(ready[0]);
+  Holder h = current_holder("deploy.sh");
+  h.pid = leader;
+  auto st = read_proc_stat(leader);  // a zombie's, until it is reaped below: the same start
+  REQUIRE(st);
+  h.start_ticks = st->start_ticks;
+  int status = 0;
+  REQUIRE(::waitpid(leader, &status, 0) == leader);
+  CHECK(holder_liveness(h) == Liveness::gone);  // a value without group=1: the pid alone
+  h.group = true;
+  CHECK(holder_liveness(h) == Liveness::group_running);
+  ::kill(-leader, SIGKILL);
+  killer.group = 0;
+  CHECK(eventually([&] { return holder_liveness(h) == Liveness::gone; }));
+  h.pid = ::getpid();  // this process, group or not, runs
+  h.start_ticks = read_proc_stat(h.pid)->start_ticks;
+  CHECK(holder_liveness(h) == Liveness::running);
+  h.start_ticks += 1;  // its pid, reused: the group the holder led is gone, whatever has its id
+  CHECK(holder_liveness(h) == Liveness::gone);
 }
 
 TEST_CASE("fields with spaces, '=', '%' and control bytes survive") {
