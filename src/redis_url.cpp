@@ -215,8 +215,9 @@ RedisUrl parse_redis_url(std::string_view text) {
       bad_url(text, "the host has a character no host name or address has");
   if (!port_text.empty()) {
     auto port = parse_int(port_text, 1, 65535);
-    // A port that is no number may be a password typed without its "@host": not shown.
-    if (!port && !all_digits(port_text))
+    // Without an '@', a port that is no number may be a password typed without its "@host":
+    // not shown.
+    if (!port && at == std::string_view::npos && !all_digits(port_text))
       bad_url(text, "the port is not a number (a password goes before an '@': "
                     "redis://user:password@host:port)");
     if (!port)
