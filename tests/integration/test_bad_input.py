@@ -234,13 +234,16 @@ class BadInput(RedisTestCase):
                     with self.subTest(url=url, verb=args[0]):
                         self.assert_rejected(attempt, CONFIG, secret=secret)
                 with self.subTest(url=url, source="environment and file"):
-                    self.assert_rejected(["status", "k"], CONFIG, secret=secret,
-                                         env=rlock_env(RLOCK_REDIS_URL=url))
-                    path = self.path("config.toml")
-                    with open(path, "w") as f:
-                        f.write(f'redis = "{url}"\n')
-                    self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
-                                         env=rlock_env(RLOCK_CONFIG=path))
+                    self.assert_url_rejected_from_environment_and_file(url, secret)
+
+    def assert_url_rejected_from_environment_and_file(self, url, secret):
+        self.assert_rejected(["status", "k"], CONFIG, secret=secret,
+                             env=rlock_env(RLOCK_REDIS_URL=url))
+        path = self.path("config.toml")
+        with open(path, "w") as f:
+            f.write(f'redis = "{url}"\n')
+        self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
+                             env=rlock_env(RLOCK_CONFIG=path))
 
     def test_a_password_without_its_at_host_never_shows(self):
         # "redis://user:secret" (the '@host' forgotten, or the '@' mistyped) reads as a host and
@@ -252,13 +255,7 @@ class BadInput(RedisTestCase):
                     f"redis-sentinel://h1:{secret},h2:26379/m"):
             with self.subTest(url=url):
                 self.assert_rejected(["status", "--redis", url, "k"], CONFIG, secret=secret)
-                self.assert_rejected(["status", "k"], CONFIG, secret=secret,
-                                     env=rlock_env(RLOCK_REDIS_URL=url))
-                path = self.path("config.toml")
-                with open(path, "w") as f:
-                    f.write(f'redis = "{url}"\n')
-                self.assert_rejected(["run", "k", "--", "true"], CONFIG, secret=secret,
-                                     env=rlock_env(RLOCK_CONFIG=path))
+                self.assert_url_rejected_from_environment_and_file(url, secret)
         # A port that is a number is shown: it is no secret, and it is what was wrong.
         r = subprocess.run([RLOCK, "status", "--redis", "redis://h:70000", "k"],
                            capture_output=True, text=True, env=rlock_env())
