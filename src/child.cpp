@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "error.h"
@@ -45,6 +47,24 @@ namespace {
 // gets SIGKILL from the kernel (PR_SET_PDEATHSIG, set before exec), but what it started runs on.
 // Out of reach: processes that left the group (setsid, a daemon's double fork); a
 // cgroup-wide kill (systemd KillMode=control-group) needs no help.
+//
+// Why the command stops at the lease's end even when rlock cannot stop it:
+//
+// rlock's main process decides when the lease is lost, and its renewal thread is what extends
+// it; both stop with rlock: a SIGSTOP, a debugger, a cgroup freezer on one process, a Ctrl-Z
+// whose `fg` comes late, a host so loaded that rlock is not scheduled. A command that runs on
+// meanwhile runs unlocked once the lease ends, beside the next holder. So the guardian, which
+// is a process of its own, keeps a deadline too: the end of the last confirmed lease (send
+// time + ttl - drift, the keeper's own deadline), written by the renewal thread into memory
+// the two share each time a renewal succeeds. When rlock has not begun stopping the command by
+// half of kill-after past the point where it would have (the deadline - kill-after), the
+// guardian sends the kill signal (and CONT, so that a stopped command can act on it), and at
+// the deadline SIGKILL, as rlock would have. Half of kill-after is rlock's head start, so that
+// a rlock that is merely busy does the stopping, with its log lines, and the command is not
+// signalled twice. The guardian needs nothing of rlock to do this: no lock, no allocation,
+// only its own clock and kill(2). What it cannot cover is a frozen host: if the guardian is
+// stopped too (a paused VM, a SIGSTOP of every process of the job), nothing runs, the
+// command included; the next holder may start while it is frozen, and its fence is greater.
 //
 // Guardian protocol, on a pipe from rlock and the child to the guardian:
 //   'p' + 4-byte pgid  from the child, just before exec: the group to kill
@@ -90,8 +110,37 @@ RLOCK_NO_SANITIZE bool guardian_read_full(int fd, char* buf, size_t len) {
   return true;
 }
 
+RLOCK_NO_SANITIZE int64_t guardian_now_ns() {
+  timespec ts{};
+  ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// What the guardian is started with: the end of its pipe, and the lease it guards.
+struct GuardianArgs {
+  int fd;
+  Child::GuardedLease* lease;
+};
+
+}  // namespace
+
+// The lease as the guardian sees it, in memory shared with rlock (MAP_SHARED: in TSan builds
+// the guardian is a fork). Times are CLOCK_MONOTONIC nanoseconds, the steady clock's. Written
+// with __atomic builtins, not std::atomic: the guardian calls no library function.
+struct Child::GuardedLease {
+  int64_t deadline_ns;    // 0: no lease to guard
+  int64_t kill_after_ns;  // the kill signal goes out this long before the deadline
+  int32_t kill_signal;
+  int32_t stopping;       // rlock has begun stopping the command itself
+  int32_t fired;          // the guardian signalled the group for the lease
+};
+
+namespace {
+
 RLOCK_NO_SANITIZE int guardian_main(void* arg) {
-  int fd = *static_cast<int*>(arg);
+  const GuardianArgs args = *static_cast<GuardianArgs*>(arg);
+  int fd = args.fd;
+  Child::GuardedLease* lease = args.lease;
   // Out of rlock's process group before anything can signal it (rlock does the same from its
   // side, so there is no moment with a command and a guardian in rlock's group).
   ::syscall(SYS_setpgid, 0, 0);
@@ -103,7 +152,37 @@ RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   // The signals rlock forwards stay blocked here: a `kill -TERM -<rlock's group>` must not take
   // the guardian down before rlock has forwarded it.
   pid_t pgid = 0;
+  bool signalled = false, killed = false;
   for (;;) {
+    // The lease's end (top of this file): the kill signal if rlock has not sent it by half of
+    // kill-after late, SIGKILL at the deadline. Read anew on every turn: renewals move it.
+    timespec wait{}, *timeout = nullptr;
+    int64_t deadline = __atomic_load_n(&lease->deadline_ns, __ATOMIC_ACQUIRE);
+    if (pgid > 0 && deadline > 0 && !killed) {
+      int64_t kill_after = lease->kill_after_ns;
+      int64_t signal_at = deadline - kill_after / 2;
+      bool rlock_stopping = __atomic_load_n(&lease->stopping, __ATOMIC_ACQUIRE) != 0;
+      int64_t now = guardian_now_ns();
+      if (now >= deadline) {
+        __atomic_store_n(&lease->fired, 1, __ATOMIC_RELEASE);
+        ::syscall(SYS_kill, -pgid, SIGKILL);
+        killed = true;
+        continue;
+      }
+      if (now >= signal_at && !signalled && !rlock_stopping) {
+        __atomic_store_n(&lease->fired, 1, __ATOMIC_RELEASE);
+        ::syscall(SYS_kill, -pgid, lease->kill_signal);
+        ::syscall(SYS_kill, -pgid, SIGCONT);
+        signalled = true;
+      }
+      int64_t next = signalled || rlock_stopping ? deadline : signal_at;
+      wait.tv_sec = (next - now) / 1'000'000'000;
+      wait.tv_nsec = (next - now) % 1'000'000'000;
+      timeout = &wait;
+    }
+    pollfd in{fd, POLLIN, 0};
+    long ready = ::syscall(SYS_ppoll, &in, 1, timeout, nullptr, 0);
+    if (ready <= 0) continue;  // the time came (or EINTR, after a stop): look again
     char op;
     if (!guardian_read_full(fd, &op, 1)) break;
     // exit_group, not exit: in sanitizer builds the guardian is forked, and the runtime's own
@@ -117,13 +196,15 @@ RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   return 0;
 }
 
-// Starts the guardian on pipe end FD, in a process group of its own; returns its pid.
-pid_t start_guardian(int fd) {
+// Starts the guardian on pipe end FD, guarding LEASE, in a process group of its own; returns
+// its pid.
+pid_t start_guardian(int fd, Child::GuardedLease* lease) {
+  GuardianArgs args{fd, lease};
 #if defined(__SANITIZE_THREAD__)
   // ThreadSanitizer cannot follow a process that shares its memory: fork one in TSan builds.
   pid_t forked = ::fork();
   if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
-  if (forked == 0) guardian_main(&fd);
+  if (forked == 0) guardian_main(&args);
   ::setpgid(forked, forked);
   return forked;
 #endif
@@ -133,11 +214,25 @@ pid_t start_guardian(int fd) {
   if (stack == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
   // The argument lives at the top of the guardian's own stack, where rlock never writes again.
   char* top = static_cast<char*>(stack) + k_guardian_stack - 64;
-  *reinterpret_cast<int*>(top) = fd;
+  std::memcpy(top, &args, sizeof args);
   pid_t pid = ::clone(guardian_main, top, CLONE_VM | SIGCHLD, top);
   if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: clone"));
   ::setpgid(pid, pid);
   return pid;
+}
+
+// The guardian's view of the lease, in memory it shares with rlock, fork or not.
+Child::GuardedLease* map_guarded_lease(const std::optional<Child::Spec::Lease>& lease) {
+  void* page = ::mmap(nullptr, sizeof(Child::GuardedLease), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
+  auto* guarded = new (page) Child::GuardedLease{};
+  if (lease) {
+    guarded->deadline_ns = std::chrono::nanoseconds(lease->deadline.time_since_epoch()).count();
+    guarded->kill_after_ns = std::chrono::nanoseconds(lease->kill_after).count();
+    guarded->kill_signal = lease->kill_signal;
+  }
+  return guarded;
 }
 
 // Our environment with SPEC's variables set, built before fork: the child may not allocate.
@@ -275,7 +370,8 @@ std::optional<CommandProblem> check_command(const std::string& file, std::string
   return problem_for_errno(file, first_err);
 }
 
-Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal) {
+Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
+    : lease_(map_guarded_lease(spec.lease)) {
   std::vector<std::string> argv_store = spec.argv;
   std::vector<std::string> env_store = child_environment(spec.env);
   std::vector<char*> argv = c_strings(argv_store);
@@ -335,7 +431,7 @@ void Child::start_guardian_process() {
   if (::pipe2(guard, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
   Fd guard_read(guard[0]);
   guard_write_.reset(guard[1]);
-  guardian_ = start_guardian(guard_read.get());
+  guardian_ = start_guardian(guard_read.get(), lease_);
 }
 
 std::optional<int> Child::replace_dead_guardian() {
@@ -353,6 +449,22 @@ void Child::signal_group(int sig) const {
   if (pid_ > 0) ::kill(-pid_, sig);
 }
 
+void Child::extend_lease(TimePoint deadline) {
+  int64_t ns = std::chrono::nanoseconds(deadline.time_since_epoch()).count();
+  int64_t seen = __atomic_load_n(&lease_->deadline_ns, __ATOMIC_ACQUIRE);
+  // Only later: a renewal's deadline never shortens one confirmed after it. And only a lease
+  // there is: zero means the command may outlive it (--on-lost ignore).
+  while (seen != 0 && ns > seen &&
+         !__atomic_compare_exchange_n(&lease_->deadline_ns, &seen, ns, false, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {}
+}
+
+void Child::stopping() { __atomic_store_n(&lease_->stopping, 1, __ATOMIC_RELEASE); }
+
+bool Child::guardian_stopped_group() const {
+  return __atomic_load_n(&lease_->fired, __ATOMIC_ACQUIRE) != 0;
+}
+
 std::optional<Child::Event> Child::poll() {
   if (stopped_) return std::exchange(stopped_, std::nullopt);
   // One reaping loop for every child rlock has, so that none is reaped by the wrong wait.
@@ -366,7 +478,7 @@ std::optional<Child::Event> Child::poll() {
     } else if (r == pid_ && !exited_) {
       if (WIFSTOPPED(status)) return Event{Event::Kind::stopped, WSTOPSIG(status)};
       exited_ = true;
-      return Event{Event::Kind::exited, exit_status_from_wait(status)};
+      return Event{Event::Kind::exited, exit_status_from_wait(status), WIFSIGNALED(status)};
     }
     // Anything else is a process the command left behind, re-parented to rlock (the subreaper)
     // when its parent exited: reaped now, so that it does not linger as a zombie in the group.

@@ -1,14 +1,18 @@
 // The command rlock runs: its own process group, its environment, and a guardian process that
-// stops the whole group if rlock dies, even by SIGKILL of rlock's whole process group (child.cpp
-// argues how). Knows nothing of Redis.
+// stops the whole group if rlock dies, even by SIGKILL of rlock's whole process group, and at
+// the end of the lease it is told of if rlock cannot act itself (stopped, hung, starved; child.cpp
+// argues how). Knows nothing of Redis: a lease is only a point on the monotonic clock here.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "clock.h"
+#include "duration.h"
 #include "fd.h"
 
 namespace rlock {
@@ -33,6 +37,14 @@ public:
     std::vector<std::string> argv;
     std::vector<std::string> env;  // "NAME=value" added to (or replacing in) our environment
     std::string path;              // the program, found already; empty: search $PATH for argv[0]
+    // The lease the guardian keeps the command within, from before it starts; none: the
+    // command may outlive the lease (--on-lost ignore).
+    struct Lease {
+      TimePoint deadline;  // the end of the last confirmed lease: SIGKILL lands by then
+      int kill_signal;     // sent kill_after before the deadline (by rlock, or the guardian)
+      Millis kill_after;
+    };
+    std::optional<Lease> lease;
   };
 
   // Forks the guardian, then the child in a new process group (the terminal's foreground group
@@ -49,9 +61,21 @@ public:
   // kill(2) to the child's whole process group.
   void signal_group(int sig) const;
 
+  // The lease was confirmed until DEADLINE (a renewal succeeded): the guardian moves its own
+  // deadline there. Safe from any thread; only ever later deadlines count.
+  void extend_lease(TimePoint deadline);
+  // rlock itself has begun stopping the command: the guardian leaves the kill signal to it and
+  // keeps only its SIGKILL at the lease's end.
+  void stopping();
+  // Whether the guardian acted on the lease's end: rlock was not there to (stopped or starved).
+  bool guardian_stopped_group() const;
+
+  struct GuardedLease;  // what the guardian shares with rlock (child.cpp)
+
   struct Event {
     enum class Kind { exited, stopped } kind;
-    int status;  // exited: shell-style exit status; stopped: the stop signal
+    int status;              // exited: shell-style exit status; stopped: the stop signal
+    bool signalled = false;  // exited: killed by a signal (status 128+N), not an exit(N)
   };
   // After SIGCHLD: reaps whatever ended (the command, the guardian, and processes the command
   // left behind, whose parent rlock becomes as their subreaper) and returns the command's next
@@ -79,6 +103,7 @@ public:
 private:
   void start_guardian_process();
 
+  GuardedLease* lease_;  // never freed: a guardian may still read it after rlock exits
   pid_t pid_ = -1;
   pid_t guardian_ = -1;
   Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group

@@ -40,10 +40,12 @@ public:
               Millis budget);
   // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
   void hand_over() { done_ = true; }
-  // After the lock was found not ours: nothing to give back, but a tombstone that `release
-  // --force` left for us waits until our command has stopped, which it now has. The release
-  // script ends it (and HISTORY rides along, as with release()); nothing else changes.
-  bool end_tombstone(std::optional<std::vector<Argv>>* history, Millis budget) {
+  // After the lock was lost (found not ours, or its lease ran out): a release that finds it
+  // gone or another's is no news then, but one that finds it still ours (Redis was away and
+  // is back in time) spares the next holder the wait for the expiry, and a tombstone that
+  // `release --force` left for us waits until our command has stopped, which it now has. The
+  // release script ends it (and HISTORY rides along, as with release()); nothing else changes.
+  bool release_lost(std::optional<std::vector<Argv>>* history, Millis budget) {
     lost_ = true;
     return release(history, budget);
   }
@@ -53,7 +55,7 @@ private:
   const Millis ttl_;
   const TimePoint acquired_;
   bool done_ = false;  // given back, kept for --min-hold, or lost: the destructor leaves it
-  bool lost_ = false;  // found not ours: a release that finds it so is no news
+  bool lost_ = false;  // known lost: a release that finds it not ours is no news
 };
 
 // A history entry that could not be written: one warning, never the job's failure.

@@ -3,14 +3,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "error.h"
 #include "lock.h"
 #include "log.h"
 
 namespace rlock {
 
-LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent)
-    : lock_(lock), ttl_(ttl),
+LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed)
+    : lock_(lock), ttl_(ttl), on_renewed_(std::move(on_renewed)),
       deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
       next_renewal_(acquire_sent + renew_interval(ttl)) {
   int p[2];
@@ -75,7 +77,11 @@ void LeaseKeeper::run() {
         Clock::now() < attempt_deadline)
       renewed = lock_.renew(ttl_, attempt_deadline);
     if (renewed && *renewed) {
-      deadline_ = lease_deadline(sent, ttl_).time_since_epoch().count();
+      // From when the renewal was sent, not when its reply came: the server may have applied
+      // it at once, and the key expires a ttl after that.
+      TimePoint confirmed = lease_deadline(sent, ttl_);
+      deadline_ = confirmed.time_since_epoch().count();
+      if (on_renewed_) on_renewed_(confirmed);
       ++renewals_;
       // Debug only: the warning said there was trouble, and cron mails every line.
       if (failures_in_row > 0)

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -54,8 +55,11 @@ public:
   };
 
   // ACQUIRE_SENT: when the command that took the lock was sent. The keeper signals every change
-  // (renewed, lost) by making wake_fd() readable.
-  LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent);
+  // (renewed, lost) by making wake_fd() readable. ON_RENEWED, if given, is called on the
+  // renewal thread with each new deadline as soon as a renewal is confirmed, so that something
+  // outside this process (run's guardian) can keep the lease's end when rlock cannot.
+  using Observer = std::function<void(TimePoint deadline)>;
+  LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed = {});
   ~LeaseKeeper();
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
@@ -85,6 +89,7 @@ private:
 
   Lock& lock_;
   const Millis ttl_;
+  const Observer on_renewed_;
   std::atomic<TimePoint::rep> deadline_;
   std::atomic<int> state_{static_cast<int>(State::held)};
   std::atomic<int64_t> renewals_{0};

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -82,6 +83,7 @@ std::string encode_lock_value(const LockValue& v) {
   out += " cmd=" + escape(v.holder.cmd);
   if (!v.holder.boot.empty()) out += " boot=" + escape(v.holder.boot);
   if (v.holder.start_ticks > 0) out += " pstart=" + std::to_string(v.holder.start_ticks);
+  if (!v.holder.pidns.empty()) out += " pidns=" + escape(v.holder.pidns);
   if (v.ttl_ms) out += " ttl=" + std::to_string(*v.ttl_ms);
   if (v.holder.group) out += " group=1";
   if (v.fence) out += " fence=" + std::to_string(*v.fence);
@@ -121,6 +123,8 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
       v.holder.cmd = *value;
     } else if (name == "boot") {
       v.holder.boot = *value;
+    } else if (name == "pidns") {
+      v.holder.pidns = *value;
     } else if (name == "pstart") {
       auto n = parse_i64(*value);
       if (!n) return std::nullopt;
@@ -175,12 +179,20 @@ std::string this_boot() {
   return out.size() == 12 ? out : "";
 }
 
+// This process's PID namespace: the inode of /proc/self/ns/pid; empty when /proc does not say.
+std::string this_pidns() {
+  struct stat st {};
+  if (::stat("/proc/self/ns/pid", &st) != 0) return "";
+  return std::to_string(st.st_ino);
+}
+
 }  // namespace
 
 Liveness holder_liveness(const Holder& h) {
   if (h.boot.empty() || h.start_ticks <= 0 || h.pid <= 0) return Liveness::unknown;
   if (h.pid > std::numeric_limits<pid_t>::max()) return Liveness::unknown;  // not a pid
   if (h.host != this_host() || h.boot != this_boot()) return Liveness::unknown;
+  if (!h.pidns.empty() && h.pidns != this_pidns()) return Liveness::other_pid_namespace;
   auto st = read_proc_stat(h.pid);
   if (st && st->start_ticks == h.start_ticks && !has_exited(st->state)) return Liveness::running;
   // Another process with the pid: it could only get it once the group was gone.
@@ -199,6 +211,7 @@ Holder current_holder(std::string_view cmd) {
   Holder h;
   h.host = this_host();
   h.boot = this_boot();
+  h.pidns = this_pidns();
   h.pid = ::getpid();
   if (auto st = read_proc_stat(h.pid)) h.start_ticks = st->start_ticks;
   h.user = user_name(::geteuid());

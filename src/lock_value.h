@@ -1,11 +1,13 @@
 // What rlock stores under a lock key. One line that `redis-cli GET KEY` shows an operator as is:
 //
 //   rlock/1 7f3c...(32 hex) host=web-2 pid=4121 user=deploy since=2026-11-30T03:12:00.123Z
-//   cmd=report.sh boot=3f2a9c41d07e pstart=48213377 ttl=30000 fence=17
+//   cmd=report.sh boot=3f2a9c41d07e pstart=48213377 pidns=4026531836 ttl=30000 fence=17
 //
 // ttl (ms) is what the holder renews it with: an observer tells a late renewal by it.
 // boot (the host's boot id) and pstart (the pid's start time, in clock ticks since boot) let
-// an operator's rlock on the same host tell a holder process that is gone from a live one.
+// an operator's rlock on the same host tell a holder process that is gone from a live one;
+// pidns (the inode of the holder's PID namespace) says in which namespace that pid is: a
+// holder in a container that shares the host's name and boot has a pid of its own there.
 // group=1 (acquire --while-pid of a process group's leader) says that the lock is held for the
 // pid's process group: its keeper renews it while any process of the group lives, after the
 // pid itself has exited.
@@ -46,6 +48,7 @@ struct Holder {
   std::string cmd;
   std::string boot;         // the first 12 hex digits of the host's boot id; empty: unknown
   int64_t start_ticks = 0;  // when PID started, clock ticks since boot (/proc); 0: unknown
+  std::string pidns;        // the inode of PID's PID namespace; empty: unknown (older rlocks)
   // Held for PID's process group (PID leads it): the lock is in use while any process of the
   // group lives, not only PID, so PID gone does not mean the lock is left over.
   bool group = false;
@@ -93,13 +96,15 @@ Holder current_holder(std::string_view cmd);
 // What runs of a holder, as told on its own host.
 enum class Liveness {
   unknown,        // another host, another boot, or a value without boot and pstart
+  other_pid_namespace,  // this host and boot, another PID namespace (a container): unknown too
   running,        // its process runs
   group_running,  // its process is gone, but the lock is held for its process group, and a
                   // process of that group still runs
   gone,           // its process (and, for a group's lock, every process of the group) is gone
 };
 
-// Judged on this host only (same host name, same boot) by the holder's pid and that pid's start
+// Judged on this host only (same host name, same boot) and from the holder's own PID namespace
+// (its pid means another process anywhere else) by the holder's pid and that pid's start
 // time, so that a reused pid is not taken for it; for a group's lock (group=1), by what is left
 // of the group once the pid is gone. A group's id is no one else's while the group exists.
 Liveness holder_liveness(const Holder& h);

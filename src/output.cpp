@@ -59,7 +59,8 @@ json holder_json(const Holder& h) {
 // when that cannot be told.
 json alive_json(Liveness liveness) {
   switch (liveness) {
-  case Liveness::unknown: return nullptr;
+  case Liveness::unknown:
+  case Liveness::other_pid_namespace: return nullptr;
   case Liveness::running:
   case Liveness::group_running: return true;
   case Liveness::gone: return false;
@@ -67,10 +68,12 @@ json alive_json(Liveness liveness) {
   return nullptr;
 }
 
-// "running", "group_running", "gone"; null when that cannot be told.
+// "running", "group_running", "gone", "other_pid_namespace" (cannot be told from here); null
+// when that cannot be told for another reason (another host).
 json liveness_json(Liveness liveness) {
   switch (liveness) {
   case Liveness::unknown: return nullptr;
+  case Liveness::other_pid_namespace: return "other_pid_namespace";
   case Liveness::running: return "running";
   case Liveness::group_running: return "group_running";
   case Liveness::gone: return "gone";
@@ -102,6 +105,7 @@ std::string gone_text(const Holder& h, Liveness liveness, Millis pttl) {
     return "pid gone, its process group still runs: its keeper renews the lock until the "
            "group ends";
   case Liveness::unknown:
+  case Liveness::other_pid_namespace:
   case Liveness::running: return "";
   }
   return "";
@@ -111,6 +115,9 @@ std::string gone_text(const Holder& h, Liveness liveness, Millis pttl) {
 std::string alive_text(const Holder& h, Liveness liveness, Millis pttl) {
   switch (liveness) {
   case Liveness::unknown: return "unknown (not this host)";
+  case Liveness::other_pid_namespace:
+    return "unknown (another PID namespace on this host, such as a container: its pid "
+           "means another process here)";
   case Liveness::running:
     return h.group ? "yes, held for its process group until the last of it exits" : "yes";
   case Liveness::group_running:

@@ -26,7 +26,8 @@ SignalEvents::SignalEvents() {
     throw Error(k_exit_internal, "pthread_sigmask failed");
   sigdelset(&mask, SIGTTOU);
   sigdelset(&mask, SIGTTIN);
-  fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  mask_ = mask;
+  fd_.reset(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd_.valid()) throw Error(k_exit_internal, errno_message("signalfd"));
   // A closed stdout or stderr must be an EPIPE we can report, not a silent death.
   struct sigaction ign {};
@@ -53,6 +54,43 @@ std::optional<int> SignalEvents::next() {
   }
 }
 
+void SignalEvents::watch_job_control() {
+  sigset_t more;
+  sigemptyset(&more);
+  struct sigaction sa {};
+  sigaction(SIGTSTP, nullptr, &sa);
+  if (sa.sa_handler != SIG_IGN) sigaddset(&more, SIGTSTP);
+  // Blocking SIGCONT does not keep it from continuing rlock; it only makes it readable here.
+  sigaddset(&more, SIGCONT);
+  if (pthread_sigmask(SIG_BLOCK, &more, nullptr) != 0)
+    throw Error(k_exit_internal, "pthread_sigmask failed");
+  sigorset(&mask_, &mask_, &more);
+  if (signalfd(fd_.get(), &mask_, 0) < 0) throw Error(k_exit_internal, errno_message("signalfd"));
+}
+
+bool SignalEvents::stop_self(int sig, bool whole_group) {
+  sigset_t cont, just;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  const timespec now{};
+  while (sigtimedwait(&cont, nullptr, &now) == SIGCONT) {}  // an old one says nothing
+  struct sigaction sa {};
+  sigaction(sig, nullptr, &sa);
+  if (sig != SIGSTOP && sa.sa_handler != SIG_DFL) sig = SIGSTOP;  // the parent's choice
+  ::kill(whole_group ? 0 : ::getpid(), sig);
+  if (sig != SIGSTOP) {
+    // Blocked in every thread (rlock's own signals are events), the stop signal is pending on
+    // the process: unblocking it here delivers it, and its default action stops every thread
+    // until SIGCONT. Blocked again after, so that the next one is an event again.
+    sigemptyset(&just);
+    sigaddset(&just, sig);
+    pthread_sigmask(SIG_UNBLOCK, &just, nullptr);
+    pthread_sigmask(SIG_BLOCK, &just, nullptr);
+  }
+  // Continued, SIGCONT is pending (blocked since watch_job_control()); not stopped, it is not.
+  return sigtimedwait(&cont, nullptr, &now) == SIGCONT;
+}
+
 void SignalEvents::restore_for_child() const {
   // rlock installs no handler: the forwarded signals are as rlock found them (default, or
   // ignored). SIGPIPE and SIGCHLD it changed.
@@ -75,7 +113,8 @@ struct NamedSignal {
 constexpr NamedSignal k_signal_names[] = {
     {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},   {"USR1", SIGUSR1},
     {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-    {"TSTP", SIGTSTP}, {"PIPE", SIGPIPE}, {"ABRT", SIGABRT}, {"WINCH", SIGWINCH},
+    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"PIPE", SIGPIPE}, {"ABRT", SIGABRT},
+    {"WINCH", SIGWINCH},
 };
 
 }  // namespace

@@ -35,8 +35,21 @@ public:
   // with. Async-signal-safe.
   void restore_for_child() const;
 
+  // Once the command is about to run: SIGTSTP (unless ignored at start) and SIGCONT become
+  // events too, so that rlock can stop with its command and hand it the terminal when
+  // continued (Job control in rlock(1)). Before this, while waiting for the lock, Ctrl-Z stops
+  // rlock as it stops any program. Call from the main thread before other threads start.
+  void watch_job_control();
+
+  // Stops rlock with SIG (SIGTSTP, SIGTTIN, SIGTTOU or SIGSTOP), sent to rlock alone or, with
+  // WHOLE_GROUP, to its whole process group (as the terminal would have, had rlock's group
+  // been the foreground one), and returns once rlock is continued: true, or false when it was
+  // not stopped at all (an orphaned process group ignores the terminal's stop signals).
+  bool stop_self(int sig, bool whole_group);
+
 private:
   Fd fd_;
+  sigset_t mask_;  // what fd_ reads
   sigset_t old_mask_;
   struct sigaction old_pipe_;
   struct sigaction old_child_;

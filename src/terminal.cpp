@@ -8,20 +8,30 @@
 
 namespace rlock {
 
-std::unique_ptr<Terminal> Terminal::if_foreground() {
+std::unique_ptr<Terminal> Terminal::if_controlling() {
   int fd = STDIN_FILENO;
-  if (!::isatty(fd) || ::tcgetpgrp(fd) != ::getpgrp()) return nullptr;
+  if (!::isatty(fd) || ::tcgetsid(fd) != ::getsid(0)) return nullptr;
   std::unique_ptr<Terminal> t(new Terminal(fd));
-  t->have_saved_ = ::tcgetattr(fd, &t->saved_) == 0;
+  if (t->ours()) t->have_saved_ = ::tcgetattr(fd, &t->saved_) == 0;
   return t;
 }
 
 Terminal::~Terminal() { take_back(); }
 
+bool Terminal::ours() const { return ::tcgetpgrp(fd_) == ::getpgrp(); }
+
 // SIGTTOU is blocked (SignalEvents), so these calls work from a background process group.
-void Terminal::hand_to(pid_t pgid) { ::tcsetpgrp(fd_, pgid); }
+void Terminal::hand_to(pid_t pgid) {
+  if (!have_saved_) have_saved_ = ::tcgetattr(fd_, &saved_) == 0;  // started in the background
+  if (have_child_ && pgid == given_to_) ::tcsetattr(fd_, TCSADRAIN, &child_);
+  given_to_ = pgid;
+  ::tcsetpgrp(fd_, pgid);
+}
 
 void Terminal::take_back() {
+  pid_t foreground = ::tcgetpgrp(fd_);
+  if (foreground != ::getpgrp() && foreground != given_to_) return;
+  if (foreground == given_to_) have_child_ = ::tcgetattr(fd_, &child_) == 0;
   ::tcsetpgrp(fd_, ::getpgrp());
   if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);
 }

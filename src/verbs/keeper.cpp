@@ -92,7 +92,7 @@ public:
     }
     bool broken = lease.state() == LeaseKeeper::State::not_mine;
     lease.stop();
-    if (broken) (void)held.end_tombstone(nullptr, k_release_budget);
+    if (broken) (void)held.release_lost(nullptr, k_release_budget);
     // Else HeldLock releases: PID is gone, and so is what the lock protected.
   }
 

@@ -51,6 +51,7 @@ enum class End { exited, lost, max_run, hung };
 struct Outcome {
   End end;
   int child_status;
+  bool signalled;  // the command died of a signal (child_status 128+N); an exit(N) is not
 };
 
 // Watches the child, the lease and incoming signals until the child's whole process group has
@@ -58,20 +59,19 @@ struct Outcome {
 // process that inherited it lives), which --leftovers kill stops instead.
 class Supervisor {
 public:
-  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
-             Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
+  Supervisor(const RunOptions& options, Millis kill_after, Child& child, LeaseKeeper& keeper,
+             SignalEvents& signals, Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
       : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
-        heartbeat_(heartbeat),
-        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))),
-        keeper_start_at_(keeper.start_due()) {
+        heartbeat_(heartbeat), kill_after_(kill_after), keeper_start_at_(keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
 
   Outcome run() {
     for (;;) {
       TimePoint now = Clock::now();
+      notice_guardian(now);
       if (child_status_ && group_done(now))
-        return {stopping_ ? stopping_->why : End::exited, *child_status_};
+        return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_};
       decide(now);
       wait_for_event(next_wake());
     }
@@ -107,6 +107,23 @@ private:
       if (kill && !stopping_) begin_stop(End::exited, now + kill_after_, options_.kill_signal);
     }
     return false;
+  }
+
+  // The guardian stopped the command at the lease's end because rlock did not (child.cpp):
+  // rlock was stopped or starved, and the lock may be another's now.
+  void notice_guardian(TimePoint now) {
+    if (lost_ || !child_.guardian_stopped_group()) return;
+    lost_ = true;
+    TimePoint deadline = keeper_.deadline();
+    auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
+    log(Level::error,
+        {"lost", key(),
+         std::string("lock lost: rlock was ") +
+             (suspended_ ? "suspended" : "stopped or starved") + " past its lease (" +
+             (deadline > now ? format_duration(gap) + " left" : "ended " + format_duration(gap) +
+                                                                    " ago") +
+             "), so its guardian stopped the command; the lock may be another's now"});
+    begin_stop(End::lost, deadline, 0);
   }
 
   // While anything of the command's group runs, the lease, --max-run and the heartbeat hold
@@ -190,7 +207,9 @@ private:
     return options_.on_lost == RunOptions::OnLost::kill ? deadline - kill_after_ : deadline;
   }
 
+  // Stops the command's group: SIG now (none when 0), SIGKILL at KILL_AT.
   void begin_stop(End why, TimePoint kill_at, int sig) {
+    child_.stopping();  // the guardian's kill signal is not needed now; its SIGKILL still is
     if (stopping_) {
       // Already stopping for --max-run: a loss is the graver reason and may be more urgent.
       stopping_->why = why;
@@ -198,6 +217,7 @@ private:
     } else {
       stopping_ = Stopping{why, kill_at};
     }
+    if (sig == 0) return;
     if (sig == SIGKILL) {
       kill_group(SIGKILL, Clock::now());
       return;
@@ -234,6 +254,12 @@ private:
     while (auto sig = signals_.next()) {
       if (*sig == SIGCHLD) {
         collect_child();
+      } else if (*sig == SIGCONT) {
+        resume_child(Clock::now());
+      } else if (*sig == SIGTSTP) {
+        // rlock's group is the foreground one, not the command's (or `kill -TSTP`): the
+        // command stops first, and rlock with it (on_child_stopped).
+        child_.signal_group(SIGTSTP);
       } else if ((*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())) {
         // Asked twice to stop: the operator means it, whatever the command does with TERM.
         if (!killed_at_)
@@ -266,19 +292,46 @@ private:
     while (auto event = child_.poll()) {
       if (event->kind == Child::Event::Kind::exited) {
         child_status_ = event->status;
+        child_signalled_ = event->signalled;
         return;
       }
-      if (terminal_) suspend_with_child(event->status);
+      if (terminal_) on_child_stopped(event->status);
     }
   }
 
-  // Ctrl-Z stopped the child, which owns the terminal: give the terminal back to the shell and
-  // stop rlock too, so the shell sees its job stopped; on `fg`, resume the child (as sudo does).
-  // While rlock is stopped it cannot renew: a stop longer than the lease loses the lock.
-  void suspend_with_child(int stop_signal) {
+  // Job control (rlock(1) "Job control"), as sudo does it for a command in a process group of
+  // its own: the shell's job is rlock, so rlock stops when its command stops and continues it
+  // when continued, handing it the terminal only while rlock is the foreground job.
+  void on_child_stopped(int stop_signal) {
+    if ((stop_signal == SIGTTIN || stop_signal == SIGTTOU) && terminal_->ours()) {
+      // It wants the terminal, and rlock has it (`fg` after `&`): give it over and go on.
+      resume_child(Clock::now());
+      return;
+    }
     terminal_->take_back();
-    ::kill(::getpid(), stop_signal == SIGSTOP ? SIGSTOP : SIGTSTP);
-    terminal_->hand_to(child_.pid());
+    TimePoint now = Clock::now();
+    if (!lost_) {
+      auto left = std::chrono::duration_cast<Millis>(loss_threshold() - now);
+      log(Level::warning,
+          {"suspended", key(),
+           "suspended with the command (SIG" + signal_name(stop_signal) +
+               "): the lock is not renewed while suspended; continue within " +
+               format_duration(std::max(left, Millis(0))) + " (fg or bg) or the run ends (76)",
+           {{"lease_left_ms", left.count()}}});
+    }
+    // Ctrl-Z reached only the command's group, which has the terminal; without rlock it would
+    // have stopped the whole job, so rlock stops its own group (a pipeline it is part of too).
+    suspended_ = true;
+    if (signals_.stop_self(stop_signal, stop_signal == SIGTSTP)) resume_child(Clock::now());
+  }
+
+  // rlock was continued (fg, bg, kill -CONT): the command goes on too, with the terminal when
+  // rlock is the foreground job; not when the lease ended meanwhile, when it is killed instead.
+  void resume_child(TimePoint now) {
+    notice_guardian(now);
+    check_lease(now);
+    if (killed_at_ || child_status_) return;
+    if (terminal_ && terminal_->ours()) terminal_->hand_to(child_.pid());
     child_.signal_group(SIGCONT);
   }
 
@@ -298,6 +351,8 @@ private:
   std::optional<TimePoint> killed_at_;
   std::optional<TimePoint> asked_to_stop_;  // the first SIGTERM or SIGINT
   std::optional<int> child_status_;
+  bool child_signalled_ = false;
+  bool suspended_ = false;  // by job control, with the command (on_child_stopped)
   bool lost_ = false;
   bool leftovers_found_ = false;
   Millis group_poll_ = k_group_poll_first;
@@ -421,6 +476,7 @@ class Run {
 public:
   Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)),
+        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))),
         lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
@@ -491,7 +547,11 @@ public:
                      {"RLOCK_KEY=" + options_.key, "RLOCK_TOKEN=" + lock_->token(),
                       "RLOCK_FENCE=" + std::to_string(got_.fence),
                       "RLOCK_TTL_MS=" + std::to_string(options_.ttl.count())},
-                     program};
+                     program,
+                     std::nullopt};
+    if (options_.on_lost == RunOptions::OnLost::kill)
+      spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
+                                      options_.kill_signal, kill_after_};
     if (heartbeat_) {
       // The job's first beat is its start, however long it waited for the lock.
       if (auto problem = heartbeat_->start(Clock::now())) {
@@ -501,8 +561,10 @@ public:
       }
       spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
     }
-    terminal_ = Terminal::if_foreground();
-    child_.emplace(spec, signals_, terminal_.get());
+    terminal_ = Terminal::if_controlling();
+    signals_.watch_job_control();
+    // In the terminal's foreground only when rlock is: a background job's command stays there.
+    child_.emplace(spec, signals_, terminal_ && terminal_->ours() ? terminal_.get() : nullptr);
     if (auto problem = child_->exec_problem()) {
       if (terminal_) terminal_->take_back();
       held_->release();
@@ -514,8 +576,10 @@ public:
 
   // Renews the lease while the command's group runs; stops it on loss or --max-run.
   Outcome supervise() {
-    keeper_.emplace(*lock_, options_.ttl, *lease_from_);  // the Supervisor starts its thread
-    Outcome end = Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(),
+    // The Supervisor starts the renewal thread, which tells the guardian of every renewal.
+    keeper_.emplace(*lock_, options_.ttl, *lease_from_,
+                    [child = &*child_](TimePoint deadline) { child->extend_lease(deadline); });
+    Outcome end = Supervisor(options_, kill_after_, *child_, *keeper_, signals_, terminal_.get(),
                              heartbeat_ ? &*heartbeat_ : nullptr, got_.sent)
                       .run();
     keeper_->stop();
@@ -555,11 +619,9 @@ public:
     bool reached = true;
     if (end.end == End::exited)
       reached = held_->finish(options_.min_hold, &history, budget);
-    else if (end.end == End::lost && lost_to_another)
-      reached = held_->end_tombstone(&history, budget);
+    else if (end.end == End::lost)
+      reached = held_->release_lost(&history, budget);
     else
-      // Lost in an outage, it may still be ours: the compare-and-delete is safe either way
-      // and spares the next holder the wait for the expiry.
       reached = held_->release(&history, budget);
     if (!reached) redis_away = true;
     // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
@@ -577,7 +639,7 @@ private:
     switch (end.end) {
     case End::exited:
       record.exit_status = end.child_status;
-      record.end = run_end_name(end.child_status > 128 ? RunEnd::signalled : RunEnd::exited);
+      record.end = run_end_name(end.signalled ? RunEnd::signalled : RunEnd::exited);
       break;
     case End::lost:
       record.exit_status = k_exit_lost;
@@ -598,6 +660,7 @@ private:
   const RunOptions& options_;
   Redis& redis_;
   std::optional<Heartbeat> heartbeat_;
+  const Millis kill_after_;
   SignalEvents signals_;  // before any thread or child exists: they inherit the mask
   std::unique_ptr<Lock> lock_;
   const Holder holder_;

@@ -22,7 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!again || again->token != v->token || again->holder.host != v->holder.host ||
       again->holder.pid != v->holder.pid || again->holder.user != v->holder.user ||
       again->holder.cmd != v->holder.cmd || again->holder.since != v->holder.since ||
-      again->ttl_ms != v->ttl_ms || again->holder.group != v->holder.group)
+      again->ttl_ms != v->ttl_ms || again->holder.group != v->holder.group ||
+      again->holder.pidns != v->holder.pidns)
     std::abort();
   return 0;
 }

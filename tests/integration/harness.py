@@ -288,6 +288,25 @@ def pid_alive(pid):
         return False
 
 
+def guardian_of(rlock_pid):
+    """(pid, process group) of RLOCK_PID's guardian, the child of rlock named rlock-guardian."""
+    def find():
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{entry}/comm") as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if int(fields[1]) == rlock_pid and comm == "rlock-guardian":
+                return int(entry), int(fields[2])
+        return None
+    return wait_until(find, 10, "rlock's guardian")
+
+
 def read_pids(path):
     try:
         with open(path) as f:

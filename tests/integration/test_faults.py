@@ -29,7 +29,7 @@ import time
 import unittest
 
 from harness import (REDIS_SERVER, RLOCK, RedisClient, RedisServer, RespError, free_port,
-                     pid_alive, rlock_env, wait_until)
+                     guardian_of, pid_alive, rlock_env, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -398,11 +398,32 @@ class FaultSuite(unittest.TestCase):
                 self.tearDown()
                 self.setUp()
 
-    def test_rlock_frozen_past_its_ttl(self):
-        """The documented case: a holder paused past its ttl overlaps the next holder until it
-        resumes, when its command is killed at once; the fence orders the two."""
-        sc = Scenario("rlock-frozen")
-        sc.documented = "documented: holder paused past its ttl"
+    def test_rlock_stopped_past_its_ttl(self):
+        """rlock alone stopped (SIGSTOP) past its ttl: its guardian stops the command by the end
+        of the last confirmed lease, so the next holder runs alone; on resume rlock exits 76."""
+        sc = Scenario("rlock-stopped")
+
+        def fault(racers, sc, server):
+            p, section = self.victim(racers)
+            sc.victims[p.pid] = {LOST}
+            entered_before = len(racers.entered_since(0))
+            os.kill(p.pid, signal.SIGSTOP)
+            sc.faults += 1
+            try:
+                wait_dead(section, 10, "the stopped holder's command to be stopped by its guardian")
+                wait_until(lambda: len(racers.entered_since(0)) > entered_before, 10,
+                           "a new holder once the stopped one's lease ended")
+            finally:
+                os.kill(p.pid, signal.SIGCONT)
+            self.assertEqual(p.wait(timeout=10), LOST)
+        self.race(sc, fault)
+
+    def test_whole_job_frozen_past_its_ttl(self):
+        """The documented case: a holder's whole job (rlock, its guardian and the command)
+        frozen past its ttl, as on a paused VM, overlaps the next holder until it resumes, when
+        its command is killed at once; the fence orders the two."""
+        sc = Scenario("job-frozen")
+        sc.documented = "documented: holder's whole job frozen past its ttl"
 
         def fault(racers, sc, server):
             p, section = self.victim(racers)
@@ -410,12 +431,20 @@ class FaultSuite(unittest.TestCase):
             with open(f"/proc/{section}/environ", "rb") as f:
                 env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
             sc.documented_fences.add(env[b"RLOCK_FENCE"].decode())
+            guardian, group = guardian_of(p.pid)[0], os.getpgid(section)
+            # The guardian first, so that it never acts while the rest is stopped.
+            os.kill(guardian, signal.SIGSTOP)
             os.kill(p.pid, signal.SIGSTOP)
+            os.killpg(group, signal.SIGSTOP)
             sc.faults += 1
-            wait_until(lambda: [e for e in racers.history() if e[0] == "overlap"], 10,
-                       "a new holder once the frozen one's ttl ran out")
-            resumed = now_ns()
-            os.kill(p.pid, signal.SIGCONT)
+            try:
+                wait_until(lambda: [e for e in racers.history() if e[0] == "overlap"], 10,
+                           "a new holder once the frozen one's ttl ran out")
+            finally:
+                resumed = now_ns()
+                os.kill(p.pid, signal.SIGCONT)  # rlock first: it kills the command at once
+                os.kill(guardian, signal.SIGCONT)
+                os.killpg(group, signal.SIGCONT)
             dead = wait_dead(section, 5, "the frozen holder's command to be killed on resume")
             self.assertLess(dead - resumed, 1e9, "not killed the moment rlock resumed")
             self.assertEqual(p.wait(timeout=10), LOST)

@@ -227,6 +227,29 @@ class History(RedisTestCase):
         inspect = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
         self.assertEqual(inspect["last_run"]["end"], "signalled")
 
+    def test_an_exit_above_128_is_an_exit_and_a_signal_a_signal(self):
+        """The wait status says which it was: `exit 200` is no signal 72, whatever its number."""
+        metrics = self.path("rlock.prom")
+        for code in (130, 200, 255):
+            r = self.run_rlock(["run", "--metrics-file", metrics, "k", "--", "sh", "-c",
+                                f"exit {code}"])
+            self.assertEqual(r.returncode, code, r.stderr)
+        killed = self.run_rlock(["run", "--metrics-file", metrics, "k", "--", "sh", "-c",
+                                 "kill -INT $$"])
+        self.assertEqual(killed.returncode, 130)
+        got = [(r["end"], r["exit_status"]) for r in self.history("k")]
+        self.assertEqual(got, [("signalled", 130), ("exited", 255), ("exited", 200),
+                               ("exited", 130)])
+        text = self.run_rlock(["history", "k"]).stdout
+        self.assertIn("exit 200", text)
+        self.assertNotIn("signalled (200)", text)
+        with open(metrics) as f:
+            prom = f.read()
+        self.assertIn('rlock_runs_total{key="k",end="failure"} 3', prom)
+        self.assertIn('rlock_runs_total{key="k",end="signalled"} 1', prom)
+        # check judges an exit 255 a failed run, like any non-zero exit.
+        self.assertEqual(self.run_rlock(["check", "k", "--every", "1h"]).returncode, 1)
+
     def test_capped_at_history_length(self):
         for _ in range(8):
             self.assertEqual(self.run_rlock(["run", "--history-length", "5", "k", "--", "true"])

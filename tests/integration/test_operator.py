@@ -2,11 +2,13 @@
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import time
 import unittest
 
-from harness import RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, rlock_env, wait_until
 
 
 class Operator(RedisTestCase):
@@ -385,6 +387,46 @@ class Operator(RedisTestCase):
             os.close(master)
             self.assertEqual(b"\x1b[" in out, coloured, out)
         self.assertNotIn("\x1b[", self.run_rlock(["status", "k"]).stdout)
+
+
+
+class Containers(RedisTestCase):
+    """A holder in a PID namespace of its own (a container sharing the host's name and boot) has
+    a pid that means another process here: its liveness is unknown from here, never "gone"."""
+
+    def test_a_holder_in_another_pid_namespace_is_not_called_gone(self):
+        unshare = shutil.which("unshare")
+        self.assertIsNotNone(unshare, "unshare(1) (util-linux) is needed")
+        ready = self.path("ready")
+        p = subprocess.Popen([unshare, "--pid", "--fork", "--mount-proc", RLOCK, "run", "k", "--",
+                              "sh", "-c", f"echo $$ > {ready}; exec sleep 60"],
+                             env=rlock_env(self.server), start_new_session=True,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        self.wait_file("ready")
+        value = self.server.cmd("GET", "k")
+        self.assertRegex(value, r" pid=1 .* pidns=\d+ ")  # rlock is the namespace's first process
+        inspect = self.run_rlock(["inspect", "k"]).stdout
+        self.assertIn("holder alive   unknown (another PID namespace on this host", inspect)
+        status = self.run_rlock(["status", "k"]).stdout
+        self.assertNotIn("gone", status)
+        j = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
+        self.assertIsNone(j["holder_alive"])
+        self.assertEqual(j["holder_liveness"], "other_pid_namespace")
+        # From inside the namespace the same holder is judged, and alive.
+        inside = subprocess.run(["nsenter", "--target", str(self.namespace_pid(p.pid)), "--pid",
+                                 "--mount", RLOCK, "inspect", "--json", "k"],
+                                env=rlock_env(self.server), capture_output=True, text=True)
+        self.assertEqual(inside.returncode, 0, inside.stderr)
+        self.assertEqual(json.loads(inside.stdout)["holder_liveness"], "running")
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+
+    @staticmethod
+    def namespace_pid(unshare_pid):
+        """The host pid of unshare's child, the namespace's first process (rlock)."""
+        with open(f"/proc/{unshare_pid}/task/{unshare_pid}/children") as f:
+            return int(f.read().split()[0])
 
 
 if __name__ == "__main__":

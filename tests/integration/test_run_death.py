@@ -9,7 +9,8 @@ import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, pid_alive, read_pids, rlock_env, wait_until
+from harness import (RLOCK, RedisTestCase, guardian_of, pid_alive, read_pids, rlock_env,
+                     wait_until)
 
 # Ignores TERM when asked (the job a `timeout -k` must KILL), starts a grandchild in its group,
 # then publishes both pids at once (rename) and waits.
@@ -89,28 +90,11 @@ class CommandDiesWithRlock(RedisTestCase):
         p.wait(timeout=10)
         self.assert_group_dies(pids, time.monotonic(), "kill -KILL PID")
 
-    def guardian_of(self, rlock_pid):
-        def find():
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    with open(f"/proc/{entry}/comm") as f:
-                        comm = f.read().strip()
-                except OSError:
-                    continue
-                if int(fields[1]) == rlock_pid and comm == "rlock-guardian":
-                    return int(entry), int(fields[2])
-            return None
-        return wait_until(find, 10, "rlock's guardian")
-
     def test_the_guardian_is_out_of_rlocks_group(self):
         argv, extra = self.command()
         p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra))
         self.command_pids()
-        guardian, pgid = self.guardian_of(p.pid)
+        guardian, pgid = guardian_of(p.pid)
         self.assertEqual(pgid, guardian, "the guardian must lead a process group of its own")
         self.assertNotEqual(pgid, os.getpgid(p.pid))
 
@@ -118,9 +102,9 @@ class CommandDiesWithRlock(RedisTestCase):
         argv, extra = self.command()
         p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra))
         pids = self.command_pids()
-        guardian, _ = self.guardian_of(p.pid)
+        guardian, _ = guardian_of(p.pid)
         os.kill(guardian, signal.SIGKILL)
-        wait_until(lambda: self.guardian_of(p.pid)[0] != guardian, 10, "a new guardian")
+        wait_until(lambda: guardian_of(p.pid)[0] != guardian, 10, "a new guardian")
         p.kill()
         p.wait(timeout=10)
         self.assert_group_dies(pids, time.monotonic(), "guardian killed, then rlock")
@@ -132,7 +116,7 @@ class CommandDiesWithRlock(RedisTestCase):
         argv, extra = self.command()
         p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra))
         pids = self.command_pids()
-        guardian, _ = self.guardian_of(p.pid)
+        guardian, _ = guardian_of(p.pid)
         os.kill(guardian, signal.SIGSTOP)  # so that it cannot act before it is killed
         os.kill(p.pid, signal.SIGKILL)
         os.kill(guardian, signal.SIGKILL)

@@ -51,6 +51,26 @@ TEST_CASE("a lock value round-trips and starts with the owner prefix") {
   CHECK(back->fence == 17);
 }
 
+TEST_CASE("the holder's PID namespace is in the value, and liveness is judged only from it") {
+  Holder me = current_holder("job");
+  REQUIRE(!me.pidns.empty());  // /proc/self/ns/pid, on every Linux rlock runs on
+  LockValue v;
+  v.token = make_token();
+  v.holder = me;
+  std::string text = encode_lock_value(v);
+  CHECK(text.find(" pidns=" + me.pidns) != std::string::npos);
+  auto back = decode_lock_value(text);
+  REQUIRE(back);
+  CHECK(back->holder.pidns == me.pidns);
+  CHECK(holder_liveness(back->holder) == Liveness::running);
+  // The same pid and start time in another namespace is another process: not to be judged.
+  back->holder.pidns = "1";
+  CHECK(holder_liveness(back->holder) == Liveness::other_pid_namespace);
+  // Older rlocks wrote no pidns: judged as before.
+  back->holder.pidns.clear();
+  CHECK(holder_liveness(back->holder) == Liveness::running);
+}
+
 TEST_CASE("a lock held for a process group says so with group=1, and only then") {
   LockValue v;
   v.token = make_token();

@@ -1,0 +1,178 @@
+"""Job control in a real terminal, as a person uses it (rlock(1) "Job control"): tmux runs an
+interactive bash, the test types into it and reads its screen. Ctrl-Z stops rlock and its
+command and gives the prompt back; `fg` continues both with the terminal; `bg` continues both
+and the shell keeps the terminal; a command started with `&` that reads the terminal stops as
+it would alone, and `fg` lets it read. A suspension longer than the lease ends the run (76):
+the command never runs on unlocked.
+
+The command ticks (appends to a file every 50 ms) so that "stands still" and "runs" are
+outcomes on disk, not impressions: stands still means no tick during a pause that spans many
+tick periods (a wide bound, not a timing measure).
+"""
+import os
+import re
+import shutil
+import subprocess
+import time
+import unittest
+
+from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+
+TMUX = shutil.which("tmux") or "tmux"  # packaging/setup-debian.sh installs it: none is a failure
+TICKS = "while :; do echo t >> {ticks}; sleep 0.05; done"
+STILL = 0.6  # a pause of twelve tick periods: pacing for "no tick came", not a sync point
+
+
+class Tmux:
+    """An interactive bash in a tmux session on a server of its own."""
+
+    def __init__(self, tmp, env):
+        self.socket = os.path.join(tmp, "tmux.sock")
+        self.marks = 0
+        rc = os.path.join(tmp, "bashrc")
+        with open(rc, "w") as f:
+            f.write("PS1='$ '\nset +o history\n")
+        env = dict(env, TERM="xterm", HOME=tmp)
+        subprocess.run([TMUX, "-S", self.socket, "new-session", "-d", "-x", "200", "-y", "50",
+                        "bash", "--noprofile", "--rcfile", rc, "-i"], env=env, check=True)
+        self.wait_screen("$ ")
+
+    def close(self):
+        subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True)
+
+    def screen(self):
+        return subprocess.run([TMUX, "-S", self.socket, "capture-pane", "-p", "-J", "-S", "-200"],
+                              capture_output=True, text=True).stdout
+
+    def keys(self, *keys):
+        subprocess.run([TMUX, "-S", self.socket, "send-keys"] + list(keys), check=True)
+
+    def line(self, text):
+        self.keys("-l", text)
+        self.keys("Enter")
+
+    def wait_screen(self, text, timeout=20):
+        return wait_until(lambda: text in self.screen() and self.screen(), timeout,
+                          f"{text!r} on the screen")
+
+    def shell(self, command, timeout=20):
+        """Types COMMAND at the prompt and waits for it to finish; returns its output lines."""
+        self.marks += 1
+        done = re.compile(rf"mark{self.marks}-(\d+)-end")
+        self.line(f"{command}; echo mark{self.marks}-$?-end")
+        found = wait_until(lambda: done.search(self.screen()), timeout, f"{command!r} to finish")
+        self.last_status = int(found.group(1))
+        return found.string[:found.start()]
+
+
+class JobControl(RedisTestCase):
+    def setUp(self):
+        super().setUp()
+        self.term = Tmux(self.tmp, rlock_env(self.server, R=RLOCK))
+        self.ticks = self.path("ticks")
+
+    def tearDown(self):
+        self.term.close()  # before the test directory with its socket goes
+        super().tearDown()
+
+    def tick_count(self):
+        try:
+            with open(self.ticks) as f:
+                return len(f.readlines())
+        except FileNotFoundError:
+            return 0
+
+    def assert_ticking(self):
+        n = self.tick_count()
+        wait_until(lambda: self.tick_count() > n + 2, 10, "the command to run")
+
+    def assert_still(self):
+        n = self.tick_count()
+        time.sleep(STILL)  # pacing: see STILL
+        self.assertEqual(self.tick_count(), n, "the command ran while it should be stopped")
+
+    def ticking(self, ttl="30s"):
+        return f"$R run --ttl {ttl} k -- sh -c '{TICKS.format(ticks=self.ticks)}'"
+
+    def held(self):
+        return self.server.cmd("GET", "k") is not None
+
+    def test_ctrl_z_stops_both_and_fg_continues_both(self):
+        self.term.line(self.ticking())
+        self.assert_ticking()
+        self.term.keys("C-z")
+        self.term.wait_screen("Stopped")
+        self.assertIn("suspended with the command (SIGTSTP)", self.term.screen())
+        self.assertIn("not renewed while suspended", self.term.screen())
+        self.term.shell("true")  # the prompt is back
+        self.assert_still()
+        self.assertTrue(self.held())
+        self.term.line("fg")
+        self.assert_ticking()
+        self.term.keys("C-c")
+        self.term.shell("echo status $?")
+        self.assertIn("status 130", self.term.screen())
+        wait_until(lambda: not self.held(), 10, "the lock to be released")
+
+    def test_bg_continues_both_and_the_shell_keeps_the_terminal(self):
+        self.term.line(self.ticking())
+        self.assert_ticking()
+        self.term.keys("C-z")
+        self.term.wait_screen("Stopped")
+        self.term.line("bg")
+        self.assert_ticking()
+        # The shell reads the next line: it still has its terminal.
+        out = self.term.shell("echo shell-$((6 * 7))")
+        self.assertIn("shell-42", out)
+        self.term.shell("kill %1; wait %1")
+        self.assertEqual(self.term.last_status, 143)
+        wait_until(lambda: not self.held(), 10, "the lock to be released")
+
+    def test_a_background_reader_stops_and_fg_gives_it_the_terminal(self):
+        for reader in ("cat", "python3 -c 'print(\"got\", input())'"):
+            with self.subTest(reader=reader):
+                self.term.line(f"$R run k -- {reader} &")
+                self.term.wait_screen("(SIGTTIN)")  # as the reader alone would, it stops
+                self.assertIn("Stopped", self.term.shell("jobs"))
+                self.assertTrue(self.held())
+                self.term.line("fg")
+                self.term.line("typed-line")
+                self.term.wait_screen("got typed-line" if "python" in reader else
+                                      "typed-line\ntyped-line")
+                if reader == "cat":
+                    self.term.keys("C-d")
+                out = self.term.shell("echo status $?")
+                self.assertIn("status 0", out)
+                wait_until(lambda: not self.held(), 10, "the lock to be released")
+                self.term.shell("clear")
+
+    def test_background_then_fg_then_ctrl_z_stops_the_command(self):
+        self.term.line(self.ticking() + " &")
+        self.assert_ticking()
+        self.term.line("fg")
+        self.term.wait_screen("sh -c")
+        self.term.keys("C-z")
+        self.term.wait_screen("Stopped")
+        self.assert_still()
+        self.term.line("fg")
+        self.assert_ticking()
+        self.term.keys("C-c")
+        self.term.shell("echo status $?")
+        self.assertIn("status 130", self.term.screen())
+
+    def test_a_suspension_longer_than_the_lease_ends_the_run(self):
+        self.term.line(self.ticking(ttl="2s"))
+        self.assert_ticking()
+        self.term.keys("C-z")
+        self.term.wait_screen("Stopped")
+        wait_until(lambda: not self.held(), 10, "the suspended holder's lock to expire")
+        n = self.tick_count()
+        self.term.line("fg")
+        self.term.shell("echo status $?")
+        self.assertIn("status 76", self.term.screen())
+        self.assertIn("suspended past its lease", self.term.screen())
+        self.assertEqual(self.tick_count(), n, "the command ran on after the lease ended")
+
+
+if __name__ == "__main__":
+    unittest.main()
