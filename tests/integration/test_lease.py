@@ -25,6 +25,14 @@ TTL = "5s"      # renewals every 1.67 s, each allowed 833 ms for its reply
 DELAY = 0.5     # every reply this late: within a renewal's allowance
 RUNS = 3
 LOST = 76
+REPORT = []
+
+
+def tearDownModule():
+    build = os.environ.get("RLOCK_BUILD_DIR")
+    if build and REPORT:
+        with open(os.path.join(build, "lease-report.txt"), "w") as f:
+            f.writelines(line + "\n" for line in REPORT)
 
 
 def log_lines(path):
@@ -147,8 +155,15 @@ class StoppedRlock(RedisTestCase):
         self.assertTrue(pid_alive(section), "the command died while rlock still renewed")
         stopped = time.monotonic()
         waiter = self.start(["run", "--wait", "30s", "k", "--", SECTION, log, probe, "1", "50"])
+        wait_until(lambda: not pid_alive(section), 20, "the guardian to stop the command",
+                   interval=0.001)
+        dead_ns = time.monotonic_ns()
         self.assertEqual(waiter.wait(timeout=30), 0, waiter.stderr.read())
-        self.assertFalse(pid_alive(section))
+        # The waiter entered the moment the key expired on the server (it waits by notification).
+        entered_ns = next(int(l[4]) for l in log_lines(log)[1:] if l[0] == "enter")
+        REPORT.append(f"rlock SIGSTOPped, ttl {self.TTL}, replies {self.DELAY}s late, command "
+                      f"ignoring TERM: dead {(entered_ns - dead_ns) / 1e6:.1f} ms before the key "
+                      f"expired (the next holder entered)")
         # The guardian acted on its own: rlock was stopped for all of it.
         self.assertLess(time.monotonic() - stopped, self.DELAY + 3 + 10)
         lines = log_lines(log)
@@ -164,8 +179,12 @@ class StoppedRlock(RedisTestCase):
             ["sh", "-c", f"trap 'echo TERM > {done}; exit 0' TERM; while :; do sleep 0.05; done"],
             "k2")
         self.assertEqual(self.wait_file("term", timeout=10), "TERM\n")
+        termed = time.monotonic()
         # Sent by the guardian while the lease still held, half of kill-after before its end.
-        wait_until(lambda: self.server.cmd("GET", "k2") is None, 10, "the stopped lock to expire")
+        wait_until(lambda: self.server.cmd("GET", "k2") is None, 10, "the stopped lock to expire",
+                   interval=0.001)
+        REPORT.append(f"rlock SIGSTOPped, ttl {self.TTL}: the command got TERM "
+                      f"{(time.monotonic() - termed) * 1000:.0f} ms before the key expired")
         self.resume(holder, err)
         runs = json.loads(self.run_rlock(["history", "--json", "k2"]).stdout)["runs"]
         self.assertEqual([(r["end"], r["exit_status"]) for r in runs], [("lost", LOST)])
