@@ -196,18 +196,29 @@ RLOCK_NO_SANITIZE int guardian_main(void* arg) {
   return 0;
 }
 
+// Whether the guardian must be a fork rather than a process that shares rlock's memory:
+// ThreadSanitizer cannot follow one, and Valgrind runs no clone() but a thread's, fork's or
+// vfork's: it ends the program at the guardian's, with the lock taken (found by its preload).
+bool fork_guardian() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#else
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload && std::strstr(preload, "vgpreload");
+#endif
+}
+
 // Starts the guardian on pipe end FD, guarding LEASE, in a process group of its own; returns
 // its pid.
 pid_t start_guardian(int fd, Child::GuardedLease* lease) {
   GuardianArgs args{fd, lease};
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer cannot follow a process that shares its memory: fork one in TSan builds.
-  pid_t forked = ::fork();
-  if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
-  if (forked == 0) guardian_main(&args);
-  ::setpgid(forked, forked);
-  return forked;
-#endif
+  if (fork_guardian()) {
+    pid_t forked = ::fork();
+    if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
+    if (forked == 0) guardian_main(&args);
+    ::setpgid(forked, forked);
+    return forked;
+  }
   // Never unmapped: the guardian may outlive rlock, and rlock exits soon after the run.
   void* stack = ::mmap(nullptr, k_guardian_stack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

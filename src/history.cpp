@@ -1,5 +1,7 @@
 #include "history.h"
 
+#include <map>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -71,6 +73,22 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePo
   if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
   if (e.size() != 6) return unexpected_reply("the claim script");
   return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+}
+
+Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
+  auto slot = current_slot(redis_, period_, tz_, deadline);
+  if (!slot) return slot.failure();
+  slot_ = *slot;
+  auto reply = redis_.call({"HGETALL", helper_key(key_, "once:" + slot_.name)}, deadline);
+  if (!reply) return reply.failure();
+  std::map<std::string, std::string> f;
+  for (size_t i = 0; i + 1 < reply->elements.size(); i += 2)
+    f[reply->elements[i].str] = reply->elements[i + 1].str;
+  // As period_claim.lua judges it; a slot still "running" is the busy holder's own run.
+  if (f.empty() || f["state"] == "running") return std::optional<SlotClaim>{};
+  if (retry_failed_ && f["status"] != "0") return std::optional<SlotClaim>{};
+  return std::optional<SlotClaim>{
+      SlotClaim{false, f["host"], f["since"], f["state"], f["status"], f["end"]}};
 }
 
 Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {

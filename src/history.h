@@ -57,6 +57,10 @@ public:
   // now). Not claimed: an earlier run had it, and (without --retry-failed, or when it
   // succeeded) the job must not run again this period.
   Result<SlotClaim> claim(const Holder& holder, int64_t fence, TimePoint deadline);
+  // Without the lock (it was busy): the run this period already had, when it has ended and
+  // keeps the job from running again (as claim() would say); nothing while it runs, when the
+  // slot is free, or when --retry-failed would run a failed one again. Reads only.
+  Result<std::optional<SlotClaim>> finished_run(TimePoint deadline);
   // Records how our run ended in the slot we claimed.
   Result<Unit> finish(const RunRecord& record, TimePoint deadline);
   const std::string& slot_name() const { return slot_.name; }

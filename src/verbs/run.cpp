@@ -485,9 +485,22 @@ public:
     LockValue value{lock_->token(), holder_, std::nullopt, options_.ttl.count(), std::nullopt};
     WaitOutcome outcome =
         acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
+    bool busy = std::holds_alternative<NotObtained>(outcome);
+    // Busy under --once-per: a late-comer that raced another late-comer for a period that
+    // has had its run says so, as the one that took the lock does (claim_period).
+    if (busy && options_.once_per) {
+      PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
+                         options_.retry_failed);
+      auto done = period.finished_run(Clock::now() + lock_->command_timeout());
+      if (done && *done) {
+        metrics_.m.result = "done";
+        log(Level::info,
+            {"done_this_period", options_.key, done_message(**done, period, options_)});
+        return options_.conflict_exit_code;
+      }
+    }
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.
-      bool busy = std::holds_alternative<NotObtained>(outcome);
       metrics_.m.result =
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
               ? "error"

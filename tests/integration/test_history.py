@@ -54,6 +54,21 @@ class OncePer(RedisTestCase):
         os.killpg(holder.pid, signal.SIGTERM)
         holder.wait(timeout=10)
 
+    def test_a_late_comer_that_finds_another_checking_is_told_the_period_has_run(self):
+        # web-1 ran today's job; web-2, late, holds the lock for the moment it takes to find
+        # that out (acquire stands in for that moment); web-3, as late, finds the lock busy.
+        job = ["--once-per", "1d", "report", "--", "true"]
+        self.assertEqual(self.run_as("web-1", ["run"] + job).returncode, 0)
+        token = self.run_as("web-2", ["acquire", "report"])
+        self.assertEqual(token.returncode, 0, token.stderr)
+        late = self.run_as("web-3", ["run"] + job)
+        self.assertEqual(late.returncode, 75, late.stderr)
+        self.assertIn("already run this period", late.stderr)
+        self.assertIn("on web-1", late.stderr)
+        self.assertNotIn("held by", late.stderr)
+        self.assertEqual(self.run_as("web-2", ["release", "report", "--token",
+                                               token.stdout.strip()]).returncode, 0)
+
     def test_retry_failed(self):
         job = ["--once-per", "day", "report", "--", "sh", "-c"]
         self.assertEqual(self.run_as("web-1", ["run"] + job + ["exit 3"]).returncode, 3)
