@@ -14,7 +14,7 @@ _rlock() {
     _init_completion -n = || return
 
     local verbs="run status inspect history check watch list acquire extend release reset-period config help"
-    local common="-u --redis --tls --config --prefix --password-file --cacert --cacertdir --cert --key
+    local common="-u --redis --tls --config --prefix --password-file --password-command --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
     local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
@@ -24,7 +24,7 @@ _rlock() {
 
     # The verb is the first word that is neither an option nor an option's value (options
     # every command takes may come before it: rlock --redis URL status KEY).
-    local i verb="" dashdash=0 valued="-u --redis --config --prefix --password-file --cacert
+    local i verb="" dashdash=0 valued="-u --redis --config --prefix --password-file --password-command --cacert
         --cacertdir --cert --key --sni --connect-timeout --command-timeout --log-format --every"
     for ((i = 1; i < cword; i++)); do
         if [[ ${words[i]} == -- ]]; then

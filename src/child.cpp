@@ -247,7 +247,8 @@ Child::GuardedLease* map_guarded_lease(const std::optional<Child::Spec::Lease>& 
 }
 
 // Our environment with SPEC's variables set, built before fork: the child may not allocate.
-std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides,
+                                           const std::vector<std::string>& unset) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string_view entry(*e);
@@ -256,6 +257,9 @@ std::vector<std::string> child_environment(const std::vector<std::string>& overr
       size_t eq = o.find('=');
       if (entry.substr(0, eq + 1) == std::string_view(o).substr(0, eq + 1)) replaced = true;
     }
+    for (const auto& name : unset)
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
+        replaced = true;
     if (!replaced) env.emplace_back(entry);
   }
   env.insert(env.end(), overrides.begin(), overrides.end());
@@ -384,7 +388,7 @@ std::optional<CommandProblem> check_command(const std::string& file, std::string
 Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
     : lease_(map_guarded_lease(spec.lease)) {
   std::vector<std::string> argv_store = spec.argv;
-  std::vector<std::string> env_store = child_environment(spec.env);
+  std::vector<std::string> env_store = child_environment(spec.env, spec.unset);
   std::vector<char*> argv = c_strings(argv_store);
   std::vector<char*> envp = c_strings(env_store);
 

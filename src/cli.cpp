@@ -283,7 +283,7 @@ const PlainOption k_plain_options[] = {
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis.
 constexpr OptionRef k_connection[] = {
-    {"redis"},      {"tls"},   {"config"}, {"prefix"}, {"password-file"},   {"cacert"},
+    {"redis"},      {"tls"},   {"config"}, {"prefix"}, {"password-file"}, {"password-command"},   {"cacert"},
     {"cacertdir"},  {"cert"},  {"key"},    {"sni"},    {"connect-timeout"}, {"command-timeout"},
     {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.

@@ -2,10 +2,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
+#include "credentials.h"
 #include "error.h"
 #include "log.h"
 #include "redis.h"
@@ -18,17 +18,13 @@ namespace rlock {
 
 namespace {
 
-// The password in PATH: the file's text less one trailing newline. Like ssh with a private
-// key, a file others can read earns a warning (not a refusal: the operator may have reasons).
-std::string read_password_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(k_exit_config, "cannot read the password file " + errno_message(path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string password = text.str();
-  if (!password.empty() && password.back() == '\n') password.pop_back();
-  if (!password.empty() && password.back() == '\r') password.pop_back();
-  if (password.empty()) throw Error(k_exit_config, "the password file " + path + " is empty");
+// A password file is read for each new connection; at the start it is checked once, so that a
+// file that is missing or empty is a configuration error before anything is done. Like ssh
+// with a private key, a file others can read earns a warning (not a refusal: the operator may
+// have reasons).
+void check_password_file(const std::string& path) {
+  auto password = read_password_file(path);
+  if (!password) throw Error(k_exit_config, password.failure().message);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     char mode[8];
@@ -36,7 +32,6 @@ std::string read_password_file(const std::string& path) {
     log_warning("the password file " + path + " can be read by others (mode " + mode +
                 "); chmod 600 it");
   }
-  return password;
 }
 
 }  // namespace
@@ -53,10 +48,12 @@ std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
                        "no Redis configured (--redis, RLOCK_REDIS_URL, or redis in a config file "
                        "such as /etc/rlock/config.toml): using this host's " +
                            texts.front() + ", which other hosts do not see"});
-  ConnectOptions options = global.connect;
+  const ConnectOptions& options = global.connect;
+  bool checked = false;
   auto password = [&](bool url_has_one) {
-    if (global.password_file && !url_has_one && !options.password)
-      options.password = read_password_file(*global.password_file);
+    if (!options.password.file || url_has_one || checked) return;
+    check_password_file(*options.password.file);
+    checked = true;
   };
   if (texts.size() == 1 && is_sentinel_url(texts.front())) {
     SentinelUrl url = parse_sentinel_url(texts.front());

@@ -67,7 +67,8 @@ std::string format_command(const Argv& argv) {
 
 }  // namespace
 
-Connection::Connection(const RedisUrl& url, const ConnectOptions& options)
+Connection::Connection(const RedisUrl& url, const ConnectOptions& options,
+                       const std::optional<std::string>& password)
     : connect_deadline_(Clock::now() + options.connect_timeout),
       tcp_(url.scheme != RedisUrl::Scheme::unix_socket), endpoint_(url.endpoint()),
       redacted_(url.redacted()), with_user_(url.user.has_value()),
@@ -75,7 +76,6 @@ Connection::Connection(const RedisUrl& url, const ConnectOptions& options)
       reader_(redisReaderCreate(), redisReaderFree) {
   if (!reader_) throw std::bad_alloc();
   std::vector<Argv> setup;
-  const std::optional<std::string>& password = url.password ? url.password : options.password;
   if (password) {
     if (url.user)
       setup.push_back({"AUTH", *url.user, *password});
@@ -94,7 +94,13 @@ Connection::~Connection() = default;
 
 Result<std::unique_ptr<Connection>> Connection::start(const RedisUrl& url,
                                                       const ConnectOptions& options) {
-  std::unique_ptr<Connection> conn(new Connection(url, options));
+  std::optional<std::string> password = url.password;
+  if (!password) {
+    auto fetched = fetch_password(options.password, options.connect_timeout);
+    if (!fetched) return fetched.failure();
+    password = std::move(*fetched);
+  }
+  std::unique_ptr<Connection> conn(new Connection(url, options, password));
   auto add = [&](const void* addr, size_t len) {
     Address& a = conn->addresses_.emplace_back();
     std::memcpy(&a.addr, addr, len);

@@ -17,6 +17,7 @@
 #include "fd.h"
 #include "redis_url.h"
 #include "reply.h"
+#include "credentials.h"
 #include "stream.h"
 #include "tls.h"
 
@@ -35,7 +36,7 @@ inline constexpr std::chrono::milliseconds k_idle_check_after{500};
 
 struct ConnectOptions {
   TlsOptions tls;                       // for rediss://
-  std::optional<std::string> password;  // used when the URL carries none
+  PasswordSource password;              // used when the URL carries none (credentials.h)
   std::chrono::milliseconds connect_timeout = k_default_connect_timeout;
   std::chrono::milliseconds command_timeout = k_default_command_timeout;
 };
@@ -46,9 +47,12 @@ struct ConnectOptions {
 // is up (connected, TLS handshake done, AUTH and SELECT answered).
 class Connection {
 public:
-  // Starts connecting to URL: the address is resolved (getaddrinfo(3) blocks, for a host
-  // name), and a non-blocking connect begins. The connect timeout counts from here; AUTH and
-  // SELECT, as URL and OPTIONS ask, go first once connected.
+  // Starts connecting to URL: the password is fetched (a password file read, a password
+  // command run: for each new connection, so that rotated credentials are current), the
+  // address is resolved anew (getaddrinfo(3) blocks, for a host name: a name that moved to
+  // another address at a failover is followed), and a non-blocking connect begins. The
+  // connect timeout counts from here; AUTH and SELECT, as URL and OPTIONS ask, go first once
+  // connected.
   static Result<std::unique_ptr<Connection>> start(const RedisUrl& url,
                                                    const ConnectOptions& options);
   ~Connection();
@@ -119,7 +123,8 @@ private:
     socklen_t len;
   };
 
-  Connection(const RedisUrl& url, const ConnectOptions& options);
+  Connection(const RedisUrl& url, const ConnectOptions& options,
+             const std::optional<std::string>& password);
   Result<Unit> connect_next(Failure last);
   void connected(Fd fd);
   Result<Unit> flush();

@@ -24,8 +24,7 @@ struct GlobalOptions {
   std::string prefix;                 // prepended to every key
   Verbosity verbosity = Verbosity::normal;
   LogFormat log_format = LogFormat::text;
-  ConnectOptions connect;                    // TLS material, timeouts; password when given inline
-  std::optional<std::string> password_file;  // read at connect time when it won over a password
+  ConnectOptions connect;  // TLS material, timeouts, where the password comes from
 };
 
 struct RunOptions {

@@ -101,12 +101,13 @@ constexpr int k_max_db = 1 << 20;  // far above any server's "databases" setting
 
 }  // namespace
 
-std::string redact_url_text(std::string_view text) {
-  // Whatever sits between "://" and the last '@' may hold a password.
+namespace {
+
+// TEXT with what may be a password, between "://" and the last '@', replaced by SECRET; with
+// no secret in its place, the '@' goes too when no user is left.
+std::string replace_password(std::string_view text, std::string_view secret) {
   size_t scheme_end = text.find("://");
   size_t at = userinfo_end(text);
-  if (scheme_end == std::string_view::npos || at == std::string_view::npos)
-    return without_userinfo(text);
   size_t auth_start = scheme_end + 3;
   std::string_view userinfo = text.substr(auth_start, at - auth_start);
   size_t colon = userinfo.find(':');
@@ -114,11 +115,28 @@ std::string redact_url_text(std::string_view text) {
   // "redis://secret@host": a lone userinfo is the password; "redis://user:secret@host" keeps
   // the user, unless it is no plain name (then it may be a password typed without its ':').
   std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
-  if (colon != std::string_view::npos && user.find_first_of("/?#") == std::string_view::npos)
-    out += userinfo.substr(0, colon + 1);
-  out += k_redacted_secret;
-  out += text.substr(at);
+  bool keep_user = colon != std::string_view::npos &&
+                   user.find_first_of("/?#") == std::string_view::npos &&
+                   (!user.empty() || !secret.empty());
+  if (keep_user) out += userinfo.substr(0, colon + 1);
+  out += secret;
+  out += text.substr(keep_user || !secret.empty() ? at : at + 1);
   return out;
+}
+
+}  // namespace
+
+std::string redact_url_text(std::string_view text) {
+  // Whatever sits between "://" and the last '@' may hold a password.
+  if (text.find("://") == std::string_view::npos || userinfo_end(text) == std::string_view::npos)
+    return without_userinfo(text);
+  return replace_password(text, k_redacted_secret);
+}
+
+std::string without_password(std::string_view text) {
+  if (text.find("://") == std::string_view::npos || userinfo_end(text) == std::string_view::npos)
+    return std::string(text);
+  return replace_password(text, "");
 }
 
 RedisUrl parse_redis_url(std::string_view text) {

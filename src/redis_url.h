@@ -39,6 +39,10 @@ RedisUrl parse_redis_url(std::string_view text);
 // but a plain user name), for showing URLs as given (`rlock config`).
 std::string redact_url_text(std::string_view text);
 
+// TEXT with any password taken out (redis://user:pw@h is redis://user:@h, a user whose password
+// comes from elsewhere; redis://pw@h is redis://h), for the command's environment.
+std::string without_password(std::string_view text);
+
 // TEXT for an error message: the user and password (everything before the last '@') go whole.
 std::string without_userinfo(std::string_view text);
 

@@ -182,7 +182,7 @@ private:
         if (!s.with_password) {
           u.user.reset();
           u.password.reset();
-          o.password.reset();
+          o.password = {};
         }
         s.node = std::make_unique<NodeRedis>(u, o);
       }

@@ -213,7 +213,13 @@ const std::vector<SettingInfo>& all_settings() {
       {"password", nullptr, K::secret, nullptr, nullptr,
        "Redis password (environment or file only)", nullptr},
       {"password-file", "--password-file", K::text, nullptr, "FILE",
-       "read the Redis password from FILE (or use RLOCK_PASSWORD, REDISCLI_AUTH)", nullptr},
+       "read the Redis password from FILE, again for each new connection (or use "
+       "RLOCK_PASSWORD, REDISCLI_AUTH)",
+       nullptr},
+      {"password-command", "--password-command", K::text, nullptr, "CMD",
+       "run CMD (/bin/sh -c) for each new connection: its first line of output is the Redis "
+       "password (a token that rotates)",
+       nullptr},
       {"cacert", "--cacert", K::text, nullptr, "FILE", "CA certificate bundle for rediss://",
        [](V v, Resolved& r) { r.global.connect.tls.cacert = v.single(); }},
       {"cacertdir", "--cacertdir", K::text, nullptr, "DIR", "directory of CA certificates",
@@ -369,18 +375,26 @@ Resolved resolve_settings(const RawSettings& s) {
     if (v && info.apply) info.apply(SettingValue(info.name, *v), r);
   }
 
-  // A password in the URL is used for that URL. Otherwise the higher-ranked of an inline
-  // password (RLOCK_PASSWORD, REDISCLI_AUTH, the file's `password`) and a password file.
-  const RawValue* password = lookup(s, "password");
-  const RawValue* password_file = lookup(s, "password-file");
-  if (password && password_file && password->origin.kind == Origin::Kind::file &&
-      password_file->origin.kind == Origin::Kind::file)
-    SettingValue("password-file", *password_file).bad("give password or password-file, not both");
-  if (password_file &&
-      (!password || rank(password_file->origin.kind) >= rank(password->origin.kind)))
-    r.global.password_file = SettingValue("password-file", *password_file).single();
-  else if (password)
-    r.global.connect.password = SettingValue("password", *password).single();
+  // A password in the URL is used for that URL. Otherwise the highest-ranked of an inline
+  // password (RLOCK_PASSWORD, REDISCLI_AUTH, the file's `password`), a password file and a
+  // password command; two of one rank (both in the config file, both flags) are a mistake.
+  const char* const sources[] = {"password", "password-file", "password-command"};
+  const char* chosen = nullptr;
+  for (const char* name : sources) {
+    const RawValue* v = lookup(s, name);
+    if (!v) continue;
+    const RawValue* best = chosen ? lookup(s, chosen) : nullptr;
+    if (best && rank(v->origin.kind) == rank(best->origin.kind))
+      SettingValue(name, *v).bad("give one of password, password-file and password-command");
+    if (!best || rank(v->origin.kind) > rank(best->origin.kind)) chosen = name;
+  }
+  if (chosen) {
+    std::string value = SettingValue(chosen, *lookup(s, chosen)).single();
+    PasswordSource& source = r.global.connect.password;
+    if (chosen == sources[0]) source.password = value;
+    if (chosen == sources[1]) source.file = value;
+    if (chosen == sources[2]) source.command = value;
+  }
 
   // --shared excludes --limit wherever each was given (--limit 1 too, which leaves no trace in
   // RunOptions). run_verb refuses --once-per, which only a run reads.

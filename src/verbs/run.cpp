@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "output.h"
 #include "redis.h"
+#include "redis_url.h"
 #include "signals.h"
 #include "terminal.h"
 #include "text.h"
@@ -560,8 +561,14 @@ public:
                      {"RLOCK_KEY=" + options_.key, "RLOCK_TOKEN=" + lock_->token(),
                       "RLOCK_FENCE=" + std::to_string(got_.fence),
                       "RLOCK_TTL_MS=" + std::to_string(options_.ttl.count())},
+                     {},
                      program,
                      std::nullopt};
+    // No Redis secret of rlock's goes to the job (README "What the command gets"): not
+    // RLOCK_PASSWORD, nor a password in RLOCK_REDIS_URL. REDISCLI_AUTH, redis-cli's own, stays.
+    spec.unset.push_back("RLOCK_PASSWORD");
+    if (const char* url = std::getenv("RLOCK_REDIS_URL"))
+      spec.env.push_back("RLOCK_REDIS_URL=" + without_password(url));
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
                                       options_.kill_signal, kill_after_};

@@ -50,6 +50,16 @@ std::string url_error(const std::string& text) {
   return "(no error)";
 }
 
+TEST_CASE("a URL without its password, for the command's environment") {
+  CHECK(without_password("redis://app:s3cret@h:6379/2") == "redis://app:@h:6379/2");
+  CHECK(without_password("redis://s3cret@h") == "redis://h");
+  CHECK(without_password("redis://:s3cret@h") == "redis://h");
+  CHECK(without_password("rediss://app:p@ss@h") == "rediss://app:@h");
+  CHECK(without_password("redis://h:6379") == "redis://h:6379");
+  CHECK(without_password("unix:///run/redis.sock") == "unix:///run/redis.sock");
+  CHECK(without_password("redis-sentinel://app:pw@s1,s2/m") == "redis-sentinel://app:@s1,s2/m");
+}
+
 TEST_CASE("passwords with URL-special characters: the last '@' ends them") {
   auto u = parse_redis_url("redis://app:p@ss:w0rd@h:1/2");
   CHECK(*u.user == "app");

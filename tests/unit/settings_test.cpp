@@ -84,18 +84,29 @@ TEST_CASE("--tls makes every plain URL a TLS one, wherever the URL came from") {
 
 TEST_CASE("passwords: flag file > RLOCK_PASSWORD > REDISCLI_AUTH > config file") {
   Resolved r = layered("password = \"from-file\"\n", {}, {});
-  CHECK(*r.global.connect.password == "from-file");
+  CHECK(*r.global.connect.password.password == "from-file");
   r = layered("password = \"from-file\"\n", {{"REDISCLI_AUTH", "cli"}}, {});
-  CHECK(*r.global.connect.password == "cli");
+  CHECK(*r.global.connect.password.password == "cli");
   r = layered("", {{"REDISCLI_AUTH", "cli"}, {"RLOCK_PASSWORD", "ours"}}, {});
-  CHECK(*r.global.connect.password == "ours");
+  CHECK(*r.global.connect.password.password == "ours");
   r = layered("", {{"RLOCK_PASSWORD", "ours"}}, flags({{"password-file", "/run/pw"}}));
-  CHECK(*r.global.password_file == "/run/pw");
-  CHECK(!r.global.connect.password);
+  CHECK(*r.global.connect.password.file == "/run/pw");
+  CHECK(!r.global.connect.password.password);
   r = layered("password-file = \"/etc/pw\"\n", {{"RLOCK_PASSWORD", "ours"}}, {});
-  CHECK(*r.global.connect.password == "ours");
-  CHECK(!r.global.password_file);
+  CHECK(*r.global.connect.password.password == "ours");
+  CHECK(!r.global.connect.password.file);
   CHECK(exit_status_of("password = \"a\"\npassword-file = \"/b\"\n") == 78);
+}
+
+TEST_CASE("a password command is one more source, weighed with the others") {
+  Resolved r = layered("", {{"RLOCK_PASSWORD", "ours"}}, flags({{"password-command", "vault x"}}));
+  CHECK(*r.global.connect.password.command == "vault x");
+  CHECK(!r.global.connect.password.password);
+  r = layered("password-command = \"vault x\"\n", {{"RLOCK_PASSWORD", "ours"}}, {});
+  CHECK(*r.global.connect.password.password == "ours");
+  CHECK(!r.global.connect.password.command);
+  CHECK(exit_status_of("password-command = \"a\"\npassword-file = \"/b\"\n") == 78);
+  CHECK(exit_status_of("", flags({{"password-command", "a"}, {"password-file", "/b"}})) == 64);
 }
 
 TEST_CASE("config file errors carry file:line:column and exit 78") {
