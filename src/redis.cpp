@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "connection.h"
@@ -23,6 +24,51 @@ const char* hint_for(const std::string& code) {
   if (code == "NOPERM") return "the ACL user may not run this command or touch this key";
   if (code == "MASTERDOWN") return "the replica lost its primary";
   return nullptr;
+}
+
+// What an ACL denial of SCRIPT, run with KEYS, was of, for the message: Redis 7 says "can't
+// run this command ... on @user_script:15." for a command inside it (the line of the script's
+// text as sent: the command called there is named), and "no permissions to access one of the
+// keys" for a key it was given (each key is named). Nothing for other errors.
+std::optional<std::string> denied_in_script(const Script& script, const Argv& keys,
+                                            std::string_view error) {
+  if (error.find("can't run this command") != std::string_view::npos) {
+    size_t at = error.find("@user_script:");
+    if (at == std::string_view::npos) return std::nullopt;
+    int line = 0;
+    std::string_view digits = error.substr(at + 13);
+    std::from_chars(digits.data(), digits.data() + digits.size(), line);
+    std::string_view text = script.source();
+    for (int n = 1; n < line && !text.empty(); ++n) {
+      size_t nl = text.find('\n');
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    }
+    text = text.substr(0, text.find('\n'));
+    size_t call = text.find("call('");
+    if (call == std::string_view::npos) return std::nullopt;
+    std::string_view name = text.substr(call + 6);
+    std::string command(name.substr(0, name.find('\'')));
+    for (char& c : command) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return "the ACL user may not run " + command + ", which rlock's scripts call: README " +
+           "\"Least privilege\" has the ACL rules rlock needs";
+  }
+  if (error.find("permissions to access one of the keys") != std::string_view::npos) {
+    std::string list;
+    for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
+    return "the ACL user's key patterns must allow every key of this lock: " + list;
+  }
+  return std::nullopt;
+}
+
+// An error reply to SCRIPT as a Failure, naming what an ACL denied.
+Failure script_failure(const Redis& redis, const Script& script, const Argv& keys,
+                       const std::string& error) {
+  Failure failure = redis.server_failure(error);
+  if (auto what = denied_in_script(script, keys, error)) {
+    failure.message = redis.name() + ": " + error + " (" + *what + ")";
+    failure.code = "NOPERM";
+  }
+  return failure;
 }
 
 }  // namespace
@@ -232,14 +278,16 @@ Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const A
   if (!replies) return replies.failure();
   Reply& reply = replies->front();
   if (reply.type != Reply::Type::error) return replies;
-  Failure failure = redis.server_failure(reply.str);
+  Failure failure = script_failure(redis, script, keys, reply.str);
   if (failure.code != "NOSCRIPT") return failure;
   // THEN ran already; only the script is sent again, with its source.
   commands[0][0] = "EVAL";
   commands[0][1] = std::string(script.source());
-  auto again = redis.call(commands[0], deadline);
+  auto again = redis.pipeline({commands[0]}, deadline);
   if (!again) return again.failure();
-  reply = std::move(*again);
+  if (again->front().type == Reply::Type::error)
+    return script_failure(redis, script, keys, again->front().str);
+  reply = std::move(again->front());
   return replies;
 }
 
@@ -259,7 +307,7 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   auto outcome = [&](size_t i, Result<std::vector<Reply>>& replies) -> Result<Reply> {
     if (!replies) return replies.failure();
     Reply& r = replies->front();
-    if (r.type == Reply::Type::error) return redis.node(i).server_failure(r.str);
+    if (r.type == Reply::Type::error) return script_failure(redis.node(i), script, keys, r.str);
     return std::move(r);
   };
   auto noscript = [](const Result<Reply>& r) { return !r && r.failure().code == "NOSCRIPT"; };

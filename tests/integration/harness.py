@@ -37,6 +37,26 @@ def server_binary(name):
 REDIS_SERVER = server_binary("server")
 REDIS_SENTINEL = server_binary("sentinel")
 
+SOURCE_DIR = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..",
+                                                                 "..")
+# The harness's own user on servers whose default user has only what rlock needs.
+ADMIN = ("rlock-test-admin", "rlock-test-admin-secret")
+
+
+def documented_acl():
+    """The rules of the `ACL SETUSER rlock ...` lines in README "Least privilege", each a list
+    of rules, without the password: what rlock's users are told to grant."""
+    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+        text = f.read()
+    section = text.split("### Least privilege", 1)[1].split("\n### ", 1)[0]
+    rules = []
+    for line in section.splitlines():
+        if line.startswith("ACL SETUSER rlock "):
+            rules.append([r for r in line.split()[3:] if not r.startswith(">")])
+    if not rules:
+        raise AssertionError('README "Least privilege" has no ACL SETUSER rlock line')
+    return rules
+
 
 def wait_until(condition, timeout=10.0, what="condition", interval=0.005):
     """Polls CONDITION until it is truthy; fails the test after TIMEOUT seconds."""
@@ -131,7 +151,21 @@ class RedisServer:
         self.extra_args = list(extra_args)
         self.port = None
         self.proc = None
+        self.acl = None  # the default user's rules, when restricted (restrict())
         self.start(port)
+
+    def restrict(self, rules):
+        """Gives the default user (rlock's, with no password) only RULES (lists of ACL rules,
+        applied in order); the harness's own commands go as ADMIN. Again after a restart."""
+        self.acl = rules
+        c = RedisClient(self.port)
+        try:
+            c("ACL", "SETUSER", ADMIN[0], "on", ">" + ADMIN[1], "~*", "&*", "+@all")
+            c("AUTH", *ADMIN)
+            for r in rules:
+                c("ACL", "SETUSER", "default", *r)
+        finally:
+            c.close()
 
     @property
     def unix_socket(self):
@@ -152,6 +186,8 @@ class RedisServer:
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_until(self._pings, timeout=5, what=f"redis-server on port {self.port}")
+                if self.acl:
+                    self.restrict(self.acl)  # a new process knows no user of the old one
                 return
             except AssertionError:
                 self.proc.kill()
@@ -175,7 +211,10 @@ class RedisServer:
             return False
 
     def client(self):
-        return RedisClient(self.port)
+        c = RedisClient(self.port)
+        if self.acl:
+            c("AUTH", *ADMIN)
+        return c
 
     def time_us(self):
         """The server's clock in microseconds: a fence drawn from now on is at least this."""
@@ -374,6 +413,9 @@ class RedisTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = RedisServer(*cls.server_args)
+        # rlock runs as a user made from README "Least privilege": a change that needs one
+        # more command fails here.
+        cls.server.restrict(documented_acl())
 
     @classmethod
     def tearDownClass(cls):

@@ -1,12 +1,14 @@
 """Credentials that rotate under a running job (README "Managed Redis"): a password file read
 again, or a password command run again, for each new connection; a rotation closes the old
-connections, as one does, and the job keeps its lock. And what the job inherits: no Redis
-secret of rlock's."""
+connections, as one does, and the job keeps its lock. What the job inherits: no Redis secret
+of rlock's. And least privilege (README "Least privilege"): the documented ACL line for keys
+under a prefix is enough, and a denial names what was denied. (Every RedisTestCase runs rlock
+as a user made from the documented lines: harness.documented_acl.)"""
 import json
 import os
 import threading
 
-from harness import RedisTestCase, rlock_env, wait_until
+from harness import RedisTestCase, documented_acl, rlock_env, wait_until
 
 USER = "app"
 
@@ -105,3 +107,50 @@ class Rotation(RedisTestCase):
         self.assertNotIn(self.passwords[-1], "\n".join(seen.values()))
         # redis-cli's own variable is the job's to use, as documented.
         self.assertEqual(seen["REDISCLI_AUTH"], "redis-clis-own")
+
+
+class LeastPrivilege(RedisTestCase):
+    """The README's ACL lines pasted as a user of their own, for keys under a prefix; and
+    denials that name what was denied."""
+
+    def user(self, name, rules):
+        self.server.cmd("ACL", "SETUSER", name, "reset", "on", ">pw-" + name, *rules)
+        self.addCleanup(self.server.cmd, "ACL", "DELUSER", name)
+        return f"redis://{name}:pw-{name}@127.0.0.1:{self.server.port}"
+
+    def prefixed(self):
+        """README's first line, with the key patterns it gives for the prefix lock:."""
+        first = documented_acl()[0]
+        return [r for r in first if r != "~*"] + ["~lock:*", "~{lock:*"]
+
+    def test_the_documented_line_for_a_prefix_is_enough_for_run_and_the_operator_verbs(self):
+        url = self.user("app", self.prefixed())
+        env = rlock_env(RLOCK_REDIS_URL=url)
+        for args, ok in ((["run", "lock:x", "--", "true"], {0}),
+                         (["run", "--once-per", "day", "lock:x", "--", "true"], {0}),
+                         (["reset-period", "lock:x", "--once-per", "day"], {0}),
+                         (["status", "lock:x"], {1}),
+                         (["inspect", "lock:x"], {1}),
+                         (["history", "lock:x"], {0}),
+                         (["check", "lock:x", "--every", "1h"], {0})):
+            r = self.run_rlock(args, env=env)
+            self.assertIn(r.returncode, ok, f"{args}: {r.stderr}")
+        token = self.run_rlock(["acquire", "lock:y"], env=env)
+        self.assertEqual(token.returncode, 0, token.stderr)
+        for args in (["extend", "lock:y", "--token", token.stdout.strip()],
+                     ["release", "lock:y", "--token", token.stdout.strip()]):
+            r = self.run_rlock(args, env=env)
+            self.assertEqual(r.returncode, 0, f"{args}: {r.stderr}")
+        # A key outside the patterns: refused, each key of the lock named, nothing changed.
+        r = self.run_rlock(["run", "other", "--", "true"], env=env)
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("key patterns must allow every key of this lock: other, {other}:rlock:fence",
+                      r.stderr)
+        self.assertIsNone(self.server.cmd("GET", "other"))
+
+    def test_a_command_denied_inside_a_script_is_named(self):
+        url = self.user("notime", [r for r in documented_acl()[0] if r != "+time"])
+        r = self.run_rlock(["run", "k", "--", "true"], env=rlock_env(RLOCK_REDIS_URL=url))
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("the ACL user may not run TIME, which rlock's scripts call", r.stderr)
+        self.assertIsNone(self.server.cmd("GET", "k"))

@@ -135,7 +135,11 @@ class JobControl(RedisTestCase):
                 self.term.wait_screen("(SIGTTIN)")  # as the reader alone would, it stops
                 self.assertIn("Stopped", self.term.shell("jobs"))
                 self.assertTrue(self.held())
+                shown = self.term.screen().count(f"run k -- {reader}")
                 self.term.line("fg")
+                # bash echoes the job's line as it continues it: only then is the line typed.
+                wait_until(lambda: self.term.screen().count(f"run k -- {reader}") > shown, 20,
+                           "bash to continue the job")
                 self.term.line("typed-line")
                 self.term.wait_screen("got typed-line" if "python" in reader else
                                       "typed-line\ntyped-line")
