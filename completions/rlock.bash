@@ -16,10 +16,10 @@ _rlock() {
     local verbs="run status inspect history check watch list acquire extend release reset-period config help"
     local common="-u --redis --tls --config --prefix --password-file --password-command --cacert --cacertdir --cert --key
         --sni --connect-timeout --command-timeout --log-format -q --quiet -v --verbose -h --help"
-    local run_settings="-w --wait -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
+    local run_settings="-w --wait --timeout -E --conflict-exit-code --limit --fair --min-replicas --ttl --max-run
         --kill-signal --kill-after --on-lost --leftovers --min-hold --once-per --tz --retry-failed --record-skips
-        --history-length --retention --shared"
-    local run_opts="-c --command -n --no-wait --metrics-file --heartbeat-file --stale-after
+        --history-length --retention -s --shared -x --exclusive"
+    local run_opts="-c --command -n --no-wait --nonblock --nb --metrics-file --heartbeat-file --stale-after
         $run_settings"
 
     # The verb is the first word that is neither an option nor an option's value (options
@@ -76,7 +76,7 @@ _rlock() {
             compopt -o nospace
             return
             ;;
-        -w | --wait)
+        -w | --wait | --timeout)
             COMPREPLY=($(compgen -W "inf 10s 1m 10m" -- "$cur"))
             return
             ;;

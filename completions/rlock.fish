@@ -67,8 +67,12 @@ complete -c rlock -n $verbs -l min-hold -x -d 'keep the lock at least D'
 # Waiting: run, acquire, config
 set -l waiting '__fish_seen_subcommand_from run acquire config'
 complete -c rlock -n $waiting -s n -l no-wait -d 'fail at once when held'
+complete -c rlock -n $waiting -l nonblock -d 'fail at once when held (flock -n)'
+complete -c rlock -n $waiting -l nb -d 'fail at once when held (flock -n)'
+complete -c rlock -n $waiting -l timeout -x -d 'wait up to D for the lock (flock -w)'
+complete -c rlock -n $waiting -s x -l exclusive -d 'hold the lock alone (flock -x, the default)'
 complete -c rlock -n $waiting -l limit -x -d 'up to N holders at once (semaphore)'
-complete -c rlock -n $waiting -l shared -d 'share the lock with other --shared holders (flock -s)'
+complete -c rlock -n $waiting -s s -l shared -d 'share the lock with other --shared holders (flock -s)'
 complete -c rlock -n $waiting -l fair -d 'serve waiters in arrival order'
 complete -c rlock -n $waiting -l min-replicas -x -d 'start once N replicas have the lock'
 

@@ -46,6 +46,8 @@ struct CommandLine {
   std::optional<std::string> shell_command;
   std::optional<std::string> token;
   bool no_wait = false;
+  bool exclusive = false;      // flock's -x: the default
+  std::string flock_only;      // a flock option with no meaning here (refused after the parse)
   std::optional<int> while_pid;  // acquire
   bool force = false;            // release
   bool now = false;
@@ -184,6 +186,24 @@ CLI::Option* add_token(CLI::App* app, CommandLine& line) {
   return app->add_option("--token", line.token, "the token acquire printed")->type_name("T");
 }
 
+// Why a flock(1) option NAMES ("-F,--no-fork") means nothing here, and what rlock offers.
+std::string flock_only_message(std::string_view names) {
+  std::string flag(names.substr(names.rfind(',') + 1));
+  if (names.find("no-fork") != std::string_view::npos)
+    return flag + " is flock's: rlock always forks (a process must renew the lock while the "
+                  "command runs); to hold a lock in the shell itself, use "
+                  "rlock acquire --while-pid $$ KEY";
+  if (names.find("close") != std::string_view::npos)
+    return flag + " is flock's: the command never inherits a descriptor of rlock's, so there is "
+                  "nothing to close; what it leaves running holds the lock (--leftovers kill "
+                  "stops it instead)";
+  if (names.find("unlock") != std::string_view::npos)
+    return flag + " is flock's: give a lock back with rlock release KEY --token T (the token "
+                  "rlock acquire printed)";
+  return flag + " is flock's: rlock locks a Redis key, not a file, so there is no kind of file "
+                "lock to choose";
+}
+
 // The options that are not settings: this invocation's own, never in a config file.
 struct PlainOption {
   std::string_view name;
@@ -212,8 +232,27 @@ const PlainOption k_plain_options[] = {
      }},
     {"no-wait",
      [](CLI::App* app, CommandLine& line) {
-       if (line.named("-n,--no-wait"))
-         app->add_flag("-n,--no-wait", line.no_wait, "fail at once when held (default)");
+       if (line.named("-n,--no-wait,--nonblock,--nb"))
+         app->add_flag("-n,--no-wait,--nonblock,--nb", line.no_wait,
+                       "fail at once when held (default)");
+     }},
+    // flock(1)'s spellings, so that `flock -xn FILE CMD` becomes `rlock run -xn KEY -- CMD`:
+    // -n/--nonblock/--nb, -w/--timeout, -E, -c and -s are the same options; -x is the default.
+    // What has no meaning for a lock in Redis is refused with what rlock offers instead.
+    {"exclusive",
+     [](CLI::App* app, CommandLine& line) {
+       if (line.named("-x,--exclusive"))
+         app->add_flag("-x,--exclusive", line.exclusive,
+                       "hold the lock alone, as flock -x (the default)");
+     }},
+    {"flock-only",
+     [](CLI::App* app, CommandLine& line) {
+       // Not -u: it is --redis here, as in redis-cli.
+       for (const char* names : {"-F,--no-fork", "-o,--close", "--unlock", "--fcntl"})
+         if (line.named(names))
+           app->add_flag_callback(
+                  names, [&line, names] { line.flock_only = names; }, "")
+               ->group("");  // flock's, refused: not in the help
      }},
     {"config",
      [](CLI::App* app, CommandLine& line) {
@@ -287,8 +326,9 @@ constexpr OptionRef k_connection[] = {
     {"cacertdir"},  {"cert"},  {"key"},    {"sni"},    {"connect-timeout"}, {"command-timeout"},
     {"log-format"}, {"quiet"}, {"verbose"}};
 // How to wait for the lock, and what kind of lock it is.
-constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"}, {"conflict-exit-code"}, {"shared"},
-                                   {"limit"},   {"fair"}, {"min-replicas"}};
+constexpr OptionRef k_waiting[] = {{"no-wait"}, {"wait"},  {"conflict-exit-code"},
+                                   {"shared"},  {"exclusive"}, {"limit"},
+                                   {"fair"},    {"min-replicas"}, {"flock-only"}};
 // The settings of `run` (also accepted by `config`, to show what a run would use).
 constexpr OptionRef k_running[] = {
     {"ttl"},          {"max-run"},      {"heartbeat-file"}, {"stale-after"},
@@ -783,6 +823,9 @@ int parse_and_run(const SplitArgs& args) {
   CommandLine& line = parser->line;
   if (!args.command.empty() && command.name != "run")
     throw usage_error("'--' COMMAND is only for rlock run");
+  if (!line.flock_only.empty()) throw usage_error(flock_only_message(line.flock_only));
+  if (line.exclusive && line.flags.count("shared") && line.flags["shared"].values[0] == "true")
+    throw usage_error("--exclusive excludes --shared");
   if (line.no_wait) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};

@@ -242,7 +242,7 @@ const std::vector<SettingInfo>& all_settings() {
          r.run.ttl = v.positive_duration();
          if (r.run.ttl < k_min_ttl) v.bad("must be at least " + format_duration(k_min_ttl));
        }},
-      {"wait", "-w,--wait", K::wait, "0s", "D",
+      {"wait", "-w,--wait,--timeout", K::wait, "0s", "D",
        "wait up to D for the lock (500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds), or inf",
        apply_wait},
       {"conflict-exit-code", "-E,--conflict-exit-code", K::exit_code, busy.c_str(), "N",
@@ -290,7 +290,7 @@ const std::vector<SettingInfo>& all_settings() {
        }},
       {"fair", "--fair", K::flag, "false", nullptr, "serve waiters in arrival order",
        [](V v, Resolved& r) { r.run.fair = v.flag(); }},
-      {"shared", "--shared", K::flag, "false", nullptr,
+      {"shared", "-s,--shared", K::flag, "false", nullptr,
        "share the lock with other --shared holders, as flock -s; without it the lock is held "
        "alone (flock -x)",
        [](V v, Resolved& r) { r.run.shared = v.flag(); }},
