@@ -246,7 +246,8 @@ Child::GuardedLease* map_guarded_lease(const std::optional<Child::Spec::Lease>& 
   return guarded;
 }
 
-// Our environment with SPEC's variables set, built before fork: the child may not allocate.
+// Our environment with the command's variables set (RLOCK_KEY ...) and rlock's secrets taken
+// out, built before fork: the child may not allocate.
 std::vector<std::string> child_environment(const std::vector<std::string>& overrides,
                                            const std::vector<std::string>& unset) {
   std::vector<std::string> env;

@@ -1,4 +1,4 @@
-// Redlock (SPEC section 4, redlock.h): the mutex's scripts on every independent node at once,
+// Redlock (docs/DESIGN.md "Topologies", redlock.h): the mutex's scripts on every independent node at once,
 // believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release goes
 // to every node whatever the quorum said: one whose reply was lost may hold it too.
 // Every operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so
@@ -85,7 +85,8 @@ public:
       }
     }
     size_t quorum = redlock_quorum(replies.size());
-    // What is left of the lease once the nodes agreed: SPEC's validity.
+    // What is left of the lease once the nodes agreed: Redlock's validity (ttl - elapsed -
+    // drift, docs/DESIGN.md "Topologies").
     Millis validity =
         ttl - std::chrono::duration_cast<Millis>(Clock::now() - started) - lease_drift(ttl);
     if (acquired >= quorum && validity > Millis(0)) return AcquireOutcome{Acquired{fence}};

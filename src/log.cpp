@@ -76,7 +76,6 @@ void log(Level level, const Event& event) {
 }
 
 void log_debug(const std::string& message) { log(Level::debug, {"message", "", message}); }
-void log_info(const std::string& message) { log(Level::info, {"message", "", message}); }
 void log_warning(const std::string& message) { log(Level::warning, {"message", "", message}); }
 void log_error(const std::string& message) { log(Level::error, {"message", "", message}); }
 

@@ -33,7 +33,6 @@ void log(Level level, const Event& event);
 
 // A message that is not one of the named events.
 void log_debug(const std::string& message);
-void log_info(const std::string& message);
 void log_warning(const std::string& message);
 void log_error(const std::string& message);
 

@@ -419,7 +419,8 @@ Resolved resolve_settings(const RawSettings& s) {
         .bad("needs --heartbeat-file PATH: the file the command touches while it is alive");
 
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
-  // and a lock only the old primary had would be granted again (README "Failover").
+  // and a lock only the old primary had would be granted again (README "Failover and what a
+  // Redis lock does not guarantee").
   const auto& urls = r.global.redis_urls;
   if (!lookup(s, "min-replicas") && urls.size() == 1 && is_sentinel_url(urls.front()))
     r.run.min_replicas = 1;

@@ -564,7 +564,7 @@ public:
                      {},
                      program,
                      std::nullopt};
-    // No Redis secret of rlock's goes to the job (README "What the command gets"): not
+    // No Redis secret of rlock's goes to the job (README "Choosing options"): not
     // RLOCK_PASSWORD, nor a password in RLOCK_REDIS_URL. REDISCLI_AUTH, redis-cli's own, stays.
     spec.unset.push_back("RLOCK_PASSWORD");
     if (const char* url = std::getenv("RLOCK_REDIS_URL"))

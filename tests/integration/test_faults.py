@@ -8,7 +8,7 @@ also records, on one monotonic clock, when each section entered and left.
 
 After each scenario the history is checked:
   - at most one section inside at any moment (--limit N: at most N), except in the documented
-    cases: a holder frozen past its ttl, and a lock deleted by hand (SPEC, docs/DESIGN.md "Proven under
+    cases: a holder frozen past its ttl, and a lock deleted by hand (docs/DESIGN.md "Proven under
     faults"); there the newcomer's RLOCK_FENCE must be the greater;
   - every racer ran its section, or exited with a documented status that the fault explains;
   - no lock key and no waiting-room key left in Redis (fence counters and the run history are

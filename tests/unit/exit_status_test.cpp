@@ -25,7 +25,7 @@ template <class F> int status_of(F body) {
 
 }  // namespace
 
-TEST_CASE("SPEC §3 numbers") {
+TEST_CASE("the numbers of man/rlock.1 EXIT STATUS") {
   CHECK(k_exit_usage == 64);
   CHECK(k_exit_unavailable == 69);
   CHECK(k_exit_busy == 75);
