@@ -13,7 +13,7 @@ import threading
 import time
 import unittest
 
-from harness import (REDIS_SENTINEL, RedisClient, RedisServer, RedisTestCase, free_port,
+from harness import (REDIS_SENTINEL, RLOCK, RedisClient, RedisServer, RedisTestCase, free_port,
                      key_per_master, start_cluster,
                      rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
 
@@ -199,6 +199,51 @@ class WatchMixin:
             self.assertEqual(events[1]["holder"]["command"], "true")
             fences.add(events[1]["fence"])
         self.assertEqual(len(fences), 5)
+        self.interrupt(lines)
+
+    def quick_runs(self, n):
+        """N runs of `true`, one after another from one shell (a few ms each, mostly between
+        two polls); returns the fences of the runs the history recorded, oldest first."""
+        r = subprocess.run(["sh", "-c", f'for i in $(seq {n}); do "$0" run "$1" -- true || exit; done',
+                            RLOCK, KEY], env=rlock_env(self.server), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        history = json.loads(self.run_rlock(["history", "--json", "-n", str(n + 5), KEY]).stdout)
+        fences = [run["fence"] for run in reversed(history["runs"])]
+        self.assertEqual(len(fences), n)
+        return fences
+
+    def assert_told_once_in_order(self, lines, fences):
+        """The watch tells each run of FENCES taken, then released, in their order, once."""
+        told = lines.until(lambda e: e["event"] == "released" and e["fence"] == fences[-1],
+                           timeout=15, what="the last run's release")
+        told += self.more(lines)  # a run told twice would come in the next look
+        events = [(e["event"], e["fence"]) for e in told]
+        self.assertEqual(events, [(kind, f) for f in fences for kind in ("taken", "released")])
+        for e in told:
+            self.assertEqual((e["holder"]["command"], e["held_ms"] is not None),
+                             ("true", e["event"] == "released"), e)
+
+    def test_every_quick_run_is_told_once_in_order(self):
+        # Polling every 250 ms saw few of them, and told only the newest run of each look.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        self.assert_told_once_in_order(lines, self.quick_runs(12))
+        self.interrupt(lines)
+
+    def test_runs_while_the_watch_is_held_up_are_all_told(self):
+        # A watch that cannot look for a while (a loaded host; here SIGSTOP) finds ten runs in
+        # the history at its next look, with keyspace notifications too.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        lines.proc.send_signal(signal.SIGSTOP)
+        try:
+            fences = self.quick_runs(10)
+        finally:
+            lines.proc.send_signal(signal.SIGCONT)
+        self.assert_told_once_in_order(lines, fences)
         self.interrupt(lines)
 
     def test_a_release_says_how_the_run_ended(self):
