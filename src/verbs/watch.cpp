@@ -152,7 +152,14 @@ private:
 
   // Reads every lock and prints what changed since the last read.
   Result<Unit> read_and_tell() {
+    // A connection left idle may be closed by a proxy just as the read goes out: the close
+    // comes after the command, too late for NodeRedis::connection() to see it. A read is safe
+    // to repeat: once more at once, on a new connection.
+    bool idle = Clock::now() - last_read_ >= k_idle_check_after;
     auto locks = read_locks(redis_, keys_);
+    if (!locks && idle && locks.failure().kind == Failure::Kind::io)
+      locks = read_locks(redis_, keys_);
+    last_read_ = Clock::now();
     if (!locks) return locks.failure();
     TimePoint at = Clock::now();
     auto runs = read_new_runs(*locks);
@@ -246,7 +253,10 @@ private:
       if (!fds[i + 1].revents) continue;
       Subscription& sub = subscriptions_[i];
       for (;;) {
+        bool idle = Clock::now() - sub.connection->last_heard() >= k_idle_check_after;
         auto message = sub.connection->next_message(Clock::now());
+        if (!message && idle && message.failure().kind == Failure::Kind::io)
+          return subscribe_again();
         if (!message) return ride_out(message.failure());
         if (!*message) break;
         hear(sub, **message);
@@ -254,6 +264,22 @@ private:
       }
     }
     if (!heard && Clock::now() < wake) return std::nullopt;
+    if (auto read = read_and_tell(); !read) return ride_out(read.failure());
+    return std::nullopt;
+  }
+
+  // A subscription closed while it was idle: by a proxy's or a load balancer's idle timeout
+  // (Redis never closes a subscriber for being idle). Subscribes again at once and reads the
+  // locks again (a change meanwhile sent its message to no one), without a word, as
+  // NodeRedis::connection() replaces a connection closed while idle. Only if that fails is
+  // Redis unreachable.
+  std::optional<int> subscribe_again() {
+    auto mode = listen();
+    if (!mode) return ride_out(mode.failure());
+    if (mode->notifications != mode_.notifications || mode->reason != mode_.reason) {
+      mode_ = *mode;
+      print_watch_start(keys_, mode_, style_);
+    }
     if (auto read = read_and_tell(); !read) return ride_out(read.failure());
     return std::nullopt;
   }
@@ -319,6 +345,7 @@ private:
   // Per key: the ID of the last history entry read (or there at the first look).
   std::vector<std::optional<std::string>> history_seen_;
   TimePoint next_read_{};
+  TimePoint last_read_{};  // when read_and_tell() last used the connection
 };
 
 }  // namespace
