@@ -3,6 +3,7 @@
 Nothing here mocks Redis. A missing redis-server is an error, never a skip.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -668,3 +669,21 @@ class IdleClosingProxy:
                     self.closed += 1
                     self._drop(client)
 
+
+class CommandRefusingProxy(IdleClosingProxy):
+    """A relay that closes the connection when a client sends one of the commands REFUSED
+    (upper case), passing on nothing of what came with it, as twemproxy (nutcracker) does with
+    the commands it does not support (TIME, XADD, XREVRANGE, INFO ...). It parses each chunk's
+    commands; rlock writes a pipeline in one call. Idle connections stay open."""
+
+    def __init__(self, target_port, refused):
+        self.refused = set(refused)
+        super().__init__(target_port, idle=3600)
+
+    def _passes(self, from_client, data):
+        if not from_client:
+            return True
+        for name in re.findall(rb"\*\d+\r\n\$\d+\r\n([^\r]*)\r\n", data):
+            if name.decode(errors="replace").upper() in self.refused:
+                return False
+        return True
