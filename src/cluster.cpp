@@ -203,7 +203,7 @@ private:
     }
     auto results = exchange(nodes, batches, deadline);
     for (size_t b = 0; b < nodes.size(); ++b) {
-      if (!results[b]) return results[b].failure();
+      if (!results[b]) return name_refused_command(*nodes[b], batches[b], results[b].failure());
       for (size_t k = 0; k < where[b].size(); ++k)
         if (!where[b][k].second) replies[where[b][k].first] = std::move((*results[b])[k]);
     }

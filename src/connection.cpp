@@ -331,7 +331,8 @@ Result<Unit> Connection::read_replies() {
     if (!step) return fail(step.failure());
     if (step->bytes == 0) {
       if (step->wait == 0)
-        return fail({Failure::Kind::io, endpoint_ + ": connection closed by server"});
+        return fail({Failure::Kind::io, endpoint_ + ": connection closed by server", "",
+                     inbox_.empty() && discard_ == 0 ? Failure::Why::closed : Failure::Why::none});
       read_wait_ = step->wait;
       return Unit{};
     }

@@ -108,6 +108,9 @@ public:
   // which many do after a while: the next command would fail for nothing. Looked at only after
   // k_idle_check_after without a command. Nothing is read.
   bool closed_while_idle() const;
+  // When the last reply (or message of a subscription) came, or the connection started: idle
+  // since then.
+  TimePoint last_heard() const { return last_reply_; }
 
 private:
   enum class Phase { connecting, handshaking, setting_up, up, dead };

@@ -49,6 +49,11 @@ struct Failure {
     tls_refused,       // the TLS handshake failed: certificate, CA, protocol (not a timeout)
     late,              // Redlock: no reply yet when a quorum had answered; the node may still
                        // act on what was sent (Connection::abandon)
+    closed,            // the other end closed the connection before any reply to what was
+                       // asked: a server going down, an idle timeout, or a proxy that does not
+                       // pass one of the commands (twemproxy closes the connection at them)
+    refused_command,   // a proxy does not pass a command rlock needs (name_refused_command):
+                       // asking again will not change it
   };
   Kind kind;
   std::string message;

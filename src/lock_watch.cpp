@@ -29,14 +29,14 @@ bool broke(const LockState& last, const LockState& now) {
 // rather than was released, and what says so. HINTS, the key's keyspace events since then,
 // tell it when there are any: the last del or expired (an earlier one may be stale, a message
 // that came after the read that showed its effect). Else the time it had left: gone before it
-// ran out, it was released; the run's history entry, which `rlock run` writes as it ends,
-// confirms a release, and tells of a lock lost (a holder frozen past its lease may take as
-// long to say so). A run that ended fine leaves a lock kept for --min-hold to expire.
-// After an outage (the hint "outage") nothing but the history can tell: a restart without its
-// data loses every lock while its holders run on.
+// ran out, it was released; RUN, its run's history entry (which `rlock run` writes as it ends)
+// when there is one, confirms a release, and tells of a lock lost (a holder frozen past its
+// lease may take as long to say so). A run that ended fine leaves a lock kept for --min-hold
+// to expire. After an outage (the hint "outage") nothing but the history can tell: a restart
+// without its data loses every lock while its holders run on.
 std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
-                                 const std::optional<LockValue>& value, const LockState& now,
-                                 Millis pttl, Millis since) {
+                                 const std::optional<LockValue>& value,
+                                 const std::optional<RunRecord>& run, Millis pttl, Millis since) {
   for (auto hint = hints.rbegin(); hint != hints.rend(); ++hint) {
     if (*hint == "del") return {false, Evidence::notification};
     if (*hint == "expired" || *hint == "evicted") return {true, Evidence::notification};
@@ -44,14 +44,20 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
   bool ran_out = pttl.count() >= 0 && pttl - since <= k_timing_margin;
   // A tombstone carries the broken holder's fence: its run's entry says "lost", but it was
   // the holder's rlock that ended the tombstone.
-  if (value && value->fence && !value->broken && now.last_run &&
-      now.last_run->fence == *value->fence) {
-    if (now.last_run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
+  if (value && !value->broken && run) {
+    if (run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
     if (!ran_out) return {false, Evidence::history};
   }
   if (std::find(hints.begin(), hints.end(), k_outage_hint) != hints.end())
     return {true, Evidence::outage};
   return {ran_out, Evidence::ttl};
+}
+
+// Whether a history entry is of a run: skipped ones (--record-skips) and resets say nothing
+// of who held the lock.
+bool is_run(const RunRecord& r) {
+  return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
+         r.end != run_end_name(RunEnd::period_reset);
 }
 
 // How many fences of holders seen a watch remembers: a run's history entry may come a look
@@ -79,8 +85,25 @@ std::string first_waiter(const LockState& lock) {
 }
 
 std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
-                                        const std::vector<std::string>& hints) {
+                                        const std::vector<std::string>& hints,
+                                        const std::vector<RunRecord>& runs) {
   std::vector<WatchEvent> out;
+  // The runs recorded since the last look: those read, or else the newest if it is new.
+  std::vector<RunRecord> fresh;
+  for (const RunRecord& r : runs)
+    if (is_run(r)) fresh.push_back(r);
+  if (runs.empty() && last_ && now.last_run &&
+      !(last_->last_run && last_->last_run->id == now.last_run->id))
+    fresh.push_back(*now.last_run);
+  // The history entry of the run that holds (or held) a lock or a place with VALUE.
+  auto run_of = [&](const std::optional<LockValue>& value) -> std::optional<RunRecord> {
+    if (!value || !value->fence || value->broken) return std::nullopt;
+    for (auto r = fresh.rbegin(); r != fresh.rend(); ++r)
+      if (r->fence == *value->fence) return *r;
+    for (const std::optional<RunRecord>& known : {holder_run_, now.last_run})
+      if (known && known->fence == *value->fence) return known;
+    return std::nullopt;
+  };
   // An event about the lock's holder now; the caller changes what differs.
   auto event = [&](Kind kind) -> WatchEvent& {
     WatchEvent& e = out.emplace_back();
@@ -111,6 +134,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     // Seen mid-lease: only its value can tell the ttl.
     if (now.kind == LockState::Kind::held && now.value && now.value->ttl_ms) lease_ = lease_of(now);
     event(Kind::state);
+    holder_run_ = run_of(now.value);
     remember();
     return out;
   }
@@ -123,13 +147,15 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     if (last.kind != now.kind || last.type != now.type) event(Kind::state);
   } else if (!same) {
     if (occupied(last) && !broke(last, now)) {
-      auto [expired, evidence] = ending(hints, last.value, now, last.pttl, since);
+      auto run = run_of(last.value);
+      auto [expired, evidence] = ending(hints, last.value, run, last.pttl, since);
       WatchEvent& e = event(expired ? Kind::expired : Kind::released);
       about(e, last.raw, last.value, last.pttl);
       e.evidence = evidence;
+      e.run = run;
       if (taken_at_) e.held = std::chrono::duration_cast<Millis>(at - *taken_at_);
     }
-    ran_unseen(last, now, out);
+    ran_unseen(last, now, fresh, out);
     lease_ = now.kind == LockState::Kind::held && now.pttl.count() >= 0 ? lease_of(now) : Millis(0);
     said_overdue_ = false;
     taken_at_.reset();
@@ -141,9 +167,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     Millis expected = last.pttl - since;
     // Its run's history entry is written as the run ends: a lock still held then is kept for
     // --min-hold, with a last expiry and no renewal to wait for.
-    bool run_over =
-        now.last_run && now.value && now.value->fence && now.last_run->fence == *now.value->fence;
-    if (run_over) {
+    if (run_of(now.value)) {
       lease_ = Millis(0);
     } else if (now.pttl > expected + k_timing_margin) {
       // Renewed since the last look; at the latest just now, so with this much left at least.
@@ -162,10 +186,12 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     const auto& after = shared ? now.shared : now.semaphore;
     for (const SemaphoreHolder& p : before) {
       if (has_place(after, p.token)) continue;
-      auto [expired, evidence] = ending(hints, p.value, now, p.ttl, since);
+      auto run = run_of(p.value);
+      auto [expired, evidence] = ending(hints, p.value, run, p.ttl, since);
       WatchEvent& e = event(expired ? Kind::place_expired : Kind::place_released);
       about(e, p.raw, p.value, p.ttl);
       e.evidence = evidence;
+      e.run = run;
       e.shared = shared;
       e.lease = Millis(0);
     }
@@ -179,6 +205,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
   }
   if (now.waiters != last.waiters)
     event(now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters = last.waiters;
+  holder_run_ = run_of(now.value);
   remember();
   return out;
 }
@@ -191,30 +218,31 @@ void LockWatch::saw_fence(const std::optional<LockValue>& value) {
 }
 
 void LockWatch::ran_unseen(const LockState& last, const LockState& now,
-                           std::vector<WatchEvent>& out) {
-  if (!now.last_run || (last.last_run && last.last_run->id == now.last_run->id)) return;
-  const RunRecord& run = *now.last_run;
-  if (run.fence <= 0 || std::find(fences_.begin(), fences_.end(), run.fence) != fences_.end())
-    return;
-  LockValue value;
-  value.holder = run.holder;
-  value.fence = run.fence;
-  saw_fence(value);
+                           const std::vector<RunRecord>& runs, std::vector<WatchEvent>& out) {
   // A semaphore's or a shared lock's run held a place.
   bool places = !last.semaphore.empty() || !now.semaphore.empty() || !last.shared.empty() ||
                 !now.shared.empty();
   bool shared = !last.shared.empty() || !now.shared.empty();
-  bool lost = run.end == run_end_name(RunEnd::lost);
-  for (Kind kind : {places ? Kind::place_taken : Kind::taken,
-                    places ? (lost ? Kind::place_expired : Kind::place_released)
-                           : (lost ? Kind::expired : Kind::released)}) {
-    WatchEvent& e = out.emplace_back();
-    e.kind = kind;
-    e.lock = now;
-    e.value = value;
-    e.evidence = Evidence::history;
-    e.shared = shared && places;
-    if (kind != Kind::taken && kind != Kind::place_taken) e.held = Millis(run.held_ms);
+  for (const RunRecord& run : runs) {
+    if (run.fence <= 0 || std::find(fences_.begin(), fences_.end(), run.fence) != fences_.end())
+      continue;
+    LockValue value;
+    value.holder = run.holder;
+    value.fence = run.fence;
+    saw_fence(value);
+    bool lost = run.end == run_end_name(RunEnd::lost);
+    for (Kind kind : {places ? Kind::place_taken : Kind::taken,
+                      places ? (lost ? Kind::place_expired : Kind::place_released)
+                             : (lost ? Kind::expired : Kind::released)}) {
+      WatchEvent& e = out.emplace_back();
+      e.kind = kind;
+      e.lock = now;
+      e.value = value;
+      e.evidence = Evidence::history;
+      e.shared = shared && places;
+      e.run = run;
+      if (kind != Kind::taken && kind != Kind::place_taken) e.held = Millis(run.held_ms);
+    }
   }
 }
 

@@ -80,6 +80,8 @@ struct WatchEvent {
   // run's history entry); -1: not known (it was taken before the watch began)
   Millis held{-1};
   Evidence evidence = Evidence::none;
+  // released, expired (and a taken no look saw): its run's history entry, once it is there
+  std::optional<RunRecord> run;
   bool shared = false;      // place_*: a place of a shared lock, not of a semaphore
   int64_t was_waiters = 0;  // queued, dequeued: how many waited before
 };
@@ -93,18 +95,22 @@ class LockWatch {
 public:
   // The events between the last look and NOW, read at AT (the steady clock, when the reply
   // came). HINTS: the keyspace events of the lock key seen since the last look ("del",
-  // "expired", "set" ...), in order; none when polling. The first look gives its state.
+  // "expired", "set" ...), in order; none when polling. RUNS: the entries of the lock's
+  // history added since the last look, oldest first, up to NOW's last_run (read_new_runs());
+  // without them, NOW's last_run is the only run known. The first look gives its state.
   std::vector<WatchEvent> look(const LockState& now, TimePoint at,
-                               const std::vector<std::string>& hints);
+                               const std::vector<std::string>& hints,
+                               const std::vector<RunRecord>& runs = {});
   // When to look again although nothing was heard: when a held lock's renewal becomes
   // overdue, or a place of a semaphore or of a shared lock lapses (Redis sends no event for
   // either). Nothing when no such time is ahead.
   std::optional<TimePoint> due() const;
 
 private:
-  // The history's newest run, when no look saw its holder: it took the lock and gave it back
-  // between two looks. Adds its events to OUT.
-  void ran_unseen(const LockState& last, const LockState& now, std::vector<WatchEvent>& out);
+  // The runs of RUNS that no look saw: each took the lock and gave it back between two looks.
+  // Adds their events to OUT, in the order they ran.
+  void ran_unseen(const LockState& last, const LockState& now, const std::vector<RunRecord>& runs,
+                  std::vector<WatchEvent>& out);
   void saw_fence(const std::optional<LockValue>& value);
 
   std::optional<LockState> last_;
@@ -113,6 +119,9 @@ private:
   std::vector<int64_t> fences_;        // of the holders and places seen lately, newest last
   Millis lease_{0};  // the holder's ttl, seen when it took or renewed the lock; 0: unknown
   bool said_overdue_ = false;  // for the holder's current lease
+  // The history entry of the holder seen at the last look, when its run has ended (the lock
+  // kept for --min-hold): a later run's entry may be the newest when the lock goes.
+  std::optional<RunRecord> holder_run_;
 };
 
 }  // namespace rlock

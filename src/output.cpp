@@ -718,19 +718,11 @@ std::string evidence_text(WatchEvent::Evidence evidence) {
 
 // Whether the run of the holder E is about has ended well (its history entry is there), so
 // that its lock was kept for --min-hold.
-bool run_over(const WatchEvent& e) {
-  const auto& run = e.lock.last_run;
-  return run && e.value && e.value->fence && run->fence == *e.value->fence &&
-         run->end != run_end_name(RunEnd::lost);
-}
+bool run_over(const WatchEvent& e) { return e.run && e.run->end != run_end_name(RunEnd::lost); }
 
 // ": exit 3", ": hung (79)": how the run of the holder E is about ended, when its history entry
 // is there already; the first thing an operator asks of a release.
-std::string run_result(const WatchEvent& e) {
-  const auto& run = e.lock.last_run;
-  if (!run || !e.value || !e.value->fence || run->fence != *e.value->fence) return "";
-  return ": " + result_text(*run);
-}
+std::string run_result(const WatchEvent& e) { return e.run ? ": " + result_text(*e.run) : ""; }
 
 // " after 12.3s": how long the holder of a release held the lock, when that is known.
 std::string held_for(Millis held) {

@@ -268,7 +268,9 @@ bool worth_retrying(const Failure& failure) {
   case Failure::Why::unknown_primary:   // Sentinel may not know it yet
   case Failure::Why::late:              // a Redlock node slower than the quorum
     return true;
-  case Failure::Why::tls_refused: return false;
+  case Failure::Why::tls_refused:
+  case Failure::Why::refused_command: return false;
+  case Failure::Why::closed:
   case Failure::Why::none: break;
   }
   switch (failure.kind) {

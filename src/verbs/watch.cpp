@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
 
 #include "connection.h"
@@ -34,6 +35,24 @@ std::string missing_classes(const std::string& config_value) {
   return missing;
 }
 
+// A stream entry's ID ("1700000000000-3": the server's ms, a sequence number) as numbers.
+std::pair<uint64_t, uint64_t> stream_id(const std::string& id) {
+  char* end = nullptr;
+  uint64_t ms = std::strtoull(id.c_str(), &end, 10);
+  uint64_t seq = *end == '-' ? std::strtoull(end + 1, nullptr, 10) : 0;
+  return {ms, seq};
+}
+
+// The smallest ID after ID: XRANGE's start is inclusive ("(" for exclusive needs Redis 6.2).
+std::string stream_id_after(const std::string& id) {
+  auto [ms, seq] = stream_id(id);
+  if (seq == UINT64_MAX) return std::to_string(ms + 1) + "-0";
+  return std::to_string(ms) + "-" + std::to_string(seq + 1);
+}
+
+// How many history entries one XRANGE brings: a page (the history keeps 100 by default).
+constexpr int k_history_page = 100;
+
 // A channel of a subscription: which watched lock it is about, and whether it is the lock's
 // key itself (whose events tell a release from an expiry) or one of its helper keys.
 struct Channel {
@@ -53,7 +72,7 @@ class Watcher {
 public:
   Watcher(Redis& redis, std::vector<std::string> keys, bool json, SignalEvents& signals)
       : redis_(redis), keys_(std::move(keys)), style_(output_style(json)), signals_(signals),
-        watches_(keys_.size()), hints_(keys_.size()) {}
+        watches_(keys_.size()), hints_(keys_.size()), history_seen_(keys_.size()) {}
 
   int run() {
     // A first read finds out whether Redis answers (and teaches a Cluster client its slots,
@@ -133,16 +152,88 @@ private:
 
   // Reads every lock and prints what changed since the last read.
   Result<Unit> read_and_tell() {
+    // A connection left idle may be closed by a proxy just as the read goes out: the close
+    // comes after the command, too late for NodeRedis::connection() to see it. A read is safe
+    // to repeat: once more at once, on a new connection.
+    bool idle = Clock::now() - last_read_ >= k_idle_check_after;
     auto locks = read_locks(redis_, keys_);
+    if (!locks && idle && locks.failure().kind == Failure::Kind::io)
+      locks = read_locks(redis_, keys_);
+    last_read_ = Clock::now();
     if (!locks) return locks.failure();
     TimePoint at = Clock::now();
+    auto runs = read_new_runs(*locks);
+    if (!runs) return runs.failure();
     for (size_t i = 0; i < keys_.size(); ++i) {
-      for (const WatchEvent& e : watches_[i].look((*locks)[i], at, hints_[i]))
+      for (const WatchEvent& e : watches_[i].look((*locks)[i], at, hints_[i], (*runs)[i]))
         print_watch_event(e, style_);
       hints_[i].clear();
     }
     next_read_ = at + mode_.interval;
     return Unit{};
+  }
+
+  // The entries of each key's history added since the last look, oldest first: every run that
+  // came and went between two looks, not only the newest. Read up to the newest run LOCKS saw,
+  // which came in the same round trip as the locks' state, so that the two agree; a second
+  // round trip only when there is a new run. At the first look, what the history holds
+  // already is no news.
+  Result<std::vector<std::vector<RunRecord>>> read_new_runs(const std::vector<LockState>& locks) {
+    std::vector<std::vector<RunRecord>> out(keys_.size());
+    TimePoint deadline = Clock::now() + redis_.command_timeout();
+    std::vector<size_t> unknown;  // keys first looked at with no run in sight
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (history_seen_[i]) continue;
+      if (locks[i].last_run)
+        history_seen_[i] = locks[i].last_run->id;
+      else
+        unknown.push_back(i);
+    }
+    if (!unknown.empty()) {
+      // Its newest entries may all be skips (--record-skips), with runs behind them.
+      std::vector<Argv> newest;
+      for (size_t i : unknown)
+        newest.push_back({"XREVRANGE", helper_key(keys_[i], "history"), "+", "-", "COUNT", "1"});
+      auto replies = redis_.pipeline(newest, deadline);
+      if (!replies) return replies.failure();
+      for (size_t k = 0; k < unknown.size(); ++k) {
+        const Reply& r = (*replies)[k];
+        if (r.type == Reply::Type::error) return redis_.server_failure(r.str);
+        auto entry = r.is_array() && !r.elements.empty() ? decode_history_entry(r.elements[0])
+                                                         : std::nullopt;
+        history_seen_[unknown[k]] = entry ? entry->id : "0-0";
+      }
+    }
+    for (;;) {
+      std::vector<Argv> pages;
+      std::vector<size_t> which;
+      for (size_t i = 0; i < keys_.size(); ++i) {
+        const auto& newest = locks[i].last_run;
+        if (!newest || stream_id(*history_seen_[i]) >= stream_id(newest->id)) continue;
+        pages.push_back({"XRANGE", helper_key(keys_[i], "history"),
+                         stream_id_after(*history_seen_[i]), newest->id, "COUNT",
+                         std::to_string(k_history_page)});
+        which.push_back(i);
+      }
+      if (pages.empty()) return out;
+      auto replies = redis_.pipeline(pages, deadline);
+      if (!replies) return replies.failure();
+      for (size_t k = 0; k < which.size(); ++k) {
+        size_t i = which[k];
+        const Reply& r = (*replies)[k];
+        if (r.type == Reply::Type::error) return redis_.server_failure(r.str);
+        if (!r.is_array()) return unexpected_reply("XRANGE");
+        std::string before = *history_seen_[i];
+        for (const Reply& e : r.elements) {
+          if (!e.is_array() || e.elements.empty()) continue;
+          history_seen_[i] = e.elements[0].str;
+          if (auto run = decode_history_entry(e)) out[i].push_back(std::move(*run));
+        }
+        // A short page is the last: the rest was trimmed meanwhile, or was never there.
+        if (r.elements.size() < static_cast<size_t>(k_history_page) || *history_seen_[i] == before)
+          history_seen_[i] = locks[i].last_run->id;
+      }
+    }
   }
 
   // Waits for a message, a signal, or the time of the next read, and acts on it. Returns the
@@ -162,7 +253,10 @@ private:
       if (!fds[i + 1].revents) continue;
       Subscription& sub = subscriptions_[i];
       for (;;) {
+        bool idle = Clock::now() - sub.connection->last_heard() >= k_idle_check_after;
         auto message = sub.connection->next_message(Clock::now());
+        if (!message && idle && message.failure().kind == Failure::Kind::io)
+          return subscribe_again();
         if (!message) return ride_out(message.failure());
         if (!*message) break;
         hear(sub, **message);
@@ -170,6 +264,22 @@ private:
       }
     }
     if (!heard && Clock::now() < wake) return std::nullopt;
+    if (auto read = read_and_tell(); !read) return ride_out(read.failure());
+    return std::nullopt;
+  }
+
+  // A subscription closed while it was idle: by a proxy's or a load balancer's idle timeout
+  // (Redis never closes a subscriber for being idle). Subscribes again at once and reads the
+  // locks again (a change meanwhile sent its message to no one), without a word, as
+  // NodeRedis::connection() replaces a connection closed while idle. Only if that fails is
+  // Redis unreachable.
+  std::optional<int> subscribe_again() {
+    auto mode = listen();
+    if (!mode) return ride_out(mode.failure());
+    if (mode->notifications != mode_.notifications || mode->reason != mode_.reason) {
+      mode_ = *mode;
+      print_watch_start(keys_, mode_, style_);
+    }
     if (auto read = read_and_tell(); !read) return ride_out(read.failure());
     return std::nullopt;
   }
@@ -208,11 +318,16 @@ private:
         if (!worth_retrying(locks.failure())) return unavailable(locks.failure());
         continue;
       }
+      TimePoint at = Clock::now();
+      auto runs = read_new_runs(*locks);
+      if (!runs) {
+        if (!worth_retrying(runs.failure())) return unavailable(runs.failure());
+        continue;
+      }
       print_watch_reachable(std::chrono::duration_cast<Millis>(Clock::now() - since), style_);
       if (changed) print_watch_start(keys_, mode_, style_);
-      TimePoint at = Clock::now();
       for (size_t i = 0; i < keys_.size(); ++i)
-        for (const WatchEvent& e : watches_[i].look((*locks)[i], at, {k_outage_hint}))
+        for (const WatchEvent& e : watches_[i].look((*locks)[i], at, {k_outage_hint}, (*runs)[i]))
           print_watch_event(e, style_);
       next_read_ = at + mode_.interval;
       return std::nullopt;
@@ -227,7 +342,10 @@ private:
   std::vector<Subscription> subscriptions_;      // none when polling
   std::vector<LockWatch> watches_;               // one per key
   std::vector<std::vector<std::string>> hints_;  // per key: its events since the last read
+  // Per key: the ID of the last history entry read (or there at the first look).
+  std::vector<std::optional<std::string>> history_seen_;
   TimePoint next_read_{};
+  TimePoint last_read_{};  // when read_and_tell() last used the connection
 };
 
 }  // namespace

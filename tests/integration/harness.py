@@ -3,6 +3,7 @@
 Nothing here mocks Redis. A missing redis-server is an error, never a skip.
 """
 import os
+import re
 import shutil
 import signal
 import socket
@@ -609,3 +610,122 @@ class DelayProxy:
                     self.cut_at = time.monotonic()
                     self._cut()
                     break
+
+
+class IdleClosingProxy:
+    """A TCP relay in front of a server that closes a connection (both sides) once no byte
+    went either way for IDLE seconds, as HAProxy in TCP mode does with `timeout client` and
+    `timeout server`, and cloud load balancers do. closed counts the connections it closed.
+    LAZY: it closes an idle connection only when the next bytes come, from either side,
+    instead of passing them on: the worst case of a close that crosses a command, which the
+    client learns of only after sending."""
+
+    def __init__(self, target_port, idle=1.0, lazy=False):
+        import selectors
+        import threading
+        self.target_port, self.idle, self.lazy = target_port, idle, lazy
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.closed = 0
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self.listener, selectors.EVENT_READ)
+        self._pairs = {}   # socket -> its peer
+        self._active = {}  # client socket -> monotonic time of its last byte either way
+        self._stop = False
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def close(self):
+        self._stop = True
+        self._thread.join(timeout=5)
+        for s in list(self._pairs):
+            s.close()
+        self.listener.close()
+
+    def _passes(self, from_client, data):
+        """Whether DATA goes on; else the connection is closed (CommandRefusingProxy)."""
+        return True
+
+    def idle_for(self, seconds):
+        """Whether every connection has been idle SECONDS at least (there is one at least)."""
+        now = time.monotonic()
+        active = list(self._active.values())
+        return bool(active) and all(now - last >= seconds for last in active)
+
+    def _drop(self, client):
+        server = self._pairs.pop(client, None)
+        self._pairs.pop(server, None)
+        self._active.pop(client, None)
+        for s in (client, server):
+            if s is not None:
+                self._sel.unregister(s)
+                s.close()
+
+    def _loop(self):
+        import selectors
+        while not self._stop:
+            for key, _ in self._sel.select(0.02):
+                s = key.fileobj
+                if s is self.listener:
+                    client, _ = self.listener.accept()
+                    try:
+                        server = socket.create_connection(("127.0.0.1", self.target_port))
+                    except OSError:
+                        client.close()
+                        continue
+                    self._pairs[client], self._pairs[server] = server, client
+                    self._active[client] = time.monotonic()
+                    self._sel.register(client, selectors.EVENT_READ, client)
+                    self._sel.register(server, selectors.EVENT_READ, client)
+                    continue
+                client = key.data
+                if client not in self._active:
+                    continue
+                if self.lazy and time.monotonic() - self._active[client] >= self.idle:
+                    self.closed += 1
+                    self._drop(client)
+                    continue
+                try:
+                    data = s.recv(65536)
+                    if data and not self._passes(s is client, data):
+                        self._drop(client)
+                        continue
+                    if data:
+                        self._pairs[s].sendall(data)
+                except OSError:
+                    data = b""
+                if data:
+                    self._active[client] = time.monotonic()
+                else:
+                    self._drop(client)
+            now = time.monotonic()
+            for client, last in list(self._active.items()) if not self.lazy else ():
+                if now - last >= self.idle:
+                    self.closed += 1
+                    self._drop(client)
+
+
+class CommandRefusingProxy(IdleClosingProxy):
+    """A relay that closes the connection when a client sends one of the commands REFUSED
+    (upper case), passing on nothing of what came with it, as twemproxy (nutcracker) does with
+    the commands it does not support (TIME, XADD, XREVRANGE, INFO ...). It parses each chunk's
+    commands; rlock writes a pipeline in one call. Idle connections stay open."""
+
+    def __init__(self, target_port, refused):
+        self.refused = set(refused)
+        super().__init__(target_port, idle=3600)
+
+    def _passes(self, from_client, data):
+        if not from_client:
+            return True
+        for name in re.findall(rb"\*\d+\r\n\$\d+\r\n([^\r]*)\r\n", data):
+            if name.decode(errors="replace").upper() in self.refused:
+                return False
+        return True

@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from harness import (RLOCK, BlackHole, RedisServer, RedisTestCase, free_port, rlock_env,
-                     run_rlock, start_rlock, wait_until)
+from harness import (RLOCK, BlackHole, CommandRefusingProxy, RedisServer, RedisTestCase,
+                     free_port, rlock_env, run_rlock, start_rlock, wait_until)
 
 SECRET = "s3cret-Pa55"
 
@@ -113,6 +113,95 @@ class IdleTimeout(RedisTestCase):
         self.assert_no_lock("k")
         history = self.run_rlock(["history", "k"])
         self.assertIn("exit 0", history.stdout)
+
+
+class RefusedCommands(RedisTestCase):
+    """A proxy that does not pass a command rlock needs closes the connection at it, as
+    twemproxy does: rlock names the command in one line, not "connection closed by server"."""
+
+    TWEMPROXY_REFUSES = ("TIME", "XADD", "XREVRANGE", "XRANGE", "INFO", "SCAN")
+
+    def setUp(self):
+        super().setUp()
+        self.proxy = CommandRefusingProxy(self.server.port, self.TWEMPROXY_REFUSES)
+        self.addCleanup(self.proxy.close)
+        self.env = rlock_env(RLOCK_REDIS_URL=self.proxy.url)
+
+    def assert_named(self, args, command, status=69):
+        r = run_rlock(args, env=self.env)
+        self.assertEqual(r.returncode, status, r.stderr)
+        line = next((l for l in r.stderr.splitlines() if "does not pass" in l), r.stderr)
+        self.assertIn(f"{self.proxy.url} does not pass {command}: rlock needs it ", line)
+        self.assertNotIn("closed by server", r.stderr)
+        return r
+
+    def test_each_verb_names_the_command(self):
+        for args, command in ((["status", "k"], "TIME"), (["inspect", "k"], "TIME"),
+                              (["list"], "INFO"), (["history", "k"], "XREVRANGE"),
+                              (["check", "k", "--every", "1h"], "XREVRANGE"),
+                              (["watch", "k"], "TIME")):
+            r = self.assert_named(args, command)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        # A run goes through (its scripts pass); its history entry cannot.
+        r = self.assert_named(["run", "k", "--", "true"], "XADD", status=0)
+        self.assertIn("history entry may not have been recorded", r.stderr)
+        self.assert_no_lock("k")
+
+    def test_a_server_that_goes_down_is_not_blamed_on_a_command(self):
+        server = RedisServer()
+        proxy = CommandRefusingProxy(server.port, ())
+        self.addCleanup(proxy.close)
+        watch = start_rlock(["watch", "k"], env=rlock_env(RLOCK_REDIS_URL=proxy.url))
+        self.addCleanup(lambda: (watch.kill(), watch.wait(), watch.stdout.close(),
+                                 watch.stderr.close()))
+        self.assertTrue(watch.stdout.readline().startswith("watching k by polling"))
+        watch.stdout.readline()
+        server.stop()
+        line = watch.stdout.readline()
+        self.assertIn("Redis unreachable", line)
+        self.assertNotIn("does not pass", line)
+
+
+@unittest.skipUnless(shutil.which("nutcracker"), "twemproxy (Debian's nutcracker) is not installed")
+class Twemproxy(RedisTestCase):
+    """rlock behind twemproxy 0.5: what works, and what it names."""
+
+    def setUp(self):
+        super().setUp()
+        port = free_port()
+        conf = self.path("nutcracker.yml")
+        with open(conf, "w") as f:
+            f.write(f"alpha:\n  listen: 127.0.0.1:{port}\n  redis: true\n"
+                    f"  servers:\n   - 127.0.0.1:{self.server.port}:1\n")
+        self.nutcracker = subprocess.Popen(["nutcracker", "-c", conf, "-o", self.path("log"),
+                                            "-a", "127.0.0.1", "-s", str(free_port())],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (self.nutcracker.kill(), self.nutcracker.wait()))
+
+        def listening():
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                return True
+            except OSError:
+                return False
+        wait_until(listening, 10, "nutcracker to listen")
+        self.url = f"redis://127.0.0.1:{port}"
+        self.env = rlock_env(RLOCK_REDIS_URL=self.url)
+
+    def test_what_works_and_what_is_named(self):
+        r = run_rlock(["acquire", "--ttl", "30s", "k"], env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(run_rlock(["release", "k", "--token", r.stdout.strip()],
+                                   env=self.env).returncode, 0)
+        self.assert_no_lock("k")
+        for args, command in ((["status", "k"], "TIME"), (["list"], "INFO"),
+                              (["history", "k"], "XREVRANGE"), (["watch", "k"], "TIME")):
+            r = run_rlock(args, env=self.env)
+            self.assertEqual(r.returncode, 69, r.stderr)
+            self.assertIn(f"{self.url} does not pass {command}: rlock needs it ", r.stderr)
+        r = run_rlock(["run", "k", "--", "true"], env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{self.url} does not pass XADD", r.stderr)
 
 
 class Passwords(unittest.TestCase):

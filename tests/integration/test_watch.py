@@ -7,14 +7,15 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 import unittest
 
-from harness import (REDIS_SENTINEL, RedisClient, RedisServer, RedisTestCase, free_port,
-                     key_per_master, start_cluster,
+from harness import (REDIS_SENTINEL, RLOCK, IdleClosingProxy, RedisClient, RedisServer,
+                     RedisTestCase, free_port, key_per_master, start_cluster,
                      rlock_env, run_rlock, server_binary, start_rlock, stop_procs, wait_until)
 
 KEY = "lock:life"
@@ -199,6 +200,51 @@ class WatchMixin:
             self.assertEqual(events[1]["holder"]["command"], "true")
             fences.add(events[1]["fence"])
         self.assertEqual(len(fences), 5)
+        self.interrupt(lines)
+
+    def quick_runs(self, n):
+        """N runs of `true`, one after another from one shell (a few ms each, mostly between
+        two polls); returns the fences of the runs the history recorded, oldest first."""
+        r = subprocess.run(["sh", "-c", f'for i in $(seq {n}); do "$0" run "$1" -- true || exit; done',
+                            RLOCK, KEY], env=rlock_env(self.server), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        history = json.loads(self.run_rlock(["history", "--json", "-n", str(n + 5), KEY]).stdout)
+        fences = [run["fence"] for run in reversed(history["runs"])]
+        self.assertEqual(len(fences), n)
+        return fences
+
+    def assert_told_once_in_order(self, lines, fences):
+        """The watch tells each run of FENCES taken, then released, in their order, once."""
+        told = lines.until(lambda e: e["event"] == "released" and e["fence"] == fences[-1],
+                           timeout=15, what="the last run's release")
+        told += self.more(lines)  # a run told twice would come in the next look
+        events = [(e["event"], e["fence"]) for e in told]
+        self.assertEqual(events, [(kind, f) for f in fences for kind in ("taken", "released")])
+        for e in told:
+            self.assertEqual((e["holder"]["command"], e["held_ms"] is not None),
+                             ("true", e["event"] == "released"), e)
+
+    def test_every_quick_run_is_told_once_in_order(self):
+        # Polling every 250 ms saw few of them, and told only the newest run of each look.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        self.assert_told_once_in_order(lines, self.quick_runs(12))
+        self.interrupt(lines)
+
+    def test_runs_while_the_watch_is_held_up_are_all_told(self):
+        # A watch that cannot look for a while (a loaded host; here SIGSTOP) finds ten runs in
+        # the history at its next look, with keyspace notifications too.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        lines.proc.send_signal(signal.SIGSTOP)
+        try:
+            fences = self.quick_runs(10)
+        finally:
+            lines.proc.send_signal(signal.SIGCONT)
+        self.assert_told_once_in_order(lines, fences)
         self.interrupt(lines)
 
     def test_a_release_says_how_the_run_ended(self):
@@ -389,6 +435,91 @@ class WatchWithNotifications(WatchMixin, RedisTestCase):
         self.assertEqual(lines.next(), "watching lock:life by polling every 250ms "
                                        "(CONFIG GET is not allowed: NOPERM)")
         self.interrupt(lines)
+
+
+    def proxied_watch(self, proxy):
+        proc = start_rlock(["watch", "--json", KEY], env=rlock_env(RLOCK_REDIS_URL=proxy.url))
+        self.procs.append(proc)
+        lines = JsonLines(proc)
+        self.assertEqual(lines.next()["mode"], "notifications")
+        self.assertEqual(lines.next()["event"], "state")
+        return lines
+
+    def assert_no_outage(self, lines):
+        seen = [json.loads(line) for line in lines.seen]
+        outages = [e for e in seen + self.more(lines) if e["event"] in ("unreachable", "reachable")]
+        self.assertEqual(outages, [])
+        self.interrupt(lines)
+
+    def test_a_proxy_that_closes_idle_connections_is_no_outage(self):
+        # HAProxy in TCP mode with `timeout client 1s` closes the subscription a second after
+        # its last message, and the reader's connection between its reads: each is replaced at
+        # once, without a word (watch said "Redis unreachable ... / Redis answers again after
+        # 36ms" every second), and what changes is told all the same.
+        proxy = IdleClosingProxy(self.server.port, idle=1.0)
+        self.addCleanup(proxy.close)
+        lines = self.proxied_watch(proxy)
+        wait_until(lambda: proxy.closed >= 3, 10, "the proxy to close idle connections")
+        self.server.cmd("SET", KEY, "another-program", "PX", "60000")
+        self.assertEqual(lines.event("taken")[-1]["state"], "foreign")
+        wait_until(lambda: proxy.closed >= 5, 10, "the proxy to close idle connections again")
+        self.server.cmd("DEL", KEY)
+        lines.event("released")
+        self.assert_no_outage(lines)
+
+    def test_a_proxy_close_that_crosses_a_command_is_no_outage(self):
+        # The worst case of a close at the proxy's idle timeout: rlock learns of it only once
+        # it has sent (the subscription's next message, the read it makes then). Both
+        # connections are replaced at once; the read, safe to repeat, is made again.
+        proxy = IdleClosingProxy(self.server.port, idle=1.0, lazy=True)
+        self.addCleanup(proxy.close)
+        lines = self.proxied_watch(proxy)
+        for change, event in ((("SET", KEY, "another-program", "PX", "60000"), "taken"),
+                              (("DEL", KEY), "released")):
+            closed = proxy.closed
+            wait_until(lambda: proxy.idle_for(1.1), 10, "every connection to be idle")
+            self.server.cmd(*change)
+            lines.event(event)
+            self.assertGreaterEqual(proxy.closed, closed + 2)  # the subscription and the reader
+        self.assert_no_outage(lines)
+
+
+    @unittest.skipUnless(shutil.which("haproxy"), "HAProxy is not installed")
+    def test_behind_haproxy_with_idle_timeouts(self):
+        # The real thing: HAProxy in TCP mode, `timeout client 1s`, `timeout server 1s`.
+        port = free_port()
+        conf = os.path.join(self.tmp, "haproxy.cfg")
+        with open(conf, "w") as f:
+            f.write("defaults\n  mode tcp\n  timeout connect 1s\n  timeout client 1s\n"
+                    f"  timeout server 1s\nlisten redis\n  bind 127.0.0.1:{port}\n"
+                    f"  server r 127.0.0.1:{self.server.port}\n")
+        haproxy = subprocess.Popen(["haproxy", "-f", conf], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (haproxy.kill(), haproxy.wait()))
+        wait_until(lambda: self.connects(port), 10, "haproxy to listen")
+        proxy = type("HAProxy", (), {"url": f"redis://127.0.0.1:{port}"})
+        lines = self.proxied_watch(proxy)
+        # Each connection it closes, rlock replaces: a new client of the server.
+        looker = self.server.client()
+        self.addCleanup(looker.close)
+        seen = set()
+
+        def clients_seen():
+            seen.update(line.split()[0] for line in looker("CLIENT", "LIST").splitlines())
+            return len(seen)
+        at_start = clients_seen()
+        wait_until(lambda: clients_seen() >= at_start + 4, 10, "haproxy to close connections")
+        self.server.cmd("SET", KEY, "another-program", "PX", "60000")
+        self.assertEqual(lines.event("taken")[-1]["state"], "foreign")
+        self.assert_no_outage(lines)
+
+    @staticmethod
+    def connects(port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
 
 
 class WatchByPolling(WatchMixin, RedisTestCase):

@@ -137,3 +137,36 @@ TEST_CASE("a lock kept for --min-hold after its run is not overdue") {
   REQUIRE(kinds(events) == std::vector{Kind::expired});
   CHECK(events[0].evidence == Evidence::ttl);
 }
+
+TEST_CASE("every run recorded between two looks is told, in order, once") {
+  TimePoint t0{};
+  LockWatch w;
+  (void)w.look(held(k_token, 5, 30s), t0, {});
+  auto run = [](const std::string& id, int64_t fence, RunEnd end) {
+    RunRecord r;
+    r.id = id;
+    r.fence = fence;
+    r.held_ms = fence;
+    r.end = run_end_name(end);
+    return r;
+  };
+  // The holder seen, released; two runs no look saw, a skip between them; then a new holder.
+  std::vector<RunRecord> runs{run("1-0", 5, RunEnd::exited), run("2-0", 6, RunEnd::exited),
+                              run("3-0", 0, RunEnd::busy), run("4-0", 7, RunEnd::lost)};
+  LockState now = held(std::string(32, 'b'), 8, 30s);
+  now.last_run = runs.back();
+  auto events = w.look(now, t0 + 1s, {}, runs);
+  REQUIRE(kinds(events) == std::vector{Kind::released, Kind::taken, Kind::released, Kind::taken,
+                                       Kind::expired, Kind::taken});
+  // The seen holder's release is told by its own run's entry, though another run's is newest.
+  CHECK(events[0].evidence == Evidence::history);
+  REQUIRE(events[0].run);
+  CHECK(events[0].run->fence == 5);
+  std::vector<int64_t> fences;
+  for (const auto& e : events) fences.push_back(*e.value->fence);
+  CHECK(fences == std::vector<int64_t>{5, 6, 6, 7, 7, 8});
+  CHECK(events[2].held == 6ms);
+  CHECK(events[4].evidence == Evidence::history);  // lost: it expired
+  // The same entries again (a look that read nothing new keeps last_run): nothing.
+  CHECK(w.look(now, t0 + 1250ms, {}).empty());
+}
