@@ -3,7 +3,15 @@
 // from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being migrated) is followed for
 // the one command. Every key one lock touches shares the lock's slot (lock.h, helper_key), so a
 // lock's script runs on one node, as Cluster requires.
+//
+// Resharding is no outage: while a slot migrates, a lock's keys may be some on the source, some
+// on the destination, and its scripts (several keys) are refused with TRYAGAIN until the last
+// key has moved; a cluster that lost its quorum or a slot says CLUSTERDOWN, a restarted node
+// LOADING. Each such command is sent again after a pause (refusal_pause()) until the caller's
+// deadline: it was refused before it ran, so sending it again cannot run it twice.
 #include "cluster.h"
+
+#include <poll.h>
 
 #include <algorithm>
 #include <charconv>
@@ -74,10 +82,38 @@ std::optional<Redirect> parse_redirect(const std::string& error) {
   return r;
 }
 
+bool refused_for_now(std::string_view error) {
+  std::string_view code = error.substr(0, error.find(' '));
+  return code == "TRYAGAIN" || code == "CLUSTERDOWN" || code == "LOADING";
+}
+
+Millis refusal_pause(int again) {
+  Millis pause = k_refusal_pause_first;
+  for (int i = 0; i < again && pause < k_refusal_pause_cap; ++i) pause *= 2;
+  return std::min(pause, k_refusal_pause_cap);
+}
+
 namespace {
 
-// Redirects to follow for one command before giving up (a cluster in mid-reshard).
+// Redirects to follow at once for one command; past them, it is sent again after a pause, as
+// a refused one is (a slot map that changes under us in mid-reshard).
 constexpr int k_max_redirects = 5;
+
+enum class Paused { over, no_time, interrupted };
+
+// Sleeps until the pause before the AGAIN-th sending is over. No time: that would leave none
+// before DEADLINE (what was refused stays the answer). Interrupted: INTERRUPT_FD (a blocking
+// call's, when not -1) became readable first.
+Paused pause_before_sending_again(int again, TimePoint deadline, int interrupt_fd = -1) {
+  TimePoint next = Clock::now() + refusal_pause(again);
+  if (next >= deadline) return Paused::no_time;
+  pollfd p{interrupt_fd, POLLIN, 0};
+  for (;;) {
+    int n = ::poll(&p, interrupt_fd < 0 ? 0 : 1, millis_until(next));
+    if (n > 0) return Paused::interrupted;
+    if (n == 0 || errno != EINTR) return Paused::over;
+  }
+}
 
 class ClusterAwareRedis final : public Redis {
 public:
@@ -86,6 +122,13 @@ public:
 
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
+    return send(commands, deadline, seed_);
+  }
+
+  // pipeline(), with the commands that lead their unit without a key sent to KEYLESS (the seed,
+  // or the master a SCAN pages through: MasterView).
+  Result<std::vector<Reply>> send(const std::vector<Argv>& commands, TimePoint deadline,
+                                  NodeRedis* keyless) {
     // Units: a command with a key and the keyless ones after it (WAIT after a write, TIME
     // before reads), which must run where it runs.
     std::vector<Group> units;
@@ -95,44 +138,83 @@ public:
       else
         units.back().end = i + 1;
     }
-    for (Group& u : units) u.node = route(commands[u.begin]);
+    for (Group& u : units) u.node = route(commands[u.begin], keyless);
     std::vector<Reply> replies(commands.size());
     std::vector<size_t> pending(units.size());
     for (size_t i = 0; i < units.size(); ++i) pending[i] = i;
-    for (int round = 0; !pending.empty(); ++round) {
-      if (round > k_max_redirects)
-        return Failure{Failure::Kind::protocol, name() + ": too many MOVED/ASK redirects"};
+    int redirects = 0;  // followed at once, since the last pause
+    for (int again = 0; !pending.empty();) {
       auto failed = run_units(commands, units, pending, replies, deadline);
       if (failed) return *failed;
-      std::vector<size_t> again;
+      std::vector<size_t> resend;
+      bool pause = false;  // a refusal, or redirects that go on and on
       for (size_t u : pending) {
         Group& unit = units[u];
         const Reply& first = replies[unit.begin];
-        auto redirect = first.type == Reply::Type::error ? parse_redirect(first.str) : std::nullopt;
-        if (!redirect) continue;
-        NodeRedis* target = node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
-        if (!redirect->ask) learn(*redirect, target, deadline);
-        unit.node = target;
-        unit.asking = redirect->ask;
-        again.push_back(u);
+        if (first.type != Reply::Type::error) continue;
+        if (auto redirect = parse_redirect(first.str)) {
+          NodeRedis* target =
+              node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
+          if (!redirect->ask) learn(*redirect, target, deadline);
+          unit.node = target;
+          unit.asking = redirect->ask;
+          if (redirects >= k_max_redirects) pause = true;
+          resend.push_back(u);
+        } else if (refused_for_now(first.str)) {
+          pause = true;
+          resend.push_back(u);
+        }
       }
-      pending = std::move(again);
+      if (resend.empty()) break;
+      if (pause) {
+        if (pause_before_sending_again(again, deadline) == Paused::no_time) {
+          if (redirects >= k_max_redirects)
+            return Failure{Failure::Kind::protocol, name() + ": too many MOVED/ASK redirects"};
+          // Refused until the deadline: the caller sees the refusal, and that it lasted.
+          for (size_t u : resend)
+            if (again > 0 && refused_for_now(replies[units[u].begin].str))
+              replies[units[u].begin].str += " (retried within the command timeout)";
+          break;
+        }
+        ++again;
+        // An ASK holds for one sending: after a pause, each goes where the slot map says.
+        for (size_t u : resend) {
+          units[u].node = route(commands[units[u].begin], keyless);
+          units[u].asking = false;
+        }
+        redirects = 0;
+      } else {
+        ++redirects;
+      }
+      pending = std::move(resend);
     }
     return replies;
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
-    NodeRedis* node = route(argv);
-    for (int round = 0; round <= k_max_redirects; ++round) {
-      auto reply = node->blocking_call(argv, deadline, interrupt_fd);
-      if (reply || reply.failure().kind != Failure::Kind::server) return reply;
-      const std::string& code = reply.failure().code;
-      if (code != "MOVED") return reply;
-      // The failure's message is "name: MOVED ..."; ask the node for the slot map instead.
-      if (!load_slots(*node, deadline)) return reply;
-      node = route(argv);
+    NodeRedis* node = route(argv, seed_);
+    bool asking = false;
+    for (int redirects = 0, again = 0;;) {
+      auto reply = asking ? node->blocking_send({{"ASKING"}, argv}, deadline, interrupt_fd)
+                          : node->blocking_send({argv}, deadline, interrupt_fd);
+      if (!reply || reply->type != Reply::Type::error) return reply;
+      auto redirect = parse_redirect(reply->str);
+      asking = false;
+      if (redirect && redirects++ < k_max_redirects) {
+        node = node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
+        if (!redirect->ask) learn(*redirect, node, deadline);
+        asking = redirect->ask;
+      } else if (redirect || refused_for_now(reply->str)) {
+        Paused paused = pause_before_sending_again(again++, deadline, interrupt_fd);
+        if (paused == Paused::no_time) return node->server_failure(reply->str);
+        if (paused == Paused::interrupted)
+          return Failure{Failure::Kind::interrupted, node->name() + ": interrupted"};
+        node = route(argv, seed_);
+        redirects = 0;
+      } else {
+        return node->server_failure(reply->str);
+      }
     }
-    return Failure{Failure::Kind::protocol, name() + ": too many MOVED redirects"};
   }
 
   std::string name() const override { return seed_->name(); }
@@ -141,7 +223,7 @@ public:
   // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
   // the key before this finds it); until then, the seed, which then holds every key.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
-    return route({"GET", key})->own_connection(key, deadline);
+    return route({"GET", key}, seed_)->own_connection(key, deadline);
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
@@ -149,7 +231,7 @@ public:
     if (slots_.empty()) {
       auto info = seed_->call({"INFO", "cluster"}, deadline);
       if (!info) return info.failure();
-      if (info->str.find("cluster_enabled:1") == std::string::npos) return f(*seed_);
+      if (info->str.find("cluster_enabled:1") == std::string::npos) return f(*this);
       if (!load_slots(*seed_, deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }
@@ -157,7 +239,8 @@ public:
     for (NodeRedis* n : slots_)
       if (n && std::find(masters.begin(), masters.end(), n) == masters.end()) masters.push_back(n);
     for (NodeRedis* m : masters) {
-      auto done = f(*m);
+      MasterView view(*this, *m);
+      auto done = f(view);
       if (!done) return done;
     }
     return Unit{};
@@ -170,9 +253,12 @@ private:
     bool asking;  // send ASKING first (a slot in migration)
   };
 
-  NodeRedis* route(const Argv& argv) {
+  // Where ARGV goes: the master of its key's slot; a command without a key, or any command
+  // before the first MOVED, to KEYLESS; and a key of a slot no master serves, to the seed.
+  NodeRedis* route(const Argv& argv, NodeRedis* keyless) {
     auto key = command_key(argv);
-    if (!key || slots_.empty()) return seed_;
+    if (!key) return keyless;
+    if (slots_.empty()) return seed_;
     NodeRedis* n = slots_[key_slot(*key)];
     return n ? n : seed_;
   }
@@ -210,12 +296,14 @@ private:
     return std::nullopt;
   }
 
-  // After MOVED: the whole map, which has likely changed for more than one slot.
+  // After MOVED: the whole map, which has likely changed for more than one slot. The slot
+  // itself goes to TARGET also when TARGET's map has it unassigned (a slot taken away from a
+  // node and given back, a migration's last step): else its commands would go to the seed,
+  // which sends them back to TARGET.
   void learn(const Redirect& r, NodeRedis* target, TimePoint deadline) {
-    if (!load_slots(*target, deadline)) {
-      if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
-      slots_[r.slot] = target;
-    }
+    bool loaded = load_slots(*target, deadline);
+    if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
+    if (!loaded || !slots_[r.slot]) slots_[r.slot] = target;
   }
 
   bool load_slots(NodeRedis& from, TimePoint deadline) {
@@ -252,6 +340,28 @@ private:
     }
     return slot.get();
   }
+
+  // One master as a SCAN sees it (for_each_primary): SCAN, which has no key, pages through
+  // that master, and the keys it finds are read where their slot is now, refusals and
+  // redirects handled as for every command (in a reshard, a key may have moved since).
+  class MasterView final : public Redis {
+  public:
+    MasterView(ClusterAwareRedis& cluster, NodeRedis& master)
+        : cluster_(cluster), master_(master) {}
+    Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
+                                        TimePoint deadline) override {
+      return cluster_.send(commands, deadline, &master_);
+    }
+    Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+      return cluster_.blocking_call(argv, deadline, interrupt_fd);
+    }
+    std::string name() const override { return master_.name(); }
+    Millis command_timeout() const override { return master_.command_timeout(); }
+
+  private:
+    ClusterAwareRedis& cluster_;
+    NodeRedis& master_;
+  };
 
   std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
   NodeRedis* seed_;

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "duration.h"
 #include "reply.h"
 
 namespace rlock {
@@ -31,5 +32,20 @@ struct Redirect {
   int port = 0;
 };
 std::optional<Redirect> parse_redirect(const std::string& error);
+
+// Whether ERROR, an error reply, says the command was refused before it ran, for a while: a
+// slot in migration whose keys are split between two nodes, or not all there yet (TRYAGAIN), a
+// cluster without a quorum or a slot no node serves (CLUSTERDOWN), a node still loading its
+// data after a restart (LOADING). Such a command is sent again after a pause, until the
+// caller's deadline. Only the reply's first word counts: an error raised inside a script (Redis
+// 6 wraps it, "ERR Error running script ...: -TRYAGAIN ...") may follow the script's writes.
+bool refused_for_now(std::string_view error);
+
+// The pause before the AGAIN-th (0 first) sending of a command refused for now or redirected
+// too often: 20 ms, doubling up to 200 ms, so that a migration of a few hundred ms costs a few
+// tries, and one of seconds one every 200 ms.
+inline constexpr Millis k_refusal_pause_first{20};
+inline constexpr Millis k_refusal_pause_cap{200};
+Millis refusal_pause(int again);
 
 }  // namespace rlock

@@ -212,16 +212,22 @@ Result<std::vector<Reply>> NodeRedis::pipeline(const std::vector<Argv>& commands
   return replies;
 }
 
-Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) {
+Result<Reply> NodeRedis::blocking_send(const std::vector<Argv>& commands, TimePoint deadline,
+                                       int interrupt_fd) {
   auto conn = connection();
   if (!conn) return conn.failure();
-  auto replies = (*conn)->pipeline({argv}, deadline, interrupt_fd);
+  auto replies = (*conn)->pipeline(commands, deadline, interrupt_fd);
   if (!replies) {
     drop();
     return replies.failure();
   }
-  if (replies->front().type == Reply::Type::error) return server_failure(replies->front().str);
-  return std::move(replies->front());
+  return std::move(replies->back());
+}
+
+Result<Reply> NodeRedis::blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) {
+  auto reply = blocking_send({argv}, deadline, interrupt_fd);
+  if (reply && reply->type == Reply::Type::error) return server_failure(reply->str);
+  return reply;
 }
 
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,

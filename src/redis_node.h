@@ -17,6 +17,10 @@ public:
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override;
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override;
+  // blocking_call() of COMMANDS' last, the others (ASKING) sent before it in the same round
+  // trip: the last one's reply, an error reply as a Reply.
+  Result<Reply> blocking_send(const std::vector<Argv>& commands, TimePoint deadline,
+                              int interrupt_fd);
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override;
   std::string name() const override { return url_.redacted(); }
   Millis command_timeout() const override { return options_.command_timeout; }

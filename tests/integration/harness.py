@@ -396,6 +396,33 @@ def cluster_owner(nodes, key):
     raise AssertionError(f"no owner for slot {slot}")
 
 
+def migrate_slot(nodes, slot, source, destination, batch=20):
+    """Moves hash SLOT of the cluster NODES from SOURCE to DESTINATION as redis-cli --cluster
+    reshard does: IMPORTING on the destination, MIGRATING on the source, its keys MIGRATEd
+    BATCH at a time, then SETSLOT NODE on the destination, the source and the others. Returns
+    (start, end) on the monotonic clock: while the slot was in migration."""
+    src_id, dst_id = source.cmd("CLUSTER", "MYID"), destination.cmd("CLUSTER", "MYID")
+    s, d = source.client(), destination.client()
+    try:
+        start = time.monotonic()
+        d("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        s("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+        while True:
+            keys = s("CLUSTER", "GETKEYSINSLOT", slot, batch)
+            if not keys:
+                break
+            s("MIGRATE", "127.0.0.1", destination.port, "", 0, 5000, "KEYS", *keys)
+        d("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        s("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        for n in nodes:
+            if n is not source and n is not destination:
+                n.cmd("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        return start, time.monotonic()
+    finally:
+        s.close()
+        d.close()
+
+
 def key_per_master(nodes):
     """{port: key}: a key c:N on each master of the cluster NODES."""
     keys = {}

@@ -6,12 +6,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
 from harness import (REDIS_SENTINEL, RLOCK, BlackHole, DelayProxy, RedisClient, RedisServer,
-                     RespError, cluster_owner, free_port, key_per_master, rlock_env, run_rlock,
-                     server_binary, start_cluster, start_rlock, stop_procs, wait_until)
+                     RespError, cluster_owner, free_port, key_per_master, migrate_slot, rlock_env,
+                     run_rlock, server_binary, start_cluster, start_rlock, stop_procs, wait_until)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -500,6 +501,200 @@ class Cluster(unittest.TestCase):
         with open(log) as f:
             self.assertEqual(f.read().split(), ["alone", "shared"])
         shutil.rmtree(os.path.dirname(log))
+
+
+def errors_counted(node, code):
+    """How many error replies of CODE (TRYAGAIN, CLUSTERDOWN ...) NODE has given."""
+    for line in node.cmd("INFO", "errorstats").splitlines():
+        if line.startswith(f"errorstat_{code}:count="):
+            return int(line.split("=", 1)[1])
+    return 0
+
+
+class ClusterResharding(unittest.TestCase):
+    """What a Cluster refuses for a while: a lock's slot migrated back and forth as
+    redis-cli --cluster reshard moves it (TRYAGAIN, ASK, MOVED), a slot no master serves
+    (CLUSTERDOWN), a master restarted loading its data (LOADING). Each is waited out within the
+    command timeout: never exit 69, never a lock taken twice or lost."""
+
+    @classmethod
+    def setUpClass(cls):
+        # A long node timeout: a master restarted loading its data is not failed by the others.
+        cls.nodes = start_cluster("--cluster-node-timeout", "15000")
+
+    @classmethod
+    def tearDownClass(cls):
+        for n in cls.nodes:
+            n.stop()
+
+    def setUp(self):
+        self.procs = Procs()
+        self.tmp = tempfile.mkdtemp(prefix="rlock-reshard-")
+
+    def tearDown(self):
+        self.procs.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def fill(self, node, tag, count):
+        """COUNT keys of TAG's slot on NODE, so that moving the slot or loading it takes a while."""
+        c = node.client()
+        try:
+            for i in range(0, count, 500):
+                pairs = []
+                for j in range(i, min(i + 500, count)):
+                    pairs += ["{%s}:fill:%d" % (tag, j), "x"]
+                c("MSET", *pairs)
+        finally:
+            c.close()
+
+    def test_runs_a_holder_and_operators_through_live_migrations_of_the_lock_slot(self):
+        tag = "reshard"
+        held, free = f"job:{{{tag}}}:held", f"job:{{{tag}}}:free"
+        slot = self.nodes[0].cmd("CLUSTER", "KEYSLOT", tag)
+        home = cluster_owner(self.nodes, held)
+        away = next(n for n in self.nodes if n is not home)
+        self.fill(home, tag, 3000)  # a migration of about 100 ms: 150 MIGRATEs of 20 keys
+        seed = self.nodes[0].url
+        log, probe, stop = (os.path.join(self.tmp, name) for name in ("log", "probe", "stop"))
+        os.mkdir(probe)
+        section = [SECTION, log, probe, "1", "0"]
+        first = run_rlock(["run", "--redis", seed, free, "--"] + section, env=env_without_url())
+        self.assertEqual(first.returncode, 0, first.stderr)  # a run in its history, for check
+        holder = self.procs.start(["run", "--redis", seed, "--ttl", "3s", held, "--", "sh", "-c",
+                                   f"while [ ! -e {stop} ]; do sleep 0.05; done"])
+        value = wait_until(lambda: home.cmd("GET", held), 10, "the holder")
+
+        windows, tries, failures = [], [], []
+        done = threading.Event()
+
+        def mover():
+            a, b = home, away
+            try:
+                while not done.is_set():
+                    windows.append(migrate_slot(self.nodes, slot, a, b))
+                    a, b = b, a
+                    # The slot stable until a few more tries have ended, as between the slots
+                    # of a reshard, then on the move again.
+                    seen = len(tries)
+                    wait_until(lambda: done.is_set() or len(tries) >= seen + 6, 60,
+                               "tries between two migrations")
+            except Exception as e:  # reported by the test, from its own thread
+                failures.append(f"migration: {e!r}")
+
+        def trier(name, commands, count):
+            try:
+                for i in range(count):
+                    args = commands[i % len(commands)]
+                    start = time.monotonic()
+                    r = run_rlock(["--redis", seed] + args, env=env_without_url())
+                    tries.append((start, time.monotonic(), name, args, r))
+            except Exception as e:  # reported by the test
+                failures.append(f"{name}: {e!r}")
+
+        runners = [threading.Thread(target=mover)] + [
+            threading.Thread(target=trier, args=a) for a in (
+                ("free", [["run", "-n", free, "--"] + section], 100),
+                ("free", [["run", "-n", free, "--"] + section], 100),
+                ("held", [["run", "-n", held, "--", "true"]], 50),
+                ("operator", [["status", held], ["inspect", held], ["list", f"job:{{{tag}}}:*"],
+                              ["history", free], ["check", "--every", "1h", free]], 50))]
+        for t in runners:
+            t.start()
+        for t in runners[1:]:
+            t.join(timeout=300)
+        done.set()
+        runners[0].join(timeout=60)
+        self.assertEqual(failures, [])
+
+        exits = {}
+        for _, _, name, args, r in tries:
+            exits.setdefault(name, {}).setdefault(r.returncode, 0)
+            exits[name][r.returncode] += 1
+            allowed = {"free": (0, 75), "held": (75,), "operator": (0,)}[name]
+            self.assertIn(r.returncode, allowed, f"{args}: {r.stdout}{r.stderr}")
+            if args[0] in ("status", "inspect", "list"):
+                self.assertIn(held, r.stdout, r.stderr)
+        during = sum(1 for start, end, *_ in tries
+                     if any(start < w_end and end > w_start for w_start, w_end in windows))
+        print(f"\n  {len(tries)} tries, {during} while the lock's slot was migrating "
+              f"({len(windows)} migrations): exits {exits}")
+        self.assertGreaterEqual(len(windows), 10, "too few migrations to tell")
+        self.assertGreaterEqual(during, 50, "too few tries during a migration to tell")
+        with open(log) as f:
+            self.assertNotIn("overlap", f.read())
+        # The holder kept its lock throughout: the same value (token, fence), where it is now.
+        self.assertEqual(cluster_owner(self.nodes, held).cmd("GET", held), value)
+        with open(stop, "w"):
+            pass
+        self.assertEqual(holder.wait(timeout=30), 0, holder.stderr.read())
+
+    def test_a_slot_that_no_master_serves_for_a_while_is_waited_out(self):
+        key = next(f"c:{i}" for i in range(1000)
+                   if cluster_owner(self.nodes, f"c:{i}") is not self.nodes[0])
+        owner = cluster_owner(self.nodes, key)
+        slot = owner.cmd("CLUSTER", "KEYSLOT", key)
+        owner.cmd("CLUSTER", "DELSLOTS", slot)
+        try:
+            wait_until(lambda: "cluster_state:fail" in owner.cmd("CLUSTER", "INFO"), 10,
+                       "the master to say the cluster is down")
+            refused = errors_counted(owner, "CLUSTERDOWN")
+            p = self.procs.start(["run", "--redis", self.nodes[0].url, "--command-timeout", "20s",
+                                  "-n", key, "--", "true"])
+            wait_until(lambda: p.poll() is not None or
+                       errors_counted(owner, "CLUSTERDOWN") >= refused + 2, 10,
+                       "rlock refused twice")
+        finally:
+            owner.cmd("CLUSTER", "ADDSLOTS", slot)
+        self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
+
+    def test_a_master_loading_its_data_after_a_restart_is_waited_for(self):
+        key = "job:{loading}:x"
+        owner = cluster_owner(self.nodes, key)
+        self.fill(owner, "loading", 10000)
+        owner.cmd("SAVE")
+        owner.kill()
+        slow = ["--key-load-delay", "100", "--loading-process-events-interval-bytes", "1024"]
+        owner.extra_args += slow  # about 1 s of loading: 100 us a key
+
+        started = []
+
+        def start():
+            try:
+                owner.start(port=owner.port)  # returns once it answers PING: loaded
+                started.append(True)
+            except Exception as e:  # reported by the test
+                started.append(e)
+
+        def loading():
+            try:
+                c = RedisClient(owner.port, timeout=0.5)
+            except OSError:
+                return False  # not listening yet
+            try:
+                c("PING")
+                raise AssertionError("loaded before it was looked at")
+            except RespError as e:
+                return str(e).startswith("LOADING")
+            finally:
+                c.close()
+
+        restarting = threading.Thread(target=start)
+        restarting.start()
+        try:
+            wait_until(loading, 10, "the master to be loading its data")
+            # While it loads, a master says CLUSTERDOWN to a command with a key (its cluster
+            # state is not ok yet), LOADING to one without (list's SCAN).
+            run = self.procs.start(["run", "--redis", self.nodes[0].url, "--command-timeout",
+                                    "20s", "-n", key, "--", "true"])
+            listed = self.procs.start(["list", "--redis", self.nodes[0].url, "--command-timeout",
+                                       "20s", "job:*"])
+            self.assertEqual(run.wait(timeout=30), 0, run.stderr.read())
+            self.assertEqual(listed.wait(timeout=30), 0, listed.stderr.read())
+        finally:
+            restarting.join(timeout=30)
+            del owner.extra_args[-len(slow):]
+        self.assertEqual(started, [True])
+        owner.cmd("CONFIG", "SET", "key-load-delay", "0")
 
 
 if __name__ == "__main__":

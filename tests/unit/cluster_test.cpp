@@ -54,6 +54,29 @@ TEST_CASE("parse_redirect") {
   CHECK(!parse_redirect("MOVED 99999 h:1"));
 }
 
+TEST_CASE("refused_for_now") {
+  CHECK(refused_for_now("TRYAGAIN Multiple keys request during rehashing of slot"));
+  CHECK(refused_for_now("CLUSTERDOWN Hash slot not served"));
+  CHECK(refused_for_now("CLUSTERDOWN The cluster is down"));
+  CHECK(refused_for_now("LOADING Redis is loading the dataset in memory"));
+  // Redirects are followed, not waited out; what a retry cannot change ends the command.
+  CHECK(!refused_for_now("MOVED 3999 127.0.0.1:6381"));
+  CHECK(!refused_for_now("ASK 3999 127.0.0.1:6381"));
+  CHECK(!refused_for_now("NOSCRIPT No matching script"));
+  CHECK(!refused_for_now("WRONGTYPE Operation against a key holding the wrong kind of value"));
+  // Raised inside a script, after what it wrote: not sent again.
+  CHECK(!refused_for_now("ERR Error running script (call to f_1): @user_script:5: -TRYAGAIN x"));
+  CHECK(!refused_for_now("TRYAGAINX"));
+}
+
+TEST_CASE("refusal_pause") {
+  CHECK(refusal_pause(0) == Millis(20));
+  CHECK(refusal_pause(1) == Millis(40));
+  CHECK(refusal_pause(3) == Millis(160));
+  CHECK(refusal_pause(4) == Millis(200));
+  CHECK(refusal_pause(1000) == Millis(200));
+}
+
 TEST_CASE("Sentinel URLs") {
   CHECK(is_sentinel_url("redis-sentinel://h:26379/m"));
   CHECK(is_sentinel_url("rediss-sentinel://h/m"));
