@@ -354,22 +354,44 @@ std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sh
 }
 
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
-  if (style.json) {
-    json list = json::array();
-    for (const auto& s : locks) list.push_back(lock_json(s, false));
-    print_json({{"locks", list}});
-    return;
-  }
-  size_t key_width = 0;
-  for (const auto& s : locks) key_width = std::max(key_width, printable(s.key).size());
+  LockPrinter printer(style);
+  for (const auto& s : locks) printer.fit(s.key);
+  printer.print(locks);
+  printer.finish();
+}
+
+void LockPrinter::fit(std::string_view key) {
+  if (!style_.json) key_width_ = std::max(key_width_, printable(key).size());
+}
+
+void LockPrinter::print(const std::vector<LockState>& locks) {
   std::string out;
-  for (const auto& s : locks) {
-    std::string key = printable(s.key);
-    std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_text(s, style);
-    if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
-    out += line + "\n";
+  if (style_.json) {
+    // print_json()'s {"locks": [...]}, each lock indented as the array's element it is.
+    for (const auto& s : locks) {
+      out += printed_ ? ",\n" : "{\n  \"locks\": [\n";
+      printed_ = true;
+      std::string one = lock_json(s, false).dump(2, ' ', false, json::error_handler_t::replace);
+      for (size_t at = 0, next; at < one.size(); at = next + 1) {
+        next = std::min(one.find('\n', at), one.size());
+        out.append("    ").append(one, at, next - at);
+        if (next < one.size()) out += '\n';
+      }
+    }
+  } else {
+    for (const auto& s : locks) {
+      std::string key = printable(s.key);
+      std::string line = key + std::string(key_width_ - std::min(key_width_, key.size()) + 2, ' ') +
+                         state_text(s, style_);
+      if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
+      out += line + "\n";
+    }
   }
-  write_stdout(out);
+  if (!out.empty()) write_stdout(out);
+}
+
+void LockPrinter::finish() {
+  if (style_.json) write_stdout(printed_ ? "\n  ]\n}\n" : "{\n  \"locks\": []\n}\n");
 }
 
 void print_inspect(const LockState& s, const OutputStyle& style) {
