@@ -322,8 +322,10 @@ Result<Unit> look_at(Redis& redis, uint32_t server,
   std::vector<std::pair<size_t, size_t>> exists;  // candidate, its EXISTS
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Reply& t = *types[type[i]];
-    if (t.type == Reply::Type::error) return redis.server_failure(t.str);
     const auto& [key, alias] = candidates[i];
+    // An error reply (an ASK in a Cluster's resharding: the key has moved on) counts as no
+    // key here: a look does not fail the listing.
+    if (t.type == Reply::Type::error) continue;
     if (t.str == "string")
       out.push_back({key, server, FoundLock::Seen::value, false});
     else if (t.str != "none")
