@@ -28,8 +28,8 @@ struct SemaphoreHolder {
 // One rlock process waiting for a lock, in arrival order.
 struct QueuedWaiter {
   std::string token;
-  Millis waiting{0};    // since it arrived
-  Millis place{0};      // how long its place lasts unless it renews it; <= 0: it died, or is late
+  Millis waiting{0};  // since it arrived
+  Millis place{0};    // how long its place lasts unless it renews it; <= 0: it died, or is late
   bool shares = false;  // it wants to share the lock (--shared), else to hold it alone
 };
 
@@ -57,7 +57,7 @@ struct LockState {
   std::vector<QueuedWaiter> queue;  // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
   std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
-  std::optional<RunRecord> last_run;    // the newest entry of the key's history
+  std::optional<RunRecord> last_run;  // the newest entry of the key's history
 };
 
 // The state of each of KEYS, in one round trip.

@@ -55,13 +55,15 @@ private:
   size_t key_width_ = 0;
   bool printed_ = false;  // JSON: a lock is out, so the next one follows a comma
 };
+
 // inspect: everything known about one lock.
 void print_inspect(const LockState& lock, const OutputStyle& style);
 // history: the runs of KEY, newest first, one aligned line each (or JSON).
 void print_history(const std::string& key, const std::vector<RunRecord>& runs,
                    const OutputStyle& style);
 // check: one line, "KEY: ok, last success ..." or what the last runs were instead (or JSON).
-void print_check(const CheckOptions& options, const CheckResult& result, const OutputStyle& style);
+void print_check(const CheckOptions& options, const CheckResult& result,
+                 const OutputStyle& style);
 // acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.
 void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
                     const OutputStyle& style);
