@@ -239,8 +239,11 @@ public:
     for (NodeRedis* n : slots_)
       if (n && std::find(masters.begin(), masters.end(), n) == masters.end()) masters.push_back(n);
     for (NodeRedis* m : masters) {
-      MasterView view(*this, *m);
-      auto done = f(view);
+      // Kept as long as this Redis: callers may hold on to the Redis& they were given
+      // (list reads its batches after the scan, find_locks' FoundLocks::servers).
+      auto& view = views_[m];
+      if (!view) view = std::make_unique<MasterView>(*this, *m);
+      auto done = f(*view);
       if (!done) return done;
     }
     return Unit{};
@@ -364,6 +367,7 @@ private:
   };
 
   std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
+  std::map<NodeRedis*, std::unique_ptr<MasterView>> views_;  // for_each_primary's, per master
   NodeRedis* seed_;
   std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
 };

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <hiredis/hiredis.h>
 
@@ -49,20 +50,23 @@ Reply copy_reply(const redisReply* r) {
   return out;
 }
 
-std::string format_command(const Argv& argv) {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  ptrs.reserve(argv.size());
-  lens.reserve(argv.size());
+// "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n": ARGV in RESP, as redisFormatCommandArgv() writes it,
+// appended to OUT. Written here rather than by hiredis, whose sprintf() per argument was a
+// sixth of what `rlock list` spent at 50,000 locks.
+void append_command(std::string& out, const Argv& argv) {
+  auto header = [&out](char kind, size_t n) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    out += kind;
+    out.append(digits, end);
+    out += "\r\n";
+  };
+  header('*', argv.size());
   for (const auto& a : argv) {
-    ptrs.push_back(a.data());
-    lens.push_back(a.size());
+    header('$', a.size());
+    out += a;
+    out += "\r\n";
   }
-  char* cmd = nullptr;
-  int len = redisFormatCommandArgv(&cmd, static_cast<int>(argv.size()), ptrs.data(), lens.data());
-  if (len < 0) throw std::bad_alloc();
-  std::unique_ptr<char, void (*)(char*)> owner(cmd, redisFreeCommand);
-  return std::string(cmd, static_cast<size_t>(len));
 }
 
 }  // namespace
@@ -85,7 +89,7 @@ Connection::Connection(const RedisUrl& url, const ConnectOptions& options,
   if (url.db != 0) setup.push_back({"SELECT", std::to_string(url.db)});
   if (!setup.empty()) {
     Batch& b = out_.emplace_back(Batch{"", setup.size(), true});
-    for (const Argv& argv : setup) b.bytes += format_command(argv);
+    for (const Argv& argv : setup) append_command(b.bytes, argv);
     setup_left_ = setup.size();
   }
 }
@@ -224,7 +228,7 @@ Failure Connection::timed_out() const {
 void Connection::queue(const std::vector<Argv>& commands) {
   if (commands.empty()) return;
   Batch& b = out_.emplace_back(Batch{"", commands.size(), false});
-  for (const Argv& argv : commands) b.bytes += format_command(argv);
+  for (const Argv& argv : commands) append_command(b.bytes, argv);
   unanswered_ += commands.size();
 }
 

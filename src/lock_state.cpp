@@ -113,233 +113,385 @@ std::vector<SemaphoreHolder> live_places(const Reply& expiries, const Reply& all
 
 }  // namespace
 
-Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
-  // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
-  // MULTI, and that is when an operator most needs to look.
-  constexpr size_t k_per_key = 14;
-  std::vector<Argv> commands = {{"TIME"}};
-  for (const auto& key : keys) {
-    commands.push_back({"TYPE", key});
-    commands.push_back({"GET", key});
-    commands.push_back({"PTTL", key});
-    commands.push_back({"GET", helper_key(key, "fence")});
-    commands.push_back({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
-    commands.push_back({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
-    commands.push_back({"HGETALL", helper_key(key, "holders")});
-    commands.push_back({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
-    commands.push_back({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
-    commands.push_back({"PTTL", helper_key(key, "fence")});
-    commands.push_back({"PTTL", helper_key(key, "history")});
-    commands.push_back({"ZRANGE", helper_key(key, "shared"), "0", "-1", "WITHSCORES"});
-    commands.push_back({"HGETALL", helper_key(key, "shared-values")});
-    commands.push_back({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
+namespace {
+
+constexpr size_t k_not_asked = SIZE_MAX;
+
+// Commands sent in one round trip. Each reply is found again by the index add() gave its
+// command, which the caller keeps under a name (LockReads), never by counting positions.
+class Pipeline {
+public:
+  size_t add(Argv argv) {
+    commands_.push_back(std::move(argv));
+    return commands_.size() - 1;
   }
-  auto replies = redis.pipeline(commands, Clock::now() + redis.command_timeout());
-  if (!replies) return replies.failure();
-  const Reply& time = replies->front();
-  if (time.type == Reply::Type::error) return redis.server_failure(time.str);
-  auto server_now = server_time_ms(time);
-  if (!server_now) return unexpected_reply("TIME");
-  int64_t now_ms = *server_now;
-  std::vector<LockState> out;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const Reply* e = &(*replies)[1 + i * k_per_key];
-    // The type decides; GET's WRONGTYPE for a non-string is expected and ignored.
-    if (e[0].type == Reply::Type::error) return redis.server_failure(e[0].str);
-    if (e[2].type == Reply::Type::error) return redis.server_failure(e[2].str);
-    LockState s;
-    s.key = keys[i];
-    s.type = e[0].str;
-    if (e[1].is_string()) s.raw = e[1].str;
-    if (e[2].is_integer()) s.pttl = Millis(e[2].integer);
-    if (e[9].is_integer()) s.fence_counter_pttl = Millis(e[9].integer);
-    if (e[10].is_integer()) s.history_pttl = Millis(e[10].integer);
-    if (e[3].is_string()) {
-      try {
-        s.fence_counter = std::stoll(e[3].str);
-      } catch (const std::exception&) {
-        // someone else's data under our helper's name: show nothing rather than fail
-      }
+  bool empty() const { return commands_.empty(); }
+  Result<Unit> run(Redis& redis) {
+    auto replies = redis.pipeline(commands_, Clock::now() + redis.command_timeout());
+    if (!replies) return replies.failure();
+    replies_ = std::move(*replies);
+    return Unit{};
+  }
+  // The reply to the command added as AT; nullptr when it was not asked.
+  const Reply* operator[](size_t at) const { return at == k_not_asked ? nullptr : &replies_[at]; }
+
+private:
+  std::vector<Argv> commands_;
+  std::vector<Reply> replies_;
+};
+
+// What a Pipeline asks about one lock, each reply under its name; k_not_asked for what the
+// caller needs not show.
+struct LockReads {
+  size_t type = k_not_asked;              // TYPE KEY
+  size_t value = k_not_asked;             // GET KEY
+  size_t pttl = k_not_asked;              // PTTL KEY
+  size_t fence = k_not_asked;             // the fence counter (GET)
+  size_t fence_pttl = k_not_asked;        // how long it is kept (PTTL)
+  size_t history_pttl = k_not_asked;      // how long the history is kept (PTTL)
+  size_t alive = k_not_asked;             // the waiters' places, by expiry
+  size_t queue = k_not_asked;             // the waiters in arrival order
+  size_t sharers = k_not_asked;           // the waiters that want to share (--shared)
+  size_t semaphore = k_not_asked;         // the semaphore's places, by expiry
+  size_t semaphore_values = k_not_asked;  // their values
+  size_t shared = k_not_asked;            // a shared lock's places, by expiry
+  size_t shared_values = k_not_asked;     // their values
+  size_t history = k_not_asked;           // the newest runs (XREVRANGE)
+};
+
+void ask_value(Pipeline& p, LockReads& r, const std::string& key) {
+  r.value = p.add({"GET", key});
+  r.pttl = p.add({"PTTL", key});
+}
+
+void ask_places(Pipeline& p, LockReads& r, const std::string& key) {
+  r.semaphore = p.add({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
+  r.semaphore_values = p.add({"HGETALL", helper_key(key, "holders")});
+  r.shared = p.add({"ZRANGE", helper_key(key, "shared"), "0", "-1", "WITHSCORES"});
+  r.shared_values = p.add({"HGETALL", helper_key(key, "shared-values")});
+}
+
+void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key) {
+  r.alive = p.add({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
+  // The newest run that ran is among the last few: skipped runs and resets are passed over.
+  r.history = p.add({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
+}
+
+// Everything status, inspect and watch show of KEY. TYPE before GET: decode_lock() tells a key
+// that changed between the two.
+LockReads ask_everything(Pipeline& p, const std::string& key) {
+  LockReads r;
+  r.type = p.add({"TYPE", key});
+  ask_value(p, r, key);
+  r.fence = p.add({"GET", helper_key(key, "fence")});
+  r.fence_pttl = p.add({"PTTL", helper_key(key, "fence")});
+  r.history_pttl = p.add({"PTTL", helper_key(key, "history")});
+  ask_places(p, r, key);
+  ask_waiters_and_history(p, r, key);
+  r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
+  r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
+  return r;
+}
+
+// The state of KEY from what R asked in P, at the server's NOW_MS. TYPE is the key's type when
+// R did not ask it (a look before did). A reply not asked leaves its part of the state empty.
+Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::string& type,
+                              const Pipeline& p, const LockReads& r, int64_t now_ms) {
+  LockState s;
+  s.key = key;
+  s.type = type;
+  // The type decides; GET's WRONGTYPE for a non-string is expected and ignored.
+  if (const Reply* t = p[r.type]) {
+    if (t->type == Reply::Type::error) return redis.server_failure(t->str);
+    s.type = t->str;
+  }
+  const Reply* value = p[r.value];
+  if (value && value->is_string()) s.raw = value->str;
+  if (const Reply* pttl = p[r.pttl]) {
+    if (pttl->type == Reply::Type::error) return redis.server_failure(pttl->str);
+    if (pttl->is_integer()) s.pttl = Millis(pttl->integer);
+  }
+  if (const Reply* kept = p[r.fence_pttl]; kept && kept->is_integer())
+    s.fence_counter_pttl = Millis(kept->integer);
+  if (const Reply* kept = p[r.history_pttl]; kept && kept->is_integer())
+    s.history_pttl = Millis(kept->integer);
+  if (const Reply* fence = p[r.fence]; fence && fence->is_string()) {
+    try {
+      s.fence_counter = std::stoll(fence->str);
+    } catch (const std::exception&) {
+      // someone else's data under our helper's name: show nothing rather than fail
     }
-    // Waiters that still renew their place (the dead are pruned at the next acquire).
-    std::map<std::string, double> place_until;
-    for (size_t j = 0; e[4].is_array() && j + 1 < e[4].elements.size(); j += 2) {
-      double until = std::stod(e[4].elements[j + 1].str);
-      place_until[e[4].elements[j].str] = until;
+  }
+  // Waiters that still renew their place (the dead are pruned at the next acquire).
+  std::map<std::string, double> place_until;
+  if (const Reply* alive = p[r.alive]; alive && alive->is_array()) {
+    for (size_t j = 0; j + 1 < alive->elements.size(); j += 2) {
+      double until = std::stod(alive->elements[j + 1].str);
+      place_until[alive->elements[j].str] = until;
       if (until > static_cast<double>(now_ms)) ++s.waiters;
     }
-    // The queue in arrival order (scores: server microseconds), each with its liveness, and
-    // whether it wants to share (--shared).
-    std::set<std::string> sharing;
-    for (size_t j = 0; e[13].is_array() && j < e[13].elements.size(); ++j)
-      sharing.insert(e[13].elements[j].str);
-    for (size_t j = 0; e[8].is_array() && j + 1 < e[8].elements.size(); j += 2) {
+  }
+  // The queue in arrival order (scores: server microseconds), each with its liveness, and
+  // whether it wants to share (--shared).
+  std::set<std::string> sharing;
+  if (const Reply* sharers = p[r.sharers]; sharers && sharers->is_array())
+    for (const Reply& token : sharers->elements) sharing.insert(token.str);
+  if (const Reply* queue = p[r.queue]; queue && queue->is_array()) {
+    for (size_t j = 0; j + 1 < queue->elements.size(); j += 2) {
       QueuedWaiter w;
-      w.token = e[8].elements[j].str;
+      w.token = queue->elements[j].str;
       w.shares = sharing.count(w.token) > 0;
-      auto arrived_ms = static_cast<int64_t>(std::stod(e[8].elements[j + 1].str) / 1000);
+      auto arrived_ms = static_cast<int64_t>(std::stod(queue->elements[j + 1].str) / 1000);
       w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
       auto until = place_until.find(w.token);
       w.place = until == place_until.end() ? Millis(0)
                                            : Millis(static_cast<int64_t>(until->second) - now_ms);
       s.queue.push_back(std::move(w));
     }
-    s.semaphore = live_places(e[5], e[6], now_ms);
-    s.shared = live_places(e[11], e[12], now_ms);
-    // The newest run that ran: skipped ones (--record-skips) and resets say nothing of the job.
-    for (size_t j = 0; e[7].is_array() && j < e[7].elements.size() && !s.last_run; ++j) {
-      auto run = decode_history_entry(e[7].elements[j]);
+  }
+  if (const Reply* places = p[r.semaphore])
+    s.semaphore = live_places(*places, *p[r.semaphore_values], now_ms);
+  if (const Reply* places = p[r.shared])
+    s.shared = live_places(*places, *p[r.shared_values], now_ms);
+  // The newest run that ran: skipped ones (--record-skips) and resets say nothing of the job.
+  if (const Reply* history = p[r.history]; history && history->is_array()) {
+    for (size_t j = 0; j < history->elements.size() && !s.last_run; ++j) {
+      auto run = decode_history_entry(history->elements[j]);
       if (run && run->end != run_end_name(RunEnd::busy) &&
           run->end != run_end_name(RunEnd::done_this_period) &&
           run->end != run_end_name(RunEnd::period_reset))
         s.last_run = run;
     }
-    // Changed between TYPE and GET: show it as it was typed, without a value.
-    if (s.type == "string" && !e[1].is_string()) s.type = "none";
-    classify(s);
-    out.push_back(std::move(s));
+  }
+  // Changed between TYPE and GET: show it as it was typed, without a value.
+  if (s.type == "string" && !(value && value->is_string())) s.type = "none";
+  classify(s);
+  return s;
+}
+
+// The server's clock from the TIME reply AT of P.
+Result<int64_t> server_now(Redis& redis, const Pipeline& p, size_t at) {
+  const Reply& time = *p[at];
+  if (time.type == Reply::Type::error) return redis.server_failure(time.str);
+  auto now = server_time_ms(time);
+  if (!now) return unexpected_reply("TIME");
+  return *now;
+}
+
+}  // namespace
+
+Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
+  // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
+  // MULTI, and that is when an operator most needs to look.
+  Pipeline p;
+  size_t time = p.add({"TIME"});
+  std::vector<LockReads> reads;
+  reads.reserve(keys.size());
+  for (const auto& key : keys) reads.push_back(ask_everything(p, key));
+  if (auto done = p.run(redis); !done) return done.failure();
+  auto now_ms = server_now(redis, p, time);
+  if (!now_ms) return now_ms.failure();
+  std::vector<LockState> out;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto s = decode_lock(redis, keys[i], "", p, reads[i], *now_ms);
+    if (!s) return s.failure();
+    out.push_back(std::move(*s));
   }
   return out;
 }
 
 namespace {
 
-// Keys of one batch of reads, small enough for one round trip of bounded size.
-constexpr size_t k_read_batch = 200;
+// Locks looked at, or read, in one round trip: few enough that a batch's replies stay small
+// (list's memory does not grow with the number of locks), enough that round trips are few.
+constexpr size_t k_read_batch = 500;
+
+// Of CANDIDATES (keys of SERVER whose fence counters SCAN found), those a look finds taken,
+// added to OUT: a key that is there (its type tells what to read of it), or, for a key that is
+// not its own hash tag's alias, the places of a semaphore or a shared lock. One TYPE per
+// candidate (most fence counters belong to locks that are free now), then one EXISTS for the
+// places of those without a key (a semaphore's and a shared lock's are in one Cluster slot).
+Result<Unit> look_at(Redis& redis, uint32_t server,
+                     const std::vector<std::pair<std::string, bool>>& candidates,
+                     std::vector<FoundLock>& out) {
+  Pipeline types;
+  std::vector<size_t> type;
+  for (const auto& [key, alias] : candidates) type.push_back(types.add({"TYPE", key}));
+  if (auto done = types.run(redis); !done) return done.failure();
+  Pipeline places;
+  std::vector<std::pair<size_t, size_t>> exists;  // candidate, its EXISTS
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const Reply& t = *types[type[i]];
+    const auto& [key, alias] = candidates[i];
+    // An error reply (an ASK in a Cluster's resharding: the key has moved on) counts as no
+    // key here: a look does not fail the listing.
+    if (t.type == Reply::Type::error) continue;
+    if (t.str == "string")
+      out.push_back({key, server, FoundLock::Seen::value, false});
+    else if (t.str != "none")
+      out.push_back({key, server, FoundLock::Seen::other, false});
+    else if (!alias)
+      exists.emplace_back(
+          i, places.add({"EXISTS", helper_key(key, "sem"), helper_key(key, "shared")}));
+  }
+  if (places.empty()) return Unit{};
+  if (auto done = places.run(redis); !done) return done.failure();
+  for (const auto& [i, at] : exists)
+    if (places[at]->integer > 0)
+      out.push_back({candidates[i].first, server, FoundLock::Seen::places, false});
+  return Unit{};
+}
 
 // rlock's locks on one server: every lock rlock took has a fence counter (kept --retention
-// after its last use), so SCAN for those, letting the server match the names, and read only
-// the locks they name. Nothing is read of unrelated keys, whatever their number or size.
-Result<std::vector<LockState>> scan_rlock_locks(Redis& redis, const std::string& pattern) {
+// after its last use), so SCAN for those, letting the server match the names, and look only
+// at the locks they name. Nothing is read of unrelated keys, whatever their number or size.
+Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& pattern,
+                              std::vector<FoundLock>& out) {
   // A counter "{K}:rlock:fence" is K's, or the lock "{K}"'s (a key that is its own hash tag):
   // the second only when that key is there, since the two would share a semaphore's keys.
-  struct Candidate {
-    std::string key;
-    bool alias;
-  };
-  std::vector<Candidate> candidates;
   const std::string glob = fnmatch_pattern(pattern);
   std::string cursor = "0";
   do {
     auto page =
         scan_page(redis, cursor, "*:rlock:fence", "string", Clock::now() + redis.command_timeout());
     if (!page) return page.failure();
+    std::vector<std::pair<std::string, bool>> candidates;  // key, whether an alias
     for (const std::string& fence : *page) {
       std::vector<std::string> owners = helper_owners(fence, "fence");
       for (size_t i = 0; i < owners.size(); ++i)
         if (::fnmatch(glob.c_str(), owners[i].c_str(), 0) == 0)
-          candidates.push_back({std::move(owners[i]), i > 0});
+          candidates.emplace_back(std::move(owners[i]), i > 0);
+    }
+    for (size_t from = 0; from < candidates.size(); from += k_read_batch) {
+      std::vector<std::pair<std::string, bool>> batch(
+          candidates.begin() + from,
+          candidates.begin() + std::min(candidates.size(), from + k_read_batch));
+      if (auto looked = look_at(redis, server, batch, out); !looked) return looked.failure();
     }
   } while (cursor != "0");
-  std::vector<LockState> out;
-  for (size_t from = 0; from < candidates.size(); from += k_read_batch) {
-    // Two cheap looks first: most fence counters belong to locks that are free now. The places
-    // of a semaphore and of a shared lock are in one slot (Cluster), so one EXISTS for both.
-    size_t to = std::min(candidates.size(), from + k_read_batch);
-    std::vector<Argv> looks;
-    for (size_t i = from; i < to; ++i) {
-      looks.push_back({"EXISTS", candidates[i].key});
-      looks.push_back({"EXISTS", helper_key(candidates[i].key, "sem"),
-                       helper_key(candidates[i].key, "shared")});
-    }
-    auto seen = redis.pipeline(looks, Clock::now() + redis.command_timeout());
-    if (!seen) return seen.failure();
-    std::vector<std::string> taken;
-    for (size_t i = from; i < to; ++i) {
-      bool held = (*seen)[2 * (i - from)].integer > 0;
-      bool places = !candidates[i].alias && (*seen)[2 * (i - from) + 1].integer > 0;
-      if (held || places) taken.push_back(candidates[i].key);
-    }
-    if (taken.empty()) continue;
-    auto locks = read_locks(redis, taken);
-    if (!locks) return locks.failure();
-    for (auto& s : *locks)
-      if (s.kind != LockState::Kind::free) out.push_back(std::move(s));
-  }
-  return out;
+  return Unit{};
 }
 
-// Other software's locks: plain strings with an expiry whose names match PATTERN. Read only
-// when the operator named a pattern (or a prefix): without one, every string of the server
-// would match, and listing would download every value.
-Result<std::vector<LockState>> scan_foreign_locks(Redis& redis, const std::string& pattern) {
-  std::vector<LockState> out;
+// Other software's locks: plain strings with an expiry whose names match PATTERN. Looked for
+// only when the operator named a pattern (or a prefix): without one, every string of the
+// server would match, and listing would download every value.
+Result<Unit> find_foreign_locks(Redis& redis, uint32_t server, const std::string& pattern,
+                                std::vector<FoundLock>& out) {
   std::string cursor = "0";
   do {
     TimePoint deadline = Clock::now() + redis.command_timeout();
     // TYPE string: the server leaves out hashes, sets ... of which no lock is made.
     auto page = scan_page(redis, cursor, pattern, "string", deadline);
     if (!page) return page.failure();
-    std::vector<std::string> keys;
+    Pipeline ttls;
+    std::vector<std::pair<const std::string*, size_t>> keys;  // key, its PTTL
     for (const std::string& k : *page)
-      if (!is_helper_key(k)) keys.push_back(k);
+      if (!is_helper_key(k)) keys.emplace_back(&k, ttls.add({"PTTL", k}));
     if (keys.empty()) continue;
-    std::vector<Argv> ttls;
-    for (const auto& key : keys) ttls.push_back({"PTTL", key});
-    auto expiring = redis.pipeline(ttls, deadline);
-    if (!expiring) return expiring.failure();
+    if (auto done = ttls.run(redis); !done) return done.failure();
     // A plain string is someone's lock only if it expires; without a TTL it is just data.
-    std::vector<std::string> locks;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if ((*expiring)[i].is_integer() && (*expiring)[i].integer >= 0) locks.push_back(keys[i]);
-    if (locks.empty()) continue;
-    std::vector<Argv> commands;
-    for (const auto& key : locks) {
-      commands.push_back({"GET", key});
-      commands.push_back({"PTTL", key});
-    }
-    auto replies = redis.pipeline(commands, deadline);
-    if (!replies) return replies.failure();
-    for (size_t i = 0; i < locks.size(); ++i) {
-      const Reply& value = (*replies)[2 * i];
-      const Reply& pttl = (*replies)[2 * i + 1];
-      if (!value.is_string()) continue;  // gone (or changed type) since the SCAN
-      LockState s;
-      s.key = locks[i];
-      s.type = "string";
-      s.raw = value.str;
-      s.pttl = Millis(pttl.is_integer() ? pttl.integer : -2);
-      classify(s);
-      if (s.kind == LockState::Kind::foreign && s.pttl.count() < 0) continue;
-      out.push_back(std::move(s));
-    }
+    for (const auto& [key, at] : keys)
+      if (ttls[at]->is_integer() && ttls[at]->integer >= 0)
+        out.push_back({*key, server, FoundLock::Seen::value, true});
   } while (cursor != "0");
-  return out;
+  return Unit{};
 }
 
 // The locks on one server (one primary of a Cluster, one node of Redlock).
-Result<std::vector<LockState>> scan_server(Redis& redis, const std::string& pattern) {
-  auto out = scan_rlock_locks(redis, pattern);
-  if (!out) return out;
+Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pattern,
+                            std::vector<FoundLock>& out) {
+  if (auto found = find_rlock_locks(redis, server, pattern, out); !found) return found;
   if (pattern != "*") {
-    auto foreign = scan_foreign_locks(redis, pattern);
-    if (!foreign) return foreign.failure();
-    // A lock of rlock's that matches is found both ways: scan_locks keeps one.
-    out->insert(out->end(), foreign->begin(), foreign->end());
+    // A lock of rlock's that matches is found both ways: find_locks keeps the first.
+    if (auto found = find_foreign_locks(redis, server, pattern, out); !found) return found;
   }
-  return out;
+  return Unit{};
+}
+
+// What to read of F, by what its look saw: another program's lock is its value alone; a key
+// of another type is read as status reads it, type first.
+LockReads ask_found(Pipeline& p, const FoundLock& f) {
+  LockReads r;
+  if (f.seen == FoundLock::Seen::other) r.type = p.add({"TYPE", f.key});
+  if (f.seen != FoundLock::Seen::places) ask_value(p, r, f.key);
+  if (f.foreign) return r;
+  if (f.seen == FoundLock::Seen::places) ask_places(p, r, f.key);
+  ask_waiters_and_history(p, r, f.key);
+  return r;
+}
+
+// The key's type as F's look saw it, when the read does not ask again.
+const char* seen_type(const FoundLock& f) {
+  switch (f.seen) {
+  case FoundLock::Seen::value: return "string";
+  case FoundLock::Seen::places: return "none";
+  case FoundLock::Seen::other: return "";  // asked again
+  }
+  return "";
 }
 
 }  // namespace
 
-Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern) {
-  std::vector<LockState> out;
+Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern) {
+  FoundLocks found;
   auto scanned = redis.for_each_primary(
       [&](Redis& server) -> Result<Unit> {
-        auto found = scan_server(server, pattern);
-        if (!found) return found.failure();
-        out.insert(out.end(), found->begin(), found->end());
+        std::vector<FoundLock> here;
+        auto index = static_cast<uint32_t>(found.servers.size());
+        if (auto done = find_on_server(server, index, pattern, here); !done) return done;
+        found.servers.push_back(&server);
+        found.locks.insert(found.locks.end(), std::make_move_iterator(here.begin()),
+                           std::make_move_iterator(here.end()));
         return Unit{};
       },
       Clock::now() + redis.command_timeout());
   if (!scanned) return scanned.failure();
-  // Redlock's nodes each hold a copy of a lock: show it once.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const LockState& a, const LockState& b) { return a.key < b.key; });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const LockState& a, const LockState& b) { return a.key == b.key; }),
-            out.end());
-  return out;
+  // Redlock's nodes each hold a copy of a lock: show it once, the first node's.
+  std::stable_sort(found.locks.begin(), found.locks.end(),
+                   [](const FoundLock& a, const FoundLock& b) { return a.key < b.key; });
+  found.locks.erase(
+      std::unique(found.locks.begin(), found.locks.end(),
+                  [](const FoundLock& a, const FoundLock& b) { return a.key == b.key; }),
+      found.locks.end());
+  return found;
+}
+
+Result<Unit> read_found_locks(const FoundLocks& found,
+                              const std::function<void(const std::vector<LockState>&)>& each) {
+  for (size_t from = 0; from < found.locks.size(); from += k_read_batch) {
+    size_t to = std::min(found.locks.size(), from + k_read_batch);
+    std::vector<std::optional<LockState>> states(to - from);
+    // A batch's locks may be on several servers (a Cluster's primaries): one round trip each.
+    for (uint32_t server = 0; server < found.servers.size(); ++server) {
+      Redis& redis = *found.servers[server];
+      Pipeline p;
+      size_t time = k_not_asked;
+      std::vector<std::pair<size_t, LockReads>> reads;  // lock, what is asked of it
+      for (size_t i = from; i < to; ++i) {
+        if (found.locks[i].server != server) continue;
+        if (time == k_not_asked) time = p.add({"TIME"});
+        reads.emplace_back(i, ask_found(p, found.locks[i]));
+      }
+      if (p.empty()) continue;
+      if (auto done = p.run(redis); !done) return done.failure();
+      auto now_ms = server_now(redis, p, time);
+      if (!now_ms) return now_ms.failure();
+      for (const auto& [i, r] : reads) {
+        const FoundLock& f = found.locks[i];
+        auto s = decode_lock(redis, f.key, seen_type(f), p, r, *now_ms);
+        if (!s) return s.failure();
+        // Free since the look (or another program's lock that lost its expiry): not listed.
+        if (s->kind == LockState::Kind::free) continue;
+        if (f.foreign && s->kind == LockState::Kind::foreign && s->pttl.count() < 0) continue;
+        states[i - from] = std::move(*s);
+      }
+    }
+    std::vector<LockState> batch;
+    for (auto& s : states)
+      if (s) batch.push_back(std::move(*s));
+    each(batch);
+  }
+  return Unit{};
 }
 
 }  // namespace rlock

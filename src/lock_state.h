@@ -3,6 +3,7 @@
 // work on a read-only replica and on a server out of memory: the times an operator needs them.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -62,10 +63,39 @@ struct LockState {
 // The state of each of KEYS, in one round trip.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
 
-// Every lock whose key matches PATTERN (a Redis glob), sorted by key: rlock's locks and
-// semaphores, found by their fence counters, and, when PATTERN is not "*", plain strings with
-// an expiry that match it (other software's locks). Found with SCAN, never KEYS; rlock's helper
-// keys are left out, and no value is read of a key that is neither.
-Result<std::vector<LockState>> scan_locks(Redis& redis, const std::string& pattern);
+// A lock `list` found, before its state is read: its name, the server it is on, and what a
+// first look saw, so that the read asks only for what matters to it. A few bytes besides the
+// name: list sorts these, never the states, and so needs memory for the names alone.
+struct FoundLock {
+  enum class Seen : uint8_t {
+    value,   // the key is a string: a lock's value, rlock's or another program's
+    places,  // no key, but a semaphore's or a shared lock's places
+    other,   // a key of another type: not a lock
+  };
+  std::string key;
+  uint32_t server = 0;  // in FoundLocks::servers
+  Seen seen = Seen::value;
+  bool foreign = false;  // found as another program's lock: a plain string with an expiry
+};
+
+struct FoundLocks {
+  // The servers that hold a share of the keys (Redis::for_each_primary gave them, and they
+  // live as long as the Redis does): each of a Cluster's primaries, each Redlock node.
+  std::vector<Redis*> servers;
+  std::vector<FoundLock> locks;  // sorted by key, each key once
+};
+
+// Every lock whose key matches PATTERN (a Redis glob): rlock's locks and semaphores, found by
+// their fence counters, and, when PATTERN is not "*", plain strings with an expiry that match
+// it (other software's locks). Found with SCAN, never KEYS; rlock's helper keys are left out,
+// and no value is read of a key that is neither. A lock on several Redlock nodes is the first
+// node's.
+Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern);
+
+// The state of FOUND's locks, in their order, handed to EACH a batch at a time, as each batch
+// is read: a few pipelined commands per lock, one round trip per batch and server. A lock
+// that has become free since it was found is left out.
+Result<Unit> read_found_locks(const FoundLocks& found,
+                              const std::function<void(const std::vector<LockState>&)>& each);
 
 }  // namespace rlock

@@ -88,22 +88,26 @@ void set_liveness(json& j, const Holder& h) {
   j["holder_liveness"] = liveness_json(liveness);
 }
 
-std::string expiry_text(Millis pttl) {
-  return pttl.count() >= 0 ? "the lock expires in " + format_duration(pttl)
-                           : "the lock never expires";
+// WHAT is "the lock", or "its place" for a holder of a semaphore or a shared lock, whose place
+// alone ends with it.
+std::string expiry_text(Millis pttl, const std::string& what = "the lock") {
+  return pttl.count() >= 0 ? what + " expires in " + format_duration(pttl)
+                           : what + " never expires";
 }
 
 // What an operator at 3 a.m. needs to know of a holder on this host whose pid is gone: whether
-// the lock is left over (it stays until its ttl runs out) or still in use by the process group
-// it is held for (its keeper renews it: waiting for the ttl would be in vain). "" otherwise.
-std::string gone_text(const Holder& h, Liveness liveness, Millis pttl) {
+// the lock (or its place: WHAT) is left over, staying until its ttl runs out, or still in use
+// by the process group it is held for (its keeper renews it: waiting for the ttl would be in
+// vain). "" otherwise.
+std::string gone_text(const Holder& h, Liveness liveness, Millis pttl,
+                      const std::string& what = "the lock") {
   switch (liveness) {
   case Liveness::gone:
     return (h.group ? "holder process and its process group gone; " : "holder process gone; ") +
-           expiry_text(pttl);
+           expiry_text(pttl, what);
   case Liveness::group_running:
-    return "pid gone, its process group still runs: its keeper renews the lock until the "
-           "group ends";
+    return "pid gone, its process group still runs: its keeper renews " + what +
+           " until the group ends";
   case Liveness::unknown:
   case Liveness::other_pid_namespace:
   case Liveness::running: return "";
@@ -184,12 +188,21 @@ json places_json(const std::vector<SemaphoreHolder>& places) {
   return holders;
 }
 
-// "another client", "broken (...)" or "web-2 pid 4121 (report.sh)": one place of a semaphore
-// or a shared lock, in a status line.
+// What is known of a place's holder on this host whose pid is gone (gone_text()), or "".
+std::string place_gone_text(const SemaphoreHolder& h) {
+  if (!h.value || h.value->broken) return "";
+  const Holder& holder = h.value->holder;
+  return gone_text(holder, holder_liveness(holder), h.ttl, "its place");
+}
+
+// "another client", "broken (...)" or "web-2 pid 4121 (report.sh)", with "[holder process
+// gone; its place expires in 28.1s]" after a holder that is gone: one place of a semaphore or a
+// shared lock, in a status line.
 std::string place_text(const SemaphoreHolder& h) {
-  return !h.value          ? "another client"
-         : h.value->broken ? "broken (" + broken_text(*h.value, h.ttl) + ")"
-                           : holder_text(h.value->holder);
+  if (!h.value) return "another client";
+  if (h.value->broken) return "broken (" + broken_text(*h.value, h.ttl) + ")";
+  std::string gone = place_gone_text(h);
+  return holder_text(h.value->holder) + (gone.empty() ? "" : " [" + gone + "]");
 }
 
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT.
@@ -354,22 +367,44 @@ std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sh
 }
 
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
-  if (style.json) {
-    json list = json::array();
-    for (const auto& s : locks) list.push_back(lock_json(s, false));
-    print_json({{"locks", list}});
-    return;
-  }
-  size_t key_width = 0;
-  for (const auto& s : locks) key_width = std::max(key_width, printable(s.key).size());
+  LockPrinter printer(style);
+  for (const auto& s : locks) printer.fit(s.key);
+  printer.print(locks);
+  printer.finish();
+}
+
+void LockPrinter::fit(std::string_view key) {
+  if (!style_.json) key_width_ = std::max(key_width_, printable(key).size());
+}
+
+void LockPrinter::print(const std::vector<LockState>& locks) {
   std::string out;
-  for (const auto& s : locks) {
-    std::string key = printable(s.key);
-    std::string line = key + std::string(key_width - key.size() + 2, ' ') + state_text(s, style);
-    if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
-    out += line + "\n";
+  if (style_.json) {
+    // print_json()'s {"locks": [...]}, each lock indented as the array's element it is.
+    for (const auto& s : locks) {
+      out += printed_ ? ",\n" : "{\n  \"locks\": [\n";
+      printed_ = true;
+      std::string one = lock_json(s, false).dump(2, ' ', false, json::error_handler_t::replace);
+      for (size_t at = 0, next; at < one.size(); at = next + 1) {
+        next = std::min(one.find('\n', at), one.size());
+        out.append("    ").append(one, at, next - at);
+        if (next < one.size()) out += '\n';
+      }
+    }
+  } else {
+    for (const auto& s : locks) {
+      std::string key = printable(s.key);
+      std::string line = key + std::string(key_width_ - std::min(key_width_, key.size()) + 2, ' ') +
+                         state_text(s, style_);
+      if (s.last_run) line += "  last run: " + last_run_text(*s.last_run);
+      out += line + "\n";
+    }
   }
-  write_stdout(out);
+  if (!out.empty()) write_stdout(out);
+}
+
+void LockPrinter::finish() {
+  if (style_.json) write_stdout(printed_ ? "\n  ]\n}\n" : "{\n  \"locks\": []\n}\n");
 }
 
 void print_inspect(const LockState& s, const OutputStyle& style) {
@@ -402,11 +437,14 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     rows.emplace_back("shared by", std::to_string(s.shared.size()) +
                                        (s.shared.size() == 1 ? " holder" : " holders"));
   for (const auto* places : {&s.semaphore, &s.shared})
-    for (const auto& h : *places)
+    for (const auto& h : *places) {
+      std::string gone = place_gone_text(h);
       rows.emplace_back("holder", (!h.value          ? "another client"
                                    : h.value->broken ? "broken: " + broken_text(*h.value, h.ttl)
                                                      : holder_text(h.value->holder)) +
-                                      ", ttl " + format_duration(h.ttl) + ", token " + h.token);
+                                      ", ttl " + format_duration(h.ttl) + ", token " + h.token +
+                                      (gone.empty() ? "" : "; " + gone));
+    }
   rows.emplace_back("waiters", std::to_string(s.waiters));
   for (size_t i = 0; i < s.queue.size(); ++i) {
     const QueuedWaiter& w = s.queue[i];

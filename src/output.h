@@ -36,8 +36,26 @@ std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sh
 // alice@ops-1 3s ago; free once it has stopped, in 8.2s at the latest".
 std::string broken_text(const LockValue& v, Millis pttl);
 
-// status and list: one aligned line per lock.
+// status and list: one aligned line per lock, or {"locks": [...]}.
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style);
+
+// print_locks() a batch at a time, each printed as it comes: the same lines, or the same JSON
+// document written lock by lock. The text's key column needs every key first (fit()).
+class LockPrinter {
+public:
+  explicit LockPrinter(const OutputStyle& style) : style_(style) {}
+  // Before the first print(): KEY is one of the keys to come.
+  void fit(std::string_view key);
+  void print(const std::vector<LockState>& locks);
+  // After the last print(): the end of the JSON document.
+  void finish();
+
+private:
+  OutputStyle style_;
+  size_t key_width_ = 0;
+  bool printed_ = false;  // JSON: a lock is out, so the next one follows a comma
+};
+
 // inspect: everything known about one lock.
 void print_inspect(const LockState& lock, const OutputStyle& style);
 // history: the runs of KEY, newest first, one aligned line each (or JSON).

@@ -1,12 +1,17 @@
 """A good tenant of a shared Redis: every key rlock makes besides the lock itself expires
 (--retention), fences stay increasing when their counter is gone, and `list` finds locks
 without reading unrelated keys."""
+import array
+import fcntl
 import json
 import os
+import re
 import signal
+import subprocess
+import termios
 import time
 
-from harness import RedisClient, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisClient, RedisTestCase, rlock_env, wait_until
 
 
 def fill(server, prefix, count, value="x" * 20):
@@ -215,3 +220,129 @@ class List(RedisTestCase):
         self.assertEqual(self.listed(), ["{a}"])
         os.killpg(p.pid, signal.SIGTERM)
         p.wait(timeout=10)
+
+
+class ListAtScale(RedisTestCase):
+    """`list` with many locks held: a few commands per lock, its memory the names' alone, and
+    its output printed as the locks are read (bench/list_scale.py measures the time)."""
+
+    def hold_many(self, start, count):
+        """Locks bench:START ... held by this test's process (alive, on this host: list judges
+        each holder), with their fence counters; written in batches over one connection."""
+        if not hasattr(self, "template"):
+            r = self.run_rlock(["acquire", "--ttl", "10m", "template"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.template = self.server.cmd("GET", "template")
+            self.server.cmd("DEL", "template", "{template}:rlock:fence")
+        client = RedisClient(port=self.server.port, timeout=30)
+        try:
+            for first in range(start, start + count, 1000):
+                args = []
+                for i in range(first, min(start + count, first + 1000)):
+                    value = re.sub(r"^rlock/1 \w+ ", f"rlock/1 {i:032x} ", self.template)
+                    args += [f"bench:{i}", re.sub(r" fence=\d+$", f" fence={i + 1}", value),
+                             "{" + f"bench:{i}" + "}:rlock:fence", i + 1]
+                client("MSET", *args)
+        finally:
+            client.close()
+
+    def calls(self, command=None):
+        total = 0
+        for line in self.server.cmd("INFO", "commandstats").splitlines():
+            m = re.match(r"cmdstat_([\w|]+):calls=(\d+)", line)
+            if m and (m.group(1) == command or
+                      (command is None and m.group(1) not in ("info", "config|resetstat"))):
+                total += int(m.group(2))
+        return total
+
+    def list_rss(self, *args):
+        """rlock list ARGS run to the end: (its peak RSS in MB, its stdout lines)."""
+        out = self.path("out")
+        with open(out, "w") as f:
+            p = subprocess.Popen([RLOCK, "list", *args], env=rlock_env(self.server), stdout=f,
+                                 stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        p.stderr.close()
+        with open(out) as f:
+            return usage.ru_maxrss / 1024, f.read().splitlines()
+
+    def test_a_few_commands_per_lock(self):
+        n = 5000
+        self.hold_many(0, n)
+        for args in ([], ["--json"]):
+            self.server.cmd("CONFIG", "RESETSTAT")
+            r = self.run_rlock(["list", *args])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # The look (TYPE of the key and of its hash-tag alias), GET, PTTL, the waiters and
+            # the history: 6 a lock, and a few SCAN and TIME for all (18 before).
+            self.assertLessEqual(self.calls() / n, 6.1, self.server.cmd("INFO", "commandstats"))
+            self.assertEqual(self.calls("get"), n)
+
+    def test_memory_does_not_grow_with_the_locks(self):
+        self.hold_many(0, 2000)
+        small = {form: self.list_rss(*form) for form in ((), ("--json",))}
+        self.hold_many(2000, 18000)
+        for form, (rss_small, lines) in small.items():
+            rss, lines = self.list_rss(*form)
+            if not form:
+                self.assertEqual(len(lines), 20000)
+            # 18,000 more locks: the sorted names (under 2 MB), not the states (before: 30 MB
+            # more for the text, 130 MB for the JSON).
+            self.assertLess(rss - rss_small, 8, (form, rss_small, rss))
+
+    def test_output_is_printed_as_the_locks_are_read(self):
+        n = 20000
+        self.hold_many(0, n)
+        for args in ([], ["--json"]):
+            gets = self.calls("get")
+            read_end, write_end = os.pipe()
+            try:
+                size = fcntl.fcntl(write_end, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+                p = subprocess.Popen([RLOCK, "list", *args], env=rlock_env(self.server),
+                                     stdout=write_end, stderr=subprocess.PIPE)
+                os.close(write_end)
+                write_end = None
+
+                def unread():
+                    buf = array.array("i", [0])
+                    fcntl.ioctl(read_end, termios.FIONREAD, buf)
+                    return buf[0]
+                # The pipe nearly full: rlock writes a batch once it is read, and now waits.
+                wait_until(lambda: unread() >= size - 4096, 30, "the pipe full")
+                self.assertLess(self.calls("get") - gets, n // 4, "read before printing")
+                with os.fdopen(read_end, "rb") as f:
+                    read_end = None
+                    out = f.read()
+                self.assertEqual(p.wait(timeout=30), 0, p.stderr.read())
+                p.stderr.close()
+                if args:
+                    self.assertEqual(len(json.loads(out)["locks"]), n)
+                else:
+                    self.assertEqual(len(out.splitlines()), n)
+            finally:
+                for fd in (read_end, write_end):
+                    if fd is not None:
+                        os.close(fd)
+
+    def test_json_is_one_document_as_before(self):
+        # Written lock by lock, the document is the one a JSON library prints of it: indented
+        # by 2, keys sorted, an empty list as [].
+        r = self.run_rlock(["list", "--json"])
+        self.assertEqual((r.returncode, r.stdout), (0, '{\n  "locks": []\n}\n'))
+        self.hold_many(0, 3)
+        # A lock kept after its run (with a last run), a semaphore, another program's lock.
+        r = self.run_rlock(["run", "--min-hold", "60s", "bench:ran", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.run_rlock(["acquire", "--limit", "2", "bench:sem"]).returncode, 0)
+        self.server.cmd("SET", "bench:foreign", 'caf\u00e9 "\x01\n', "PX", 60000)
+        for args, keys in (([], ["bench:0", "bench:1", "bench:2", "bench:ran", "bench:sem"]),
+                           (["bench:*"], ["bench:0", "bench:1", "bench:2", "bench:foreign",
+                                          "bench:ran", "bench:sem"])):
+            r = self.run_rlock(["list", "--json", *args])
+            doc = json.loads(r.stdout)
+            self.assertEqual([l["key"] for l in doc["locks"]], keys)
+            self.assertIsNotNone(doc["locks"][3 if not args else 4]["last_run"])
+            self.assertEqual(r.stdout, json.dumps(doc, indent=2, sort_keys=True,
+                                                  ensure_ascii=False) + "\n")

@@ -113,6 +113,38 @@ class Operator(RedisTestCase):
         self.assertEqual(self.server.cmd("GET", "k"), value)
         self.assertLessEqual(self.server.cmd("PTTL", "k"), pttl)
 
+    def test_a_dead_holder_of_a_semaphore_or_a_shared_lock_is_shown_as_gone(self):
+        # As for a mutex: a place whose holder is gone stays until its ttl runs out, and the
+        # text says so of that place (the JSON did already).
+        for key, flags in (("sem", ["--limit", "2"]), ("shared", ["--shared"])):
+            with self.subTest(key=key):
+                holders = []
+                for i in range(2):
+                    out = self.path(f"token-{key}-{i}")
+                    holders.append(self.start(["run", *flags, "--ttl", "60s", key, "--", "sh",
+                                               "-c", f'echo "$RLOCK_TOKEN" > {out}; sleep 60']))
+                    wait_until(lambda: self.read_text(out), 10, "the token")
+                dead, alive = holders
+                os.killpg(dead.pid, signal.SIGKILL)  # the guardian takes the command with it
+                dead.wait(timeout=10)
+                line = self.run_rlock(["status", key]).stdout
+                self.assertRegex(line, rf"pid {dead.pid} \(sh\) \[holder process gone; its place "
+                                       rf"expires in \d[^\]]*s\]")
+                self.assertNotRegex(line, rf"pid {alive.pid} \(sh\) \[")
+                self.assertEqual(self.run_rlock(["list"]).stdout.splitlines(), [line.rstrip("\n")])
+                rows = [r for r in self.run_rlock(["inspect", key]).stdout.splitlines()
+                        if r.startswith("holder ")]
+                gone = [r for r in rows if f"pid {dead.pid} " in r]
+                self.assertEqual(len(gone), 1, rows)
+                self.assertRegex(gone[0], r"; holder process gone; its place expires in \d")
+                self.assertNotIn("gone", next(r for r in rows if f"pid {alive.pid} " in r))
+                doc = json.loads(self.run_rlock(["status", "--json", key]).stdout)["locks"][0]
+                places = doc["semaphore_holders" if key == "sem" else "shared_holders"]
+                self.assertEqual(sorted(h["holder_alive"] for h in places), [False, True])
+                os.killpg(alive.pid, signal.SIGTERM)
+                alive.wait(timeout=10)
+                self.server.cmd("FLUSHALL")
+
     def test_a_reused_pid_is_not_taken_for_the_holder(self):
         # A value naming a live pid (this test's own) with another start time: that pid is not
         # the holder; it was reused.

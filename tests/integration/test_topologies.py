@@ -275,6 +275,25 @@ class Redlock(unittest.TestCase):
         self.assertEqual(holder.wait(timeout=30), 76)
         self.assertEqual(self.values("k"), [None, None, None])  # ended by the holder's rlock
 
+    def test_list_shows_a_lock_held_on_any_master_once(self):
+        # "a" on every master, "b" on the second alone, "c" on the third alone.
+        self.assertEqual(self.run_on_all(["acquire", "--ttl", "60s", "a"]).returncode, 0)
+        for i, key in ((1, "b"), (2, "c")):
+            r = run_rlock(["acquire", "--redis", self.servers[i].url, "--ttl", "60s", key],
+                          env=env_without_url())
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_on_all(["list"])
+        self.assertEqual((r.returncode, [line.split()[0] for line in r.stdout.splitlines()]),
+                         (0, ["a", "b", "c"]), r.stderr)
+        doc = json.loads(self.run_on_all(["list", "--json"]).stdout)
+        self.assertEqual([(l["key"], l["state"]) for l in doc["locks"]],
+                         [("a", "held"), ("b", "held"), ("c", "held")])
+        # The first master down: the others still tell.
+        self.servers[0].kill()
+        r = self.run_on_all(["list"])
+        self.assertEqual((r.returncode, [line.split()[0] for line in r.stdout.splitlines()]),
+                         (0, ["a", "b", "c"]), r.stderr)
+
     def test_what_redlock_cannot_do_is_refused_before_any_write(self):
         for flag in (["--limit", "3"], ["--fair"], ["--min-replicas", "1"], ["--once-per", "day"]):
             r = self.run_on_all(["run"] + flag + ["k", "--", "true"])
@@ -472,6 +491,25 @@ class Cluster(unittest.TestCase):
                        "true"], env=env_without_url())
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(holder.wait(timeout=10), 0)
+
+    def test_list_sorts_the_locks_of_every_master_together(self):
+        seed = self.nodes[0].url
+        keys = [f"s:{i}" for i in range(30)]
+        self.assertEqual(len({self.owner(k).port for k in keys}), 3)  # on every master
+        try:
+            for key in keys:
+                r = run_rlock(["acquire", "--redis", seed, "--ttl", "60s", key],
+                              env=env_without_url())
+                self.assertEqual(r.returncode, 0, r.stderr)
+            r = run_rlock(["list", "--redis", self.nodes[1].url, "s:*"], env=env_without_url())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], sorted(keys))
+            r = run_rlock(["list", "--json", "--redis", seed, "s:*"], env=env_without_url())
+            self.assertEqual([l["key"] for l in json.loads(r.stdout)["locks"]], sorted(keys))
+        finally:
+            for key in keys:
+                run_rlock(["release", "--redis", seed, "--force", "--now", key],
+                          env=env_without_url())
 
     def test_shared_holders_and_an_exclusive_waiter_on_another_nodes_key(self):
         # A key whose slot is not the seed's: every key of the shared lock on its owner (one
