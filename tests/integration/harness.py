@@ -328,6 +328,17 @@ def pid_alive(pid):
         return False
 
 
+def write_report(name, lines, heading=None):
+    """LINES (a test module's figures) to $RLOCK_BUILD_DIR/NAME, when there are some."""
+    build = os.environ.get("RLOCK_BUILD_DIR")
+    if not build or not lines:
+        return
+    with open(os.path.join(build, name), "w") as f:
+        if heading:
+            f.write(heading + "\n")
+        f.writelines(line + "\n" for line in lines)
+
+
 def guardian_of(rlock_pid):
     """(pid, process group) of RLOCK_PID's guardian, the child of rlock named rlock-guardian."""
     def find():

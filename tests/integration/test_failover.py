@@ -22,7 +22,7 @@ import time
 import unittest
 
 from harness import (REDIS_SENTINEL, RLOCK, RedisClient, RedisServer, RespError, free_port,
-                     rlock_env, start_rlock, stop_procs, wait_until)
+                     rlock_env, start_rlock, stop_procs, wait_until, write_report)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -30,10 +30,7 @@ REPORT = []
 
 
 def tearDownModule():
-    build = os.environ.get("RLOCK_BUILD_DIR")
-    if build and REPORT:
-        with open(os.path.join(build, "failover-report.txt"), "w") as f:
-            f.writelines(line + "\n" for line in REPORT)
+    write_report("failover-report.txt", REPORT)
 
 
 class Topology:

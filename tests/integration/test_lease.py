@@ -17,7 +17,8 @@ import signal
 import time
 import unittest
 
-from harness import DelayProxy, RedisTestCase, pid_alive, rlock_env, wait_until
+from harness import (DelayProxy, RedisTestCase, pid_alive, rlock_env, wait_until,
+                     write_report)
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "tests", "rlock_fault_section")
@@ -29,10 +30,7 @@ REPORT = []
 
 
 def tearDownModule():
-    build = os.environ.get("RLOCK_BUILD_DIR")
-    if build and REPORT:
-        with open(os.path.join(build, "lease-report.txt"), "w") as f:
-            f.writelines(line + "\n" for line in REPORT)
+    write_report("lease-report.txt", REPORT)
 
 
 def log_lines(path):

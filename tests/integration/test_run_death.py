@@ -10,7 +10,7 @@ import time
 import unittest
 
 from harness import (RLOCK, RedisTestCase, guardian_of, pid_alive, read_pids, rlock_env,
-                     wait_until)
+                     wait_until, write_report)
 
 # Ignores TERM when asked (the job a `timeout -k` must KILL), starts a grandchild in its group,
 # then publishes both pids at once (rename) and waits.
@@ -25,11 +25,7 @@ REPORT = []
 
 
 def tearDownModule():
-    build = os.environ.get("RLOCK_BUILD_DIR")
-    if build and REPORT:
-        with open(os.path.join(build, "death-report.txt"), "w") as f:
-            f.write("how long the command's group outlived rlock, by way of killing it\n")
-            f.writelines(line + "\n" for line in REPORT)
+    write_report("death-report.txt", REPORT, "how long the command's group outlived rlock, by way of killing it")
 
 
 class CommandDiesWithRlock(RedisTestCase):
