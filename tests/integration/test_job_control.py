@@ -153,8 +153,11 @@ class JobControl(RedisTestCase):
     def test_background_then_fg_then_ctrl_z_stops_the_command(self):
         self.term.line(self.ticking() + " &")
         self.assert_ticking()
+        shown = self.term.screen().count("sh -c")
         self.term.line("fg")
-        self.term.wait_screen("sh -c")
+        # bash echoes the job's line as it brings it to the foreground: only then does Ctrl-Z
+        # reach the job (before, it reaches bash, which ignores it).
+        wait_until(lambda: self.term.screen().count("sh -c") > shown, 20, "bash to run fg")
         self.term.keys("C-z")
         self.term.wait_screen("Stopped")
         self.assert_still()
