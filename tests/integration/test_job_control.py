@@ -40,6 +40,15 @@ class Tmux:
     def close(self):
         subprocess.run([TMUX, "-S", self.socket, "kill-server"], capture_output=True)
 
+    def shell_pid(self):
+        return int(subprocess.run([TMUX, "-S", self.socket, "display", "-p", "#{pane_pid}"],
+                                  capture_output=True, text=True, check=True).stdout)
+
+    def foreground_group(self):
+        """The terminal's foreground process group (tpgid in the shell's /proc stat)."""
+        with open(f"/proc/{self.shell_pid()}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[5])
+
     def screen(self):
         return subprocess.run([TMUX, "-S", self.socket, "capture-pane", "-p", "-J", "-S", "-200"],
                               capture_output=True, text=True).stdout
@@ -121,6 +130,8 @@ class JobControl(RedisTestCase):
         self.term.wait_screen("Stopped")
         self.term.line("bg")
         self.assert_ticking()
+        # The terminal's foreground group is the shell's, not the command's.
+        self.assertEqual(self.term.foreground_group(), os.getpgid(self.term.shell_pid()))
         # The shell reads the next line: it still has its terminal.
         out = self.term.shell("echo shell-$((6 * 7))")
         self.assertIn("shell-42", out)
