@@ -98,6 +98,15 @@ class RedisClient:
     def close(self):
         self.sock.close()
 
+    @classmethod
+    def once(cls, address, *args, timeout=5.0):
+        """ARGS sent to the server at ADDRESS (host, port) on a connection of its own."""
+        c = cls(address=address, timeout=timeout)
+        try:
+            return c(*args)
+        finally:
+            c.close()
+
     def __call__(self, *args):
         out = [f"*{len(args)}\r\n".encode()]
         for a in args:

@@ -28,11 +28,7 @@ class Server:
         wait_until(self.pings, 10, f"redis-server on {ip}:{port}")
 
     def cmd(self, *args):
-        c = RedisClient(address=(self.ip, self.port))
-        try:
-            return c(*args)
-        finally:
-            c.close()
+        return RedisClient.once((self.ip, self.port), *args)
 
     def pings(self):
         try:

@@ -194,11 +194,7 @@ class NetnsRedis:
             return False
 
     def cmd(self, *args):
-        c = RedisClient(address=(self.ip, self.port))
-        try:
-            return c(*args)
-        finally:
-            c.close()
+        return RedisClient.once((self.ip, self.port), *args)
 
     def cut(self):
         subprocess.run(self.in_ns(["ip", "link", "set", self.ns_if, "down"]), check=True)
