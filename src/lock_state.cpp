@@ -3,8 +3,12 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "lock.h"
 
@@ -456,40 +460,118 @@ Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern) {
   return found;
 }
 
+namespace {
+
+// The locks of FOUND from FROM to TO, read: one pipelined round trip per server that holds some.
+Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, size_t to) {
+  std::vector<std::optional<LockState>> states(to - from);
+  // A batch's locks may be on several servers (a Cluster's primaries): one round trip each.
+  for (uint32_t server = 0; server < found.servers.size(); ++server) {
+    Redis& redis = *found.servers[server];
+    Pipeline p;
+    size_t time = k_not_asked;
+    std::vector<std::pair<size_t, LockReads>> reads;  // lock, what is asked of it
+    for (size_t i = from; i < to; ++i) {
+      if (found.locks[i].server != server) continue;
+      if (time == k_not_asked) time = p.add({"TIME"});
+      reads.emplace_back(i, ask_found(p, found.locks[i]));
+    }
+    if (p.empty()) continue;
+    if (auto done = p.run(redis); !done) return done.failure();
+    auto now_ms = server_now(redis, p, time);
+    if (!now_ms) return now_ms.failure();
+    for (const auto& [i, r] : reads) {
+      const FoundLock& f = found.locks[i];
+      auto s = decode_lock(redis, f.key, seen_type(f), p, r, *now_ms);
+      if (!s) return s.failure();
+      // Free since the look (or another program's lock that lost its expiry): not listed.
+      if (s->kind == LockState::Kind::free) continue;
+      if (f.foreign && s->kind == LockState::Kind::foreign && s->pttl.count() < 0) continue;
+      states[i - from] = std::move(*s);
+    }
+  }
+  std::vector<LockState> batch;
+  batch.reserve(states.size());
+  for (auto& s : states)
+    if (s) batch.push_back(std::move(*s));
+  return batch;
+}
+
+// Reads the batches of FOUND in order on a thread of its own, one batch ahead of the caller of
+// next(), so that the server answers for the next batch while rlock prints this one instead of
+// each waiting for the other: a quarter off list's time (docs/PERFORMANCE.md, "list at
+// scale"). While it runs, only this thread talks to the servers.
+class ReadAhead {
+public:
+  explicit ReadAhead(const FoundLocks& found) : found_(found), thread_([this] { run(); }) {}
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+  // Also on the way out of the caller's exception (stdout gone): the reader stops once the
+  // round trip it is in is over.
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  // The next batch, in order; nullopt after the last, and after one that failed. Throws what
+  // the reader threw.
+  std::optional<Result<std::vector<LockState>>> next() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return ready_ || finished_; });
+    if (!ready_) {
+      if (error_) std::rethrow_exception(error_);
+      return std::nullopt;
+    }
+    std::optional<Result<std::vector<LockState>>> batch = std::move(ready_);
+    ready_.reset();
+    changed_.notify_all();
+    return batch;
+  }
+
+private:
+  void run() {
+    try {
+      for (size_t from = 0; from < found_.locks.size(); from += k_read_batch) {
+        auto batch = read_batch(found_, from, std::min(found_.locks.size(), from + k_read_batch));
+        bool failed = !batch;
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return !ready_ || stop_; });
+        if (stop_) break;
+        ready_ = std::move(batch);
+        changed_.notify_all();
+        if (failed) break;
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    finished_ = true;
+    changed_.notify_all();
+  }
+
+  const FoundLocks& found_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<Result<std::vector<LockState>>> ready_;  // read, not yet taken by next()
+  std::exception_ptr error_;                             // what the reader threw
+  bool stop_ = false;                                    // the caller has gone
+  bool finished_ = false;                                // the reader has
+  std::thread thread_;  // last: it starts once the members above are made
+};
+
+}  // namespace
+
 Result<Unit> read_found_locks(const FoundLocks& found,
                               const std::function<void(const std::vector<LockState>&)>& each) {
-  for (size_t from = 0; from < found.locks.size(); from += k_read_batch) {
-    size_t to = std::min(found.locks.size(), from + k_read_batch);
-    std::vector<std::optional<LockState>> states(to - from);
-    // A batch's locks may be on several servers (a Cluster's primaries): one round trip each.
-    for (uint32_t server = 0; server < found.servers.size(); ++server) {
-      Redis& redis = *found.servers[server];
-      Pipeline p;
-      size_t time = k_not_asked;
-      std::vector<std::pair<size_t, LockReads>> reads;  // lock, what is asked of it
-      for (size_t i = from; i < to; ++i) {
-        if (found.locks[i].server != server) continue;
-        if (time == k_not_asked) time = p.add({"TIME"});
-        reads.emplace_back(i, ask_found(p, found.locks[i]));
-      }
-      if (p.empty()) continue;
-      if (auto done = p.run(redis); !done) return done.failure();
-      auto now_ms = server_now(redis, p, time);
-      if (!now_ms) return now_ms.failure();
-      for (const auto& [i, r] : reads) {
-        const FoundLock& f = found.locks[i];
-        auto s = decode_lock(redis, f.key, seen_type(f), p, r, *now_ms);
-        if (!s) return s.failure();
-        // Free since the look (or another program's lock that lost its expiry): not listed.
-        if (s->kind == LockState::Kind::free) continue;
-        if (f.foreign && s->kind == LockState::Kind::foreign && s->pttl.count() < 0) continue;
-        states[i - from] = std::move(*s);
-      }
-    }
-    std::vector<LockState> batch;
-    for (auto& s : states)
-      if (s) batch.push_back(std::move(*s));
-    each(batch);
+  ReadAhead batches(found);
+  while (auto batch = batches.next()) {
+    if (!*batch) return batch->failure();
+    each(**batch);
   }
   return Unit{};
 }

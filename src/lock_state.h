@@ -93,8 +93,9 @@ struct FoundLocks {
 Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern);
 
 // The state of FOUND's locks, in their order, handed to EACH a batch at a time, as each batch
-// is read: a few pipelined commands per lock, one round trip per batch and server. A lock
-// that has become free since it was found is left out.
+// is read: a few pipelined commands per lock, one round trip per batch and server, the next
+// batch read (on a thread of its own) while EACH has this one. A lock that has become free
+// since it was found is left out. EACH runs on the caller's thread, and may throw.
 Result<Unit> read_found_locks(const FoundLocks& found,
                               const std::function<void(const std::vector<LockState>&)>& each);
 
