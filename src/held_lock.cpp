@@ -1,7 +1,5 @@
 #include "held_lock.h"
 
-#include <poll.h>
-
 #include <algorithm>
 
 #include "log.h"
@@ -22,33 +20,34 @@ void warn_history(const std::string& key, const std::string& why) {
   log_warning(key + ": could not record the run in its history (" + why + ")");
 }
 
-void send_history(Redis& redis, const std::string& key, const std::vector<Argv>& commands,
+void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
                   std::optional<Millis> budget) {
-  auto done = redis.pipeline(commands, Clock::now() + budget.value_or(redis.command_timeout()));
-  if (!done) return warn_history(key, done.failure().message);
-  for (const Reply& reply : *done)
-    if (reply.type == Reply::Type::error)
-      return warn_history(key, redis.server_failure(reply.str).message);
+  TimePoint give_up = Clock::now() + budget.value_or(redis.command_timeout());
+  auto sent = resend_until(give_up, [&] {
+    TimePoint deadline = std::min(Clock::now() + redis.command_timeout(), give_up);
+    return eval(redis, entry, deadline);
+  });
+  if (sent) return;
+  if (may_have_run(sent.failure()))  // a frozen server runs it when it wakes
+    return log_warning(key + ": the run's history entry may not have been recorded (" +
+                       sent.failure().message + ")");
+  warn_history(key, sent.failure().message);
 }
 
-bool HeldLock::release(std::optional<std::vector<Argv>>* history, Millis budget) {
+bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
   done_ = true;
-  TimePoint give_up = Clock::now() + std::min(ttl_, budget);
+  Resend tries(Clock::now() + std::min(ttl_, budget));
   for (;;) {
-    TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), give_up);
+    TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), tries.give_up());
     std::vector<Reply> then;
-    auto released =
-        history && *history ? lock_.release(deadline, **history, &then) : lock_.release(deadline);
+    auto released = history && *history ? lock_.release(deadline, {**history}, &then)
+                                         : lock_.release(deadline);
     if (!then.empty()) {
-      auto error = std::find_if(then.begin(), then.end(),
-                                [](const Reply& r) { return r.type == Reply::Type::error; });
-      if (error != then.end())
-        warn_history(lock_.key(), lock_.redis().server_failure(error->str).message);
-      history->reset();
-    } else if (history && *history && !released && may_have_run(released.failure())) {
-      // The entry may be written (a frozen server runs it when it wakes): at most once.
-      log_warning(lock_.key() + ": the run's history entry may not have been recorded (" +
-                  released.failure().message + "); not sent again, lest it be recorded twice");
+      const ScriptCall& entry = **history;
+      if (then.front().type == Reply::Type::error)
+        warn_history(lock_.key(),
+                     script_failure(lock_.redis(), *entry.script, entry.keys, then.front().str)
+                         .message);
       history->reset();
     }
     if (released) {
@@ -60,19 +59,16 @@ bool HeldLock::release(std::optional<std::vector<Argv>>* history, Millis budget)
                              "taken); the run may have overlapped another"});
       return true;
     }
-    Failure::Kind kind = released.failure().kind;
-    if (kind == Failure::Kind::server || kind == Failure::Kind::connect ||
-        Clock::now() >= give_up) {
+    if (!tries.again(released.failure())) {
       log(Level::warning, {"release_failed", lock_.key(),
                            "could not release (" + released.failure().message +
                                "); it expires within " + format_duration(ttl_)});
-      return kind == Failure::Kind::server;
+      return released.failure().kind == Failure::Kind::server;
     }
-    ::poll(nullptr, 0, static_cast<int>(k_retry_interval.count()));
   }
 }
 
-bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
+bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history,
                       Millis budget) {
   if (min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired_);

@@ -27,16 +27,17 @@ public:
   Lock& lock() { return lock_; }
   TimePoint acquired() const { return acquired_; }
 
-  // Gives the lock back, retrying through a Redis blip for up to BUDGET, but not after Redis
-  // refused the connection; a lock we cannot release expires by itself within the ttl, and
-  // rlock says so. HISTORY, the run's history entry, rides in the release's round trip (after
-  // the release: it delays no one) and is cleared once Redis answered it. False when Redis
-  // could not be reached.
-  bool release(std::optional<std::vector<Argv>>* history = nullptr,
-               Millis budget = k_release_budget);
+  // Gives the lock back, retrying through a Redis blip (a connection closed under it, a
+  // restart, a failover) for up to BUDGET, but not after Redis refused the connection; a lock
+  // we cannot release expires by itself within the ttl, and rlock says so. HISTORY, the run's
+  // history entry, rides in the release's round trip (after the release: it delays no one)
+  // and is cleared once Redis answered it. Both are sent again until answered: each is applied
+  // once however often it arrives (Lock::release, history_entry). False when Redis could not
+  // be reached.
+  bool release(std::optional<ScriptCall>* history = nullptr, Millis budget = k_release_budget);
   // After the command ended normally: release(), or keep the lock until MIN_HOLD after the
   // acquisition (it then expires by itself). False when Redis could not be reached.
-  bool finish(std::optional<Millis> min_hold, std::optional<std::vector<Argv>>* history,
+  bool finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history,
               Millis budget);
   // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
   void hand_over() { done_ = true; }
@@ -45,7 +46,7 @@ public:
   // is back in time) spares the next holder the wait for the expiry, and a tombstone that
   // `release --force` left for us waits until our command has stopped, which it now has. The
   // release script ends it (and HISTORY rides along, as with release()); nothing else changes.
-  bool release_lost(std::optional<std::vector<Argv>>* history, Millis budget) {
+  bool release_lost(std::optional<ScriptCall>* history, Millis budget) {
     lost_ = true;
     return release(history, budget);
   }
@@ -60,9 +61,9 @@ private:
 
 // A history entry that could not be written: one warning, never the job's failure.
 void warn_history(const std::string& key, const std::string& why);
-// Sends COMMANDS (history_commands()) on a round trip of their own, within BUDGET (default: a
-// command timeout); a failure is one warning.
-void send_history(Redis& redis, const std::string& key, const std::vector<Argv>& commands,
+// Sends ENTRY (history_entry()) on a round trip of its own, again after a closed connection,
+// within BUDGET (default: a command timeout); a failure is one warning.
+void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
                   std::optional<Millis> budget = std::nullopt);
 
 }  // namespace rlock

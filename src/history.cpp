@@ -1,12 +1,15 @@
 #include "history.h"
 
 #include <map>
+#include <set>
+#include <tuple>
 
 #include <algorithm>
 #include <cstdlib>
 
 #include "lock.h"
 #include "scripts.h"
+#include "wait.h"
 
 namespace rlock {
 
@@ -54,18 +57,21 @@ std::string period_run_text(const SlotClaim& c) {
 }
 
 Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
-  auto slot = current_slot(redis_, period_, tz_, deadline);
-  if (!slot) return slot.failure();
-  slot_ = *slot;
   fence_ = fence;
-  int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
-  auto reply =
-      eval(redis_, scripts::period_claim,
-           {helper_key(key_, "once:" + slot_.name), key_, helper_key(key_, "sem"),
-            helper_key(key_, "holders")},
-           {holder.host, std::to_string(holder.pid), holder.user, format_rfc3339(holder.since),
-            std::to_string(fence), retry_failed_ ? "1" : "0", std::to_string(expire_at)},
-           deadline);
+  // Sent again until answered: a second delivery finds its own fence (period_claim.lua).
+  auto reply = resend_until(deadline, [&]() -> Result<Reply> {
+    auto slot = current_slot(redis_, period_, tz_, deadline);
+    if (!slot) return slot.failure();
+    slot_ = *slot;
+    int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
+    return eval(redis_, scripts::period_claim,
+                {helper_key(key_, "once:" + slot_.name), key_, helper_key(key_, "sem"),
+                 helper_key(key_, "holders")},
+                {holder.host, std::to_string(holder.pid), holder.user,
+                 format_rfc3339(holder.since), std::to_string(fence), retry_failed_ ? "1" : "0",
+                 std::to_string(expire_at)},
+                deadline);
+  });
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.empty() || !e[0].is_integer())
@@ -93,10 +99,13 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
 
 Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
   auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
-  auto reply = eval(
-      redis_, scripts::period_finish, {helper_key(key_, "once:" + slot_.name)},
-      {std::to_string(fence_), std::to_string(record.exit_status), record.end, format_rfc3339(now)},
-      deadline);
+  ScriptCall end{&scripts::period_finish,
+                 {helper_key(key_, "once:" + slot_.name)},
+                 {std::to_string(fence_), std::to_string(record.exit_status), record.end,
+                  format_rfc3339(now)},
+                 true};
+  // Sent again until answered: a second delivery finds our end recorded (period_finish.lua).
+  auto reply = resend_until(deadline, [&] { return eval(redis_, end, deadline); });
   if (!reply) return reply.failure();
   return Unit{};
 }
@@ -126,16 +135,11 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
   return out;
 }
 
-std::vector<Argv> history_commands(const std::string& key, const RunRecord& r, int max_length,
-                                   Millis retention) {
-  // "~" lets Redis trim whole stream nodes (100 entries): cheap, and about MAX_LENGTH. A short
-  // history is trimmed exactly; that is cheap too.
-  Argv argv{"XADD",
-            helper_key(key, "history"),
-            "MAXLEN",
-            max_length > 100 ? "~" : "=",
+ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_length,
+                         Millis retention) {
+  Argv args{r.token,
             std::to_string(max_length),
-            "*",
+            std::to_string(retention.count()),
             "host",
             r.holder.host,
             "pid",
@@ -157,12 +161,11 @@ std::vector<Argv> history_commands(const std::string& key, const RunRecord& r, i
             "end",
             r.end};
   if (!r.period.empty()) {
-    argv.push_back("period");
-    argv.push_back(r.period);
+    args.push_back("period");
+    args.push_back(r.period);
   }
-  std::string history = helper_key(key, "history");
-  if (retention.count() > 0) return {argv, {"PEXPIRE", history, std::to_string(retention.count())}};
-  return {argv, {"PERSIST", history}};
+  return {&scripts::history_add, {helper_key(key, "history"), helper_key(key, "ended")},
+          std::move(args), true};
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {
@@ -226,6 +229,16 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   std::stable_sort(out.runs.begin(), out.runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return history_entry_ms(a.id) > history_entry_ms(b.id);
   });
+  // An entry sent again after a lost reply may have gone to a second node (each node knows
+  // only its own): one run is one host, pid, start and fence.
+  if (replies.size() > 1) {
+    std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
+    std::erase_if(out.runs, [&](const RunRecord& r) {
+      return !seen.emplace(r.holder.host, r.holder.pid, r.holder.since.time_since_epoch().count(),
+                           r.fence)
+                  .second;
+    });
+  }
   if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);
   return out;
 }

@@ -33,6 +33,7 @@ struct RunRecord {
   int exit_status = 0;
   std::string end;     // run_end_name(), or what another version wrote
   std::string period;  // the --once-per slot, if any
+  std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
 };
 
 // The result of claiming this period's slot.
@@ -86,11 +87,12 @@ struct PeriodReset {
 Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
                                  const std::optional<std::string>& tz, TimePoint deadline);
 
-// The commands that append RECORD to KEY's history, capped near MAX_LENGTH entries, and keep
-// the history RETENTION after this use (0: for ever). A failure to write them never fails the
-// job: the caller turns it into one warning.
-std::vector<Argv> history_commands(const std::string& key, const RunRecord& record, int max_length,
-                                   Millis retention);
+// The script that appends RECORD to KEY's history, capped near MAX_LENGTH entries, and keeps
+// the history RETENTION after this use (0: for ever). It may be sent again until answered:
+// RECORD's token finds an entry already made (history_add.lua). A failure to write it never
+// fails the job: the caller turns it into one warning.
+ScriptCall history_entry(const std::string& key, const RunRecord& record, int max_length,
+                         Millis retention);
 // The latest COUNT runs of KEY, newest first. Under Redlock each run's entry went to one node
 // (the first that answered its writer), so every node is read; those that did not answer are
 // named in UNANSWERED (a failure when none did).

@@ -17,7 +17,7 @@ bool is_helper_key(std::string_view key) {
   size_t at = key.rfind(":rlock:");
   if (at == std::string_view::npos) return false;
   std::string_view kind = key.substr(at + 7);
-  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "shared",
+  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "ended", "shared",
                              "shared-values", "shared-waiters"})
     if (kind == k) return true;
   return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
@@ -124,6 +124,7 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
       owner_prefix_(owner_prefix(token_)), fence_key_(helper_key(key_, "fence")),
       queue_key_(helper_key(key_, "queue")), alive_key_(helper_key(key_, "alive")),
       wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_),
+      ends_key_(helper_key(key_, "ended")),
       shared_key_(helper_key(key_, "shared")),
       shared_values_key_(helper_key(key_, "shared-values")) {}
 

@@ -17,6 +17,8 @@
 //   {KEY}:rlock:shared-values   shared holders' values (hash token -> value)
 //   {KEY}:rlock:shared-waiters  the waiters of the queue that want to share (zset token ->
 //                           end of their place); every other waiter wants the lock alone
+//   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
+//                           -> expiry in ms, a minute on): an end sent again finds the first
 #pragma once
 
 #include <memory>
@@ -153,10 +155,12 @@ public:
   virtual Result<bool> renew(Millis ttl, TimePoint deadline) = 0;
   // Gives our lock back and wakes the first waiter; false when it was not ours (no change).
   Result<bool> release(TimePoint deadline) { return release(deadline, {}, nullptr); }
-  // release(), with THEN (commands on this lock's helper keys, such as its history entry) in
+  // A release may be sent again until it is answered: one that was applied already (its reply
+  // lost with a closed connection) is found by our token, true again, and changes nothing.
+  // release(), with THEN (scripts on this lock's helper keys, such as its history entry) in
   // the same round trip, after it; their replies land in THEN_REPLIES when the release was
   // answered. Redlock does not send THEN (THEN_REPLIES stays empty).
-  virtual Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
+  virtual Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
                                std::vector<Reply>* then_replies) = 0;
   // Leaves the queue after waiting in vain, passing on a wake-up we will not use.
   virtual Result<Unit> leave_queue(TimePoint deadline);
@@ -187,6 +191,7 @@ protected:
   const LockMode mode_;
   const std::string owner_prefix_;  // owner_prefix(token_): what our lock's value starts with
   const std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_;
+  const std::string ends_key_;  // the ends of runs applied, by token (common.lua)
   // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.
   const std::string shared_key_, shared_values_key_;
 };

@@ -32,9 +32,9 @@ public:
         key_, ttl, deadline);
   }
 
-  Result<bool> release(TimePoint deadline, const std::vector<Argv>& then,
+  Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
                        std::vector<Reply>* then_replies) override {
-    auto replies = eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_},
+    auto replies = eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
                              {owner_prefix_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);
   }

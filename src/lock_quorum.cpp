@@ -114,8 +114,9 @@ public:
   }
 
   // THEN is left unsent: it belongs on one node, where the caller sends it.
-  Result<bool> release(TimePoint deadline, const std::vector<Argv>&, std::vector<Reply>*) override {
-    auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_},
+  Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>&,
+                       std::vector<Reply>*) override {
+    auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
                                {owner_prefix_, wake_prefix_}, deadline, Enough{quorum(), {}});
     std::optional<Failure> failure;
     bool released = false, answered = false;

@@ -60,16 +60,6 @@ std::optional<std::string> denied_in_script(const Script& script, const Argv& ke
   return std::nullopt;
 }
 
-// An error reply to SCRIPT as a Failure, naming what an ACL denied.
-Failure script_failure(const Redis& redis, const Script& script, const Argv& keys,
-                       const std::string& error) {
-  Failure failure = redis.server_failure(error);
-  if (auto what = denied_in_script(script, keys, error)) {
-    failure.message = redis.name() + ": " + error + " (" + *what + ")";
-    failure.code = "NOPERM";
-  }
-  return failure;
-}
 
 // A command that a proxy may not pass, what rlock needs it for, and how to send it without
 // effect (ARGV: the command as rlock sent it). The commands every proxy passes (GET, SET,
@@ -332,41 +322,85 @@ Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& 
   return f(*this);
 }
 
-Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const Argv& keys,
-                                     const Argv& args, const std::vector<Argv>& then,
-                                     TimePoint deadline) {
+namespace {
+
+Argv script_command(const ScriptCall& call, bool with_source) {
+  Argv argv;
+  argv.reserve(3 + call.keys.size() + call.args.size());
+  argv.push_back(with_source ? "EVAL" : "EVALSHA");
+  argv.emplace_back(with_source ? call.script->source() : call.script->sha1());
+  argv.push_back(std::to_string(call.keys.size()));
+  argv.insert(argv.end(), call.keys.begin(), call.keys.end());
+  argv.insert(argv.end(), call.args.begin(), call.args.end());
+  return argv;
+}
+
+bool lacks_script(const Reply& reply) {
+  return reply.type == Reply::Type::error && reply.str.starts_with("NOSCRIPT");
+}
+
+}  // namespace
+
+Failure script_failure(const Redis& redis, const Script& script, const Argv& keys,
+                       const std::string& error) {
+  Failure failure = redis.server_failure(error);
+  if (auto what = denied_in_script(script, keys, error)) {
+    failure.message = redis.name() + ": " + error + " (" + *what + ")";
+    failure.code = "NOPERM";
+  }
+  return failure;
+}
+
+namespace {
+
+// CALLS in one round trip; an error reply to the first is a Failure.
+Result<std::vector<Reply>> eval_calls(Redis& redis, const std::vector<const ScriptCall*>& calls,
+                                      TimePoint deadline) {
   std::vector<Argv> commands;
-  commands.reserve(1 + then.size());
-  Argv& argv = commands.emplace_back();
-  argv.reserve(3 + keys.size() + args.size());
-  argv.push_back("EVALSHA");
-  argv.emplace_back(script.sha1());
-  argv.push_back(std::to_string(keys.size()));
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  commands.insert(commands.end(), then.begin(), then.end());
+  commands.reserve(calls.size());
+  for (const ScriptCall* c : calls) commands.push_back(script_command(*c, c->with_source));
   auto replies = redis.pipeline(commands, deadline);
   if (!replies) return replies.failure();
-  Reply& reply = replies->front();
-  if (reply.type != Reply::Type::error) return replies;
-  Failure failure = script_failure(redis, script, keys, reply.str);
-  if (failure.code != "NOSCRIPT") return failure;
-  // THEN ran already; only the script is sent again, with its source.
-  commands[0][0] = "EVAL";
-  commands[0][1] = std::string(script.source());
-  auto again = redis.pipeline({commands[0]}, deadline);
-  if (!again) return again.failure();
-  if (again->front().type == Reply::Type::error)
-    return script_failure(redis, script, keys, again->front().str);
-  reply = std::move(again->front());
+  // A server without a script (restarted, flushed, or a new one) ran nothing of that call:
+  // those calls are sent again with their source, in the same order.
+  std::vector<size_t> missing;
+  commands.clear();
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (lacks_script((*replies)[i])) {
+      missing.push_back(i);
+      commands.push_back(script_command(*calls[i], true));
+    }
+  if (!missing.empty()) {
+    auto again = redis.pipeline(commands, deadline);
+    if (!again) return again.failure();
+    for (size_t k = 0; k < missing.size(); ++k) (*replies)[missing[k]] = std::move((*again)[k]);
+  }
+  const Reply& reply = replies->front();
+  if (reply.type == Reply::Type::error)
+    return script_failure(redis, *calls[0]->script, calls[0]->keys, reply.str);
   return replies;
+}
+
+}  // namespace
+
+Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const Argv& keys,
+                                     const Argv& args, const std::vector<ScriptCall>& then,
+                                     TimePoint deadline) {
+  ScriptCall first{&script, keys, args};
+  std::vector<const ScriptCall*> calls{&first};
+  for (const ScriptCall& c : then) calls.push_back(&c);
+  return eval_calls(redis, calls, deadline);
+}
+
+Result<Reply> eval(Redis& redis, const ScriptCall& call, TimePoint deadline) {
+  auto replies = eval_calls(redis, {&call}, deadline);
+  if (!replies) return replies.failure();
+  return std::move(replies->front());
 }
 
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline) {
-  auto replies = eval_then(redis, script, keys, args, {}, deadline);
-  if (!replies) return replies.failure();
-  return std::move(replies->front());
+  return eval(redis, ScriptCall{&script, keys, args}, deadline);
 }
 
 std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const Argv& keys,

@@ -138,11 +138,25 @@ template <size_t... N> consteval auto lua_script(const char (&... parts)[N]) {
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,
                    TimePoint deadline);
-// eval() with THEN, commands on keys of the script's hash slot, sent after it in the same round
+// An error reply to SCRIPT as a Failure, naming what an ACL denied.
+Failure script_failure(const Redis& redis, const Script& script, const Argv& keys,
+                       const std::string& error);
+// A script to run, with its keys and arguments.
+struct ScriptCall {
+  const Script* script;
+  Argv keys;
+  Argv args;
+  // Sent with its source (EVAL) from the first: a delivery that a frozen or restarted server
+  // runs late, after its scripts were flushed, still runs (an end of run sent more than once).
+  bool with_source = false;
+};
+// eval() of CALL.
+Result<Reply> eval(Redis& redis, const ScriptCall& call, TimePoint deadline);
+// eval() with THEN, scripts on keys of the script's hash slot, sent after it in the same round
 // trip: the script's reply followed by THEN's (error replies to THEN are Replies). An error
 // reply to the script is a Failure, as with eval().
 Result<std::vector<Reply>> eval_then(Redis& redis, const Script& script, const Argv& keys,
-                                     const Argv& args, const std::vector<Argv>& then,
+                                     const Argv& args, const std::vector<ScriptCall>& then,
                                      TimePoint deadline);
 // eval() on every node of REDIS at once (Redlock): each node's reply, or why it gave none.
 // An error reply is a Failure of kind server, as with eval(). Returns once it has heard ENOUGH

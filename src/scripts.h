@@ -32,4 +32,7 @@ extern const Script period_claim;
 extern const Script period_finish;
 extern const Script period_reset;
 
+// A run's history entry, recorded once however often it is sent (history.cpp).
+extern const Script history_add;
+
 }  // namespace rlock::scripts

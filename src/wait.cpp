@@ -116,6 +116,12 @@ private:
   std::optional<WaitOutcome> retry_or_give_up(const Failure& failure) {
     if (failure.kind != Failure::Kind::connect) reached_ = true;
     if (may_have_run(failure)) may_hold_ = true;
+    // A connection dropped under the attempt gets one more at once on a new connection,
+    // --no-wait's too: an acquisition that did run is found by its token (acquire.lua).
+    if (dropped(failure) && !resent_dropped_) {
+      resent_dropped_ = true;
+      return std::nullopt;
+    }
     bool first = !last_failure_;
     if (first) {
       failing_since_ = Clock::now();
@@ -232,6 +238,7 @@ private:
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
+  bool resent_dropped_ = false;           // the one attempt sent again at once, after dropped()
   bool may_hold_ = false;                // one of those may have taken the lock (may_have_run())
   Backoff backoff_;
   TimePoint failing_since_{};      // the first failed attempt since Redis last answered
@@ -247,6 +254,19 @@ private:
 
 bool may_have_run(const Failure& failure) {
   return failure.kind != Failure::Kind::connect && failure.kind != Failure::Kind::server;
+}
+
+bool dropped(const Failure& failure) { return failure.kind == Failure::Kind::io; }
+
+bool Resend::again(const Failure& failure) {
+  if (!may_have_run(failure) || Clock::now() >= give_up_) return false;
+  bool at_once = first_ && dropped(failure);
+  first_ = false;
+  if (!at_once) {
+    Millis left = std::chrono::duration_cast<Millis>(give_up_ - Clock::now());
+    ::poll(nullptr, 0, static_cast<int>(std::min(k_retry_interval, left).count()));
+  }
+  return true;
 }
 
 Backoff::Backoff()

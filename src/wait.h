@@ -54,6 +54,36 @@ inline constexpr Millis k_say_unreachable_after{2000};
 // (a timeout, a connection cut). Not when no connection could be made, or the server refused.
 bool may_have_run(const Failure& failure);
 
+// Whether FAILURE is a connection closed or reset under the command (a proxy's idle timeout, a
+// rotated credential, CLIENT KILL): the command may or may not have run, and a new connection
+// is likely to work at once.
+bool dropped(const Failure& failure);
+
+// The tries of an operation that may be sent again (applied once however often it arrives: a
+// release, a history entry, the end of a period's run) until it is answered or GIVE_UP.
+class Resend {
+public:
+  explicit Resend(TimePoint give_up) : give_up_(give_up) {}
+  TimePoint give_up() const { return give_up_; }
+  // Whether to send it again after FAILURE, having paused: not once Redis refused the
+  // connection or answered with an error, nor past GIVE_UP. A connection dropped under the
+  // first try (dropped()) is tried again at once on a new one; later tries wait
+  // k_retry_interval.
+  bool again(const Failure& failure);
+
+private:
+  TimePoint give_up_;
+  bool first_ = true;
+};
+
+// SEND() (a Result), sent again as Resend allows until it is answered or GIVE_UP.
+template <class Send> auto resend_until(TimePoint give_up, Send send) -> decltype(send()) {
+  Resend tries(give_up);
+  auto result = send();
+  while (!result && tries.again(result.failure())) result = send();
+  return result;
+}
+
 // Whether FAILURE may pass by itself, so that a waiter should try again: Redis cannot be
 // reached, or is not ready (loading its data, a failover, a Cluster or Sentinel catching up).
 // A refusal that trying again will not change (a password, an ACL, TLS material, a key of

@@ -74,6 +74,22 @@ local function wake_first(queue, alive, wake_prefix, now)
   end
 end
 
+-- The ends of runs that Redis has applied (a release, a history entry), by token, each kept a
+-- minute (zset ENDS: 'WHAT TOKEN' -> expiry in ms). An end sent again, because the reply to
+-- the first was lost with a connection closed under it, finds the first and changes nothing:
+-- so the end of a run can be re-sent until it is answered, none lost, none applied twice.
+local k_end_kept_ms = 60000
+
+local function ended(ends, what, token, now)
+  redis.call('ZREMRANGEBYSCORE', ends, '-inf', now)
+  return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
+end
+
+local function mark_ended(ends, what, token, now)
+  redis.call('ZADD', ends, now + k_end_kept_ms, what .. ' ' .. token)
+  redis.call('PEXPIRE', ends, k_end_kept_ms)
+end
+
 local function dequeue(queue, alive, wake_prefix, token)
   redis.call('ZREM', queue, token)
   redis.call('ZREM', alive, token)

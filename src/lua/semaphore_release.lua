@@ -1,7 +1,8 @@
 -- uses: common.lua, slots.lua
 -- Gives our slot back and wakes the first waiter: 1, or 0 when it was not ours (an expired
--- slot of ours, or its tombstone, is cleared all the same).
-local sem, holders, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- slot of ours, or its tombstone, is cleared all the same). A release sent again (the reply to
+-- the first was lost) finds the first in ENDS (common.lua): 1 again, and nothing changes.
+local sem, holders, queue, alive, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, wake_prefix = ARGV[1], ARGV[2]
 
 local now = now_ms()
@@ -14,8 +15,10 @@ if not s or tonumber(s) <= now then
   if redis.call('ZREM', sem, 'broken-' .. token) == 1 then
     redis.call('HDEL', holders, 'broken-' .. token)
     wake_first(queue, alive, wake_prefix, now)
+    return 0
   end
-  return 0
+  return ended(ends, 'release', token, now) and 1 or 0
 end
+mark_ended(ends, 'release', token, now)
 wake_first(queue, alive, wake_prefix, now)
 return 1

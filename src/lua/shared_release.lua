@@ -5,7 +5,9 @@
 -- kept out by places, and the shared holders it follows wake it: shared_acquire.lua).
 -- Removing the place and waking the waiter are one step: a waiter that looked between the two
 -- would find the place, and sleep past a wake-up already sent.
-local shared, values, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- A release sent again (the reply to the first was lost) finds the first in ENDS (common.lua):
+-- 1 again, and nothing changes.
+local shared, values, queue, alive, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, wake_prefix = ARGV[1], ARGV[2]
 
 local now = now_ms()
@@ -18,8 +20,9 @@ local ours = s and tonumber(s) > now
 if not ours and redis.call('ZREM', shared, 'broken-' .. token) == 1 then
   redis.call('HDEL', values, 'broken-' .. token)
 elseif not ours then
-  return 0
+  return ended(ends, 'release', token, now) and 1 or 0
 end
+if ours then mark_ended(ends, 'release', token, now) end
 expire_holders(shared, values, now)
 if redis.call('ZCARD', shared) == 0 then wake_first(queue, alive, wake_prefix, now) end
 return ours and 1 or 0

@@ -32,9 +32,10 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   record.holder = current_holder("rlock");
   record.end = run_end_name(RunEnd::period_reset);
   record.period = reset->slot;
+  record.token = make_token();
   if (options.history_length > 0)
     send_history(*redis, options.key,
-                 history_commands(options.key, record, options.history_length, options.retention));
+                 history_entry(options.key, record, options.history_length, options.retention));
   write_stdout(options.key + ": forgot this period's run (" + reset->slot + ", on " + run.host +
                " at " + run.since + ": " + period_run_text(run) +
                "); the next rlock run --once-per runs the job\n");

@@ -431,9 +431,10 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
 }
 
 // A history entry for a run that did not happen: END says why, STATUS is what rlock exits with.
-RunRecord skipped(const Holder& holder, RunEnd end, int status) {
+RunRecord skipped(const Holder& holder, const std::string& token, RunEnd end, int status) {
   RunRecord r;
   r.holder = holder;
+  r.token = token;
   r.end = run_end_name(end);
   r.exit_status = status;
   return r;
@@ -443,7 +444,7 @@ RunRecord skipped(const Holder& holder, RunEnd end, int status) {
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
   if (options.history_length > 0)
     send_history(redis, options.key,
-                 history_commands(options.key, record, options.history_length, options.retention));
+                 history_entry(options.key, record, options.history_length, options.retention));
 }
 
 // Why a --once-per run does not run: who ran it this period, and how that went.
@@ -507,7 +508,7 @@ public:
               ? "error"
               : "busy";
       if (busy && options_.record_skips)
-        record_history(redis_, options_, skipped(holder_, RunEnd::busy, *status));
+        record_history(redis_, options_, skipped(holder_, lock_->token(), RunEnd::busy, *status));
       return status;
     }
     got_ = std::get<Obtained>(outcome);
@@ -547,7 +548,8 @@ public:
     if (!claim) return unavailable(claim.failure());
     log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
     if (options_.record_skips) {
-      RunRecord r = skipped(holder_, RunEnd::done_this_period, options_.conflict_exit_code);
+      RunRecord r = skipped(holder_, lock_->token(), RunEnd::done_this_period,
+                            options_.conflict_exit_code);
       r.period = period_->slot_name();
       record_history(redis_, options_, r);
     }
@@ -632,9 +634,9 @@ public:
         if (done.failure().kind != Failure::Kind::server) redis_away = true;
       }
     }
-    std::optional<std::vector<Argv>> history;
+    std::optional<ScriptCall> history;
     if (options_.history_length > 0)
-      history = history_commands(options_.key, record, options_.history_length, options_.retention);
+      history = history_entry(options_.key, record, options_.history_length, options_.retention);
     Millis budget = redis_away ? k_quick_attempt : k_release_budget;
     bool reached = true;
     if (end.end == End::exited)
@@ -653,6 +655,7 @@ private:
   RunRecord record_of(const Outcome& end) const {
     RunRecord record;
     record.holder = holder_;
+    record.token = lock_->token();
     record.fence = got_.fence;
     record.waited_ms = got_.waited.count();
     record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got_.sent).count();

@@ -696,8 +696,9 @@ class IdleClosingProxy:
             s.close()
         self.listener.close()
 
-    def _passes(self, from_client, data):
-        """Whether DATA goes on; else the connection is closed (CommandRefusingProxy)."""
+    def _passes(self, client, from_client, data):
+        """Whether DATA, on CLIENT's connection, goes on; else the connection is closed
+        (CommandRefusingProxy, ReplyLosingProxy)."""
         return True
 
     def idle_for(self, seconds):
@@ -741,7 +742,7 @@ class IdleClosingProxy:
                     continue
                 try:
                     data = s.recv(65536)
-                    if data and not self._passes(s is client, data):
+                    if data and not self._passes(client, s is client, data):
                         self._drop(client)
                         continue
                     if data:
@@ -769,10 +770,32 @@ class CommandRefusingProxy(IdleClosingProxy):
         self.refused = set(refused)
         super().__init__(target_port, idle=3600)
 
-    def _passes(self, from_client, data):
+    def _passes(self, client, from_client, data):
         if not from_client:
             return True
         for name in re.findall(rb"\*\d+\r\n\$\d+\r\n([^\r]*)\r\n", data):
             if name.decode(errors="replace").upper() in self.refused:
                 return False
+        return True
+
+
+class ReplyLosingProxy(IdleClosingProxy):
+    """A relay that passes on to the server the first TIMES requests for which LOSE(data) is
+    true, and then closes the connection instead of passing back the server's reply: commands
+    the server ran whose reply the client never gets, as when a proxy, a credential rotation or
+    CLIENT KILL closes a connection under them. lost counts them."""
+
+    def __init__(self, target_port, lose, times=1):
+        self.lose, self.times, self.lost, self._doomed = lose, times, 0, set()
+        super().__init__(target_port, idle=3600)
+
+    def _passes(self, client, from_client, data):
+        if from_client:
+            if self.lost < self.times and self.lose(data):
+                self.lost += 1
+                self._doomed.add(client)
+            return True
+        if client in self._doomed:
+            self._doomed.discard(client)
+            return False
         return True

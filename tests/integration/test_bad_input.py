@@ -83,7 +83,7 @@ BAD_CONFIGS = {
 # Keys are used as given; these are not keys.
 BAD_KEYS = ["", "x:rlock:fence", "{x}:rlock:fence", "{x}:rlock:queue", "{x}:rlock:alive",
             "{x}:rlock:wake-0123", "{x}:rlock:shared", "{x}:rlock:shared-values",
-            "x:rlock:shared-waiters"]
+            "x:rlock:shared-waiters", "{x}:rlock:ended"]
 
 
 def arg(a):

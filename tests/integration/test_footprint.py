@@ -50,8 +50,9 @@ class Retention(RedisTestCase):
             r = self.run_rlock(args)
             self.assertIn(r.returncode, (0, 75), (args, r.stderr))
         keys = self.server.cmd("KEYS", "*")
-        for helper in ("{k}:rlock:fence", "{k}:rlock:history", "{sem}:rlock:fence",
-                       "{daily}:rlock:history", "{acq}:rlock:fence"):
+        for helper in ("{k}:rlock:fence", "{k}:rlock:history", "{k}:rlock:ended",
+                       "{sem}:rlock:fence", "{sem}:rlock:ended", "{daily}:rlock:history",
+                       "{acq}:rlock:fence"):
             self.assertIn(helper, keys)
         self.assertEqual(self.keys_without_expiry(), [])
         # The default keeps them 30 days after the last use.
@@ -66,8 +67,14 @@ class Retention(RedisTestCase):
         for key in ("a", "job:{7}"):
             r = self.run_rlock(["run", "--retention", "1s", key, "--", "true"])
             self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(self.server.cmd("DBSIZE"), 4)  # a fence and a history each
-        wait_until(lambda: self.server.cmd("DBSIZE") == 0, 15, "every key of the locks to expire")
+        # A fence and a history each, and the ends of the runs a re-sent end would find.
+        self.assertEqual(sorted(self.server.cmd("KEYS", "*")),
+                         ["job:{7}:rlock:ended", "job:{7}:rlock:fence", "job:{7}:rlock:history",
+                          "{a}:rlock:ended", "{a}:rlock:fence", "{a}:rlock:history"])
+        # The ends go a minute after the runs, whatever the retention: too long to wait here.
+        for key in ("job:{7}:rlock:ended", "{a}:rlock:ended"):
+            self.assertTrue(0 < self.server.cmd("PTTL", key) <= 60000)
+        wait_until(lambda: self.server.cmd("DBSIZE") == 2, 15, "every other key to expire")
 
     def test_inspect_says_how_long_they_are_kept(self):
         r = self.run_rlock(["run", "--retention", "2d", "k", "--", "true"])

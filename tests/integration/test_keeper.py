@@ -134,7 +134,8 @@ class WhilePid(RedisTestCase):
         wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
         self.assertLess(time.monotonic() - killed, 2, "not released until the ttl")
         wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
-        self.assertEqual(self.server.cmd("KEYS", "*"), ["{lock:deploy}:rlock:fence"])
+        self.assertEqual(sorted(self.server.cmd("KEYS", "*")),
+                         ["{lock:deploy}:rlock:ended", "{lock:deploy}:rlock:fence"])
 
     def test_a_killed_leader_whose_group_runs_on_is_not_called_gone(self):
         # `setsid ./deploy.sh`, kill -9ed while its `sleep` runs: the keeper rightly holds the

@@ -375,6 +375,9 @@ MUTANTS = [
      [("src/history.cpp", "for (size_t i = 0; i < replies.size(); ++i) {",
        "for (size_t i = 0; i < 1; ++i) {")],
      ['test_topologies.Redlock.test_history_shows_the_runs_recorded_on_every_master']),
+    ("history under Redlock shows twice a run sent to two masters",
+     [("src/history.cpp", "  if (replies.size() > 1) {", "  if (false) {")],
+     ['test_topologies.Redlock.test_history_shows_the_runs_recorded_on_every_master']),
     ("history's runs of all masters not cut to --count",
      [("src/history.cpp", "if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);",
        "")],
@@ -385,11 +388,28 @@ MUTANTS = [
       ("src/redis_url.cpp", "if (!port && at == std::string_view::npos && !all_digits(port_text))",
        "if (false)")],
      ['test_bad_input.BadInput.test_a_password_without_its_at_host_never_shows']),
-    ("a history entry whose fate is unknown sent again",
-     [("src/held_lock.cpp",
-       "} else if (history && *history && !released && may_have_run(released.failure())) {",
-       "} else if (false) {")],
-     ['test_history.History.test_a_run_is_recorded_once_across_a_frozen_server']),
+    ("a history entry sent again is recorded again",
+     [("src/lua/history_add.lua", "if ended(ends, 'history', token, now) then return 0 end", "")],
+     ['test_history.History.test_a_run_is_recorded_once_across_a_frozen_server',
+      'test_resend.LostReplies.test_a_release_and_its_history_entry_whose_reply_was_lost']),
+    ("a release sent again does not find the first",
+     [("src/lua/release.lua", "  return ended(ends, 'release', token, now) and 1 or 0", "  return 0")],
+     ['test_resend.LostReplies']),
+    ("a semaphore's release sent again does not find the first",
+     [("src/lua/semaphore_release.lua", "  return ended(ends, 'release', token, now) and 1 or 0",
+       "  return 0")],
+     ['test_resend.LostReplies.test_a_release_and_its_history_entry_whose_reply_was_lost']),
+    ("a shared place's release sent again does not find the first",
+     [("src/lua/shared_release.lua", "  return ended(ends, 'release', token, now) and 1 or 0",
+       "  return 0")],
+     ['test_resend.LostReplies.test_a_release_and_its_history_entry_whose_reply_was_lost']),
+    ("a history entry not sent again after a release's lost reply",
+     [("src/held_lock.cpp", "    if (released) {\n", "    if (!released && history) history->reset();\n    if (released) {\n")],
+     ['test_resend.ConnectionKills']),
+    ("an end of run never sent again",
+     [("src/wait.cpp", "  if (!may_have_run(failure) || Clock::now() >= give_up_) return false;",
+       "  return false;")],
+     ['test_resend.ConnectionKills', 'test_resend.LostReplies.test_the_end_of_a_period_whose_reply_was_lost']),
     ("a waiter's attempt waits for its reply past the end of the wait",
      [("src/wait.cpp", "    if (!give_up_ || *give_up_ == start_) return deadline;",
        "    return deadline;")],
@@ -429,7 +449,10 @@ def prepare(work):
             continue  # deleted in the work tree
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if not os.path.exists(dst) or open(src, "rb").read() != open(dst, "rb").read():
-            shutil.copy2(src, dst)
+            # Stamped now, not with the source's time: a file edited before the copy was last
+            # built would look older than what was built from it, and not be rebuilt.
+            shutil.copyfile(src, dst)
+            shutil.copymode(src, dst)
     if not os.path.exists(os.path.join(build, "build.ninja")):
         sh(["cmake", "-S", tree, "-B", build, "-G", "Ninja"], stdout=subprocess.DEVNULL)
     return tree, build
