@@ -9,6 +9,7 @@
 #include "output.h"
 #include "pid_watch.h"
 #include "signals.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "wait.h"
 
@@ -67,5 +68,47 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   }
   return k_exit_ok;
 }
+
+namespace {
+
+struct AcquireArgs : Arguments {
+  std::string key;
+  bool json = false;
+  std::optional<int> while_pid;
+
+  int run(const Invocation& in) override {
+    in.resolved.run.key = in.key(key);
+    return acquire_verb(in.resolved.global, in.resolved.run, json, while_pid);
+  }
+};
+
+constexpr Option k_key[] = {option<&AcquireArgs::key>("KEY", k_key_help).must()};
+constexpr Option k_options[] = {
+    setting("ttl", "lock expiry; extend it before then (default 30s), or --while-pid renews it"),
+    setting("retention"),
+    option<&AcquireArgs::json>("--json", k_json_help),
+    option<&AcquireArgs::while_pid>("--while-pid",
+                                    "keep the lock while process PID lives (a detached keeper "
+                                    "renews it), give it back when PID exits, signal PID if it "
+                                    "is lost",
+                                    "PID")
+        .range(1, 1 << 22),
+    setting("kill-signal", "with --while-pid: the signal PID gets if the lock is lost (default TERM)"),
+    setting("kill-after", "with --while-pid: SIGKILL this long after it (default min(5s, ttl/3))"),
+    setting("on-lost", "with --while-pid: kill (default), or ignore: only stop renewing")};
+
+}  // namespace
+
+constexpr Command k_acquire_command = {
+    "acquire",
+    "take the lock, print its token, exit",
+    "KEY\nKEY --while-pid PID",
+    {k_key, k_waiting, k_options, k_connection},
+    "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
+    "run rlock extend before the ttl runs out, and rlock release at the end.\n"
+    "Or hold it until the script exits: tok=$(rlock acquire --while-pid $$ KEY).\n"
+    "Exit status: 0 acquired, 69 Redis unavailable, 75 busy (-E changes it); 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<AcquireArgs>};
 
 }  // namespace rlock

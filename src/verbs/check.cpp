@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -18,5 +19,55 @@ int check_verb(const GlobalOptions& global, const CheckOptions& options) {
     print_check(options, *result, output_style(options.json));
   return result->ok() ? k_exit_ok : k_exit_not_held;
 }
+
+namespace {
+
+struct CheckArgs : Arguments {
+  std::string key;
+  std::string every;
+  bool json = false;
+
+  // --every's period, or a usage error.
+  Period every_period() const {
+    auto period = parse_period(every);
+    if (!period)
+      throw usage_error("--every '" + every + "' is neither hour, day, week, month nor a " +
+                        "duration of whole seconds (25h, 1d, 90m ...)");
+    return *period;
+  }
+
+  void check(const std::vector<std::string>&) const override { (void)every_period(); }
+
+  int run(const Invocation& in) override {
+    return check_verb(in.resolved.global,
+                      CheckOptions{in.key(key), every, every_period(), in.resolved.run.tz, json});
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&CheckArgs::key>("KEY", k_key_help).must(),
+    option<&CheckArgs::every>("--every",
+                              "a run must have succeeded within the last PERIOD: a duration "
+                              "(25h), or the current hour, day, week or month (in --tz)",
+                              "PERIOD")
+        .must(),
+    setting("tz", "time zone of --every's calendar periods (default UTC)"),
+    option<&CheckArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_check_command = {
+    "check",
+    "whether a run of KEY succeeded within PERIOD (a dead-man's switch)",
+    "KEY --every PERIOD",
+    {k_options, k_connection},
+    "A duration is the last PERIOD by the Redis server's clock; hour, day, week and\n"
+    "month are the current one, as --once-per counts them: check late in the period,\n"
+    "or give a duration with slack (--every 25h for a daily job). Prints one line\n"
+    "on stdout, the first word after the key 'ok' when a run succeeded (-q: only when\n"
+    "none did). Reads only.\n"
+    "Exit status: 0 a run succeeded within PERIOD, 1 none did (or none is recorded), "
+    "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
+    make_arguments<CheckArgs>};
 
 }  // namespace rlock

@@ -1,6 +1,7 @@
 // rlock config: the effective configuration, value by value, with where each came from.
 #include "lease.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -21,5 +22,28 @@ int config_verb(const RawSettings& settings, const Resolved& resolved,
   print_config(shown, config_file, output_style(json));
   return k_exit_ok;
 }
+
+namespace {
+
+struct ConfigArgs : Arguments {
+  bool json = false;
+
+  int run(const Invocation& in) override {
+    return config_verb(in.settings, in.resolved, in.config_file, json);
+  }
+};
+
+constexpr Option k_options[] = {option<&ConfigArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_config_command = {
+    "config",
+    "the effective configuration and where each value came from",
+    "",
+    {k_waiting, k_running, k_options, k_connection},
+    "Exit status: 0; 64 usage (a bad flag or value), 78 configuration (a bad config file or "
+    "URL), 125 rlock failed.",
+    make_arguments<ConfigArgs>};
 
 }  // namespace rlock

@@ -2,6 +2,7 @@
 #include "lock.h"
 #include "lock_value.h"
 #include "log.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -26,5 +27,32 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
   log_debug(key + ": extended to " + format_duration(ttl));
   return k_exit_ok;
 }
+
+namespace {
+
+struct ExtendArgs : Arguments {
+  std::string key;
+  std::optional<std::string> token;
+
+  int run(const Invocation& in) override {
+    return extend_verb(in.resolved.global, in.key(key), *token, in.resolved.run.ttl);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&ExtendArgs::key>("KEY", k_key_help).must(),
+    option<&ExtendArgs::token>("--token", "the token acquire printed", "T").must(),
+    setting("ttl", "the new expiry, from now (default 30s)")};
+
+}  // namespace
+
+constexpr Command k_extend_command = {
+    "extend",
+    "renew a lock taken with acquire",
+    "KEY --token T",
+    {k_options, k_connection},
+    "Exit status: 0 extended, 1 not ours (nothing changed), 69 Redis unreachable; 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<ExtendArgs>};
 
 }  // namespace rlock

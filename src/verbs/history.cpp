@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -17,5 +18,33 @@ int history_verb(const GlobalOptions& global, const std::string& key, int count,
   print_history(key, read->runs, output_style(json));
   return k_exit_ok;
 }
+
+namespace {
+
+struct HistoryArgs : Arguments {
+  std::string key;
+  int count = 10;
+  bool json = false;
+
+  int run(const Invocation& in) override {
+    return history_verb(in.resolved.global, in.key(key), count, json);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&HistoryArgs::key>("KEY", k_key_help).must(),
+    option<&HistoryArgs::count>("-n,--count", "how many runs (default 10)", "N").range(1, 100000),
+    option<&HistoryArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_history_command = {
+    "history",
+    "the latest runs of KEY, newest first",
+    "KEY",
+    {k_options, k_connection},
+    "Exit status: 0, also when there is no history yet; 69 Redis unreachable; 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<HistoryArgs>};
 
 }  // namespace rlock

@@ -1,6 +1,7 @@
 // rlock inspect KEY: everything known about one lock.
 #include "lock_state.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -14,5 +15,30 @@ int inspect_verb(const GlobalOptions& global, const std::string& key, bool json)
   if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;
   return s.kind == LockState::Kind::free ? k_exit_not_held : k_exit_ok;
 }
+
+namespace {
+
+struct InspectArgs : Arguments {
+  std::string key;
+  bool json = false;
+
+  int run(const Invocation& in) override {
+    return inspect_verb(in.resolved.global, in.key(key), json);
+  }
+};
+
+constexpr Option k_options[] = {option<&InspectArgs::key>("KEY", k_key_help).must(),
+                                option<&InspectArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_inspect_command = {
+    "inspect",
+    "everything known about one lock",
+    "KEY",
+    {k_options, k_connection},
+    "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock; 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<InspectArgs>};
 
 }  // namespace rlock

@@ -1,6 +1,7 @@
 // rlock list [PATTERN]: every lock under the prefix, found with SCAN, printed as it is read.
 #include "lock_state.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -18,5 +19,29 @@ int list_verb(const GlobalOptions& global, const std::string& pattern, bool json
   printer.finish();
   return k_exit_ok;
 }
+
+namespace {
+
+struct ListArgs : Arguments {
+  std::string pattern = "*";
+  bool json = false;
+
+  int run(const Invocation& in) override { return list_verb(in.resolved.global, pattern, json); }
+};
+
+constexpr Option k_options[] = {
+    option<&ListArgs::pattern>("PATTERN", "a Redis glob after --prefix (default *)"),
+    option<&ListArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_list_command = {
+    "list",
+    "every lock under the prefix that matches PATTERN",
+    "[PATTERN]",
+    {k_options, k_connection},
+    "Exit status: 0, also when no lock matches; 69 Redis unreachable; 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<ListArgs>};
 
 }  // namespace rlock

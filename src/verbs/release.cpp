@@ -4,11 +4,19 @@
 #include "lock_value.h"
 #include "log.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
 
 namespace {
+
+struct ReleaseOptions {
+  std::optional<std::string> token;
+  bool force = false;  // break it whoever holds it (only TOKEN's, when given)
+  bool now = false;    // with FORCE: delete, not a tombstone
+  bool all = false;    // with FORCE: every place of a semaphore
+};
 
 // How long a keeper has to say it stopped renewing: it answers at once unless it is stuck.
 constexpr Millis k_tell_keeper_timeout{1000};
@@ -118,5 +126,45 @@ int release_verb(const GlobalOptions& global, const std::string& key,
   if (options.force) return break_by_force(*redis, key, options);
   return give_back(*redis, key, *options.token);
 }
+
+namespace {
+
+struct ReleaseArgs : Arguments {
+  std::string key;
+  std::optional<std::string> token;
+  bool force = false;
+  bool now = false;
+  bool all = false;
+
+  int run(const Invocation& in) override {
+    return release_verb(in.resolved.global, in.key(key), {token, force, now, all});
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&ReleaseArgs::key>("KEY", k_key_help).must(),
+    option<&ReleaseArgs::token>("--token", "the token acquire printed", "T"),
+    option<&ReleaseArgs::force>("--force",
+                                "break the lock whoever holds it (with --token: only that "
+                                "holder's); it stays taken until the holder has surely stopped"),
+    option<&ReleaseArgs::now>("--now",
+                              "with --force: free it at once (the holder is known to be dead)"),
+    option<&ReleaseArgs::all>("--all",
+                              "with --force: every place of a semaphore (--limit) or shared lock "
+                              "(--shared)")};
+
+}  // namespace
+
+constexpr Command k_release_command = {
+    "release",
+    "give a lock back, or break anyone's",
+    "KEY --token T\nKEY --force [--token T | --all] [--now]",
+    {k_options, k_connection},
+    "--force leaves a tombstone: nobody takes the lock until its holder has surely\n"
+    "stopped (its rlock notices at its next renewal and stops the command; cut off\n"
+    "from Redis, at its lease's end). --now frees it at once: an overlap if it runs.\n"
+    "Exit status: 0 released or broken, 1 not ours or free (nothing changed), 69 Redis "
+    "unreachable or not a lock; 64 usage, 78 configuration, 125 rlock failed.",
+    make_arguments<ReleaseArgs>};
 
 }  // namespace rlock

@@ -4,6 +4,7 @@
 #include "history.h"
 #include "log.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -41,5 +42,34 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
                "); the next rlock run --once-per runs the job\n");
   return k_exit_ok;
 }
+
+namespace {
+
+struct ResetPeriodArgs : Arguments {
+  std::string key;
+
+  int run(const Invocation& in) override {
+    in.resolved.run.key = in.key(key);
+    return reset_period_verb(in.resolved.global, in.resolved.run);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&ResetPeriodArgs::key>("KEY", k_key_help).must(),
+    setting("once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"),
+    setting("tz"), setting("history-length"), setting("retention")};
+
+}  // namespace
+
+constexpr Command k_reset_period_command = {
+    "reset-period",
+    "let a --once-per job run again this period",
+    "KEY --once-per PERIOD",
+    {k_options, k_connection},
+    "Forgets this period's run of KEY (recorded in its history), so that the next\n"
+    "rlock run --once-per runs the job. Give the --once-per and --tz of the job.\n"
+    "Exit status: 0 forgotten, 1 no run this period or it is still running (nothing changed), "
+    "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
+    make_arguments<ResetPeriodArgs>};
 
 }  // namespace rlock

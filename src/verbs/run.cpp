@@ -23,6 +23,7 @@
 #include "signals.h"
 #include "terminal.h"
 #include "text.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "wait.h"
 
@@ -723,5 +724,49 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   if (auto status = run.start_command(argv, program)) return *status;
   return run.finish(run.supervise());
 }
+
+namespace {
+
+struct RunArgs : Arguments {
+  std::string key;
+  std::optional<std::string> shell_command;
+
+  void check(const std::vector<std::string>& command) const override {
+    if (shell_command && !command.empty())
+      throw usage_error("give either -c 'TEXT' or -- COMMAND, not both");
+    if (!shell_command && command.empty())
+      throw usage_error("missing command: rlock run KEY -- COMMAND [ARG...], or -c 'TEXT'");
+  }
+
+  int run(const Invocation& in) override {
+    RunOptions options = std::move(in.resolved.run);
+    options.key = in.key(key);
+    options.command = in.command;
+    options.shell_command = shell_command;
+    return run_verb(in.resolved.global, options);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&RunArgs::key>("KEY", k_key_help).must(),
+    option<&RunArgs::shell_command>("-c,--command",
+                                    "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND",
+                                    "TEXT")};
+
+}  // namespace
+
+constexpr Command k_run_command = {
+    "run",
+    "hold KEY while COMMAND runs",
+    "KEY -- COMMAND [ARG...]\nKEY -c 'SHELL TEXT'",
+    {k_options, k_waiting, k_running, k_connection},
+    "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh).\n"
+    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and "
+    "RLOCK_HEARTBEAT_FILE).\n"
+    "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
+    "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 124 --max-run, 125 rlock "
+    "failed, 126 not executable, 127 not found.",
+    make_arguments<RunArgs>,
+    /*takes_command=*/true};
 
 }  // namespace rlock

@@ -1,6 +1,7 @@
 // rlock status KEY...: one line per key: free, or held by whom, for how long, until when.
 #include "lock_state.h"
 #include "output.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
@@ -17,5 +18,30 @@ int status_verb(const GlobalOptions& global, const std::vector<std::string>& key
   }
   return status;
 }
+
+namespace {
+
+struct StatusArgs : Arguments {
+  std::vector<std::string> keys;
+  bool json = false;
+
+  int run(const Invocation& in) override {
+    return status_verb(in.resolved.global, in.keys(keys), json);
+  }
+};
+
+constexpr Option k_options[] = {option<&StatusArgs::keys>("KEY", k_keys_help).must(),
+                                option<&StatusArgs::json>("--json", k_json_help)};
+
+}  // namespace
+
+constexpr Command k_status_command = {
+    "status",
+    "one line per key: free, or held by whom",
+    "KEY...",
+    {k_options, k_connection},
+    "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
+    "not a lock; 64 usage, 78 configuration, 125 rlock failed.",
+    make_arguments<StatusArgs>};
 
 }  // namespace rlock

@@ -15,6 +15,7 @@
 #include "lock_watch.h"
 #include "output.h"
 #include "signals.h"
+#include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "wait.h"
 
@@ -360,5 +361,44 @@ int watch_verb(const GlobalOptions& global, const std::vector<std::string>& keys
     return k_exit_ok;  // `rlock watch k | grep -m1 expired`: its reader has what it wanted
   }
 }
+
+namespace {
+
+struct WatchArgs : Arguments {
+  std::vector<std::string> keys;
+  bool json = false;
+
+  // A key watched twice would print each of its changes twice.
+  void check(const std::vector<std::string>&) const override {
+    for (size_t i = 0; i < keys.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (keys[i] == keys[j]) throw usage_error("KEY '" + keys[i] + "' is given twice");
+  }
+
+  int run(const Invocation& in) override {
+    return watch_verb(in.resolved.global, in.keys(keys), json);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&WatchArgs::keys>("KEY", k_keys_help).must(),
+    option<&WatchArgs::json>("--json", "print one JSON object a line (fields in rlock(1))")};
+
+}  // namespace
+
+constexpr Command k_watch_command = {
+    "watch",
+    "one line per change of the locks, until interrupted",
+    "KEY...",
+    {k_options, k_connection},
+    "Tells each change of the locks as it happens: taken (by whom), renewed late,\n"
+    "released, expired, broken, waiters queued, places of a semaphore or shared lock.\n"
+    "Keyspace notifications when the server sends them (notify-keyspace-events\n"
+    "with K and g$xz, or KA; never changed by rlock), else polling every 250ms: the\n"
+    "first line says which. Writes nothing to Redis. Ctrl-C or SIGTERM ends it.\n"
+    "Exit status: 0 ended by a signal or by its reader going away (| head -1); 69 Redis "
+    "unreachable at the start, or it refused us; 64 usage, 78 configuration, 125 rlock "
+    "failed.",
+    make_arguments<WatchArgs>};
 
 }  // namespace rlock

@@ -96,6 +96,78 @@ class CommandLine(RedisTestCase):
         self.assertEqual(r.returncode, 64)
         self.assertIn("exclude each other", r.stderr)
 
+    def test_options_that_take_a_value_for_their_command_work_before_it(self):
+        """-n is history's --count N but run's --no-wait: what takes a value before the verb is
+        what that verb's declaration says (these exited 64 before)."""
+        url = ["--redis", self.server.url]
+        self.assertEqual(run_rlock(url + ["run", "k", "--", "true"]).returncode, 0)
+        for args in (["--count", "5", "history", "k"], ["-n", "5", "history", "k"],
+                     ["-n", "5", "history", "--json", "k"]):
+            with self.subTest(args=args):
+                r = run_rlock(url + args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(r.stdout, run_rlock(url + args[2:] + args[:2]).stdout)
+                self.assertIn("exit 0" if "--json" not in args else '"exit_status": 0', r.stdout)
+        r = run_rlock(url + ["-c", "echo ran", "run", "k"])
+        self.assertEqual((r.returncode, r.stdout), (0, "ran\n"), r.stderr)
+        r = run_rlock(url + ["-c", "true", "run", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # run's -n is a flag: the verb after it, not a value.
+        self.assertEqual(run_rlock(url + ["-n", "run", "k", "--", "true"]).returncode, 0)
+        # A value that is a command's name is still the value: --prefix status status k.
+        r = run_rlock(url + ["--prefix", "status", "status", "k"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertTrue(r.stdout.startswith("statusk "), r.stdout)
+
+    def test_every_option_of_every_command_works_before_it(self):
+        """Each option of each command (its declarations, as `rlock completion fish` prints
+        them), typed before the command, does what it does after it: the same exit status and
+        output, never "unknown command" or "not expected". Against a Redis that refuses
+        connections, with "x" for every value: a usage error names the option as the command's."""
+        import os
+        import re
+        import tempfile
+        r = run_rlock(["completion", "fish"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        options = {}  # verb -> [(name, takes a value)]
+        for line in r.stdout.splitlines():
+            m = re.match(r"complete -c rlock -n '__fish_seen_subcommand_from ([\w-]+)' (.*)", line)
+            if not m or " -d " not in m.group(2):
+                continue
+            spec = m.group(2).split(" -d ")[0]
+            names = ["-" + n for n in re.findall(r"-s (\w)", spec)]
+            names += ["--" + n for n in re.findall(r"-l ([\w-]+)", spec)]
+            valued = " -x" in spec or " -r" in spec
+            options.setdefault(m.group(1), []).extend((n, valued) for n in names)
+        token = "0" * 32
+        base = {"run": ["k", "--", "true"], "status": ["k"], "inspect": ["k"], "history": ["k"],
+                "check": ["k", "--every", "1d"], "watch": ["k"], "list": [], "acquire": ["k"],
+                "extend": ["k", "--token", token], "release": ["k", "--token", token],
+                "reset-period": ["k", "--once-per", "day"], "config": []}
+        self.assertEqual(sorted(options), sorted(base))
+        self.assertGreater(len(options["run"]), 50)
+        down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
+        tried = 0
+        with tempfile.TemporaryDirectory() as cwd:
+            for verb, names in options.items():
+                for name, valued in names:
+                    option = [name, "x"] if valued else [name]
+                    args = list(base[verb])
+                    for word in ("--every", "--token", "--once-per"):
+                        if word in args and name.startswith("--") and word.startswith(name):
+                            del args[args.index(word):args.index(word) + 2]
+                    if name in ("-c", "--command"):
+                        args = ["k"]
+                    with self.subTest(verb=verb, option=option):
+                        before = run_rlock(option + [verb] + args, env=down, cwd=cwd, timeout=30)
+                        after = run_rlock([verb] + option + args, env=down, cwd=cwd, timeout=30)
+                        for bad in ("unknown command", "not expected", "takes no"):
+                            self.assertNotIn(bad, before.stderr)
+                        self.assertEqual((before.returncode, before.stdout, before.stderr),
+                                         (after.returncode, after.stdout, after.stderr))
+                        tried += 1
+        self.assertGreater(tried, 300)
+
     def test_bad_url_is_78_and_never_shows_the_password(self):
         r = self.run_rlock(["run", "--redis", "redis://app:hunter2@127.0.0.1:notaport", "k", "--", "true"])
         self.assertEqual(r.returncode, 78)

@@ -16,12 +16,31 @@ from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, w
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 VERBS = ["run", "status", "inspect", "history", "check", "watch", "list", "acquire", "extend",
-         "release", "reset-period", "config", "help"]
+         "release", "reset-period", "config", "completion", "help"]
+# The commands that take options beyond --help.
+WITH_OPTIONS = VERBS[:-2]
+SHELLS = {"bash": "rlock.bash", "zsh": "rlock.zsh", "fish": "rlock.fish"}
 
 
 def read(rel):
     with open(os.path.join(SOURCE, rel)) as f:
         return f.read()
+
+
+def completion(shell):
+    """What `rlock completion SHELL` prints."""
+    r = run_rlock(["completion", shell])
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def completion_file(shell):
+    """`rlock completion SHELL` in a file of its own, for the shell to source."""
+    f = tempfile.NamedTemporaryFile("w", prefix="rlock-completion-", suffix="." + shell,
+                                    delete=False)
+    with f:
+        f.write(completion(shell))
+    return f.name
 
 
 def man_text():
@@ -74,25 +93,24 @@ class Docs(unittest.TestCase):
     def test_every_option_is_documented_and_completed(self):
         man = man_text()
         docs = {"man/rlock.1": man, "README.md": read("README.md"),
-                "completions/rlock.bash": read("completions/rlock.bash"),
-                "completions/_rlock": read("completions/_rlock"),
-                "completions/rlock.fish": read("completions/rlock.fish").replace("-l ", "--")}
-        for verb in VERBS[:-1]:
+                "rlock completion bash": completion("bash"),
+                "rlock completion zsh": completion("zsh"),
+                "rlock completion fish": completion("fish").replace("-l ", "--")}
+        for verb in WITH_OPTIONS:
             text = help_of(verb)
             options = long_options(text) - {"--help"}
             self.assertGreater(len(options), 3, verb)
             for name, doc in docs.items():
                 missing = sorted(o for o in options if o not in doc)
                 self.assertEqual(missing, [], f"options of 'rlock {verb}' missing from {name}")
-            man_synopsis = man.split(".SH DESCRIPTION")[0]
-            self.assertIn(verb, man_synopsis)
+            self.assertIn(verb, man.split(".SH DESCRIPTION")[0])
             for short in short_options(text) - {"-h"}:
                 self.assertRegex(man, rf"\.B[IR]? {re.escape(short)} \", \"", f"{short} in man")
                 self.assertIn(f"`{short}", docs["README.md"], f"{short} ('rlock {verb}') in README")
 
     def test_every_documented_option_exists(self):
         taken = set()
-        for verb in VERBS[:-1]:
+        for verb in WITH_OPTIONS:
             taken |= long_options(help_of(verb))
         man = man_text()
         man_options = set()
@@ -390,13 +408,21 @@ printf '%s\n' "${COMPREPLY[@]}"
 
 
 class BashCompletion(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.script = completion_file("bash")
+
+    @classmethod
+    def tearDownClass(cls):
+        os.unlink(cls.script)
+
     def complete(self, *words):
         return self.complete_env(dict(os.environ), *words)
 
     def test_verbs_flags_and_values(self):
         self.assertEqual(self.complete("rlock", "ru"), {"run"})
-        self.assertEqual(self.complete("rlock", "co"), {"config"})
-        self.assertEqual(self.complete("rlock", "c"), {"check", "config"})
+        self.assertEqual(self.complete("rlock", "co"), {"completion", "config"})
+        self.assertEqual(self.complete("rlock", "c"), {"check", "completion", "config"})
         self.assertEqual(self.complete("rlock", "check", "k", "--e"), {"--every"})
         self.assertEqual(self.complete("rlock", "re"), {"release", "reset-period"})
         self.assertEqual(self.complete("rlock", "reset-period", "k", "--o"), {"--once-per"})
@@ -408,6 +434,8 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("--min-hold", self.complete("rlock", "run", "--m"))
         self.assertEqual(self.complete("rlock", "run", "--on-lost", ""), {"kill", "ignore"})
         self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
+        self.assertEqual(self.complete("rlock", "completion", ""), {"bash", "zsh", "fish"})
+        self.assertEqual(self.complete("rlock", "help", "comp"), {"completion"})
         # After "--", the command's own completion: commands from $PATH.
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
         # Options before the verb, and their values, are not taken for it.
@@ -415,6 +443,22 @@ class BashCompletion(unittest.TestCase):
         self.assertEqual(self.complete("rlock", "--redis", "redis://h", "st"), {"status"})
         self.assertEqual(self.complete("rlock", "-q", "--redis", "redis://h", "release", "k",
                                        "--n"), {"--now"})
+        self.assertEqual(self.complete("rlock", "--on-lost", ""), {"kill", "ignore"})
+        # Which options take a value is each verb's: -n N for history, a flag for run.
+        self.assertEqual(self.complete("rlock", "-n", "5", "history", "k", "--j"), {"--json"})
+        self.assertEqual(self.complete("rlock", "-n", "run", "k", "--fa"), {"--fair"})
+        self.assertEqual(self.complete("rlock", "--prefix", "status", "status", "k", "--j"),
+                         {"--json"})
+
+    def test_the_loader_sources_what_rlock_prints(self):
+        from harness import RLOCK
+        bindir = os.path.dirname(os.path.abspath(RLOCK))
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+        loader = os.path.join(SOURCE, "completions/rlock.bash")
+        self.assertEqual(self.complete_env(env, "rlock", "ru", script=loader), {"run"})
+        self.assertEqual(self.complete_env(env, "rlock", "history", "--c", script=loader),
+                         {"--cacert", "--cacertdir", "--cert", "--config", "--connect-timeout",
+                          "--command-timeout", "--count"})
 
     def test_lock_keys_come_from_rlock_list_and_nothing_when_redis_is_down(self):
         from harness import RLOCK
@@ -426,14 +470,14 @@ class BashCompletion(unittest.TestCase):
         env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
                    RLOCK_REDIS_URL=server.url)
         self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), {"lock:report"})
+        self.assertEqual(self.complete_env(env, "rlock", "run", "lock:c"), {"lock:cleanup"})
         env["RLOCK_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}"
         self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), set())
 
-    def complete_env(self, env, *words):
+    def complete_env(self, env, *words, script=None):
         self.assertTrue(os.path.exists("/usr/share/bash-completion/bash_completion"),
                         "bash-completion is needed (packaging/setup-debian.sh installs it)")
-        r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver",
-                            os.path.join(SOURCE, "completions/rlock.bash"), *words],
+        r = subprocess.run(["bash", "-c", BASH_DRIVER, "driver", script or self.script, *words],
                            capture_output=True, text=True, env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         return set(r.stdout.split())
@@ -443,20 +487,58 @@ class ZshAndFish(unittest.TestCase):
     def test_zsh_completion_parses(self):
         zsh = shutil.which("zsh")
         self.assertIsNotNone(zsh, "zsh is needed (packaging/setup-debian.sh installs it)")
-        r = subprocess.run([zsh, "-n", os.path.join(SOURCE, "completions/_rlock")],
-                           capture_output=True, text=True)
-        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        path = completion_file("zsh")
+        self.addCleanup(os.unlink, path)
+        for script in (path, os.path.join(SOURCE, "completions/_rlock")):
+            r = subprocess.run([zsh, "-n", script], capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stderr), (0, ""), script)
 
     def test_fish_completion_completes(self):
+        from harness import RLOCK
         fish = shutil.which("fish")
         self.assertIsNotNone(fish, "fish is needed (packaging/setup-debian.sh installs it)")
-        path = os.path.join(SOURCE, "completions/rlock.fish")
+        path = completion_file("fish")
+        self.addCleanup(os.unlink, path)
         r = subprocess.run([fish, "-n", path], capture_output=True, text=True)
         self.assertEqual((r.returncode, r.stderr), (0, ""))
-        r = subprocess.run([fish, "--no-config", "-c",
-                            f"source {path}; complete -C 'rlock run --on-lost '"],
-                           capture_output=True, text=True)
-        self.assertEqual({line.split("\t")[0] for line in r.stdout.splitlines()}, {"kill", "ignore"})
+        bindir = os.path.dirname(os.path.abspath(RLOCK))
+        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"])
+        for script in (path, os.path.join(SOURCE, "completions/rlock.fish")):
+            for line, want in (("rlock run --on-lost ", {"kill", "ignore"}),
+                               ("rlock completion ", {"bash", "zsh", "fish"}),
+                               ("rlock history --cou", {"--count"})):
+                r = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C '{line}'"],
+                                   capture_output=True, text=True, env=env)
+                self.assertEqual({out.split("\t")[0] for out in r.stdout.splitlines()}, want,
+                                 (script, line, r.stderr))
+
+
+class Completion(unittest.TestCase):
+    def test_a_shell_rlock_does_not_know_is_one_line_and_64(self):
+        for args in (["completion", "tcsh"], ["completion"], ["completion", "bash", "zsh"]):
+            r = run_rlock(args)
+            self.assertEqual(r.returncode, 64, args)
+            self.assertEqual(r.stdout, "")
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("no shell 'tcsh' (bash, zsh or fish)", run_rlock(["completion", "tcsh"]).stderr)
+
+    def test_it_reads_no_config_file(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml") as bad:
+            bad.write("ttl = [\n")
+            bad.flush()
+            r = run_rlock(["completion", "bash"], env=rlock_env(RLOCK_CONFIG=bad.name))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_the_build_installs_what_rlock_prints(self):
+        """The build makes completions/rlock.SHELL by running the binary (completions/CMakeLists.txt),
+        and installs those files; they are what `rlock completion SHELL` prints now."""
+        build = os.environ.get("RLOCK_BUILD_DIR", "")
+        made = os.path.join(build, "completions")
+        if not os.path.isdir(made):
+            self.skipTest(f"no {made}: RLOCK_BUILD_DIR is not rlock's build directory")
+        for shell, name in SHELLS.items():
+            with open(os.path.join(made, name)) as f:
+                self.assertEqual(f.read(), completion(shell), name)
 
 
 if __name__ == "__main__":
