@@ -115,4 +115,19 @@ void LeaseKeeper::run() {
   }
 }
 
+LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+                        Millis kill_after, bool ignore_loss) {
+  using Act = LossVerdict::Act;
+  using Why = LossVerdict::Why;
+  if (state == LeaseKeeper::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
+    return {};
+  Why why = state == LeaseKeeper::State::expired || now >= deadline ? Why::ran_out
+            : state == LeaseKeeper::State::not_mine                  ? Why::not_ours
+                                                                     : Why::unreachable;
+  if (ignore_loss) return {Act::ignore, why, {}};
+  if (why == Why::ran_out) return {Act::kill_now, why, now};
+  if (why == Why::not_ours) return {Act::stop, why, std::min(now + kill_after, deadline)};
+  return {Act::stop, why, deadline};
+}
+
 }  // namespace rlock

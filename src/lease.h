@@ -103,4 +103,35 @@ private:
   Fd wake_read_, wake_write_;
 };
 
+// When an unrenewed lease counts as lost: with --on-lost kill, early enough that SIGKILL
+// (KILL_AFTER after the kill signal) lands by DEADLINE; with --on-lost ignore, at DEADLINE.
+inline TimePoint loss_threshold(TimePoint deadline, Millis kill_after, bool ignore_loss) {
+  return ignore_loss ? deadline : deadline - kill_after;
+}
+
+// The one safety question `rlock run` and acquire --while-pid's keeper both ask of their lease
+// at a moment: may the command go on, and if not, how is it stopped (docs/DESIGN.md "Lease
+// safety").
+struct LossVerdict {
+  enum class Act {
+    go_on,     // held, and not yet at its loss threshold
+    ignore,    // lost, with --on-lost ignore: the command runs on without the lock
+    kill_now,  // SIGKILL now: past the deadline the key may be someone else's already
+    stop,      // the kill signal now, SIGKILL at kill_at
+  } act = Act::go_on;
+  enum class Why {
+    none,
+    ran_out,      // the lease ended unrenewed (rlock was frozen, or the deadline passed)
+    not_ours,     // broken, deleted, or another token holds it
+    unreachable,  // no renewal succeeded, and the end is near
+  } why = Why::none;
+  TimePoint kill_at{};
+};
+
+// The verdict at NOW on a lease in STATE that ends at DEADLINE. A broken lock (not_ours) gets
+// KILL_AFTER for its command to stop, but no more than the lease: `release --force` keeps
+// the key taken until the lease's end, and no longer (break_lock.lua).
+LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+                        Millis kill_after, bool ignore_loss);
+
 }  // namespace rlock

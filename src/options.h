@@ -39,7 +39,7 @@ struct RunOptions {
   std::optional<std::string> heartbeat_file;
   std::optional<Millis> stale_after;
   int kill_signal = SIGTERM;
-  std::optional<Millis> kill_after;  // nullopt: default_kill_after(ttl)
+  Millis kill_after{};  // --kill-after, or default_kill_after(ttl) (resolve_settings)
   enum class OnLost { kill, ignore } on_lost = OnLost::kill;
   // What to do with processes the command left running in its process group when it exits.
   enum class Leftovers { wait, kill } leftovers = Leftovers::wait;

@@ -157,8 +157,8 @@ void apply_kill_signal(const SettingValue& v, Resolved& r) {
 void apply_kill_after(const SettingValue& v, Resolved& r) {
   r.run.kill_after = v.positive_duration();
   // After ttl in all_settings(), so the ttl is known.
-  if (!kill_after_allowed(*r.run.kill_after, r.run.ttl))
-    v.bad(format_duration(*r.run.kill_after) + " must be below half the ttl (" +
+  if (!kill_after_allowed(r.run.kill_after, r.run.ttl))
+    v.bad(format_duration(r.run.kill_after) + " must be below half the ttl (" +
           format_duration(r.run.ttl / 2) + ")");
 }
 
@@ -374,6 +374,8 @@ Resolved resolve_settings(const RawSettings& s) {
     const RawValue* v = lookup(s, info.name);
     if (v && info.apply) info.apply(SettingValue(info.name, *v), r);
   }
+  // The one place the kill-after default is derived (rlock config shows it).
+  if (!lookup(s, "kill-after")) r.run.kill_after = default_kill_after(r.run.ttl);
 
   // A password in the URL is used for that URL. Otherwise the highest-ranked of an inline
   // password (RLOCK_PASSWORD, REDISCLI_AUTH, the file's `password`), a password file and a

@@ -1,5 +1,4 @@
 // rlock config: the effective configuration, value by value, with where each came from.
-#include "lease.h"
 #include "output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
@@ -14,7 +13,7 @@ int config_verb(const RawSettings& settings, const Resolved& resolved,
     if (!shown.count(name))
       shown[name] = RawValue{{std::move(value)}, {Origin::Kind::default_value, rule}};
   };
-  derived("kill-after", format_duration(default_kill_after(resolved.run.ttl)),
+  derived("kill-after", format_duration(resolved.run.kill_after),
           "default (5s, or ttl/3 when shorter)");
   derived("tz", "UTC", "default");
   derived("min-replicas", std::to_string(resolved.run.min_replicas),

@@ -42,7 +42,7 @@ public:
   Keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
          const Fd& link, SignalEvents& signals)
       : lock_(lock), got_(got), options_(options), pid_(pid), link_(link), signals_(signals),
-        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))) {}
+        kill_after_(options.kill_after) {}
 
   void run() {
     HeldLock held(lock_, options_.ttl, got_.sent);
@@ -97,26 +97,21 @@ public:
   }
 
 private:
-  // Mirrors `rlock run`: a loss stops PID with the kill signal, and SIGKILL lands by the
-  // lease's deadline, before the key can be anyone else's.
+  // As `rlock run` judges its lease (judge_lease): a loss stops PID with the kill signal, and
+  // SIGKILL lands by the lease's deadline, before the key can be anyone else's.
   void check_lease(const LeaseKeeper& lease, TimePoint now) {
-    TimePoint deadline = lease.deadline();
-    if (lease.state() == LeaseKeeper::State::held && now < threshold(lease)) return;
+    LossVerdict v = judge_lease(lease.state(), lease.deadline(), now, kill_after_, ignore_loss());
+    if (v.act == LossVerdict::Act::go_on) return;
     lost_ = true;
-    if (options_.on_lost == RunOptions::OnLost::ignore) return;
-    if (lease.state() == LeaseKeeper::State::expired || now >= deadline) {
-      pid_.signal(SIGKILL);
-    } else {
-      pid_.signal(options_.kill_signal);
-      kill_at_ = lease.state() == LeaseKeeper::State::not_mine
-                     ? std::min(now + kill_after_, deadline)
-                     : deadline;
-    }
+    if (v.act == LossVerdict::Act::kill_now) pid_.signal(SIGKILL);
+    if (v.act != LossVerdict::Act::stop) return;
+    pid_.signal(options_.kill_signal);
+    kill_at_ = v.kill_at;
   }
 
+  bool ignore_loss() const { return options_.on_lost == RunOptions::OnLost::ignore; }
   TimePoint threshold(const LeaseKeeper& lease) const {
-    return options_.on_lost == RunOptions::OnLost::kill ? lease.deadline() - kill_after_
-                                                        : lease.deadline();
+    return loss_threshold(lease.deadline(), kill_after_, ignore_loss());
   }
 
   TimePoint next_look(const LeaseKeeper& lease, TimePoint now, bool pid_running) const {

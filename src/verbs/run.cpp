@@ -61,10 +61,11 @@ struct Outcome {
 // process that inherited it lives), which --leftovers kill stops instead.
 class Supervisor {
 public:
-  Supervisor(const RunOptions& options, Millis kill_after, Child& child, LeaseKeeper& keeper,
-             SignalEvents& signals, Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
+  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
+             Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
       : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
-        heartbeat_(heartbeat), kill_after_(kill_after), keeper_start_at_(keeper.start_due()) {
+        heartbeat_(heartbeat), kill_after_(options.kill_after),
+        keeper_start_at_(keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
 
@@ -170,43 +171,40 @@ private:
 
   void check_lease(TimePoint now) {
     if (lost_) return;
-    LeaseKeeper::State state = keeper_.state();
     TimePoint deadline = keeper_.deadline();
-    if (state == LeaseKeeper::State::held && now < loss_threshold()) return;
+    LossVerdict v = judge_lease(keeper_.state(), deadline, now, kill_after_, ignore_loss());
+    if (v.act == LossVerdict::Act::go_on) return;
     lost_ = true;
-    if (options_.on_lost == RunOptions::OnLost::ignore) {
+    std::string why;
+    switch (v.why) {
+    case LossVerdict::Why::ran_out: why = "the lease ran out, e.g. rlock was frozen"; break;
+    case LossVerdict::Why::not_ours: why = "broken, gone, or another token holds it"; break;
+    case LossVerdict::Why::unreachable:
+    case LossVerdict::Why::none:
+      why = "no renewal succeeded; the lease ends in " +
+            format_duration(std::chrono::duration_cast<Millis>(deadline - now));
+      break;
+    }
+    switch (v.act) {
+    case LossVerdict::Act::go_on: return;
+    case LossVerdict::Act::ignore:
       log(Level::error, {"lost_ignored", key(),
                          "lock lost; --on-lost ignore: the command keeps running without it"});
       return;
-    }
-    if (state == LeaseKeeper::State::expired || now >= deadline) {
-      // Past the deadline the key may already be someone else's: no grace period.
-      log(Level::error,
-          {"lost", key(),
-           "lock lost (the lease ran out, e.g. rlock was frozen); killing the command"});
+    case LossVerdict::Act::kill_now:
+      log(Level::error, {"lost", key(), "lock lost (" + why + "); killing the command"});
       begin_stop(End::lost, now, SIGKILL);
-    } else if (state == LeaseKeeper::State::not_mine) {
-      // Broken by `release --force`, the lock stays taken until our lease's deadline, and no
-      // longer: SIGKILL lands by then (break_lock.lua). Deleted by hand, it is taken already.
-      log(Level::error,
-          {"lost", key(),
-           "lock lost (broken, gone, or another token holds it); stopping the command"});
-      begin_stop(End::lost, std::min(now + kill_after_, deadline), options_.kill_signal);
-    } else {
-      // Redis unreachable: SIGKILL must land by the deadline, before the key can expire there.
-      log(Level::error, {"lost", key(),
-                         "lock lost (no renewal succeeded; the lease ends in " +
-                             format_duration(std::chrono::duration_cast<Millis>(deadline - now)) +
-                             "); stopping the command"});
-      begin_stop(End::lost, deadline, options_.kill_signal);
+      return;
+    case LossVerdict::Act::stop:
+      log(Level::error, {"lost", key(), "lock lost (" + why + "); stopping the command"});
+      begin_stop(End::lost, v.kill_at, options_.kill_signal);
+      return;
     }
   }
 
-  // When an unrenewed lease counts as lost: with --on-lost kill, early enough that SIGKILL
-  // (kill-after after the kill signal) lands by the deadline; with ignore, at the deadline.
+  bool ignore_loss() const { return options_.on_lost == RunOptions::OnLost::ignore; }
   TimePoint loss_threshold() const {
-    TimePoint deadline = keeper_.deadline();
-    return options_.on_lost == RunOptions::OnLost::kill ? deadline - kill_after_ : deadline;
+    return rlock::loss_threshold(keeper_.deadline(), kill_after_, ignore_loss());
   }
 
   // Stops the command's group: SIG now (none when 0), SIGKILL at KILL_AT.
@@ -479,7 +477,6 @@ class Run {
 public:
   Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)),
-        kill_after_(options.kill_after.value_or(default_kill_after(options.ttl))),
         lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
@@ -574,7 +571,7 @@ public:
       spec.env.push_back("RLOCK_REDIS_URL=" + without_password(url));
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
-                                      options_.kill_signal, kill_after_};
+                                      options_.kill_signal, options_.kill_after};
     if (heartbeat_) {
       // The job's first beat is its start, however long it waited for the lock.
       if (auto problem = heartbeat_->start(Clock::now())) {
@@ -602,7 +599,7 @@ public:
     // The Supervisor starts the renewal thread, which tells the guardian of every renewal.
     keeper_.emplace(*lock_, options_.ttl, *lease_from_,
                     [child = &*child_](TimePoint deadline) { child->extend_lease(deadline); });
-    Outcome end = Supervisor(options_, kill_after_, *child_, *keeper_, signals_, terminal_.get(),
+    Outcome end = Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(),
                              heartbeat_ ? &*heartbeat_ : nullptr, got_.sent)
                       .run();
     keeper_->stop();
@@ -684,7 +681,6 @@ private:
   const RunOptions& options_;
   Redis& redis_;
   std::optional<Heartbeat> heartbeat_;
-  const Millis kill_after_;
   SignalEvents signals_;  // before any thread or child exists: they inherit the mask
   std::unique_ptr<Lock> lock_;
   const Holder holder_;

@@ -316,10 +316,12 @@ class Operator(RedisTestCase):
         self.assert_no_lock("k")
 
     def test_semaphore_places_broken_by_token_or_all(self):
-        # Three holders of one semaphore "s".
+        # Three holders of one semaphore "s". The first renews every 2s, so it learns of its
+        # break long before the others renew (at 10s) and learn of theirs.
         outs = [self.path(f"tok{i}") for i in range(3)]
-        procs = [self.start(["run", "--limit", "3", "--ttl", "30s", "s", "--", "sh", "-c",
-                             f'echo "$RLOCK_TOKEN" > {out}; sleep 60']) for out in outs]
+        procs = [self.start(["run", "--limit", "3", "--ttl", "6s" if i == 0 else "30s", "s", "--",
+                             "sh", "-c", f'echo "$RLOCK_TOKEN" > {out}; sleep 60'])
+                 for i, out in enumerate(outs)]
         tokens = [wait_until(lambda o=o: self.read_text(o), 10, "a token") for o in outs]
         before = self.server.cmd("ZRANGE", "{s}:rlock:sem", 0, -1)
         r = self.run_rlock(["release", "--force", "s"])

@@ -103,9 +103,10 @@ class ResourceLimits(RedisTestCase):
                 finally:
                     if out:
                         out.close()
-        # The fence counter and the run history; nothing written into the Redis connection.
+        # The fence counter, the run history and the ends of the runs; nothing written into the
+        # Redis connection.
         self.assertEqual(sorted(self.server.cmd("KEYS", "*")),
-                         ["{k}:rlock:fence", "{k}:rlock:history"])
+                         ["{k}:rlock:ended", "{k}:rlock:fence", "{k}:rlock:history"])
 
     def test_closed_stdin_stays_closed_for_the_command(self):
         r = subprocess.run([RLOCK, "run", "k", "--", "sh", "-c", "cat; echo $?"],

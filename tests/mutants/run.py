@@ -274,6 +274,13 @@ MUTANTS = [
     }
   }""")],
      ['test_run_basic.RunBasics.test_max_run_escalates_to_kill_after_kill_after']),
+    ("an unrenewed lease counts as lost only at its end",
+     [("src/lease.h", "  return ignore_loss ? deadline : deadline - kill_after;", "  return deadline;")],
+     ['unit', 'test_lease']),
+    ("a broken lock's command given kill-after past the lease",
+     [("src/lease.cpp", "return {Act::stop, why, std::min(now + kill_after, deadline)};",
+       "return {Act::stop, why, now + kill_after};")],
+     ['unit']),
     ("leftovers not waited for",
      [("src/verbs/run.cpp",
        "int live = child_.live_group_members();",

@@ -46,3 +46,45 @@ TEST_CASE("with the defaults, SIGKILL lands before the key expires on the server
     CHECK(deadline < sent + ttl);                 // KILL goes out before the server's expiry
   }
 }
+
+TEST_CASE("the loss policy: the command goes on until kill-after before the end") {
+  using Act = LossVerdict::Act;
+  using Why = LossVerdict::Why;
+  using State = LeaseKeeper::State;
+  const TimePoint deadline = TimePoint{} + 30s;
+  const Millis kill_after = 5s;
+  auto judge = [&](State state, TimePoint now, bool ignore = false) {
+    return judge_lease(state, deadline, now, kill_after, ignore);
+  };
+  SUBCASE("held, before the threshold: go on") {
+    CHECK(judge(State::held, deadline - 5001ms).act == Act::go_on);
+    CHECK(loss_threshold(deadline, kill_after, false) == deadline - 5s);
+  }
+  SUBCASE("held, unrenewed at the threshold: stopped so that SIGKILL lands at the end") {
+    LossVerdict v = judge(State::held, deadline - 5s);
+    CHECK(v.act == Act::stop);
+    CHECK(v.why == Why::unreachable);
+    CHECK(v.kill_at == deadline);
+  }
+  SUBCASE("not ours: kill-after to stop, but never past the lease") {
+    LossVerdict v = judge(State::not_mine, deadline - 20s);
+    CHECK(v.act == Act::stop);
+    CHECK(v.why == Why::not_ours);
+    CHECK(v.kill_at == deadline - 15s);
+    CHECK(judge(State::not_mine, deadline - 2s).kill_at == deadline);
+  }
+  SUBCASE("past the end, or expired: SIGKILL at once, whatever the state") {
+    for (State s : {State::held, State::not_mine, State::expired}) {
+      LossVerdict v = judge(s, deadline);
+      CHECK(v.act == Act::kill_now);
+      CHECK(v.why == Why::ran_out);
+    }
+    CHECK(judge(State::expired, deadline - 10s).act == Act::kill_now);
+  }
+  SUBCASE("--on-lost ignore: held until the end itself, then ignored") {
+    CHECK(judge(State::held, deadline - 1ms, true).act == Act::go_on);
+    CHECK(loss_threshold(deadline, kill_after, true) == deadline);
+    CHECK(judge(State::held, deadline, true).act == Act::ignore);
+    CHECK(judge(State::not_mine, deadline - 20s, true).act == Act::ignore);
+  }
+}
