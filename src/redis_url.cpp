@@ -139,70 +139,52 @@ std::string without_password(std::string_view text) {
   return replace_password(text, "");
 }
 
-RedisUrl parse_redis_url(std::string_view text) {
-  RedisUrl url;
-  size_t scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) bad_url(text, std::string("expected ") + k_url_schemes);
-  std::string_view scheme = text.substr(0, scheme_end);
-  std::string_view rest = text.substr(scheme_end + 3);
-  if (scheme == "redis") {
-    url.scheme = RedisUrl::Scheme::tcp;
-  } else if (scheme == "rediss") {
-    url.scheme = RedisUrl::Scheme::tls;
-  } else if (scheme == "unix") {
-    url.scheme = RedisUrl::Scheme::unix_socket;
-  } else {
-    bad_url(text, "unknown scheme '" + std::string(scheme) + "' (expected " + k_url_schemes + ")");
-  }
+namespace {
 
-  if (url.scheme == RedisUrl::Scheme::unix_socket) {
-    size_t q = rest.find('?');
-    std::string_view path = rest.substr(0, q);
-    if (path.empty() || path[0] != '/')
-      bad_url(text, "a unix socket path must be absolute (unix:///path/redis.sock)");
-    url.path = std::string(path);
-    if (q != std::string_view::npos) {
-      std::string_view query = rest.substr(q + 1);
-      if (query.substr(0, 3) != "db=") bad_url(text, "the only query parameter is db=N");
-      auto db = parse_int(query.substr(3), 0, k_max_db);
-      if (!db) bad_url(text, "database '" + std::string(query.substr(3)) + "' is not a number");
-      url.db = *db;
-    }
-    return url;
-  }
+RedisUrl::Scheme parse_scheme(std::string_view text, std::string_view scheme) {
+  if (scheme == "redis") return RedisUrl::Scheme::tcp;
+  if (scheme == "rediss") return RedisUrl::Scheme::tls;
+  if (scheme == "unix") return RedisUrl::Scheme::unix_socket;
+  bad_url(text, "unknown scheme '" + std::string(scheme) + "' (expected " + k_url_schemes + ")");
+}
 
-  // The user and password first: up to the last '@', where they may hold a '/'.
-  size_t at = rest.rfind('@');
-  if (at != std::string_view::npos) {
-    std::string_view userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (size_t bad = userinfo.find_first_of("/?#"); bad != std::string_view::npos)
-      bad_url(text, std::string("the user or password has an unencoded '") + userinfo[bad] +
-                        "': percent-encode it as %" + hex_byte(userinfo[bad]));
-    size_t colon = userinfo.find(':');
-    // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
-    // an ACL user and password, and "redis://secret@h" as a password alone.
-    std::string_view user =
-        colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
-    std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
-    auto user_decoded = percent_decode(user);
-    auto pass_decoded = percent_decode(pass);
-    if (!user_decoded || !pass_decoded)
-      bad_url(text, "a '%' in the user or password starts no %-escape: percent-encode a '%' "
-                    "as %25");
-    if (!user_decoded->empty()) url.user = *user_decoded;
-    if (!pass_decoded->empty()) url.password = *pass_decoded;
-  }
-  size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) {
-      auto n = parse_int(db, 0, k_max_db);
-      if (!n) bad_url(text, "database '" + std::string(db) + "' is not a number");
-      url.db = *n;
-    }
-  }
+// unix:///path[?db=N]: REST is what follows "unix://".
+void parse_unix_socket(std::string_view text, std::string_view rest, RedisUrl& url) {
+  size_t q = rest.find('?');
+  std::string_view path = rest.substr(0, q);
+  if (path.empty() || path[0] != '/')
+    bad_url(text, "a unix socket path must be absolute (unix:///path/redis.sock)");
+  url.path = std::string(path);
+  if (q == std::string_view::npos) return;
+  std::string_view query = rest.substr(q + 1);
+  if (query.substr(0, 3) != "db=") bad_url(text, "the only query parameter is db=N");
+  auto db = parse_int(query.substr(3), 0, k_max_db);
+  if (!db) bad_url(text, "database '" + std::string(query.substr(3)) + "' is not a number");
+  url.db = *db;
+}
+
+// The user and password, before the last '@' (where they may hold a '/').
+void parse_userinfo(std::string_view text, std::string_view userinfo, RedisUrl& url) {
+  if (size_t bad = userinfo.find_first_of("/?#"); bad != std::string_view::npos)
+    bad_url(text, std::string("the user or password has an unencoded '") + userinfo[bad] +
+                      "': percent-encode it as %" + hex_byte(userinfo[bad]));
+  size_t colon = userinfo.find(':');
+  // redis-cli and most clients read "redis://:pass@h" as a password alone, "redis://u:p@h" as
+  // an ACL user and password, and "redis://secret@h" as a password alone.
+  std::string_view user =
+      colon == std::string_view::npos ? std::string_view{} : userinfo.substr(0, colon);
+  std::string_view pass = colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+  auto user_decoded = percent_decode(user);
+  auto pass_decoded = percent_decode(pass);
+  if (!user_decoded || !pass_decoded)
+    bad_url(text, "a '%' in the user or password starts no %-escape: percent-encode a '%' "
+                  "as %25");
+  if (!user_decoded->empty()) url.user = *user_decoded;
+  if (!pass_decoded->empty()) url.password = *pass_decoded;
+}
+
+// HOST[:PORT] or [IPV6][:PORT]: the host into URL, the port's text returned (empty: none).
+std::string_view parse_host(std::string_view text, std::string_view authority, RedisUrl& url) {
   std::string_view port_text;
   if (!authority.empty() && authority[0] == '[') {
     size_t close = authority.find(']');
@@ -231,6 +213,36 @@ RedisUrl parse_redis_url(std::string_view text) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_' &&
         c != ':' && c != '%')  // ':' and '%' only get here inside [IPv6%zone]
       bad_url(text, "the host has a character no host name or address has");
+  return port_text;
+}
+
+}  // namespace
+
+RedisUrl parse_redis_url(std::string_view text) {
+  RedisUrl url;
+  size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos) bad_url(text, std::string("expected ") + k_url_schemes);
+  url.scheme = parse_scheme(text, text.substr(0, scheme_end));
+  std::string_view rest = text.substr(scheme_end + 3);
+  if (url.scheme == RedisUrl::Scheme::unix_socket) {
+    parse_unix_socket(text, rest, url);
+    return url;
+  }
+  size_t at = rest.rfind('@');
+  if (at != std::string_view::npos) {
+    parse_userinfo(text, rest.substr(0, at), url);
+    rest = rest.substr(at + 1);
+  }
+  size_t slash = rest.find('/');
+  if (slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    if (!db.empty()) {
+      auto n = parse_int(db, 0, k_max_db);
+      if (!n) bad_url(text, "database '" + std::string(db) + "' is not a number");
+      url.db = *n;
+    }
+  }
+  std::string_view port_text = parse_host(text, rest.substr(0, slash), url);
   if (!port_text.empty()) {
     auto port = parse_int(port_text, 1, 65535);
     // Without an '@', a port that is no number may be a password typed without its "@host":
