@@ -65,69 +65,44 @@ Result<std::string> read_password_file(const std::string& path) {
   return password;
 }
 
+namespace {
+
 // Why the command runs under an intermediate process: rlock reaps every child it has in one
 // loop (child.h: the command's leftovers become its children), so a child of a renewal thread
 // could be reaped by the main thread first and its exit status lost. The intermediate, forked
-// here, forks the shell, waits for it and writes its pid and then its wait status to a pipe of
-// ours; whoever reaps the intermediate, the status arrives. Between fork and exec only
-// async-signal-safe calls are made: rlock has threads.
-Result<std::string> run_password_command(const std::string& command, Millis timeout) {
-  const std::string label = command_label(command);
-  TimePoint deadline = Clock::now() + timeout;
-  int out[2], status[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
-  Fd out_read(out[0]), out_write(out[1]);
-  if (::pipe2(status, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
-  Fd status_read(status[0]), status_write(status[1]);
-  Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-
+// here, forks the shell (ARGV) with stdin from NUL and stdout to OUT, waits for it and writes
+// its pid and then its wait status to STATUS; whoever reaps the intermediate, the status
+// arrives. Between fork and exec only async-signal-safe calls are made: rlock has threads.
+// Returns the intermediate's pid (-1: fork failed).
+pid_t fork_password_command(const char* const argv[], const Fd& nul, const Fd& out,
+                            const Fd& status) {
   pid_t middle = ::fork();
-  if (middle < 0) return credential_failure(errno_message("cannot run " + label + ": fork"));
-  if (middle == 0) {
-    pid_t shell = ::fork();
-    if (shell == 0) {
-      ::setpgid(0, 0);  // a group of its own: killed whole when it runs too long
-      ::dup2(null.valid() ? null.get() : STDIN_FILENO, STDIN_FILENO);
-      ::dup2(out_write.get(), STDOUT_FILENO);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      ::sigaction(SIGPIPE, &dfl, nullptr);
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execve("/bin/sh", const_cast<char**>(argv), environ);
-      ::_exit(127);
-    }
-    int wait_status = 0x7f00;  // as if "exit 127", when the shell could not be forked
-    (void)write_all(status_write.get(), &shell, sizeof shell);
-    if (shell > 0)
-      while (::waitpid(shell, &wait_status, 0) < 0 && errno == EINTR) {}
-    (void)write_all(status_write.get(), &wait_status, sizeof wait_status);
-    ::_exit(0);
+  if (middle != 0) return middle;
+  pid_t shell = ::fork();
+  if (shell == 0) {
+    ::setpgid(0, 0);  // a group of its own: killed whole when it runs too long
+    ::dup2(nul.valid() ? nul.get() : STDIN_FILENO, STDIN_FILENO);
+    ::dup2(out.get(), STDOUT_FILENO);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve("/bin/sh", const_cast<char**>(argv), environ);
+    ::_exit(127);
   }
-  out_write.reset();
-  status_write.reset();
+  int wait_status = 0x7f00;  // as if "exit 127", when the shell could not be forked
+  (void)write_all(status.get(), &shell, sizeof shell);
+  if (shell > 0)
+    while (::waitpid(shell, &wait_status, 0) < 0 && errno == EINTR) {}
+  (void)write_all(status.get(), &wait_status, sizeof wait_status);
+  ::_exit(0);
+}
 
-  std::string output;
-  bool finished = read_until_eof(out_read.get(), output, deadline, k_max_password_output);
-  pid_t shell = -1;
-  int wait_status = 0;
-  std::string reply;
-  bool reported = read_until_eof(status_read.get(), reply, finished ? deadline : Clock::now(), 64);
-  if (reply.size() >= sizeof shell) std::memcpy(&shell, reply.data(), sizeof shell);
-  if (!finished || !reported || reply.size() < sizeof shell + sizeof wait_status) {
-    if (shell > 0) ::kill(-shell, SIGKILL);
-    reply.clear();
-    (void)read_until_eof(status_read.get(), reply, Clock::now() + Millis(1000), 64);
-  } else {
-    std::memcpy(&wait_status, reply.data() + sizeof shell, sizeof wait_status);
-  }
-  // Reaped here unless the main thread's loop did it first (then ECHILD): either is fine.
-  while (::waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {}
-  if (!finished || !reported)
-    return credential_failure(label + " ran longer than " + format_duration(timeout) +
-                              " (--connect-timeout); it was killed");
+// What the command that ended with WAIT_STATUS, having printed OUTPUT, gave: its first line.
+Result<std::string> password_from(const std::string& label, int wait_status,
+                                  const std::string& output) {
   if (WIFSIGNALED(wait_status))
     return credential_failure(label + " was killed by signal " +
                               std::to_string(WTERMSIG(wait_status)));
@@ -138,6 +113,46 @@ Result<std::string> run_password_command(const std::string& command, Millis time
   if (!password.empty() && password.back() == '\r') password.pop_back();
   if (password.empty()) return credential_failure(label + " printed no password");
   return password;
+}
+
+}  // namespace
+
+Result<std::string> run_password_command(const std::string& command, Millis timeout) {
+  const std::string label = command_label(command);
+  TimePoint deadline = Clock::now() + timeout;
+  int out[2], status[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
+  Fd out_read(out[0]), out_write(out[1]);
+  if (::pipe2(status, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
+  Fd status_read(status[0]), status_write(status[1]);
+  Fd nul(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  pid_t middle = fork_password_command(argv, nul, out_write, status_write);
+  if (middle < 0) return credential_failure(errno_message("cannot run " + label + ": fork"));
+  out_write.reset();
+  status_write.reset();
+
+  std::string output;
+  bool finished = read_until_eof(out_read.get(), output, deadline, k_max_password_output);
+  pid_t shell = -1;
+  int wait_status = 0;
+  std::string reply;
+  bool reported = read_until_eof(status_read.get(), reply, finished ? deadline : Clock::now(), 64);
+  if (reply.size() >= sizeof shell) std::memcpy(&shell, reply.data(), sizeof shell);
+  bool complete = finished && reported && reply.size() >= sizeof shell + sizeof wait_status;
+  if (complete) {
+    std::memcpy(&wait_status, reply.data() + sizeof shell, sizeof wait_status);
+  } else {
+    if (shell > 0) ::kill(-shell, SIGKILL);
+    reply.clear();
+    (void)read_until_eof(status_read.get(), reply, Clock::now() + Millis(1000), 64);
+  }
+  // Reaped here unless the main thread's loop did it first (then ECHILD): either is fine.
+  while (::waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {}
+  if (!complete)
+    return credential_failure(label + " ran longer than " + format_duration(timeout) +
+                              " (--connect-timeout); it was killed");
+  return password_from(label, wait_status, output);
 }
 
 Result<std::optional<std::string>> fetch_password(const PasswordSource& source, Millis timeout) {
