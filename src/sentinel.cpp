@@ -169,11 +169,9 @@ private:
     }
   }
 
-  // Every sentinel at once: SENTINEL MASTER (its flags say whether a failover is in progress)
-  // and GET-MASTER-ADDR-BY-NAME (which names the promoted replica as soon as it is promoted).
-  Result<Address> ask_sentinels(TimePoint deadline) {
-    const Argv master{"SENTINEL", "master", url_.master_name};
-    const Argv address{"SENTINEL", "get-master-addr-by-name", url_.master_name};
+  // A node for each sentinel, made on first use: without the URL's password unless that
+  // sentinel asked for one.
+  std::vector<NodeRedis*> sentinel_nodes() {
     std::vector<NodeRedis*> nodes;
     for (SentinelLink& s : sentinels_) {
       if (!s.node) {
@@ -188,55 +186,76 @@ private:
       }
       nodes.push_back(s.node.get());
     }
-    auto results = exchange(nodes, std::vector<std::vector<Argv>>(nodes.size(), {master, address}),
-                            std::min(deadline, Clock::now() + options_.command_timeout));
-    std::optional<Address> named;
-    std::optional<Failure> doubt, last;
-    bool asked_again = false;
-    for (size_t i = 0; i < results.size(); ++i) {
-      SentinelLink& s = sentinels_[i];
-      std::string who = "sentinel " + s.url.endpoint();
-      if (!results[i]) {
-        last = results[i].failure();
-        continue;
+    return nodes;
+  }
+
+  // What the sentinels said, heard one at a time (ask_sentinels).
+  struct Answers {
+    std::optional<Address> named;     // the primary the first to name one named
+    std::optional<Failure> unknown;   // a sentinel knows no primary of that name
+    std::optional<Failure> doubt;     // a failover in progress, or sentinels that disagree
+    std::optional<Failure> last;      // the last sentinel that did not answer, and why
+    bool asked_again = false;         // a sentinel wants the password: asked again next time
+  };
+
+  void hear(Answers& a, SentinelLink& s, NodeRedis& node, const Result<std::vector<Reply>>& r) {
+    std::string who = "sentinel " + s.url.endpoint();
+    if (!r) {
+      a.last = r.failure();
+      return;
+    }
+    const Reply& flags_reply = (*r)[0];
+    const Reply& addr = (*r)[1];
+    if (addr.type == Reply::Type::error) {
+      if (error_code(addr.str) == "NOAUTH" && !s.with_password) {
+        s.with_password = true;  // asked again with the URL's password, on the next look
+        s.node.reset();
+        a.asked_again = true;
+        return;
       }
-      const Reply& flags_reply = (*results[i])[0];
-      const Reply& addr = (*results[i])[1];
-      if (addr.type == Reply::Type::error) {
-        if (error_code(addr.str) == "NOAUTH" && !s.with_password) {
-          s.with_password = true;  // asked again with the URL's password, on the next look
-          s.node.reset();
-          asked_again = true;
-          continue;
-        }
-        last = nodes[i]->server_failure(addr.str);
-        continue;
-      }
-      if (addr.is_nil())
-        return Failure{Failure::Kind::server,
-                       url_.redacted + ": the sentinels know no primary named '" +
-                           url_.master_name + "'",
-                       "", Failure::Why::unknown_primary};
-      auto here = parse_address(addr);
-      if (!here) {
-        last = Failure{Failure::Kind::protocol, who + ": unexpected reply to SENTINEL"};
-        continue;
-      }
-      if (failing_over(flags_reply))
-        doubt = Failure{Failure::Kind::timeout,
+      a.last = node.server_failure(addr.str);
+      return;
+    }
+    if (addr.is_nil()) {
+      a.unknown = Failure{Failure::Kind::server,
+                          url_.redacted + ": the sentinels know no primary named '" +
+                              url_.master_name + "'",
+                          "", Failure::Why::unknown_primary};
+      return;
+    }
+    auto here = parse_address(addr);
+    if (!here) {
+      a.last = Failure{Failure::Kind::protocol, who + ": unexpected reply to SENTINEL"};
+      return;
+    }
+    if (failing_over(flags_reply))
+      a.doubt = Failure{Failure::Kind::timeout,
                         url_.redacted + ": a failover is in progress (" + who + ")"};
-      else if (named && *named != *here)
-        doubt = Failure{Failure::Kind::timeout,
+    else if (a.named && *a.named != *here)
+      a.doubt = Failure{Failure::Kind::timeout,
                         url_.redacted + ": the sentinels disagree on the primary (" +
-                            named->first + ":" + std::to_string(named->second) + " or " +
+                            a.named->first + ":" + std::to_string(a.named->second) + " or " +
                             here->first + ":" + std::to_string(here->second) +
                             "): a failover is being announced"};
-      if (!named) named = here;
-    }
-    if (doubt) return *doubt;
-    if (named) return *named;
-    if (asked_again) return Failure{Failure::Kind::timeout, url_.redacted + ": asking again"};
-    return last.value_or(Failure{Failure::Kind::connect, url_.redacted + ": no sentinel answered"});
+    if (!a.named) a.named = here;
+  }
+
+  // Every sentinel at once: SENTINEL MASTER (its flags say whether a failover is in progress)
+  // and GET-MASTER-ADDR-BY-NAME (which names the promoted replica as soon as it is promoted).
+  Result<Address> ask_sentinels(TimePoint deadline) {
+    const Argv master{"SENTINEL", "master", url_.master_name};
+    const Argv address{"SENTINEL", "get-master-addr-by-name", url_.master_name};
+    std::vector<NodeRedis*> nodes = sentinel_nodes();
+    auto results = exchange(nodes, std::vector<std::vector<Argv>>(nodes.size(), {master, address}),
+                            std::min(deadline, Clock::now() + options_.command_timeout));
+    Answers a;
+    for (size_t i = 0; i < results.size(); ++i) hear(a, sentinels_[i], *nodes[i], results[i]);
+    if (a.unknown) return *a.unknown;
+    if (a.doubt) return *a.doubt;
+    if (a.named) return *a.named;
+    if (a.asked_again) return Failure{Failure::Kind::timeout, url_.redacted + ": asking again"};
+    return a.last.value_or(
+        Failure{Failure::Kind::connect, url_.redacted + ": no sentinel answered"});
   }
 
   static std::optional<Address> parse_address(const Reply& reply) {
