@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "lock_view.h"
+#include "output_text.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;
@@ -41,6 +42,7 @@ TEST_CASE("a held lock's view: its value, ttl and holder, held since its acquisi
   CHECK(v.holder->held == 10s);
   CHECK(v.holder->liveness == Liveness::unknown);  // another host
   CHECK(!v.holder->broken);
+  CHECK(lock_details(v) == "by elsewhere pid 7 (c)  for 10s  ttl 20s  token aaaaaaaa...");
 }
 
 TEST_CASE("a free lock's view has no value and no holder; another program's has a value alone") {
@@ -48,9 +50,11 @@ TEST_CASE("a free lock's view has no value and no holder; another program's has 
   CHECK(!free.has_value);
   CHECK(!free.holder);
   CHECK(free.ttl == Millis(-2));
+  CHECK(lock_details(free).empty());
   LockView foreign = view_lock(state_of("string", "tok", Millis(-1)), k_now);
   CHECK(foreign.has_value);
   CHECK(!foreign.holder);
+  CHECK(lock_details(foreign) == "by another client  no ttl  value \"tok\"");
 }
 
 TEST_CASE("a tombstone's view: who broke it, how long ago; never held for less than 0") {
@@ -61,6 +65,9 @@ TEST_CASE("a tombstone's view: who broke it, how long ago; never held for less t
   REQUIRE(v.holder->broken);
   CHECK(v.holder->broken->by == "alice@ops-1");
   CHECK(v.holder->broken_ago == 3s);
+  CHECK(lock_details(v) ==
+        "elsewhere pid 7 (c) was broken by alice@ops-1 3s ago; free once it has stopped, in 8s "
+        "at the latest");
   LockView early = view_lock(state_of("string", k_value, 1s), k_now - 1h);
   CHECK(early.holder->held == 0ms);
 }
@@ -80,4 +87,5 @@ TEST_CASE("a semaphore's places, each with its holder, and the last run's age") 
   CHECK(!v.semaphore[1].holder);
   CHECK(v.semaphore[1].value == "not rlock's");
   CHECK(v.last_run_ago == 30s);
+  CHECK(lock_details(v) == "by 2 (semaphore): elsewhere pid 7 (c), another client");
 }
