@@ -68,7 +68,7 @@ std::string labelled_rows(const std::vector<std::pair<std::string, std::string>>
                           size_t width) {
   std::string out;
   for (const auto& [label, value] : rows)
-    out += label + std::string(width - label.size(), ' ') + value +
+    out += label + std::string(label.size() < width ? width - label.size() : 1, ' ') + value +
            "\n";
   return out;
 }

@@ -56,7 +56,8 @@ std::string state_text(const LockView& v, const OutputStyle& style);
 // "default", "file", "environment", "flag": where a setting's value came from.
 const char* origin_name(Origin::Kind kind);
 
-// ROWS as lines "LABEL  VALUE", each value starting at column WIDTH.
+// ROWS as lines "LABEL  VALUE", each value starting at column WIDTH (a label of WIDTH
+// characters or more is followed by one space).
 std::string labelled_rows(const std::vector<std::pair<std::string, std::string>>& rows,
                           size_t width);
 

@@ -89,3 +89,13 @@ TEST_CASE("a semaphore's places, each with its holder, and the last run's age") 
   CHECK(v.last_run_ago == 30s);
   CHECK(lock_details(v) == "by 2 (semaphore): elsewhere pid 7 (c), another client");
 }
+
+TEST_CASE("labelled_rows: values in one column, and no label too long for it") {
+  CHECK(labelled_rows({{"key", "k"}, {"fence counter", "3"}}, 15) ==
+        "key            k\nfence counter  3\n");
+  // inspect's padding was 15 - label.size(): a label of 16 characters or more threw
+  // std::length_error, and rlock exited 125.
+  std::string long_label = "  " + std::string(20, '9') + ".";
+  CHECK(labelled_rows({{long_label, "token"}}, 15) == long_label + " token\n");
+  CHECK(labelled_rows({{std::string(15, 'x'), "v"}}, 15) == std::string(15, 'x') + " v\n");
+}
