@@ -43,9 +43,9 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
 std::string check_verdict(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {
   if (r.ok()) {
     const CheckedRun& s = *r.last_success;
-    std::string out = paint(style, "32", "ok") + ", last success " +
-                      server_time_text(s.ended_ms) + " on " + printable(s.record.holder.host) +
-                      " (exit 0 after " + format_duration(Millis(s.record.held_ms)) + ")";
+    std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +
+                      " on " + printable(s.record.holder.host) + " (exit 0 after " +
+                      format_duration(Millis(s.record.held_ms)) + ")";
     return s.from_period ? out + " (this period's --once-per record)" : out;
   }
   if (r.entries_read == 0 && !r.last_run)

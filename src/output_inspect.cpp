@@ -40,8 +40,8 @@ void add_holder(Rows& rows, const LockView& v) {
                                     ", user " + printable(h.who.user));
     rows.emplace_back("holder alive", alive_text(h, v.ttl));
     rows.emplace_back("command", printable(h.who.cmd));
-    rows.emplace_back("acquired at", format_rfc3339(h.who.since) + " (" +
-                                         format_duration(h.held) + " ago)");
+    rows.emplace_back("acquired at",
+                      format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
     rows.emplace_back("token", h.token);
     if (h.fence) rows.emplace_back("fence", std::to_string(*h.fence));
   } else if (v.kind == LockState::Kind::foreign) {
@@ -58,14 +58,21 @@ void add_places(Rows& rows, const LockView& v) {
                                        (v.shared.size() == 1 ? " holder" : " holders"));
   for (const auto* places : {&v.semaphore, &v.shared})
     for (const PlaceView& p : *places) {
-      std::string who = !p.holder         ? "another client"
+      std::string who = !p.holder          ? "another client"
                         : p.holder->broken ? "broken: " + broken_text(*p.holder, p.ttl)
                                            : holder_text(p.holder->who);
-      std::string gone = p.holder && !p.holder->broken ? gone_text(*p.holder, p.ttl, "its place")
-                                                       : "";
+      std::string gone =
+          p.holder && !p.holder->broken ? gone_text(*p.holder, p.ttl, "its place") : "";
       rows.emplace_back("holder", who + ", ttl " + format_duration(p.ttl) + ", token " + p.token +
                                       (gone.empty() ? "" : "; " + gone));
     }
+}
+
+// Whether waiter W still renews its place in the queue.
+std::string place_text(const QueuedWaiter& w) {
+  if (w.place.count() > 0)
+    return "alive (its place lasts " + format_duration(w.place) + " unless renewed)";
+  return "gone (no renewal for " + format_duration(-w.place) + "; dropped at the next attempt)";
 }
 
 // The waiters, a row each in arrival order.
@@ -73,14 +80,9 @@ void add_queue(Rows& rows, const LockView& v) {
   rows.emplace_back("waiters", std::to_string(v.waiters));
   for (size_t i = 0; i < v.queue.size(); ++i) {
     const QueuedWaiter& w = v.queue[i];
-    std::string place =
-        w.place.count() > 0
-            ? "alive (its place lasts " + format_duration(w.place) + " unless renewed)"
-            : "gone (no renewal for " + format_duration(-w.place) +
-                  "; dropped at the next attempt)";
     rows.emplace_back("  " + std::to_string(i + 1) + ".",
                       "token " + w.token.substr(0, 8) + "..." + (w.shares ? " (shared)" : "") +
-                          "  waiting " + format_duration(w.waiting) + "  " + place);
+                          "  waiting " + format_duration(w.waiting) + "  " + place_text(w));
   }
 }
 

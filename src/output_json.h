@@ -23,8 +23,7 @@ std::string history_json(const std::string& key, const std::vector<RunRecord>& r
 std::string check_json(const CheckOptions& o, const CheckResult& r);
 std::string acquired_json(const std::string& key, const std::string& token, int64_t fence,
                           Millis ttl);
-std::string config_json(const RawSettings& settings,
-                        const std::optional<std::string>& config_file);
+std::string config_json(const RawSettings& settings, const std::optional<std::string>& config_file);
 
 // watch: one compact object a line, each with the event's name and the time NOW.
 std::string watch_start_json(const std::vector<std::string>& keys, const WatchMode& mode,

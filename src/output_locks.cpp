@@ -56,8 +56,7 @@ std::string lock_details(const LockView& v) {
   case LockState::Kind::foreign:
     return "by another client  " + ttl_text(v.ttl) + "  value \"" + printable(v.value, 40) + "\"";
   case LockState::Kind::semaphore:
-    return "by " + std::to_string(v.semaphore.size()) + " (semaphore):" +
-           places_text(v.semaphore);
+    return "by " + std::to_string(v.semaphore.size()) + " (semaphore):" + places_text(v.semaphore);
   case LockState::Kind::shared: {
     size_t n = v.shared.size();
     return "shared by " + std::to_string(n) + (n == 1 ? " holder:" : " holders:") +

@@ -32,8 +32,7 @@ std::string expiry_text(Millis pttl, const std::string& what) {
 std::string gone_text(const HolderView& h, Millis pttl, const std::string& what) {
   switch (h.liveness) {
   case Liveness::gone:
-    return (h.who.group ? "holder process and its process group gone; "
-                        : "holder process gone; ") +
+    return (h.who.group ? "holder process and its process group gone; " : "holder process gone; ") +
            expiry_text(pttl, what);
   case Liveness::group_running:
     return "pid gone, its process group still runs: its keeper renews " + what +
@@ -47,9 +46,9 @@ std::string gone_text(const HolderView& h, Millis pttl, const std::string& what)
 
 std::string broken_text(const HolderView& h, Millis ttl) {
   std::string whose = h.token.empty() ? "another client's lock" : holder_text(h.who);
-  return whose + " was broken by " + printable(h.broken->by) + " " +
-         format_duration(h.broken_ago) + " ago; free once it has stopped, in " +
-         format_duration(std::max(Millis(0), ttl)) + " at the latest";
+  return whose + " was broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) +
+         " ago; free once it has stopped, in " + format_duration(std::max(Millis(0), ttl)) +
+         " at the latest";
 }
 
 std::string result_text(const RunRecord& r) {
@@ -60,16 +59,14 @@ std::string result_text(const RunRecord& r) {
 }
 
 std::string last_run_text(const RunRecord& r, Millis ago) {
-  return result_text(r) + " on " + printable(r.holder.host) + ", " + format_duration(ago) +
-         " ago";
+  return result_text(r) + " on " + printable(r.holder.host) + ", " + format_duration(ago) + " ago";
 }
 
 std::string labelled_rows(const std::vector<std::pair<std::string, std::string>>& rows,
                           size_t width) {
   std::string out;
   for (const auto& [label, value] : rows)
-    out += label + std::string(label.size() < width ? width - label.size() : 1, ' ') + value +
-           "\n";
+    out += label + std::string(label.size() < width ? width - label.size() : 1, ' ') + value + "\n";
   return out;
 }
 

@@ -124,8 +124,8 @@ std::string place_event_text(const WatchEvent& e, const OutputStyle& style) {
   std::string subject = who(e.value, e.raw);
   std::string shared = e.shared ? "shared place" : "place";
   if (e.kind == Kind::place_taken)
-    return shared + " taken by " + subject + fence_text(e) + until_text(e) + "; " +
-           places_text(e) + waiting_text(e.lock);
+    return shared + " taken by " + subject + fence_text(e) + until_text(e) + "; " + places_text(e) +
+           waiting_text(e.lock);
   if (e.kind == Kind::place_released)
     return shared + " released by " + subject + held_for(e.held) + evidence_text(e.evidence) +
            "; " + places_text(e) + waiting_text(e.lock);

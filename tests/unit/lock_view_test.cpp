@@ -18,7 +18,7 @@ LockState state_of(const std::string& type, const std::string& raw, Millis pttl)
   s.pttl = pttl;
   if (type == "none") return s;
   s.value = decode_lock_value(raw);
-  s.kind = !s.value ? LockState::Kind::foreign
+  s.kind = !s.value          ? LockState::Kind::foreign
            : s.value->broken ? LockState::Kind::broken
                              : LockState::Kind::held;
   return s;
