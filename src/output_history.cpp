@@ -8,8 +8,6 @@ namespace rlock {
 
 namespace {
 
-std::string server_time_text(int64_t ms) { return format_rfc3339(WallTime(Millis(ms))); }
-
 // "exit 3 on web-2 at 2026-11-30T02:00:05.120Z", the time by the server's clock.
 std::string checked_run_text(const CheckedRun& r) {
   std::string out = result_text(r.record) + " on " + printable(r.record.holder.host) + " at " +

@@ -69,7 +69,7 @@ void add_places(Rows& rows, const LockView& v) {
 }
 
 // Whether waiter W still renews its place in the queue.
-std::string place_text(const QueuedWaiter& w) {
+std::string waiter_place_text(const QueuedWaiter& w) {
   if (w.place.count() > 0)
     return "alive (its place lasts " + format_duration(w.place) + " unless renewed)";
   return "gone (no renewal for " + format_duration(-w.place) + "; dropped at the next attempt)";
@@ -82,7 +82,7 @@ void add_queue(Rows& rows, const LockView& v) {
     const QueuedWaiter& w = v.queue[i];
     rows.emplace_back("  " + std::to_string(i + 1) + ".",
                       "token " + w.token.substr(0, 8) + "..." + (w.shares ? " (shared)" : "") +
-                          "  waiting " + format_duration(w.waiting) + "  " + place_text(w));
+                          "  waiting " + format_duration(w.waiting) + "  " + waiter_place_text(w));
   }
 }
 

@@ -175,8 +175,6 @@ json evidence_json(WatchEvent::Evidence evidence) {
   return nullptr;
 }
 
-std::string server_time_text(int64_t ms) { return format_rfc3339(WallTime(Millis(ms))); }
-
 json checked_run_json(const std::optional<CheckedRun>& c) {
   if (!c) return nullptr;
   const CheckedRun& r = *c;

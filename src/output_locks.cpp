@@ -24,7 +24,7 @@ std::string place_text(const PlaceView& p) {
   return holder_text(p.holder->who) + (gone.empty() ? "" : " [" + gone + "]");
 }
 
-std::string places_text(const std::vector<PlaceView>& places) {
+std::string place_list(const std::vector<PlaceView>& places) {
   std::string out;
   for (size_t i = 0; i < places.size(); ++i) out += (i ? ", " : " ") + place_text(places[i]);
   return out;
@@ -56,11 +56,11 @@ std::string lock_details(const LockView& v) {
   case LockState::Kind::foreign:
     return "by another client  " + ttl_text(v.ttl) + "  value \"" + printable(v.value, 40) + "\"";
   case LockState::Kind::semaphore:
-    return "by " + std::to_string(v.semaphore.size()) + " (semaphore):" + places_text(v.semaphore);
+    return "by " + std::to_string(v.semaphore.size()) + " (semaphore):" + place_list(v.semaphore);
   case LockState::Kind::shared: {
     size_t n = v.shared.size();
     return "shared by " + std::to_string(n) + (n == 1 ? " holder:" : " holders:") +
-           places_text(v.shared) + waiters_text(v);
+           place_list(v.shared) + waiters_text(v);
   }
   case LockState::Kind::broken: return broken_text(*v.holder, v.ttl) + waiters_text(v);
   case LockState::Kind::held: return held_details(v);

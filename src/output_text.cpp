@@ -14,6 +14,8 @@ std::string paint(const OutputStyle& style, const char* ansi, const std::string&
   return std::string("\033[") + ansi + "m" + text + "\033[0m";
 }
 
+std::string server_time_text(int64_t ms) { return format_rfc3339(WallTime(Millis(ms))); }
+
 std::string ttl_text(Millis pttl) {
   return pttl.count() < 0 ? "no ttl" : "ttl " + format_duration(pttl);
 }

@@ -19,6 +19,9 @@ WallTime now_wall();
 // TEXT in the colour ANSI (an SGR code, "31" red ...) when STYLE has colours.
 std::string paint(const OutputStyle& style, const char* ansi, const std::string& text);
 
+// A time of the server's clock (ms since the epoch) in RFC 3339.
+std::string server_time_text(int64_t ms);
+
 // "ttl 28.4s", or "no ttl" for PTTL < 0.
 std::string ttl_text(Millis pttl);
 
