@@ -45,8 +45,8 @@ struct Resolved;
 class SettingValue;
 
 // One setting, said once: the command line's option (cli.cpp), the config file's key
-// (config_file.cpp), `rlock config` (output.cpp) and the typed option (resolve_settings) are
-// all made from this.
+// (config_file.cpp), `rlock config` (output.cpp, output_json.cpp) and the typed option
+// (resolve_settings) are all made from this.
 struct SettingInfo {
   const char* name;          // the long flag without "--", and the config file's key
   const char* flags;         // on the command line ("-w,--wait"); nullptr: environment or file
