@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "log.h"
-#include "wait.h"
+#include "retry.h"
 
 namespace rlock {
 

@@ -9,7 +9,7 @@
 
 #include "lock.h"
 #include "scripts.h"
-#include "wait.h"
+#include "retry.h"
 
 namespace rlock {
 

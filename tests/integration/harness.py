@@ -328,12 +328,15 @@ def start_rlock(args, server=None, env=None, **kw):
                             start_new_session=True, **kw)
 
 
-def pid_alive(pid):
-    """True while PID exists and is not a zombie."""
+def pid_alive(pid, program=None):
+    """True while PID exists and is not a zombie; with PROGRAM, only while PID runs the
+    executable of that name (pids wrap at 32768 here: a long suite reuses a dead one's)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or before the read
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+        return program is None or os.path.basename(os.readlink(f"/proc/{pid}/exe")) == program
+    except (FileNotFoundError, ProcessLookupError, PermissionError):  # gone meanwhile
         return False
 
 

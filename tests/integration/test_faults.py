@@ -323,7 +323,7 @@ class FaultSuite(unittest.TestCase):
 
         # Nothing left behind: no section alive, no lock or waiting-room key.
         sections = {int(e[1]) for e in history if e[0] in ("enter", "overlap")}
-        alive = [pid for pid in sections if pid_alive(pid)]
+        alive = [pid for pid in sections if pid_alive(pid, os.path.basename(SECTION))]
         self.assertEqual(alive, [], f"{sc.name}: sections outlived their rlock")
 
         def leftovers():

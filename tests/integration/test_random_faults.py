@@ -283,7 +283,7 @@ class HostRacers(Racers):
                     continue  # its guardian kills the section a moment later: the fault checks
                 self._tail()
                 for s in r.sections:
-                    if pid_alive(s):
+                    if pid_alive(s, os.path.basename(SECTION)):
                         self.problems.append(
                             f"{self.key}: section {s} of {r.role} {r.pid} ({r.host}) alive "
                             f"after its rlock exited {rc}")
@@ -433,7 +433,7 @@ class RandomRun:
             with k.lock:
                 sections = list(k.by_section)
             for s in sections:  # a section whose rlock was killed with it (SIGKILL of a job)
-                if pid_alive(s):
+                if pid_alive(s, os.path.basename(SECTION)):
                     try:
                         os.kill(s, signal.SIGKILL)
                     except ProcessLookupError:
@@ -738,7 +738,7 @@ class RandomRun:
                         f"{sorted(allowed)} by the faults it lived through; stderr: {tail!r}")
                 elif rc == OK and not r.entered:
                     self.problems.append(f"{k.key}: racer {r.pid} exited 0 without running")
-            alive = [s for s in k.by_section if pid_alive(s)]
+            alive = [s for s in k.by_section if pid_alive(s, os.path.basename(SECTION))]
             if alive:
                 self.problems.append(f"{k.key}: sections alive after the run: {alive}")
 

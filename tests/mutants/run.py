@@ -419,7 +419,7 @@ MUTANTS = [
      [("src/held_lock.cpp", "    if (released) {\n", "    if (!released && history) history->reset();\n    if (released) {\n")],
      ['test_resend.ConnectionKills']),
     ("an end of run never sent again",
-     [("src/wait.cpp", "  if (!may_have_run(failure) || Clock::now() >= give_up_) return false;",
+     [("src/retry.cpp", "  if (!may_have_run(failure) || Clock::now() >= give_up_) return false;",
        "  return false;")],
      ['test_resend.ConnectionKills', 'test_resend.LostReplies.test_the_end_of_a_period_whose_reply_was_lost']),
     ("a waiter's attempt waits for its reply past the end of the wait",

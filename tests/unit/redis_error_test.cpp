@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "redis.h"
-#include "wait.h"
+#include "retry.h"
 
 using rlock::error_code;
 
