@@ -1,12 +1,12 @@
-# Embeds the Lua scripts of src/lua in the binary: cmake -P, run by the build (CMakeLists.txt)
-# whenever a script changes. For each NAME in SCRIPTS it puts together src/lua/NAME.lua and the
+# Embeds the Lua scripts of src/lock/lua in the binary: cmake -P, run by the build (CMakeLists.txt)
+# whenever a script changes. For each NAME in SCRIPTS it puts together src/lock/lua/NAME.lua and the
 # files its first line names ("-- uses: common.lua, slots.lua", those first) and writes
 #   OUT_CPP          rlock::scripts::NAME (scripts.h), whose SHA-1 the compiler computes
 #   OUT_DIR/NAME.lua the text as Redis receives it, for tests/lint_lua.py
 # Inputs: LUA_DIR, SCRIPTS (names separated by ','), OUT_CPP, OUT_DIR.
 string(REPLACE "," ";" scripts "${SCRIPTS}")
-set(cpp "// Made by cmake/embed_lua.cmake from src/lua/*.lua: edit those, not this.\n")
-string(APPEND cpp "#include \"scripts.h\"\n\nnamespace rlock::scripts {\n\nnamespace {\n")
+set(cpp "// Made by cmake/embed_lua.cmake from src/lock/lua/*.lua: edit those, not this.\n")
+string(APPEND cpp "#include \"lock/scripts.h\"\n\nnamespace rlock::scripts {\n\nnamespace {\n")
 set(definitions "")
 file(MAKE_DIRECTORY "${OUT_DIR}")
 foreach(name IN LISTS scripts)
@@ -16,7 +16,7 @@ foreach(name IN LISTS scripts)
     string(REPLACE ", " ";" uses "${CMAKE_MATCH_1}")
     foreach(library IN LISTS uses)
       if(NOT EXISTS "${LUA_DIR}/${library}")
-        message(FATAL_ERROR "src/lua/${name}.lua uses ${library}, which does not exist")
+        message(FATAL_ERROR "src/lock/lua/${name}.lua uses ${library}, which does not exist")
       endif()
       file(READ "${LUA_DIR}/${library}" library_text)
       string(APPEND text "${library_text}\n")
@@ -25,7 +25,7 @@ foreach(name IN LISTS scripts)
   string(APPEND text "${body}")
   string(FIND "${text}" ")lua\"" clash)
   if(NOT clash EQUAL -1)
-    message(FATAL_ERROR "src/lua/${name}.lua (or what it uses) contains )lua\", which ends the "
+    message(FATAL_ERROR "src/lock/lua/${name}.lua (or what it uses) contains )lua\", which ends the "
                         "raw string it is embedded in")
   endif()
   file(WRITE "${OUT_DIR}/${name}.lua" "${text}")

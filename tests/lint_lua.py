@@ -6,7 +6,7 @@ cmake/embed_lua.cmake) with Lua 5.1's compiler, the Lua of Redis:
 - none assigns a global: Redis refuses that at run time ("Script attempted to create global");
 - none reads a global outside what Redis gives scripts: a misspelt local function or variable
   is a global read that would fail only when that line runs;
-- every script in src/lua is embedded, or used by one that is.
+- every script in src/lock/lua is embedded, or used by one that is.
 
     tests/lint_lua.py SOURCE_DIR BUILD_DIR [LUAC]
 """
@@ -48,9 +48,9 @@ def main():
             elif global_name not in KNOWN_GLOBALS:
                 problems.append(f"{path}:{line}: reads '{global_name}', neither a local nor "
                                 "anything Redis gives scripts (a typo?)")
-    for f in sorted(os.listdir(os.path.join(source, "src", "lua"))):
+    for f in sorted(os.listdir(os.path.join(source, "src", "lock", "lua"))):
         if f.endswith(".lua") and f not in embedded and f not in used:
-            problems.append(f"src/lua/{f} is neither embedded (RLOCK_LUA_SCRIPTS in "
+            problems.append(f"src/lock/lua/{f} is neither embedded (RLOCK_LUA_SCRIPTS in "
                             "CMakeLists.txt) nor used by a script that is")
     for p in problems:
         print(p)

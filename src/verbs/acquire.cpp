@@ -2,16 +2,16 @@
 // With --while-pid PID, leave a keeper that holds it for as long as PID lives (keeper.cpp).
 #include <unistd.h>
 
-#include "keeper_link.h"
-#include "lock.h"
-#include "lock_value.h"
-#include "log.h"
-#include "output.h"
-#include "pid_watch.h"
-#include "signals.h"
+#include "process/keeper_link.h"
+#include "lock/lock.h"
+#include "lock/lock_value.h"
+#include "util/log.h"
+#include "output/output.h"
+#include "process/pid_watch.h"
+#include "process/signals.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
-#include "wait.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 

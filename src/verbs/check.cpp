@@ -1,9 +1,9 @@
 // rlock check KEY --every PERIOD: the dead-man's switch of a fleet's job: 0 when a run of KEY
 // succeeded within the period, else 1 with one line saying what the last runs were (check.h).
-#include "check.h"
+#include "lock/check.h"
 
-#include "log.h"
-#include "output.h"
+#include "util/log.h"
+#include "output/output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

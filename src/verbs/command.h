@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "settings.h"
+#include "settings/settings.h"
 
 namespace rlock {
 

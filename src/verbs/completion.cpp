@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "error.h"
-#include "output.h"
+#include "util/error.h"
+#include "output/output.h"
 #include "verbs/command.h"
 
 namespace rlock {

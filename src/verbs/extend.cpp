@@ -1,7 +1,7 @@
 // rlock extend KEY --token T: renew a lock taken with acquire.
-#include "lock.h"
-#include "lock_value.h"
-#include "log.h"
+#include "lock/lock.h"
+#include "lock/lock_value.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

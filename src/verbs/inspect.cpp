@@ -1,6 +1,6 @@
 // rlock inspect KEY: everything known about one lock.
-#include "lock_state.h"
-#include "output.h"
+#include "lock/lock_state.h"
+#include "output/output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -9,15 +9,15 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "held_lock.h"
-#include "keeper_link.h"
-#include "lease.h"
-#include "lock.h"
-#include "log.h"
-#include "pid_watch.h"
-#include "signals.h"
+#include "lock/held_lock.h"
+#include "process/keeper_link.h"
+#include "lock/lease.h"
+#include "lock/lock.h"
+#include "util/log.h"
+#include "process/pid_watch.h"
+#include "process/signals.h"
 #include "verbs/verbs.h"
-#include "wait.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 

@@ -1,6 +1,6 @@
 // rlock list [PATTERN]: every lock under the prefix, found with SCAN, printed as it is read.
-#include "lock_state.h"
-#include "output.h"
+#include "lock/lock_state.h"
+#include "output/output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -1,9 +1,9 @@
 // rlock reset-period KEY --once-per PERIOD: lets a --once-per job run again this period, by
 // forgetting the period's run (recorded in the history, so the next reader knows why).
-#include "held_lock.h"
-#include "history.h"
-#include "log.h"
-#include "output.h"
+#include "lock/held_lock.h"
+#include "lock/history.h"
+#include "util/log.h"
+#include "output/output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

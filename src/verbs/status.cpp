@@ -1,6 +1,6 @@
 // rlock status KEY...: one line per key: free, or held by whom, for how long, until when.
-#include "lock_state.h"
-#include "output.h"
+#include "lock/lock_state.h"
+#include "output/output.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -2,10 +2,10 @@
 
 #include <cstdlib>
 
-#include "lock_value.h"
-#include "log.h"
-#include "output.h"
-#include "signals.h"
+#include "lock/lock_value.h"
+#include "util/log.h"
+#include "output/output.h"
+#include "process/signals.h"
 
 namespace rlock {
 

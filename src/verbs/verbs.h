@@ -6,11 +6,11 @@
 #include <optional>
 #include <string>
 
-#include "error.h"
-#include "lock.h"
-#include "options.h"
-#include "settings.h"
-#include "wait.h"
+#include "util/error.h"
+#include "lock/lock.h"
+#include "settings/options.h"
+#include "settings/settings.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 

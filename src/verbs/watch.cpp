@@ -10,14 +10,14 @@
 #include <cstdlib>
 #include <map>
 
-#include "connection.h"
-#include "lock.h"
-#include "lock_watch.h"
-#include "output.h"
-#include "signals.h"
+#include "redis/connection.h"
+#include "lock/lock.h"
+#include "lock/lock_watch.h"
+#include "output/output.h"
+#include "process/signals.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
-#include "wait.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 

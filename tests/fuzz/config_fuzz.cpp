@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "config_file.h"
-#include "error.h"
-#include "settings.h"
+#include "settings/config_file.h"
+#include "util/error.h"
+#include "settings/settings.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

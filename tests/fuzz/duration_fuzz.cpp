@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "duration.h"
+#include "util/duration.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "lock_value.h"
+#include "lock/lock_value.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "error.h"
-#include "redis_url.h"
-#include "sentinel.h"
+#include "util/error.h"
+#include "redis/redis_url.h"
+#include "redis/sentinel.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

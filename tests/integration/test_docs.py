@@ -130,7 +130,7 @@ class Docs(unittest.TestCase):
 
     def test_each_command_names_its_own_exit_statuses(self):
         man = man_command_codes()
-        table = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
+        table = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/util/exit_status.h"))}
         named = set()
         for verb in VERBS:
             footer = footer_codes(verb)
@@ -180,7 +180,7 @@ class Docs(unittest.TestCase):
         self.assertIn(0, footer_codes("check"))
 
     def test_exit_status_tables_agree(self):
-        header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/exit_status.h"))}
+        header = {int(v) for v in re.findall(r"k_exit_\w+ = (\d+)", read("src/util/exit_status.h"))}
         man = read("man/rlock.1")
         table = man.split(".SH EXIT STATUS")[1].split(".TE")[0]
         man_codes = {int(m) for m in re.findall(r"^(\d+)\t", table, re.M)}
@@ -193,13 +193,24 @@ class Docs(unittest.TestCase):
         self.assertEqual(sections[sections.index("OPTIONS") + 1], "EXIT STATUS")
 
     def test_layout_names_every_source_file(self):
+        # ARCHITECTURE.md's Layout names every folder of src/, and each folder's README.md
+        # every file in it, and nothing that is not there.
         layout = read("docs/ARCHITECTURE.md").split("## Layout")[1].split("\n## ")[0]
-        first_cells = [line.split("|")[1] for line in layout.splitlines() if line.startswith("| `")]
-        named = {n for cell in first_cells for n in re.findall(r"`([\w/.]+)`", cell)}
-        tree = {f for f in os.listdir(os.path.join(SOURCE, "src"))
-                if f.endswith((".cpp", ".h"))} | {"verbs/", "lua/"}
-        self.assertEqual(sorted(tree - named), [], "in src/ but not in ARCHITECTURE.md's Layout")
-        self.assertEqual(sorted(named - tree), [], "in ARCHITECTURE.md's Layout but not in src/")
+        folders = {f for f in os.listdir(os.path.join(SOURCE, "src"))
+                   if os.path.isdir(os.path.join(SOURCE, "src", f))}
+        named = set(re.findall(r"^\| `(\w+)/` \|", layout, re.M))
+        self.assertEqual(named, folders, "src/'s folders and ARCHITECTURE.md's Layout")
+        for folder in sorted(folders):
+            readme = read(f"src/{folder}/README.md")
+            cells = [l.split("|")[1] for l in readme.splitlines() if l.startswith("| `")]
+            named = {n for cell in cells for n in re.findall(r"`([\w/.]+)`", cell)}
+            tree = {f if os.path.isfile(os.path.join(SOURCE, "src", folder, f)) else f + "/"
+                    for f in os.listdir(os.path.join(SOURCE, "src", folder))
+                    if f.endswith((".cpp", ".h")) or
+                    os.path.isdir(os.path.join(SOURCE, "src", folder, f))}
+            self.assertEqual(sorted(tree - named), [], f"in src/{folder} but not in its README")
+            self.assertEqual(sorted(named - tree), [], f"in src/{folder}/README.md but not there")
+            self.assertIn("\nMay include: ", readme)
 
     def test_man_renders_without_warnings(self):
         man = shutil.which("man")

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "check.h"
+#include "lock/check.h"
 
 using namespace rlock;
 

@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "cluster.h"
-#include "error.h"
-#include "lock.h"
-#include "sentinel.h"
+#include "redis/cluster.h"
+#include "util/error.h"
+#include "lock/lock.h"
+#include "redis/sentinel.h"
 
 using namespace rlock;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "duration.h"
+#include "util/duration.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

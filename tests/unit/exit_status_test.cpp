@@ -4,8 +4,8 @@
 #include <csignal>
 #include <doctest/doctest.h>
 
-#include "child.h"
-#include "exit_status.h"
+#include "process/child.h"
+#include "util/exit_status.h"
 
 using namespace rlock;
 

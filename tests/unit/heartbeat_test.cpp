@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "heartbeat.h"
+#include "process/heartbeat.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "lease.h"
+#include "lock/lease.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

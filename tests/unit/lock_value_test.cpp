@@ -6,11 +6,11 @@
 #include <doctest/doctest.h>
 #include <set>
 
-#include "lock.h"
-#include "lock_value.h"
-#include "output.h"
-#include "proc_stat.h"
-#include "user_name.h"
+#include "lock/lock.h"
+#include "lock/lock_value.h"
+#include "output/output.h"
+#include "util/proc_stat.h"
+#include "util/user_name.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "lock_view.h"
-#include "output_text.h"
+#include "output/lock_view.h"
+#include "output/output_text.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "lock_watch.h"
+#include "lock/lock_watch.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

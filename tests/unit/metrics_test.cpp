@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "metrics.h"
+#include "output/metrics.h"
 
 using namespace rlock;
 

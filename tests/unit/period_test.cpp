@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "period.h"
+#include "util/period.h"
 
 using namespace rlock;
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "redis.h"
-#include "retry.h"
+#include "redis/redis.h"
+#include "redis/retry.h"
 
 using rlock::error_code;
 

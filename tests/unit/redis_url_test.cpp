@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "error.h"
-#include "redis_url.h"
+#include "util/error.h"
+#include "redis/redis_url.h"
 
 using namespace rlock;
 

@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 #include <map>
 
-#include "config_file.h"
-#include "error.h"
-#include "settings.h"
+#include "settings/config_file.h"
+#include "util/error.h"
+#include "settings/settings.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

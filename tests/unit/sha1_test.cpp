@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 #include <string>
 
-#include "sha1.h"
+#include "util/sha1.h"
 
 using namespace rlock;
 

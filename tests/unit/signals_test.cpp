@@ -1,7 +1,7 @@
 #include <csignal>
 #include <doctest/doctest.h>
 
-#include "signals.h"
+#include "process/signals.h"
 
 using namespace rlock;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "text.h"
+#include "util/text.h"
 
 using rlock::is_assignment_word;
 using rlock::shell_command_name;

@@ -1,0 +1,555 @@
+#include "cli/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <hiredis/hiredis.h>
+#include <span>
+#include <sstream>
+#include <string_view>
+
+#include "settings/config_file.h"
+#include "util/error.h"
+#include "lock/lock.h"
+#include "output/output.h"
+#include "settings/settings.h"
+#include "redis/tls.h"
+#include "verbs/command.h"
+
+#ifndef RLOCK_VERSION
+#define RLOCK_VERSION "0.0.0"
+#endif
+
+namespace rlock {
+
+namespace {
+
+std::string version_text() {
+  std::string tls = tls_library_version().value_or("not found");
+  return std::string("rlock ") + RLOCK_VERSION + " (hiredis " + std::to_string(HIREDIS_MAJOR) +
+         "." + std::to_string(HIREDIS_MINOR) + "." + std::to_string(HIREDIS_PATCH) +
+         "; TLS: " + tls + ", loaded for rediss:// only)";
+}
+
+const char* env(const char* name) { return std::getenv(name); }
+
+// What the command line says beyond the command's own Arguments: settings given as flags (by
+// long name), and the options cli.cpp acts on itself (command.h's Into::config_file ...).
+struct CommandLine {
+  RawSettings flags;
+  std::optional<std::string> config_path;
+  bool no_wait = false;
+  bool exclusive = false;      // flock's -x: the default
+  std::string flock_only;      // a flock option with no meaning here (refused after the parse)
+
+  // The words before "--". Only the options they name are built (and so known to the parser):
+  // building an option costs CLI11 about 2 µs, and `rlock run` has 36. A word that is not an
+  // option is not one either way, so the parse comes out the same; the help text and the
+  // message for a command line CLI11 refuses are made with every option built.
+  std::vector<std::string> words;
+  bool every_option = true;
+
+  // Whether an option called NAMES ("-w,--wait") may be in the words: a long name as a word or
+  // before '=', a short one's letter in a word of short flags (-qv, -w5). Erring towards yes
+  // only builds an option too many.
+  bool named(std::string_view names) const {
+    if (every_option) return true;
+    for (size_t start = 0; start < names.size();) {
+      size_t comma = std::min(names.find(',', start), names.size());
+      std::string_view name = names.substr(start, comma - start);
+      start = comma + 1;
+      for (std::string_view word : words) {
+        if (name.starts_with("--")
+                ? word == name || (word.starts_with(name) && word.size() > name.size() &&
+                                   word[name.size()] == '=')
+                : word.size() > 1 && word[0] == '-' && word[1] != '-' &&
+                      word.find(name.back(), 1) != std::string_view::npos)
+          return true;
+      }
+    }
+    return false;
+  }
+};
+
+// Calls F(option) for each option of COMMAND, in help's order.
+template <class F> void for_each_option(const Command& command, F f) {
+  for (auto group : command.options)
+    for (const Option& option : group) f(option);
+}
+
+// The names of NAMES ("-n,--count"), one by one.
+std::vector<std::string_view> names_of(std::string_view names) {
+  std::vector<std::string_view> out;
+  for (size_t start = 0; start < names.size();) {
+    size_t comma = std::min(names.find(',', start), names.size());
+    out.push_back(names.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// COMMAND's option called NAME ("--wait", "-w"), or nullptr.
+const Option* find_option(const Command& command, std::string_view name) {
+  const Option* found = nullptr;
+  for_each_option(command, [&](const Option& option) {
+    if (const char* flags = option.flags(); flags && !option.positional())
+      for (std::string_view n : names_of(flags))
+        if (n == name) found = &option;
+  });
+  return found;
+}
+
+// Whether WORD, an option typed before COMMAND, takes the next word as its value, as that
+// command's declaration says: "--redis URL", "-u URL", "-qu URL", "-n 5" for history; not
+// "--ttl=5s" nor "-w5". A word that is no option of COMMAND is taken for a flag here; the
+// command's parser has the last word on it.
+bool takes_next_word(const Command& command, std::string_view word) {
+  if (word.starts_with("--")) {
+    if (word.find('=') != std::string_view::npos) return false;
+    const Option* option = find_option(command, word);
+    return option && option->takes_value();
+  }
+  for (size_t i = 1; i < word.size(); ++i) {  // -qv, -u URL, -uURL
+    const Option* option = find_option(command, std::string{'-', word[i]});
+    if (!option) return false;
+    if (option->takes_value()) return i + 1 == word.size();
+  }
+  return false;
+}
+
+// Whether WORDS[0, AT) are options of COMMAND (and their values), so that WORDS[AT] is the
+// command itself.
+bool options_before(const Command& command, const std::vector<std::string>& words, size_t at) {
+  size_t i = 0;
+  while (i < at) {
+    if (words[i].size() < 2 || words[i][0] != '-') return false;
+    i += takes_next_word(command, words[i]) ? 2 : 1;
+  }
+  return i == at;
+}
+
+// Whether WORD takes the next word as its value whatever the command (--redis URL, not -n:
+// history's --count N, run's --no-wait).
+bool always_takes_next_word(std::string_view word) {
+  bool value = false, flag = false;
+  for (const Command* command : all_commands()) {
+    std::string_view first =
+        word.starts_with("--") ? word.substr(0, word.find('=')) : word.substr(0, 2);
+    if (!find_option(*command, first)) continue;
+    (takes_next_word(*command, word) ? value : flag) = true;
+  }
+  return value && !flag;
+}
+
+// The words with the command first: options typed before it (rlock --redis URL status KEY,
+// rlock -n 5 history KEY, as git and kubectl take them) move to just after it, in the order
+// typed, where the command's parser reads them as its own: one meaning and one precedence
+// wherever they are. The command is the first word that names one whose options the words
+// before it are, as its declaration has them; failing that (a mistake), the first word that
+// is neither an option nor the value of one, for the message.
+std::vector<std::string> command_first(std::vector<std::string> words) {
+  size_t at = 0;
+  while (at < words.size() && words[at].size() > 1 && words[at][0] == '-') {
+    if (words[at] == "--help" || words[at] == "-h" || words[at] == "--version") return words;
+    at += always_takes_next_word(words[at]) ? 2 : 1;
+  }
+  if (at == 0 || at >= words.size()) return words;
+  for (size_t i = 1; i < words.size(); ++i) {
+    const Command* command = find_command(words[i]);
+    if (command && options_before(*command, words, i)) {
+      at = i;
+      break;
+    }
+  }
+  std::rotate(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(at),
+              words.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  return words;
+}
+
+// argv split at the first "--": CLI11 sees what comes before, the command is what comes after
+// (exec'd as given, so its own flags never reach our parser).
+struct SplitArgs {
+  std::vector<std::string> ours;
+  std::vector<std::string> command;
+};
+
+SplitArgs split_at_double_dash(int argc, char** argv) {
+  SplitArgs out;
+  int i = 1;
+  for (; i < argc && std::strcmp(argv[i], "--") != 0; ++i) out.ours.emplace_back(argv[i]);
+  for (++i; i < argc; ++i) out.command.emplace_back(argv[i]);
+  out.ours = command_first(std::move(out.ours));
+  return out;
+}
+
+// A flag that is also a setting (and so a config-file key): its value lands in line.flags.
+void add_setting(CLI::App* app, CommandLine& line, const SettingInfo& setting, const char* help) {
+  if (!line.named(setting.flags)) return;
+  std::string name = setting.name;
+  std::string text = help ? help : setting.help;
+  if (setting.kind == SettingKind::flag) {
+    // CLI11 sums the flag's occurrences: 1 each, -1 for --NAME=false (or 0, no, off).
+    app->add_flag_function(
+        setting.flags,
+        [&line, name](int64_t count) {
+          line.flags[name] =
+              RawValue{{count > 0 ? "true" : "false"}, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+    return;
+  }
+  CLI::Option* opt;
+  if (setting.kind == SettingKind::list) {
+    // Repeatable (Redlock): --redis A --redis B; each takes one value.
+    opt = app->add_option_function<std::vector<std::string>>(
+        setting.flags,
+        [&line, name](const std::vector<std::string>& values) {
+          line.flags[name] = RawValue{values, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+    opt->allow_extra_args(false);
+  } else {
+    opt = app->add_option_function<std::string>(
+        setting.flags,
+        [&line, name](const std::string& value) {
+          line.flags[name] = RawValue{{value}, {Origin::Kind::flag, "--" + name}};
+        },
+        text);
+  }
+  opt->type_name(setting.type_name);
+}
+
+// Why a flock(1) option NAMES ("-F,--no-fork") means nothing here, and what rlock offers.
+std::string flock_only_message(std::string_view names) {
+  std::string flag(names.substr(names.rfind(',') + 1));
+  if (names.find("no-fork") != std::string_view::npos)
+    return flag + " is flock's: rlock always forks (a process must renew the lock while the "
+                  "command runs); to hold a lock in the shell itself, use "
+                  "rlock acquire --while-pid $$ KEY";
+  if (names.find("close") != std::string_view::npos)
+    return flag + " is flock's: the command never inherits a descriptor of rlock's, so there is "
+                  "nothing to close; what it leaves running holds the lock (--leftovers kill "
+                  "stops it instead)";
+  if (names.find("unlock") != std::string_view::npos)
+    return flag + " is flock's: give a lock back with rlock release KEY --token T (the token "
+                  "rlock acquire printed)";
+  return flag + " is flock's: rlock locks a Redis key, not a file, so there is no kind of file "
+                "lock to choose";
+}
+
+std::string command_list() {
+  std::string out;
+  for (const Command* c : all_commands()) out += (out.empty() ? "" : ", ") + std::string(c->name);
+  return out;
+}
+
+// A number's range, for the help and the parse (CLI11's message names it).
+CLI::Option* with_range(CLI::Option* opt, const Option& option) {
+  return option.max > option.min ? opt->check(CLI::Range(option.min, option.max)) : opt;
+}
+
+// Adds OPTION, whose value goes to ARGS (the command's) or LINE, to APP.
+void add_option(CLI::App* app, CommandLine& line, Arguments& args, const Option& option) {
+  if (option.into == Into::setting) {
+    const SettingInfo* setting = option.setting_info();
+    // A test runs every command's declarations through this (test_cli's hidden listing).
+    if (!setting)
+      throw Error(k_exit_internal, std::string("no setting '") + option.setting + "'");
+    add_setting(app, line, *setting, option.help);
+    return;
+  }
+  // An argument, and an option without which the parse fails, are always built.
+  if (!option.positional() && !option.required && !line.named(option.names)) return;
+  const char* names = option.names;
+  std::string help = option.help;
+  void* field = option.field ? option.field(args) : nullptr;
+  CLI::Option* opt = nullptr;
+  switch (option.into) {
+  case Into::setting: return;
+  case Into::flag: opt = app->add_flag(names, *static_cast<bool*>(field), help); break;
+  case Into::text: opt = app->add_option(names, *static_cast<std::string*>(field), help); break;
+  case Into::optional_text:
+    opt = app->add_option(names, *static_cast<std::optional<std::string>*>(field), help);
+    break;
+  case Into::texts:
+    opt = app->add_option(names, *static_cast<std::vector<std::string>*>(field), help);
+    break;
+  case Into::number:
+    opt = with_range(app->add_option(names, *static_cast<int*>(field), help), option);
+    break;
+  case Into::optional_number:
+    opt = with_range(app->add_option(names, *static_cast<std::optional<int>*>(field), help),
+                     option);
+    break;
+  case Into::config_file: opt = app->add_option(names, line.config_path, help); break;
+  case Into::no_wait: opt = app->add_flag(names, line.no_wait, help); break;
+  case Into::exclusive: opt = app->add_flag(names, line.exclusive, help); break;
+  case Into::flock_only:
+    opt = app->add_flag_callback(names, [&line, names] { line.flock_only = names; }, help);
+    break;
+  }
+  if (option.type_name) opt->type_name(option.type_name);
+  if (option.required) opt->required();
+  if (option.hidden) opt->group("");
+}
+
+// Adds COMMAND's options to APP, in its order.
+void add_options(CLI::App* app, CommandLine& line, Arguments& args, const Command& command) {
+  for_each_option(command, [&](const Option& option) { add_option(app, line, args, option); });
+}
+
+// Defaults, then the config file, then the environment, then the flags.
+RawSettings layered_settings(const CommandLine& line, std::optional<std::string>* config_file) {
+  RawSettings settings = default_settings();
+  *config_file = find_config_file(line.config_path, env);
+  if (*config_file) overlay(settings, read_config_file(**config_file));
+  overlay(settings, environment_settings(env));
+  overlay(settings, line.flags);
+  return settings;
+}
+
+// Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
+// "lock" on a fence counter or a queue would corrupt the lock it belongs to.
+void check_key(const std::string& key) {
+  if (key.empty()) throw usage_error("KEY must not be empty");
+  if (is_helper_key(key))
+    throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
+                      "':rlock:fence', ':rlock:queue' ...); choose another name");
+}
+
+// Help as rlock(1) shows it: "Commands", not CLI11's "Subcommands", and each command's usage
+// with the arguments its table entry gives (CLI11 knows nothing of "-- COMMAND").
+class HelpFormatter : public CLI::Formatter {
+public:
+  HelpFormatter() { column_width(34); }
+
+  // NAME: "rlock", or "rlock run" for a command's help. (The list of commands is headed
+  // "Commands" by their group: make_parser.)
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    const Command* command = app->get_parent() ? find_command(app->get_name()) : nullptr;
+    if (!command) return "Usage: " + name + " COMMAND [OPTIONS] [ARGS...]\n";
+    std::string out;
+    std::string_view forms = command->usage;
+    for (size_t start = 0; start <= forms.size();) {
+      size_t end = std::min(forms.find('\n', start), forms.size());
+      std::string_view form = forms.substr(start, end - start);
+      out += (out.empty() ? "Usage: " : "   or: ") + name + " [OPTIONS]" +
+             (form.empty() ? "" : " ") + std::string(form) + "\n";
+      start = end + 1;
+    }
+    return out;
+  }
+};
+
+// Which options a parser builds: only those the command line's words name (CommandLine::words),
+// or all of them, for help and for the message about a command line CLI11 refused.
+enum class Build { named, all };
+
+// The command line as CLI11 parsed it: which command was given, with what.
+struct Parsed {
+  CLI::App app{"rlock: run a command on at most one host of a fleet at a time, holding a Redis "
+               "lock while it runs",
+               "rlock"};
+  CommandLine line;
+  std::unique_ptr<Arguments> args;   // the command's, filled in by the parse
+  const Command* command = nullptr;  // the one given, once parsed
+  std::string help_topic;            // rlock help COMMAND
+};
+
+// A parser for ARGS: the main App, and the command asked for with its options. Building every
+// command (an App each, a dozen options each) cost more than the rest of a run's start-up
+// (measured with callgrind); when the command is not known (rlock --help, a typo) all are
+// built, bare, for the help text and the error message.
+std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
+  auto p = std::make_unique<Parsed>();
+  CLI::App& app = p->app;
+  // A callback: the version text loads libssl, which only --version should pay for.
+  app.set_version_flag("--version", std::function<std::string()>(version_text));
+  app.require_subcommand(1);
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer("Each command's help ends with its exit statuses. See rlock(1).");
+  p->line.words = args.ours;
+  p->line.every_option = build == Build::all;
+
+  std::string wanted;
+  bool asking_help = false;  // rlock help COMMAND
+  for (size_t i = 0; i < args.ours.size(); ++i) {
+    if (args.ours[i].rfind("-", 0) == 0) continue;
+    wanted = args.ours[i];
+    asking_help = wanted == "help" && i + 1 < args.ours.size() && args.ours[i + 1][0] != '-';
+    if (asking_help) wanted = args.ours[i + 1];
+    break;
+  }
+  bool known = wanted != "help" && find_command(wanted);
+  for (const Command* command : all_commands()) {
+    bool is_help = command->name == "help";
+    if (known && command->name != wanted && !(asking_help && is_help)) continue;
+    CLI::App* sub = app.add_subcommand(std::string(command->name), command->summary);
+    sub->group("Commands");
+    if (is_help) sub->add_option("COMMAND", p->help_topic, "a command");
+    if (command->name != wanted) continue;
+    if (command->make) {
+      p->args = command->make();
+      add_options(sub, p->line, *p->args, *command);
+    }
+    if (command->footer) sub->footer(command->footer);
+  }
+  return p;
+}
+
+// Parses ARGS with PARSER; throws CLI11's ParseError for help, --version and mistakes.
+void parse(Parsed& parser, const SplitArgs& args) {
+  std::vector<std::string> reversed(args.ours.rbegin(), args.ours.rend());
+  try {
+    parser.app.parse(reversed);
+  } catch (const std::logic_error&) {
+    // CLI11 2.1 reads a flag's value (--fair=maybe) with std::stoll, whose exception is no
+    // ParseError: name the word.
+    std::string word;
+    for (const std::string& w : args.ours) {
+      const SettingInfo* setting =
+          w.starts_with("--") ? find_setting(w.substr(2, w.find('=') - 2)) : nullptr;
+      if (setting && setting->kind == SettingKind::flag && w.find('=') != std::string::npos) {
+        word = w;
+        break;
+      }
+    }
+    throw usage_error((word.empty() ? "a flag" : "'" + word + "'") +
+                      ": a flag's value is true or false, or none at all");
+  }
+  for (CLI::App* sub : parser.app.get_subcommands())
+    if (sub->parsed()) parser.command = find_command(sub->get_name());
+}
+
+// Whether WORD ("--ttl", "--ttl=5s") is an option of some command: a setting, or another
+// option by its first long name (not flock's spellings, nor those it refuses).
+bool known_option(std::string_view word) {
+  if (!word.starts_with("--")) return false;
+  std::string_view name = word.substr(0, word.find('='));
+  if (find_setting(name.substr(2))) return true;
+  bool known = false;
+  for (const Command* command : all_commands())
+    for_each_option(*command, [&](const Option& option) {
+      if (option.into == Into::setting || option.positional() || option.hidden) return;
+      for (std::string_view n : names_of(option.names))
+        if (n.starts_with("--")) {
+          known = known || n == name;
+          break;
+        }
+    });
+  return known;
+}
+
+// Prints the help or version asked for, or throws the usage error for what CLI11 refused.
+int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
+  CLI::App& app = parser.app;
+  if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
+    std::ostringstream out;
+    int status = app.exit(e, out, out);
+    write_stdout(out.str());
+    return status;
+  }
+  std::string where = app.get_subcommands().empty()
+                          ? "rlock --help"
+                          : "rlock " + app.get_subcommands().front()->get_name() + " --help";
+  std::string message = e.what();
+  if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
+    message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
+  else if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e))
+    message = "no command given (commands: " + command_list() + ")";
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
+    // CLI11 calls both an unknown flag and a command without '--' "not expected".
+    std::vector<std::string> extras = app.get_subcommands().front()->remaining();
+    std::string name = app.get_subcommands().front()->get_name();
+    if (!extras.empty() && extras.front().rfind("-", 0) == 0)
+      message =
+          known_option(extras.front())
+              ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
+              : "unknown option '" + extras.front() + "'";
+    else if (find_command(name) && find_command(name)->takes_command)
+      message += " (put '--' before the command: rlock run KEY -- COMMAND)";
+  }
+  throw usage_error(message + "; see '" + where + "'");
+}
+
+// rlock help [COMMAND].
+int show_help(Parsed& parser) {
+  CLI::App& app = parser.app;
+  if (parser.help_topic.empty()) {
+    // Not app.help(): that shows the help of the command given, here `help` itself.
+    write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
+    return k_exit_ok;
+  }
+  CLI::App* topic = nullptr;
+  try {
+    topic = app.get_subcommand(parser.help_topic);
+  } catch (const CLI::OptionNotFound&) {}
+  if (!topic) throw usage_error("help: no command '" + parser.help_topic + "'");
+  write_stdout(topic->help("rlock"));
+  return k_exit_ok;
+}
+
+// Parses the command line split at "--" and runs the command it names.
+int parse_and_run(const SplitArgs& args) {
+  auto parser = make_parser(args, Build::named);
+  bool parsed = true;
+  try {
+    parse(*parser, args);
+  } catch (const CLI::ParseError&) {
+    parsed = false;
+  }
+  if (!parsed || parser->command->name == "help") {
+    // Help and errors are told with every option built (see CommandLine::words).
+    parser = make_parser(args, Build::all);
+    try {
+      parse(*parser, args);
+    } catch (const CLI::ParseError& e) {
+      return report(e, *parser, args);
+    }
+    if (parser->command->name == "help") return show_help(*parser);
+  }
+
+  const Command& command = *parser->command;
+  CommandLine& line = parser->line;
+  if (!args.command.empty() && !command.takes_command)
+    throw usage_error("'--' COMMAND is only for rlock run");
+  if (!line.flock_only.empty()) throw usage_error(flock_only_message(line.flock_only));
+  if (line.exclusive && line.flags.count("shared") && line.flags["shared"].values[0] == "true")
+    throw usage_error("--exclusive excludes --shared");
+  if (line.no_wait) {
+    if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
+    line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};
+  }
+  // The keys and the command first: they are this invocation's, and the likelier mistake.
+  Arguments& arguments = *parser->args;
+  for_each_option(command, [&](const Option& option) {
+    if (!option.positional() || std::string_view(option.names) != "KEY") return;
+    if (option.into == Into::text) check_key(*static_cast<std::string*>(option.field(arguments)));
+    if (option.into == Into::texts)
+      for (const auto& key : *static_cast<std::vector<std::string>*>(option.field(arguments)))
+        check_key(key);
+  });
+  arguments.check(args.command);
+
+  std::optional<std::string> config_file;
+  RawSettings settings;
+  Resolved resolved;
+  if (command.reads_settings) {
+    settings = layered_settings(line, &config_file);
+    resolved = resolve_settings(settings);
+    set_verbosity(resolved.global.verbosity);
+    set_log_format(resolved.global.log_format);
+  }
+  return arguments.run(Invocation{args.command, settings, config_file, resolved});
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+  return parse_and_run(split_at_double_dash(argc, argv));
+}
+
+}  // namespace rlock

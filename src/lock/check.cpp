@@ -1,0 +1,216 @@
+#include "lock/check.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "lock/lock.h"
+#include "lock/lock_state.h"
+
+namespace rlock {
+
+namespace {
+
+// History entries asked for per round trip. The stream keeps 100 by default (--history-length),
+// so one page is the whole history of most keys.
+constexpr int k_history_page = 100;
+// A window with more runs than this is counted only this far back: a check must stay cheap
+// however long a history someone configured.
+constexpr int k_history_most = 10000;
+
+// The server's clock when the entry was appended (the run's end): the ID's milliseconds.
+// The ID just before ID ("1700000000000-0" gives "1699999999999-18446744073709551615"), for the
+// next page: XREVRANGE's exclusive "(" needs Redis 6.2. Empty before the first possible ID.
+std::string id_before(const std::string& id) {
+  size_t dash = id.find('-');
+  if (dash == std::string::npos) return "";
+  int64_t ms = std::strtoll(id.c_str(), nullptr, 10);
+  unsigned long long seq = std::strtoull(id.c_str() + dash + 1, nullptr, 10);
+  if (seq > 0) return std::to_string(ms) + "-" + std::to_string(seq - 1);
+  if (ms == 0) return "";
+  return std::to_string(ms - 1) + "-18446744073709551615";
+}
+
+Argv history_page(const std::string& key, const std::string& newest) {
+  return {"XREVRANGE", helper_key(key, "history"),    newest, "-",
+          "COUNT",     std::to_string(k_history_page)};
+}
+
+// What one node's history says: its clock, and its runs, newest first.
+struct NodeHistory {
+  int64_t now_ms = 0;
+  CheckWindow window;
+  int entries = 0;
+  std::vector<CheckedRun> runs;
+};
+
+// Adds the entries of PAGE (an XREVRANGE reply) to INTO; the ID of the oldest one, or "" when
+// the page was not full (the history ends there).
+Result<std::string> add_page(const Reply& page, NodeHistory& into) {
+  if (!page.is_array()) return unexpected_reply("XREVRANGE");
+  std::string oldest;
+  for (const Reply& entry : page.elements) {
+    auto record = decode_history_entry(entry);
+    if (!record) return unexpected_reply("XREVRANGE");
+    ++into.entries;
+    oldest = record->id;
+    if (!is_run(*record)) continue;
+    CheckedRun run;
+    run.ended_ms = history_entry_ms(record->id);
+    run.in_window = run.ended_ms >= into.window.start_ms;
+    run.record = std::move(*record);
+    into.runs.push_back(std::move(run));
+  }
+  if (page.elements.size() < static_cast<size_t>(k_history_page)) return std::string();
+  return oldest;
+}
+
+// NODE's history from its first page (FIRST: the replies to history_page() and TIME) on, read
+// further while its runs are still in the window.
+Result<NodeHistory> node_history(Redis& node, const std::string& key, const Period& every,
+                                 const std::optional<std::string>& tz,
+                                 const std::vector<Reply>& first, TimePoint deadline) {
+  if (first.size() != 2) return unexpected_reply("XREVRANGE and TIME");
+  for (const Reply& r : first)
+    if (r.type == Reply::Type::error) return node.server_failure(r.str);
+  auto now = server_time_ms(first[1]);
+  if (!now) return unexpected_reply("TIME");
+  NodeHistory h;
+  h.now_ms = *now;
+  h.window = check_window(every, tz, *now);
+  auto oldest = add_page(first[0], h);
+  while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms &&
+         h.entries < k_history_most) {
+    std::string newest = id_before(*oldest);
+    if (newest.empty()) break;
+    auto page = node.call(history_page(key, newest), deadline);
+    if (!page) return page.failure();
+    oldest = add_page(*page, h);
+  }
+  if (!oldest) return oldest.failure();
+  return h;
+}
+
+// The success that this period's --once-per slot records, if the job runs --once-per with the
+// check's period (and zone): the only record of a job run with --history-length 0.
+Result<std::optional<CheckedRun>> period_success(Redis& redis, const std::string& key,
+                                                 const Period& every,
+                                                 const std::optional<std::string>& tz,
+                                                 int64_t now_ms, TimePoint deadline) {
+  PeriodSlot slot = period_slot(every, tz, now_ms);
+  auto replies = redis.pipeline({{"HGETALL", helper_key(key, "once:" + slot.name)}}, deadline);
+  if (!replies) return replies.failure();
+  const Reply& all = replies->front();
+  if (!all.is_array()) return std::optional<CheckedRun>();  // someone else's data: no evidence
+  auto field = [&](const char* name) {
+    for (size_t i = 0; i + 1 < all.elements.size(); i += 2)
+      if (all.elements[i].str == name) return all.elements[i + 1].str;
+    return std::string();
+  };
+  if (field("state") != "done" || field("status") != "0" ||
+      field("end") != run_end_name(RunEnd::exited))
+    return std::optional<CheckedRun>();
+  CheckedRun run;
+  run.record.holder.host = field("host");
+  run.record.holder.pid = std::strtoll(field("pid").c_str(), nullptr, 10);
+  run.record.holder.user = field("user");
+  run.record.holder.since = parse_rfc3339(field("since")).value_or(WallTime{});
+  run.record.fence = std::strtoll(field("fence").c_str(), nullptr, 10);
+  run.record.end = run_end_name(RunEnd::exited);
+  // The slot's end time is the job's host's clock, not the server's: but the slot is this
+  // period's, so its run ended within the window whatever that clock says.
+  auto ended = parse_rfc3339(field("ended"));
+  run.ended_ms = ended ? ended->time_since_epoch().count() : now_ms;
+  run.record.held_ms = ended ? std::max<int64_t>(0, (*ended - run.record.holder.since).count()) : 0;
+  run.in_window = true;
+  run.from_period = true;
+  return std::optional<CheckedRun>(std::move(run));
+}
+
+// Who holds the lock now (any kind of lock rlock takes), from its state.
+std::vector<Holder> holders_now(const LockState& s) {
+  std::vector<Holder> out;
+  if (s.kind == LockState::Kind::held && s.value) out.push_back(s.value->holder);
+  for (const auto* places : {&s.semaphore, &s.shared})
+    for (const SemaphoreHolder& place : *places)
+      if (place.value && !place.value->broken) out.push_back(place.value->holder);
+  return out;
+}
+
+}  // namespace
+
+CheckWindow check_window(const Period& every, const std::optional<std::string>& tz,
+                         int64_t now_ms) {
+  if (every.unit == Period::Unit::fixed) return {now_ms - every.length.count(), ""};
+  PeriodSlot slot = period_slot(every, tz, now_ms);
+  return {slot.start_ms, slot.name};
+}
+
+bool is_run(const RunRecord& r) {
+  return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
+         r.end != run_end_name(RunEnd::period_reset);
+}
+
+bool is_success(const RunRecord& r) {
+  return r.end == run_end_name(RunEnd::exited) && r.exit_status == 0;
+}
+
+Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Period& every,
+                               const std::optional<std::string>& tz, TimePoint deadline) {
+  // The history first, with TIME after it: in a Cluster a command without a key runs where the
+  // one before it ran, so the clock is that of the server whose IDs we compare it with. Under
+  // Redlock each run's entry went to one node (the first that answered its writer), so every
+  // node is read, each against its own clock.
+  auto first = redis.broadcast({history_page(key, "+"), {"TIME"}}, deadline);
+  CheckResult out;
+  std::optional<Failure> failure;
+  bool answered = false;
+  std::vector<CheckedRun> runs;
+  for (size_t i = 0; i < first.size(); ++i) {
+    Redis& node = redis.node(i);
+    auto h = first[i] ? node_history(node, key, every, tz, *first[i], deadline)
+                      : Result<NodeHistory>(first[i].failure());
+    if (!h) {
+      failure = h.failure();
+      out.unanswered.push_back(node.name());
+      continue;
+    }
+    if (!answered) {
+      out.now_ms = h->now_ms;
+      out.window = h->window;
+      answered = true;
+    }
+    out.entries_read += h->entries;
+    for (CheckedRun& run : h->runs) runs.push_back(std::move(run));
+  }
+  if (!answered) return *failure;
+  if (redis.node_count() == 1) out.unanswered.clear();
+  std::stable_sort(runs.begin(), runs.end(), [](const CheckedRun& a, const CheckedRun& b) {
+    return a.ended_ms > b.ended_ms;
+  });
+  for (const CheckedRun& run : runs) {
+    if (!out.last_run) out.last_run = run;
+    bool success = is_success(run.record);
+    if (success && (!out.last_success || (run.in_window && !out.last_success->in_window)))
+      out.last_success = run;
+    if (run.in_window) {
+      ++out.runs_in_window;
+      if (!success) ++out.failures_in_window;
+    }
+  }
+
+  auto locks = read_locks(redis, {key});
+  if (!locks) return locks.failure();
+  out.running = holders_now(locks->front());
+
+  if (!out.ok()) {
+    auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);
+    if (!slot) return slot.failure();
+    if (*slot) {
+      out.last_success = **slot;
+      if (!out.last_run || out.last_run->ended_ms < (*slot)->ended_ms) out.last_run = **slot;
+    }
+  }
+  return out;
+}
+
+}  // namespace rlock

@@ -1,0 +1,61 @@
+// The dead-man's switch of `rlock check`: whether a run of KEY succeeded within a window that
+// ends now by the Redis server's clock, so that hosts with skewed clocks agree on the answer.
+// The evidence is the key's run history (history.h), whose stream IDs are the server's clock
+// when each run ended, and, for a --once-per job of the same period, the period's slot (which
+// is all there is when the job runs with --history-length 0). Reads only: a check never
+// writes to Redis.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/error.h"
+#include "lock/history.h"
+#include "util/period.h"
+#include "redis/redis.h"
+
+namespace rlock {
+
+// Where the window starts for a check at server time NOW_MS: EVERY before it for a duration
+// (the last 25h), or the start of the current calendar period (--once-per's, in TZ or UTC).
+// NAME is the calendar period's name ("2026-11-30"), empty for a duration.
+struct CheckWindow {
+  int64_t start_ms = 0;
+  std::string name;
+};
+CheckWindow check_window(const Period& every, const std::optional<std::string>& tz, int64_t now_ms);
+
+// A run is what rlock run ended (exited, signalled, lost, max-run, hung); skip records
+// (--record-skips: busy, done-this-period) and period resets are not. A success exited 0.
+bool is_run(const RunRecord& r);
+bool is_success(const RunRecord& r);
+
+// A run as the check saw it.
+struct CheckedRun {
+  RunRecord record;
+  int64_t ended_ms = 0;      // the server's clock: the history entry's ID
+  bool in_window = false;    // by the clock of the server that recorded it
+  bool from_period = false;  // found in the --once-per period's slot, not in the history
+};
+
+struct CheckResult {
+  int64_t now_ms = 0;  // the server's clock (the first that answered, under Redlock)
+  CheckWindow window;
+  std::optional<CheckedRun> last_success;  // the newest success seen, in the window or not
+  std::optional<CheckedRun> last_run;      // the newest run, however it ended
+  int runs_in_window = 0;
+  int failures_in_window = 0;
+  int entries_read = 0;                 // history entries read, skips included: 0 means no history
+  std::vector<Holder> running;          // who holds the lock now: the job is running
+  std::vector<std::string> unanswered;  // Redlock nodes that did not answer (redacted names)
+
+  bool ok() const { return last_success && last_success->in_window; }
+};
+
+// Reads what KEY's history (every node's, under Redlock), its lock and, when the history has no
+// success in the window, the period's slot say. A failure: no Redis answered.
+Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Period& every,
+                               const std::optional<std::string>& tz, TimePoint deadline);
+
+}  // namespace rlock

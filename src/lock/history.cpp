@@ -1,0 +1,248 @@
+#include "lock/history.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "lock/lock.h"
+#include "lock/scripts.h"
+#include "redis/retry.h"
+
+namespace rlock {
+
+namespace {
+
+// How long a period's slot outlives the period: hosts whose cron fires late still see it.
+Millis slot_margin(const Period& p) {
+  Millis length = p.unit == Period::Unit::fixed ? p.length : Millis(3600 * 1000);
+  return std::min(length, Millis(3600 * 1000));
+}
+
+// The period that is current by the server's clock, so that hosts whose clocks disagree agree
+// on it.
+Result<PeriodSlot> current_slot(Redis& redis, const Period& period,
+                                const std::optional<std::string>& tz, TimePoint deadline) {
+  auto time = redis.call({"TIME"}, deadline);
+  if (!time) return time.failure();
+  auto now_ms = server_time_ms(*time);
+  if (!now_ms) return unexpected_reply("TIME");
+  return period_slot(period, tz, *now_ms);
+}
+
+}  // namespace
+
+const char* run_end_name(RunEnd end) {
+  switch (end) {
+  case RunEnd::exited: return "exited";
+  case RunEnd::signalled: return "signalled";
+  case RunEnd::lost: return "lost";
+  case RunEnd::max_run: return "max-run";
+  case RunEnd::hung: return "hung";
+  case RunEnd::busy: return "busy";
+  case RunEnd::done_this_period: return "done-this-period";
+  case RunEnd::period_reset: return "period-reset";
+  }
+  return "unknown";
+}
+
+std::string period_run_text(const SlotClaim& c) {
+  if (c.state == "in-progress") return "it is still running";
+  if (c.state == "running") return "it never reported its end (lost)";
+  if (c.status == "0") return "it succeeded";
+  if (c.end == run_end_name(RunEnd::exited)) return "it exited with status " + c.status;
+  return "it ended: " + c.end + " (" + c.status + ")";
+}
+
+Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
+  fence_ = fence;
+  // Sent again until answered: a second delivery finds its own fence (period_claim.lua).
+  auto reply = resend_until(deadline, [&]() -> Result<Reply> {
+    auto slot = current_slot(redis_, period_, tz_, deadline);
+    if (!slot) return slot.failure();
+    slot_ = *slot;
+    int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
+    return eval(redis_, scripts::period_claim,
+                {helper_key(key_, "once:" + slot_.name), key_, helper_key(key_, "sem"),
+                 helper_key(key_, "holders")},
+                {holder.host, std::to_string(holder.pid), holder.user,
+                 format_rfc3339(holder.since), std::to_string(fence), retry_failed_ ? "1" : "0",
+                 std::to_string(expire_at)},
+                deadline);
+  });
+  if (!reply) return reply.failure();
+  const auto& e = reply->elements;
+  if (!reply->is_array() || e.empty() || !e[0].is_integer())
+    return unexpected_reply("the claim script");
+  if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
+  if (e.size() != 6) return unexpected_reply("the claim script");
+  return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+}
+
+Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
+  auto slot = current_slot(redis_, period_, tz_, deadline);
+  if (!slot) return slot.failure();
+  slot_ = *slot;
+  auto reply = redis_.call({"HGETALL", helper_key(key_, "once:" + slot_.name)}, deadline);
+  if (!reply) return reply.failure();
+  std::map<std::string, std::string> f;
+  for (size_t i = 0; i + 1 < reply->elements.size(); i += 2)
+    f[reply->elements[i].str] = reply->elements[i + 1].str;
+  // As period_claim.lua judges it; a slot still "running" is the busy holder's own run.
+  if (f.empty() || f["state"] == "running") return std::optional<SlotClaim>{};
+  if (retry_failed_ && f["status"] != "0") return std::optional<SlotClaim>{};
+  return std::optional<SlotClaim>{
+      SlotClaim{false, f["host"], f["since"], f["state"], f["status"], f["end"]}};
+}
+
+Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
+  auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+  ScriptCall end{&scripts::period_finish,
+                 {helper_key(key_, "once:" + slot_.name)},
+                 {std::to_string(fence_), std::to_string(record.exit_status), record.end,
+                  format_rfc3339(now)},
+                 true};
+  // Sent again until answered: a second delivery finds our end recorded (period_finish.lua).
+  auto reply = resend_until(deadline, [&] { return eval(redis_, end, deadline); });
+  if (!reply) return reply.failure();
+  return Unit{};
+}
+
+Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
+                                 const std::optional<std::string>& tz, TimePoint deadline) {
+  auto slot = current_slot(redis, period, tz, deadline);
+  if (!slot) return slot.failure();
+  auto reply = eval(redis, scripts::period_reset,
+                    {helper_key(key, "once:" + slot->name), key, helper_key(key, "sem"),
+                     helper_key(key, "holders")},
+                    {}, deadline);
+  if (!reply) return reply.failure();
+  const auto& e = reply->elements;
+  if (!reply->is_array() || e.empty() || !e[0].is_integer())
+    return unexpected_reply("the reset script");
+  PeriodReset out{PeriodReset::Outcome::no_run, slot->name, {}};
+  if (e[0].integer == 0) return out;
+  if (e[0].integer == 2 && e.size() == 3) {
+    out.outcome = PeriodReset::Outcome::still_running;
+    out.run = SlotClaim{false, e[1].str, e[2].str, "running", "", ""};
+    return out;
+  }
+  if (e[0].integer != 1 || e.size() != 6) return unexpected_reply("the reset script");
+  out.outcome = PeriodReset::Outcome::forgotten;
+  out.run = SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+  return out;
+}
+
+ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_length,
+                         Millis retention) {
+  Argv args{r.token,
+            std::to_string(max_length),
+            std::to_string(retention.count()),
+            "host",
+            r.holder.host,
+            "pid",
+            std::to_string(r.holder.pid),
+            "user",
+            r.holder.user,
+            "cmd",
+            r.holder.cmd,
+            "since",
+            format_rfc3339(r.holder.since),
+            "fence",
+            std::to_string(r.fence),
+            "waited_ms",
+            std::to_string(r.waited_ms),
+            "held_ms",
+            std::to_string(r.held_ms),
+            "status",
+            std::to_string(r.exit_status),
+            "end",
+            r.end};
+  if (!r.period.empty()) {
+    args.push_back("period");
+    args.push_back(r.period);
+  }
+  return {&scripts::history_add, {helper_key(key, "history"), helper_key(key, "ended")},
+          std::move(args), true};
+}
+
+std::optional<RunRecord> decode_history_entry(const Reply& entry) {
+  if (!entry.is_array() || entry.elements.size() != 2 || !entry.elements[1].is_array())
+    return std::nullopt;
+  RunRecord r;
+  r.id = entry.elements[0].str;
+  const auto& f = entry.elements[1].elements;
+  auto number = [](const std::string& s) { return std::strtoll(s.c_str(), nullptr, 10); };
+  for (size_t i = 0; i + 1 < f.size(); i += 2) {
+    const std::string& name = f[i].str;
+    const std::string& value = f[i + 1].str;
+    if (name == "host")
+      r.holder.host = value;
+    else if (name == "pid")
+      r.holder.pid = number(value);
+    else if (name == "user")
+      r.holder.user = value;
+    else if (name == "cmd")
+      r.holder.cmd = value;
+    else if (name == "since")
+      r.holder.since = parse_rfc3339(value).value_or(WallTime{});
+    else if (name == "fence")
+      r.fence = number(value);
+    else if (name == "waited_ms")
+      r.waited_ms = number(value);
+    else if (name == "held_ms")
+      r.held_ms = number(value);
+    else if (name == "status")
+      r.exit_status = static_cast<int>(number(value));
+    else if (name == "end")
+      r.end = value;
+    else if (name == "period")
+      r.period = value;
+  }
+  return r;
+}
+
+Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
+                                 TimePoint deadline) {
+  auto replies = redis.broadcast(
+      {{"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)}},
+      deadline);
+  HistoryRead out;
+  std::optional<Failure> failure;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    Result<Reply> reply = replies[i] ? Result<Reply>((*replies[i])[0]) : replies[i].failure();
+    if (reply && reply->type == Reply::Type::error)
+      reply = redis.node(i).server_failure(reply->str);
+    if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
+    if (!reply) {
+      failure = reply.failure();
+      out.unanswered.push_back(redis.node(i).name());
+      continue;
+    }
+    for (const Reply& e : reply->elements)
+      if (auto r = decode_history_entry(e)) out.runs.push_back(std::move(*r));
+  }
+  if (out.unanswered.size() == replies.size()) return *failure;
+  // Newest first across the nodes, each entry by its own node's clock.
+  std::stable_sort(out.runs.begin(), out.runs.end(), [](const RunRecord& a, const RunRecord& b) {
+    return history_entry_ms(a.id) > history_entry_ms(b.id);
+  });
+  // An entry sent again after a lost reply may have gone to a second node (each node knows
+  // only its own): one run is one host, pid, start and fence.
+  if (replies.size() > 1) {
+    std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
+    std::erase_if(out.runs, [&](const RunRecord& r) {
+      return !seen.emplace(r.holder.host, r.holder.pid, r.holder.since.time_since_epoch().count(),
+                           r.fence)
+                  .second;
+    });
+  }
+  if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);
+  return out;
+}
+
+int64_t history_entry_ms(const std::string& id) { return std::strtoll(id.c_str(), nullptr, 10); }
+
+}  // namespace rlock

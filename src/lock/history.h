@@ -1,0 +1,110 @@
+// Cron-grade memory of a lock: the period slots of --once-per, and the run history.
+//
+// Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
+//   {KEY}:rlock:once:SLOT   who ran the job in period SLOT ("2026-11-30", "2026-W49" ...) and how
+//                           it ended: a hash, expiring a margin after the period ends
+//   {KEY}:rlock:history     one entry per run, newest last: a stream capped at --history-length
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/duration.h"
+#include "util/error.h"
+#include "lock/lock_value.h"
+#include "util/period.h"
+#include "redis/redis.h"
+
+namespace rlock {
+
+// How a run ended, as its history entry and its period's slot name it (run_end_name()).
+// period_reset is no run: an operator's `rlock reset-period`, recorded with the runs.
+enum class RunEnd { exited, signalled, lost, max_run, hung, busy, done_this_period, period_reset };
+const char* run_end_name(RunEnd end);
+
+struct RunRecord {
+  std::string id;  // the stream entry's ID (when read back)
+  Holder holder;   // host, pid, user, command, and since = when the lock was taken
+  int64_t fence = 0;
+  int64_t waited_ms = 0;
+  int64_t held_ms = 0;
+  int exit_status = 0;
+  std::string end;     // run_end_name(), or what another version wrote
+  std::string period;  // the --once-per slot, if any
+  std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
+};
+
+// The result of claiming this period's slot.
+struct SlotClaim {
+  bool claimed = false;
+  // When not claimed: who had it, and how it went ("running" when that run never said).
+  std::string host, since, state, status, end;
+};
+
+// How the run in a period's slot ended, for people: "it succeeded", "it exited with status 3",
+// "it never reported its end (lost)" ...
+std::string period_run_text(const SlotClaim& run);
+
+class PeriodGuard {
+public:
+  PeriodGuard(Redis& redis, const std::string& key, Period period, std::optional<std::string> tz,
+              bool retry_failed)
+      : redis_(redis), key_(key), period_(period), tz_(std::move(tz)), retry_failed_(retry_failed) {
+  }
+
+  // Claims the current period's slot for HOLDER (we hold the lock, so nobody else runs it
+  // now). Not claimed: an earlier run had it, and (without --retry-failed, or when it
+  // succeeded) the job must not run again this period.
+  Result<SlotClaim> claim(const Holder& holder, int64_t fence, TimePoint deadline);
+  // Without the lock (it was busy): the run this period already had, when it has ended and
+  // keeps the job from running again (as claim() would say); nothing while it runs, when the
+  // slot is free, or when --retry-failed would run a failed one again. Reads only.
+  Result<std::optional<SlotClaim>> finished_run(TimePoint deadline);
+  // Records how our run ended in the slot we claimed.
+  Result<Unit> finish(const RunRecord& record, TimePoint deadline);
+  const std::string& slot_name() const { return slot_.name; }
+
+private:
+  Redis& redis_;
+  std::string key_;
+  Period period_;
+  std::optional<std::string> tz_;
+  bool retry_failed_;
+  PeriodSlot slot_;
+  int64_t fence_ = 0;
+};
+
+// What `rlock reset-period` found in the current period's slot of KEY.
+struct PeriodReset {
+  enum class Outcome { forgotten, no_run, still_running } outcome = Outcome::no_run;
+  std::string slot;  // the period's name: "2026-11-30", "2026-W49" ...
+  SlotClaim run;     // the period's run (forgotten, or still running): who, when, how it ended
+};
+// Forgets the current period's run of KEY (by the server's clock), unless that run still
+// holds the lock, so that the next `rlock run --once-per` runs the job again.
+Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Period& period,
+                                 const std::optional<std::string>& tz, TimePoint deadline);
+
+// The script that appends RECORD to KEY's history, capped near MAX_LENGTH entries, and keeps
+// the history RETENTION after this use (0: for ever). It may be sent again until answered:
+// RECORD's token finds an entry already made (history_add.lua). A failure to write it never
+// fails the job: the caller turns it into one warning.
+ScriptCall history_entry(const std::string& key, const RunRecord& record, int max_length,
+                         Millis retention);
+// The latest COUNT runs of KEY, newest first. Under Redlock each run's entry went to one node
+// (the first that answered its writer), so every node is read; those that did not answer are
+// named in UNANSWERED (a failure when none did).
+struct HistoryRead {
+  std::vector<RunRecord> runs;
+  std::vector<std::string> unanswered;
+};
+Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
+                                 TimePoint deadline);
+// The time in a stream entry's ID ("1700000000000-3"): the server's clock when it was added.
+int64_t history_entry_ms(const std::string& id);
+// A stream entry's fields (XRANGE's reply element) as a RunRecord.
+std::optional<RunRecord> decode_history_entry(const Reply& entry);
+
+}  // namespace rlock

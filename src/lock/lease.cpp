@@ -1,0 +1,133 @@
+#include "lock/lease.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <utility>
+
+#include "util/error.h"
+#include "lock/lock.h"
+#include "util/log.h"
+
+namespace rlock {
+
+LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed)
+    : lock_(lock), ttl_(ttl), on_renewed_(std::move(on_renewed)),
+      deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
+      next_renewal_(acquire_sent + renew_interval(ttl)) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  wake_read_.reset(p[0]);
+  wake_write_.reset(p[1]);
+}
+
+LeaseKeeper::~LeaseKeeper() { stop(); }
+
+void LeaseKeeper::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void LeaseKeeper::stop() {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseKeeper::drain_wakeups() {
+  char buf[64];
+  while (::read(wake_read_.get(), buf, sizeof buf) > 0) {}
+}
+
+void LeaseKeeper::notify() {
+  char c = 1;
+  // A full pipe already holds a wake-up; nothing is lost by dropping this one.
+  [[maybe_unused]] ssize_t n = ::write(wake_write_.get(), &c, 1);
+}
+
+void LeaseKeeper::lose(State why) {
+  state_ = static_cast<int>(why);
+  notify();
+}
+
+void LeaseKeeper::run() {
+  TimePoint next = next_renewal_;
+  int64_t failures_in_row = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> guard(mu_);
+      if (cv_.wait_until(guard, next, [this] { return stopping_; })) return;
+    }
+    TimePoint sent = Clock::now();
+    TimePoint deadline = this->deadline();
+    if (sent >= deadline) {
+      // We slept (or were frozen) past the deadline: another client may hold the key by now,
+      // and a late renewal cannot make the time in between safe. The lease is over.
+      lose(State::expired);
+      return;
+    }
+    Millis attempt = std::min(renew_attempt_timeout(ttl_), lock_.command_timeout());
+    TimePoint attempt_deadline = std::min(sent + attempt, deadline);
+    auto renewed = lock_.renew(ttl_, attempt_deadline);
+    // A connection that broke under us (closed by the server or a proxy just as we sent) gets
+    // one more try on a new one before anyone hears of it; renewing twice is harmless.
+    if (!renewed && renewed.failure().kind == Failure::Kind::io && failures_in_row == 0 &&
+        Clock::now() < attempt_deadline)
+      renewed = lock_.renew(ttl_, attempt_deadline);
+    if (renewed && *renewed) {
+      // From when the renewal was sent, not when its reply came: the server may have applied
+      // it at once, and the key expires a ttl after that.
+      TimePoint confirmed = lease_deadline(sent, ttl_);
+      deadline_ = confirmed.time_since_epoch().count();
+      if (on_renewed_) on_renewed_(confirmed);
+      ++renewals_;
+      // Debug only: the warning said there was trouble, and cron mails every line.
+      if (failures_in_row > 0)
+        log(Level::debug,
+            {"renewal_recovered",
+             lock_.key(),
+             "renewal recovered after " + std::to_string(failures_in_row) + " failed attempt(s)",
+             {{"failed_attempts", failures_in_row}}});
+      else
+        log(Level::debug, {"renewed", lock_.key(), "renewed"});
+      failures_in_row = 0;
+      next = sent + renew_interval(ttl_);
+      notify();
+    } else if (renewed) {
+      lose(State::not_mine);
+      return;
+    } else {
+      ++failures_;
+      // One line when trouble starts, then one a few seconds apart, not one per retry.
+      if (failures_in_row % 10 == 0) {
+        auto left = std::chrono::duration_cast<Millis>(deadline - Clock::now());
+        log(Level::warning, {"renewal_failed",
+                             lock_.key(),
+                             "renewal failed (" + renewed.failure().message +
+                                 "); lease valid for " + format_duration(left) + " more, retrying",
+                             {{"lease_left_ms", left.count()}}});
+      }
+      ++failures_in_row;
+      next = std::min(Clock::now() + renew_retry_interval(ttl_), deadline);
+    }
+  }
+}
+
+LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+                        Millis kill_after, bool ignore_loss) {
+  using Act = LossVerdict::Act;
+  using Why = LossVerdict::Why;
+  if (state == LeaseKeeper::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
+    return {};
+  Why why = state == LeaseKeeper::State::expired || now >= deadline ? Why::ran_out
+            : state == LeaseKeeper::State::not_mine                  ? Why::not_ours
+                                                                     : Why::unreachable;
+  if (ignore_loss) return {Act::ignore, why, {}};
+  if (why == Why::ran_out) return {Act::kill_now, why, now};
+  if (why == Why::not_ours) return {Act::stop, why, std::min(now + kill_after, deadline)};
+  return {Act::stop, why, deadline};
+}
+
+}  // namespace rlock

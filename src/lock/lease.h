@@ -1,0 +1,137 @@
+// The lease keeper owns time: when to renew, and from when the lock can no longer be trusted.
+// The arithmetic is pure and unit-tested; LeaseKeeper runs it on a thread of its own so that a
+// slow or dead Redis never delays rlock's reaction to signals or to the child.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/fd.h"
+
+namespace rlock {
+
+class Lock;
+
+// How much earlier than Redis we consider the lock gone: clock-rate differences between us and
+// the server, and the time a PEXPIRE takes to land: ttl/100 + 2 ms (rlock(1) "Lease safety").
+constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }
+
+// The lock is ours until this point, counted from when the command that set its TTL was sent
+// (not when its reply came: the server may have run it at once).
+constexpr TimePoint lease_deadline(TimePoint sent, Millis ttl) {
+  return sent + ttl - lease_drift(ttl);
+}
+
+constexpr Millis renew_interval(Millis ttl) { return ttl / 3; }
+
+// After a failed renewal, try again this soon; several tries fit in every lease.
+constexpr Millis renew_retry_interval(Millis ttl) {
+  return std::min(std::max(ttl / 30, Millis(10)), Millis(1000));
+}
+
+// How long one renewal may wait for its reply before it is retried on a new connection.
+constexpr Millis renew_attempt_timeout(Millis ttl) {
+  return std::min(std::max(ttl / 6, Millis(50)), Millis(2000));
+}
+
+// 5 s, or ttl/3 when that is shorter (rlock(1), --kill-after).
+constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), ttl / 3); }
+
+// A --kill-after at or above ttl/2 leaves too little of the lease to renew in.
+constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_after < ttl / 2; }
+
+class LeaseKeeper {
+public:
+  enum class State : int {
+    held,
+    not_mine,  // a renewal found the key gone or someone else's: lost now
+    expired,   // no renewal succeeded before the deadline (Redis unreachable, or we were frozen)
+  };
+
+  // ACQUIRE_SENT: when the command that took the lock was sent. The keeper signals every change
+  // (renewed, lost) by making wake_fd() readable. ON_RENEWED, if given, is called on the
+  // renewal thread with each new deadline as soon as a renewal is confirmed, so that something
+  // outside this process (run's guardian) can keep the lease's end when rlock cannot.
+  using Observer = std::function<void(TimePoint deadline)>;
+  LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed = {});
+  ~LeaseKeeper();
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  // The thread is needed only from the first renewal on, ttl/3 after acquisition: a command
+  // that ends sooner (most cron jobs' `true` moments, every benchmark's) never pays for it.
+  // Call start() by start_due(); calling it earlier is fine, later delays the first renewal.
+  TimePoint start_due() const { return next_renewal_ - renew_interval(ttl_) / 2; }
+  void start();
+  bool started() const { return thread_.joinable(); }
+  // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
+  void stop();
+
+  TimePoint deadline() const { return TimePoint(TimePoint::duration(deadline_.load())); }
+  State state() const { return static_cast<State>(state_.load()); }
+  int wake_fd() const { return wake_read_.get(); }
+  // Empties the wake pipe; call after waking on it.
+  void drain_wakeups();
+
+  int64_t renewals() const { return renewals_.load(); }
+  int64_t renewal_failures() const { return failures_.load(); }
+
+private:
+  void run();
+  void notify();
+  void lose(State why);
+
+  Lock& lock_;
+  const Millis ttl_;
+  const Observer on_renewed_;
+  std::atomic<TimePoint::rep> deadline_;
+  std::atomic<int> state_{static_cast<int>(State::held)};
+  std::atomic<int64_t> renewals_{0};
+  std::atomic<int64_t> failures_{0};
+  TimePoint next_renewal_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // guarded by mu_
+  std::thread thread_;
+  Fd wake_read_, wake_write_;
+};
+
+// When an unrenewed lease counts as lost: with --on-lost kill, early enough that SIGKILL
+// (KILL_AFTER after the kill signal) lands by DEADLINE; with --on-lost ignore, at DEADLINE.
+inline TimePoint loss_threshold(TimePoint deadline, Millis kill_after, bool ignore_loss) {
+  return ignore_loss ? deadline : deadline - kill_after;
+}
+
+// The one safety question `rlock run` and acquire --while-pid's keeper both ask of their lease
+// at a moment: may the command go on, and if not, how is it stopped (docs/DESIGN.md "Lease
+// safety").
+struct LossVerdict {
+  enum class Act {
+    go_on,     // held, and not yet at its loss threshold
+    ignore,    // lost, with --on-lost ignore: the command runs on without the lock
+    kill_now,  // SIGKILL now: past the deadline the key may be someone else's already
+    stop,      // the kill signal now, SIGKILL at kill_at
+  } act = Act::go_on;
+  enum class Why {
+    none,
+    ran_out,      // the lease ended unrenewed (rlock was frozen, or the deadline passed)
+    not_ours,     // broken, deleted, or another token holds it
+    unreachable,  // no renewal succeeded, and the end is near
+  } why = Why::none;
+  TimePoint kill_at{};
+};
+
+// The verdict at NOW on a lease in STATE that ends at DEADLINE. A broken lock (not_ours) gets
+// KILL_AFTER for its command to stop, but no more than the lease: `release --force` keeps
+// the key taken until the lease's end, and no longer (break_lock.lua).
+LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+                        Millis kill_after, bool ignore_loss);
+
+}  // namespace rlock

@@ -1,0 +1,59 @@
+// The plain lock: KEY holds its holder's value (with the fence) and expires with the lease.
+#include "lock/lock_kinds.h"
+#include "lock/scripts.h"
+
+namespace rlock {
+
+namespace {
+
+class MutexLock final : public Lock {
+public:
+  MutexLock(Redis& redis, std::string key, std::string token, LockMode mode)
+      : Lock(redis, std::move(key), std::move(token), mode) {}
+
+  Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
+                                     const std::optional<WaitPlan>& wait,
+                                     TimePoint deadline) override {
+    auto reply = eval(redis_, scripts::acquire,
+                      {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_},
+                      {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_,
+                       mode_.fair ? "1" : "0", std::to_string(wait ? wait->max_block.count() : 0),
+                       std::to_string(wait ? wait->fallback.count() : 0),
+                       std::to_string(mode_.retention.count())},
+                      deadline);
+    return acquire_outcome(std::move(reply), key_, ttl, deadline);
+  }
+
+  Result<bool> renew(Millis ttl, TimePoint deadline) override {
+    return renew_outcome(
+        eval(redis_, scripts::renew, {key_, fence_key_},
+             {owner_prefix_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
+             deadline),
+        key_, ttl, deadline);
+  }
+
+  Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
+                       std::vector<Reply>* then_replies) override {
+    auto replies = eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
+                             {owner_prefix_, wake_prefix_}, then, deadline);
+    return release_outcome(std::move(replies), then_replies);
+  }
+
+  Result<bool> holds(TimePoint deadline) override {
+    auto value = redis_.call({"GET", key_}, deadline);
+    if (!value) {
+      if (value.failure().code == "WRONGTYPE") return false;
+      return value.failure();
+    }
+    return value->is_string() && value->str.starts_with(owner_prefix_);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Lock> make_mutex_lock(Redis& redis, std::string key, std::string token,
+                                      LockMode mode) {
+  return std::make_unique<MutexLock>(redis, std::move(key), std::move(token), mode);
+}
+
+}  // namespace rlock

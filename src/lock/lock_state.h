@@ -1,0 +1,102 @@
+// A lock seen from outside, as operators look at it (status, inspect, list) and break it
+// (release --force). Reads are plain pipelined commands, not scripts or MULTI, so that they also
+// work on a read-only replica and on a server out of memory: the times an operator needs them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/duration.h"
+#include "util/error.h"
+#include "lock/history.h"
+#include "lock/lock_value.h"
+#include "redis/redis.h"
+
+namespace rlock {
+
+// One holder of a semaphore (--limit), or of a shared lock (--shared).
+struct SemaphoreHolder {
+  std::string token;
+  std::string raw;
+  std::optional<LockValue> value;
+  Millis ttl{0};
+};
+
+// One rlock process waiting for a lock, in arrival order.
+struct QueuedWaiter {
+  std::string token;
+  Millis waiting{0};  // since it arrived
+  Millis place{0};    // how long its place lasts unless it renews it; <= 0: it died, or is late
+  bool shares = false;  // it wants to share the lock (--shared), else to hold it alone
+};
+
+struct LockState {
+  enum class Kind {
+    free,
+    held,        // by rlock: value decodes
+    broken,      // a tombstone (release --force) until the broken holder has surely stopped
+    foreign,     // a plain string another client set (SET NX PX token)
+    semaphore,   // held by up to --limit rlock holders
+    shared,      // held by any number of --shared rlock holders
+    not_a_lock,  // a hash, a list ...
+  };
+  std::string key;
+  Kind kind = Kind::free;
+  std::string type;                      // Redis type, for not_a_lock
+  std::string raw;                       // the value as stored
+  std::optional<LockValue> value;        // decoded, when rlock wrote it
+  Millis pttl{-2};                       // -1: no expiry; -2: no key
+  std::optional<int64_t> fence_counter;  // the last fence drawn for this key
+  // How long the fence counter and the history are kept (--retention): -1 for ever, -2 absent.
+  Millis fence_counter_pttl{-2};
+  Millis history_pttl{-2};
+  int64_t waiters = 0;              // rlock processes waiting for it, alive
+  std::vector<QueuedWaiter> queue;  // every waiter in arrival order, dead ones too
+  std::vector<SemaphoreHolder> semaphore;
+  std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
+  std::optional<RunRecord> last_run;  // the newest entry of the key's history
+};
+
+// The state of each of KEYS, in one round trip.
+Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
+
+// A lock `list` found, before its state is read: its name, the server it is on, and what a
+// first look saw, so that the read asks only for what matters to it. A few bytes besides the
+// name: list sorts these, never the states, and so needs memory for the names alone.
+struct FoundLock {
+  enum class Seen : uint8_t {
+    value,   // the key is a string: a lock's value, rlock's or another program's
+    places,  // no key, but a semaphore's or a shared lock's places
+    other,   // a key of another type: not a lock
+  };
+  std::string key;
+  uint32_t server = 0;  // in FoundLocks::servers
+  Seen seen = Seen::value;
+  bool foreign = false;  // found as another program's lock: a plain string with an expiry
+};
+
+struct FoundLocks {
+  // The servers that hold a share of the keys (Redis::for_each_primary gave them, and they
+  // live as long as the Redis does): each of a Cluster's primaries, each Redlock node.
+  std::vector<Redis*> servers;
+  std::vector<FoundLock> locks;  // sorted by key, each key once
+};
+
+// Every lock whose key matches PATTERN (a Redis glob): rlock's locks and semaphores, found by
+// their fence counters, and, when PATTERN is not "*", plain strings with an expiry that match
+// it (other software's locks). Found with SCAN, never KEYS; rlock's helper keys are left out,
+// and no value is read of a key that is neither. A lock on several Redlock nodes is the first
+// node's.
+Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern);
+
+// The state of FOUND's locks, in their order, handed to EACH a batch at a time, as each batch
+// is read: a few pipelined commands per lock, one round trip per batch and server, the next
+// batch read (on a thread of its own) while EACH has this one. A lock that has become free
+// since it was found is left out. EACH runs on the caller's thread, and may throw.
+Result<Unit> read_found_locks(const FoundLocks& found,
+                              const std::function<void(const std::vector<LockState>&)>& each);
+
+}  // namespace rlock

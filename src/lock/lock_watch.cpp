@@ -1,0 +1,265 @@
+#include "lock/lock_watch.h"
+
+#include <algorithm>
+
+#include "lock/history.h"
+
+namespace rlock {
+
+namespace {
+
+using Kind = WatchEvent::Kind;
+using Evidence = WatchEvent::Evidence;
+
+// Whether S's lock key holds a value: an rlock holder's, a tombstone, another client's.
+bool occupied(const LockState& s) {
+  return s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
+         s.kind == LockState::Kind::foreign;
+}
+
+// Whether NOW is the tombstone that `release --force` left in place of LAST's holder.
+bool broke(const LockState& last, const LockState& now) {
+  if (now.kind != LockState::Kind::broken || !now.value) return false;
+  if (last.kind == LockState::Kind::held)
+    return last.value && now.value->token == last.value->token;
+  return last.kind == LockState::Kind::foreign && now.value->token.empty();
+}
+
+// Whether a holder (or a place) whose value was VALUE, with PTTL left SINCE ago, expired
+// rather than was released, and what says so. HINTS, the key's keyspace events since then,
+// tell it when there are any: the last del or expired (an earlier one may be stale, a message
+// that came after the read that showed its effect). Else the time it had left: gone before it
+// ran out, it was released; RUN, its run's history entry (which `rlock run` writes as it ends)
+// when there is one, confirms a release, and tells of a lock lost (a holder frozen past its
+// lease may take as long to say so). A run that ended fine leaves a lock kept for --min-hold
+// to expire. After an outage (the hint "outage") nothing but the history can tell: a restart
+// without its data loses every lock while its holders run on.
+std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
+                                 const std::optional<LockValue>& value,
+                                 const std::optional<RunRecord>& run, Millis pttl, Millis since) {
+  for (auto hint = hints.rbegin(); hint != hints.rend(); ++hint) {
+    if (*hint == "del") return {false, Evidence::notification};
+    if (*hint == "expired" || *hint == "evicted") return {true, Evidence::notification};
+  }
+  bool ran_out = pttl.count() >= 0 && pttl - since <= k_timing_margin;
+  // A tombstone carries the broken holder's fence: its run's entry says "lost", but it was
+  // the holder's rlock that ended the tombstone.
+  if (value && !value->broken && run) {
+    if (run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
+    if (!ran_out) return {false, Evidence::history};
+  }
+  if (std::find(hints.begin(), hints.end(), k_outage_hint) != hints.end())
+    return {true, Evidence::outage};
+  return {ran_out, Evidence::ttl};
+}
+
+// Whether a history entry is of a run: skipped ones (--record-skips) and resets say nothing
+// of who held the lock.
+bool is_run(const RunRecord& r) {
+  return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
+         r.end != run_end_name(RunEnd::period_reset);
+}
+
+// How many fences of holders seen a watch remembers: a run's history entry may come a look
+// after its release, and must not be taken for a run no look saw.
+constexpr size_t k_fences_kept = 64;
+
+// The ttl the holder of NOW renews with: its value says (rlock 0.2 on), else the time left
+// when a look saw it taken or renewed, which a poll sees up to its interval late.
+Millis lease_of(const LockState& now) {
+  if (now.value && now.value->ttl_ms && *now.value->ttl_ms > 0) return Millis(*now.value->ttl_ms);
+  return now.pttl;
+}
+
+bool has_place(const std::vector<SemaphoreHolder>& places, const std::string& token) {
+  return std::any_of(places.begin(), places.end(),
+                     [&](const SemaphoreHolder& p) { return p.token == token; });
+}
+
+}  // namespace
+
+std::string first_waiter(const LockState& lock) {
+  for (const QueuedWaiter& w : lock.queue)
+    if (w.place.count() > 0) return w.token;
+  return "";
+}
+
+std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
+                                        const std::vector<std::string>& hints,
+                                        const std::vector<RunRecord>& runs) {
+  std::vector<WatchEvent> out;
+  // The runs recorded since the last look: those read, or else the newest if it is new.
+  std::vector<RunRecord> fresh;
+  for (const RunRecord& r : runs)
+    if (is_run(r)) fresh.push_back(r);
+  if (runs.empty() && last_ && now.last_run &&
+      !(last_->last_run && last_->last_run->id == now.last_run->id))
+    fresh.push_back(*now.last_run);
+  // The history entry of the run that holds (or held) a lock or a place with VALUE.
+  auto run_of = [&](const std::optional<LockValue>& value) -> std::optional<RunRecord> {
+    if (!value || !value->fence || value->broken) return std::nullopt;
+    for (auto r = fresh.rbegin(); r != fresh.rend(); ++r)
+      if (r->fence == *value->fence) return *r;
+    for (const std::optional<RunRecord>& known : {holder_run_, now.last_run})
+      if (known && known->fence == *value->fence) return known;
+    return std::nullopt;
+  };
+  // An event about the lock's holder now; the caller changes what differs.
+  auto event = [&](Kind kind) -> WatchEvent& {
+    WatchEvent& e = out.emplace_back();
+    e.kind = kind;
+    e.lock = now;
+    e.raw = now.raw;
+    e.value = now.value;
+    e.ttl = now.pttl;
+    e.lease = lease_;
+    return e;
+  };
+  auto about = [](WatchEvent& e, const std::string& raw, const std::optional<LockValue>& value,
+                  Millis ttl) {
+    e.raw = raw;
+    e.value = value;
+    e.ttl = ttl;
+  };
+  // The holders seen now first: a run's history entry can be there already while its lock is
+  // still held (--min-hold), and that run is no run unseen.
+  saw_fence(now.value);
+  for (const auto* places : {&now.semaphore, &now.shared})
+    for (const SemaphoreHolder& p : *places) saw_fence(p.value);
+  auto remember = [&] {
+    last_ = now;
+    last_at_ = at;
+  };
+  if (!last_) {
+    // Seen mid-lease: only its value can tell the ttl.
+    if (now.kind == LockState::Kind::held && now.value && now.value->ttl_ms) lease_ = lease_of(now);
+    event(Kind::state);
+    holder_run_ = run_of(now.value);
+    remember();
+    return out;
+  }
+  const LockState& last = *last_;
+  Millis since = std::chrono::duration_cast<Millis>(at - last_at_);
+  // rlock never rewrites a holder's value (a renewal is a PEXPIRE): the same value is the same
+  // holder, and the same acquisition.
+  bool same = occupied(last) && occupied(now) && last.raw == now.raw;
+  if (last.kind == LockState::Kind::not_a_lock || now.kind == LockState::Kind::not_a_lock) {
+    if (last.kind != now.kind || last.type != now.type) event(Kind::state);
+  } else if (!same) {
+    if (occupied(last) && !broke(last, now)) {
+      auto run = run_of(last.value);
+      auto [expired, evidence] = ending(hints, last.value, run, last.pttl, since);
+      WatchEvent& e = event(expired ? Kind::expired : Kind::released);
+      about(e, last.raw, last.value, last.pttl);
+      e.evidence = evidence;
+      e.run = run;
+      if (taken_at_) e.held = std::chrono::duration_cast<Millis>(at - *taken_at_);
+    }
+    ran_unseen(last, now, fresh, out);
+    lease_ = now.kind == LockState::Kind::held && now.pttl.count() >= 0 ? lease_of(now) : Millis(0);
+    said_overdue_ = false;
+    taken_at_.reset();
+    if (occupied(now)) {
+      event(now.kind == LockState::Kind::broken ? Kind::broken : Kind::taken);
+      if (!broke(last, now)) taken_at_ = at;
+    }
+  } else if (now.kind == LockState::Kind::held && last.pttl.count() >= 0 && now.pttl.count() >= 0) {
+    Millis expected = last.pttl - since;
+    // Its run's history entry is written as the run ends: a lock still held then is kept for
+    // --min-hold, with a last expiry and no renewal to wait for.
+    if (run_of(now.value)) {
+      lease_ = Millis(0);
+    } else if (now.pttl > expected + k_timing_margin) {
+      // Renewed since the last look; at the latest just now, so with this much left at least.
+      Millis left = std::max(Millis(0), expected);
+      if (renewal_late(left, lease_of(now))) event(Kind::renewed_late).left = left;
+      lease_ = lease_of(now);
+      said_overdue_ = false;
+      if (!out.empty()) out.back().lease = lease_;
+    } else if (lease_.count() > 0 && !said_overdue_ && renewal_late(now.pttl, lease_)) {
+      event(Kind::overdue);
+      said_overdue_ = true;
+    }
+  }
+  for (bool shared : {false, true}) {
+    const auto& before = shared ? last.shared : last.semaphore;
+    const auto& after = shared ? now.shared : now.semaphore;
+    for (const SemaphoreHolder& p : before) {
+      if (has_place(after, p.token)) continue;
+      auto run = run_of(p.value);
+      auto [expired, evidence] = ending(hints, p.value, run, p.ttl, since);
+      WatchEvent& e = event(expired ? Kind::place_expired : Kind::place_released);
+      about(e, p.raw, p.value, p.ttl);
+      e.evidence = evidence;
+      e.run = run;
+      e.shared = shared;
+      e.lease = Millis(0);
+    }
+    for (const SemaphoreHolder& p : after) {
+      if (has_place(before, p.token)) continue;
+      WatchEvent& e = event(Kind::place_taken);
+      about(e, p.raw, p.value, p.ttl);
+      e.shared = shared;
+      e.lease = Millis(0);
+    }
+  }
+  if (now.waiters != last.waiters)
+    event(now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters = last.waiters;
+  holder_run_ = run_of(now.value);
+  remember();
+  return out;
+}
+
+void LockWatch::saw_fence(const std::optional<LockValue>& value) {
+  if (!value || !value->fence || value->broken) return;
+  if (std::find(fences_.begin(), fences_.end(), *value->fence) != fences_.end()) return;
+  fences_.push_back(*value->fence);
+  if (fences_.size() > k_fences_kept) fences_.erase(fences_.begin());
+}
+
+void LockWatch::ran_unseen(const LockState& last, const LockState& now,
+                           const std::vector<RunRecord>& runs, std::vector<WatchEvent>& out) {
+  // A semaphore's or a shared lock's run held a place.
+  bool places = !last.semaphore.empty() || !now.semaphore.empty() || !last.shared.empty() ||
+                !now.shared.empty();
+  bool shared = !last.shared.empty() || !now.shared.empty();
+  for (const RunRecord& run : runs) {
+    if (run.fence <= 0 || std::find(fences_.begin(), fences_.end(), run.fence) != fences_.end())
+      continue;
+    LockValue value;
+    value.holder = run.holder;
+    value.fence = run.fence;
+    saw_fence(value);
+    bool lost = run.end == run_end_name(RunEnd::lost);
+    for (Kind kind : {places ? Kind::place_taken : Kind::taken,
+                      places ? (lost ? Kind::place_expired : Kind::place_released)
+                             : (lost ? Kind::expired : Kind::released)}) {
+      WatchEvent& e = out.emplace_back();
+      e.kind = kind;
+      e.lock = now;
+      e.value = value;
+      e.evidence = Evidence::history;
+      e.shared = shared && places;
+      e.run = run;
+      if (kind != Kind::taken && kind != Kind::place_taken) e.held = Millis(run.held_ms);
+    }
+  }
+}
+
+std::optional<TimePoint> LockWatch::due() const {
+  if (!last_) return std::nullopt;
+  std::optional<TimePoint> out;
+  auto at = [&](Millis after) {
+    TimePoint t = last_at_ + std::max(Millis(0), after);
+    if (!out || t < *out) out = t;
+  };
+  // The moment less than half of the lease is left.
+  if (last_->kind == LockState::Kind::held && lease_.count() > 0 && !said_overdue_ &&
+      last_->pttl.count() >= 0)
+    at(last_->pttl - lease_ / 2 + Millis(1));
+  for (const auto* places : {&last_->semaphore, &last_->shared})
+    for (const SemaphoreHolder& p : *places) at(p.ttl + Millis(1));
+  return out;
+}
+
+}  // namespace rlock

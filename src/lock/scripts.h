@@ -1,0 +1,38 @@
+// The Lua scripts rlock sends to Redis, one file each in src/lua/ (where each says what it
+// does, the race it closes, and its KEYS and ARGV). The build embeds them (cmake/embed_lua.cmake):
+// a script's text lies in read-only data with its SHA-1 computed by the compiler, so a run
+// neither reads, copies nor hashes a script. A script that uses common.lua (the clock and the
+// waiting queue), slots.lua (semaphore slots) or sharing.lua (shared locks) gets that text in
+// front of its own.
+#pragma once
+
+#include "redis/redis.h"
+
+namespace rlock::scripts {
+
+// The lock (lock.cpp): a mutex ...
+extern const Script acquire;
+extern const Script renew;
+extern const Script release;
+// ... a semaphore (--limit) ...
+extern const Script semaphore_acquire;
+extern const Script semaphore_renew;
+extern const Script semaphore_release;
+extern const Script semaphore_holds;
+// ... a shared lock (--shared; its places renew and are held as a semaphore's slots are) ...
+extern const Script shared_acquire;
+extern const Script shared_release;
+// ... the waiting queue of each, and release --force.
+extern const Script leave_queue;
+extern const Script break_lock;
+extern const Script break_slots;
+
+// A --once-per period's slot (history.cpp).
+extern const Script period_claim;
+extern const Script period_finish;
+extern const Script period_reset;
+
+// A run's history entry, recorded once however often it is sent (history.cpp).
+extern const Script history_add;
+
+}  // namespace rlock::scripts

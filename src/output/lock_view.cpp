@@ -1,0 +1,61 @@
+#include "output/lock_view.h"
+
+#include <algorithm>
+
+namespace rlock {
+
+namespace {
+
+std::vector<PlaceView> view_places(const std::vector<SemaphoreHolder>& places, WallTime now) {
+  std::vector<PlaceView> out;
+  out.reserve(places.size());
+  for (const SemaphoreHolder& h : places) {
+    PlaceView p{h.token, h.raw, h.ttl, std::nullopt};
+    if (h.value) p.holder = view_holder(*h.value, now);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+HolderView view_holder(const LockValue& v, WallTime now) {
+  HolderView h;
+  h.who = v.holder;
+  h.liveness = holder_liveness(v.holder);
+  h.token = v.token;
+  h.fence = v.fence;
+  h.broken = v.broken;
+  if (v.broken) h.broken_ago = std::max(Millis(0), now - v.broken->at);
+  h.held = std::max(Millis(0), now - v.holder.since);
+  return h;
+}
+
+LockView view_lock(const LockState& s, WallTime now) {
+  LockView v;
+  v.key = s.key;
+  v.kind = s.kind;
+  if (s.kind == LockState::Kind::not_a_lock) v.type = s.type;
+  v.has_value = s.kind == LockState::Kind::held || s.kind == LockState::Kind::broken ||
+                s.kind == LockState::Kind::foreign;
+  if (v.has_value) {
+    v.value = s.raw;
+    v.ttl = s.pttl;
+  }
+  if (s.value) v.holder = view_holder(*s.value, now);
+  v.waiters = s.waiters;
+  v.queue = s.queue;
+  v.semaphore = view_places(s.semaphore, now);
+  v.shared = view_places(s.shared, now);
+  v.fence_counter = s.fence_counter;
+  v.fence_counter_kept = s.fence_counter_pttl;
+  v.history_kept = s.history_pttl;
+  v.last_run = s.last_run;
+  if (s.last_run) {
+    WallTime ended = s.last_run->holder.since + Millis(s.last_run->held_ms);
+    v.last_run_ago = std::max(Millis(0), now - ended);
+  }
+  return v;
+}
+
+}  // namespace rlock

@@ -1,0 +1,108 @@
+// history and check: a lock's runs, and whether one succeeded in time (or JSON).
+#include <algorithm>
+
+#include "output/output_json.h"
+#include "output/output_text.h"
+
+namespace rlock {
+
+namespace {
+
+// "exit 3 on web-2 at 2026-11-30T02:00:05.120Z", the time by the server's clock.
+std::string checked_run_text(const CheckedRun& r) {
+  std::string out = result_text(r.record) + " on " + printable(r.record.holder.host) + " at " +
+                    server_time_text(r.ended_ms);
+  return r.from_period ? out + " (this period's --once-per record)" : out;
+}
+
+// "in the last 25h (since ...)" or "in this period (2026-11-30, Europe/Berlin; since ...)".
+std::string window_text(const CheckOptions& o, const CheckResult& r) {
+  std::string since = "since " + server_time_text(r.window.start_ms);
+  if (r.window.name.empty()) return "in the last " + printable(o.every_text) + " (" + since + ")";
+  return "in this period (" + r.window.name + ", " + o.tz.value_or("UTC") + "; " + since + ")";
+}
+
+// ROWS as columns two spaces apart, each as wide as its widest cell.
+std::string columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i + 1 < row.size() ? row[i] + std::string(width[i] - row[i].size() + 2, ' ') : row[i];
+    out += line + "\n";
+  }
+  return out;
+}
+
+// The verdict: ok, or why not.
+std::string check_verdict(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {
+  if (r.ok()) {
+    const CheckedRun& s = *r.last_success;
+    std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +
+                      " on " + printable(s.record.holder.host) + " (exit 0 after " +
+                      format_duration(Millis(s.record.held_ms)) + ")";
+    return s.from_period ? out + " (this period's --once-per record)" : out;
+  }
+  if (r.entries_read == 0 && !r.last_run)
+    return "no run recorded (history is written by rlock run; --history-length 0 disables it)";
+  if (r.runs_in_window == 0) return "no run " + window_text(o, r);
+  return "no successful run " + window_text(o, r) + ": " + std::to_string(r.runs_in_window) +
+         (r.runs_in_window == 1 ? " run, failed" : " runs, all failed");
+}
+
+// After the verdict of a check that failed: the last run, and the last success.
+std::string check_failure(const CheckResult& r) {
+  std::string out;
+  if (r.last_run) out += "; last: " + checked_run_text(*r.last_run);
+  if (r.last_success && r.last_success->ended_ms != r.last_run->ended_ms)
+    out += "; last success " + server_time_text(r.last_success->ended_ms) + " on " +
+           printable(r.last_success->record.holder.host);
+  else if (!r.last_success && r.last_run)
+    out += "; no success in its history";
+  return out;
+}
+
+}  // namespace
+
+void print_history(const std::string& key, const std::vector<RunRecord>& runs,
+                   const OutputStyle& style) {
+  if (style.json) {
+    write_stdout(history_json(key, runs));
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "FENCE", "RESULT"});
+  for (const auto& r : runs) {
+    // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
+    bool held = r.fence > 0;
+    bool waited = r.end != run_end_name(RunEnd::period_reset);
+    rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
+                    std::to_string(r.holder.pid), held ? format_duration(Millis(r.held_ms)) : "-",
+                    waited ? format_duration(Millis(r.waited_ms)) : "-",
+                    held ? std::to_string(r.fence) : "-",
+                    result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
+  }
+  write_stdout(columns(rows));
+}
+
+void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {
+  if (style.json) {
+    write_stdout(check_json(o, r));
+    return;
+  }
+  std::string line = printable(o.key) + ": " + check_verdict(o, r, style);
+  if (!r.ok()) line += check_failure(r);
+  for (size_t i = 0; i < r.running.size(); ++i)
+    line += (i ? ", " : "; running now on ") + printable(r.running[i].host) + " pid " +
+            std::to_string(r.running[i].pid) + " since " + format_rfc3339(r.running[i].since);
+  if (!r.unanswered.empty()) {
+    line += "; no answer from";
+    for (const std::string& node : r.unanswered) line += " " + node;
+  }
+  write_stdout(line + "\n");
+}
+
+}  // namespace rlock

@@ -1,0 +1,314 @@
+#include "output/output_json.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "output/output_text.h"
+
+namespace rlock {
+
+namespace {
+
+using nlohmann::json;
+
+// Keys and values are bytes, JSON strings are UTF-8: bytes that are not become U+FFFD (as in
+// json_string()), where dump() would throw.
+std::string document(const json& j) {
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+// One line of watch.
+std::string line(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+json or_null(const std::optional<int64_t>& n) { return n ? json(*n) : json(nullptr); }
+json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+// A ttl, or how long a key is kept: null when it never expires (or there is none).
+json ms_or_null(Millis ms) { return ms.count() >= 0 ? json(ms.count()) : json(nullptr); }
+
+const char* state_name(LockState::Kind kind) {
+  switch (kind) {
+  case LockState::Kind::free: return "free";
+  case LockState::Kind::held: return "held";
+  case LockState::Kind::broken: return "broken";
+  case LockState::Kind::foreign: return "foreign";
+  case LockState::Kind::semaphore: return "semaphore";
+  case LockState::Kind::shared: return "shared";
+  case LockState::Kind::not_a_lock: return "not_a_lock";
+  }
+  return "";
+}
+
+json holder_json(const Holder& h) {
+  return {{"host", h.host}, {"pid", h.pid}, {"user", h.user}, {"command", h.cmd}};
+}
+
+// Whether the holder still runs, as told on its own host: true while the lock is in use (its
+// process, or for a group's lock a process of its group), false once it is left over; null
+// when that cannot be told.
+json alive_json(Liveness liveness) {
+  switch (liveness) {
+  case Liveness::unknown:
+  case Liveness::other_pid_namespace: return nullptr;
+  case Liveness::running:
+  case Liveness::group_running: return true;
+  case Liveness::gone: return false;
+  }
+  return nullptr;
+}
+
+// "running", "group_running", "gone", "other_pid_namespace" (cannot be told from here); null
+// when that cannot be told for another reason (another host).
+json liveness_json(Liveness liveness) {
+  switch (liveness) {
+  case Liveness::unknown: return nullptr;
+  case Liveness::other_pid_namespace: return "other_pid_namespace";
+  case Liveness::running: return "running";
+  case Liveness::group_running: return "group_running";
+  case Liveness::gone: return "gone";
+  }
+  return nullptr;
+}
+
+// A tombstone's "broken": {"by", "at"}; null for a lock that was not broken.
+json broken_json(const std::optional<Breaking>& broken) {
+  if (!broken) return nullptr;
+  return {{"by", broken->by}, {"at", format_rfc3339(broken->at)}};
+}
+
+// The fields of J that say who holds it (H: the value is rlock's), null for another client's.
+void set_holder(json& j, const std::optional<HolderView>& h) {
+  j["holder"] = h ? holder_json(h->who) : json(nullptr);
+  j["holder_alive"] = h ? alive_json(h->liveness) : json(nullptr);
+  j["holder_liveness"] = h ? liveness_json(h->liveness) : json(nullptr);
+  j["fence"] = h ? or_null(h->fence) : json(nullptr);
+  j["acquired_at"] = h ? json(format_rfc3339(h->who.since)) : json(nullptr);
+  j["broken"] = h ? broken_json(h->broken) : json(nullptr);
+}
+
+json run_json(const RunRecord& r) {
+  return {{"id", r.id},
+          {"holder", holder_json(r.holder)},
+          {"acquired_at", format_rfc3339(r.holder.since)},
+          {"fence", r.fence},
+          {"waited_ms", r.waited_ms},
+          {"held_ms", r.held_ms},
+          {"exit_status", r.exit_status},
+          {"end", r.end},
+          {"period", or_null(r.period)}};
+}
+
+// The places of a semaphore or a shared lock, one object each.
+json places_json(const std::vector<PlaceView>& places) {
+  json holders = json::array();
+  for (const PlaceView& p : places) {
+    json one = {{"token", p.token}, {"ttl_ms", p.ttl.count()}, {"value", p.value}};
+    set_holder(one, p.holder);
+    holders.push_back(one);
+  }
+  return holders;
+}
+
+json queue_json(const std::vector<QueuedWaiter>& queue) {
+  json out = json::array();
+  for (const QueuedWaiter& w : queue)
+    out.push_back({{"token", w.token},
+                   {"waiting_ms", w.waiting.count()},
+                   {"alive", w.place.count() > 0},
+                   {"place_ms", w.place.count()},
+                   {"shared", w.shares}});
+  return out;
+}
+
+// One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
+// the queue, the fence counter and how long what rlock keeps of the lock is kept.
+json lock_json(const LockView& v, bool inspect) {
+  json j;
+  j["key"] = v.key;
+  j["state"] = state_name(v.kind);
+  if (v.kind == LockState::Kind::not_a_lock) j["type"] = v.type;
+  j["value"] = v.has_value ? json(v.value) : json(nullptr);
+  j["ttl_ms"] = v.has_value ? ms_or_null(v.ttl) : json(nullptr);
+  set_holder(j, v.holder);
+  j["token"] = v.holder ? or_null(v.holder->token) : json(nullptr);
+  j["held_ms"] = v.holder ? json(v.holder->held.count()) : json(nullptr);
+  j["waiters"] = v.waiters;
+  if (v.kind == LockState::Kind::semaphore) j["semaphore_holders"] = places_json(v.semaphore);
+  if (v.kind == LockState::Kind::shared) j["shared_holders"] = places_json(v.shared);
+  if (inspect) {
+    j["queue"] = queue_json(v.queue);
+    j["fence_counter"] = or_null(v.fence_counter);
+    j["fence_counter_ttl_ms"] = ms_or_null(v.fence_counter_kept);
+    j["history_ttl_ms"] = ms_or_null(v.history_kept);
+  }
+  j["last_run"] = v.last_run ? run_json(*v.last_run) : json(nullptr);
+  return j;
+}
+
+const char* watch_event_name(WatchEvent::Kind kind) {
+  switch (kind) {
+  case WatchEvent::Kind::state: return "state";
+  case WatchEvent::Kind::taken: return "taken";
+  case WatchEvent::Kind::renewed_late: return "renewed_late";
+  case WatchEvent::Kind::overdue: return "overdue";
+  case WatchEvent::Kind::released: return "released";
+  case WatchEvent::Kind::expired: return "expired";
+  case WatchEvent::Kind::broken: return "broken";
+  case WatchEvent::Kind::queued: return "queued";
+  case WatchEvent::Kind::dequeued: return "dequeued";
+  case WatchEvent::Kind::place_taken: return "place_taken";
+  case WatchEvent::Kind::place_released: return "place_released";
+  case WatchEvent::Kind::place_expired: return "place_expired";
+  }
+  return "";
+}
+
+json evidence_json(WatchEvent::Evidence evidence) {
+  switch (evidence) {
+  case WatchEvent::Evidence::none: return nullptr;
+  case WatchEvent::Evidence::notification: return "notification";
+  case WatchEvent::Evidence::history: return "history";
+  case WatchEvent::Evidence::ttl: return "ttl";
+  case WatchEvent::Evidence::outage: return "outage";
+  }
+  return nullptr;
+}
+
+json checked_run_json(const std::optional<CheckedRun>& c) {
+  if (!c) return nullptr;
+  const CheckedRun& r = *c;
+  return {{"host", r.record.holder.host},
+          {"pid", r.record.holder.pid},
+          {"user", r.record.holder.user},
+          {"command", r.record.holder.cmd},
+          {"since", format_rfc3339(r.record.holder.since)},
+          {"ended", server_time_text(r.ended_ms)},
+          {"end", r.record.end},
+          {"exit_status", r.record.exit_status},
+          {"held_ms", r.record.held_ms},
+          {"fence", r.record.fence},
+          {"in_window", r.in_window},
+          {"source", r.from_period ? "period" : "history"}};
+}
+
+}  // namespace
+
+std::string listed_lock_json(const LockView& v) {
+  std::string one = lock_json(v, false).dump(2, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  for (size_t at = 0, next; at < one.size(); at = next + 1) {
+    next = std::min(one.find('\n', at), one.size());
+    out.append("    ").append(one, at, next - at);
+    if (next < one.size()) out += '\n';
+  }
+  return out;
+}
+
+std::string inspect_json(const LockView& v) { return document(lock_json(v, true)); }
+
+std::string history_json(const std::string& key, const std::vector<RunRecord>& runs) {
+  json list = json::array();
+  for (const auto& r : runs) list.push_back(run_json(r));
+  return document({{"key", key}, {"runs", list}});
+}
+
+std::string check_json(const CheckOptions& o, const CheckResult& r) {
+  json running = json::array();
+  for (const Holder& h : r.running) {
+    json one = holder_json(h);
+    one["since"] = format_rfc3339(h.since);
+    running.push_back(one);
+  }
+  bool period = !r.window.name.empty();
+  return document({{"key", o.key},
+                   {"every", o.every_text},
+                   {"tz", period ? json(o.tz.value_or("UTC")) : json(nullptr)},
+                   {"period", or_null(r.window.name)},
+                   {"now", server_time_text(r.now_ms)},
+                   {"window_start", server_time_text(r.window.start_ms)},
+                   {"ok", r.ok()},
+                   {"last_success", checked_run_json(r.last_success)},
+                   {"last_run", checked_run_json(r.last_run)},
+                   {"runs_in_window", r.runs_in_window},
+                   {"failures_in_window", r.failures_in_window},
+                   {"history_entries", r.entries_read},
+                   {"running", running},
+                   {"unanswered", r.unanswered}});
+}
+
+std::string acquired_json(const std::string& key, const std::string& token, int64_t fence,
+                          Millis ttl) {
+  return document({{"key", key}, {"token", token}, {"fence", fence}, {"ttl_ms", ttl.count()}});
+}
+
+std::string config_json(const RawSettings& settings,
+                        const std::optional<std::string>& config_file) {
+  json all = json::object();
+  for (const SettingInfo& info : all_settings()) {
+    auto it = settings.find(info.name);
+    if (it == settings.end()) {
+      all[info.name] = nullptr;
+      continue;
+    }
+    all[info.name] = {{"value", display_value(info.name, it->second)},
+                      {"origin", origin_name(it->second.origin.kind)},
+                      {"where", it->second.origin.where}};
+  }
+  return document(
+      {{"config_file", config_file ? json(*config_file) : json(nullptr)}, {"settings", all}});
+}
+
+std::string watch_start_json(const std::vector<std::string>& keys, const WatchMode& mode,
+                             WallTime now) {
+  return line({{"event", "watching"},
+               {"time", format_rfc3339(now)},
+               {"keys", keys},
+               {"mode", mode.notifications ? "notifications" : "polling"},
+               {"notify_keyspace_events", or_null(mode.config)},
+               {"interval_ms", mode.interval.count()},
+               {"reason", or_null(mode.reason)}});
+}
+
+std::string watch_event_json(const WatchEvent& e, WallTime now) {
+  using Kind = WatchEvent::Kind;
+  std::optional<HolderView> subject;
+  if (e.value) subject = view_holder(*e.value, now);
+  bool places = e.kind == Kind::place_taken || e.kind == Kind::place_released ||
+                e.kind == Kind::place_expired;
+  bool queue = e.kind == Kind::queued || e.kind == Kind::dequeued;
+  json j = {
+      {"event", watch_event_name(e.kind)},
+      {"time", format_rfc3339(now)},
+      {"key", e.lock.key},
+      {"state", state_name(e.lock.kind)},
+      {"type", e.lock.kind == LockState::Kind::not_a_lock ? json(e.lock.type) : json(nullptr)},
+      {"token", subject ? or_null(subject->token) : json(nullptr)},
+      {"held_ms", ms_or_null(e.held)},
+      {"value", or_null(e.raw)},
+      {"ttl_ms", ms_or_null(e.ttl)},
+      {"lease_ms", e.lease.count() > 0 ? json(e.lease.count()) : json(nullptr)},
+      {"left_ms", e.kind == Kind::renewed_late ? json(e.left.count()) : json(nullptr)},
+      {"evidence", evidence_json(e.evidence)},
+      {"shared", places ? json(e.shared) : json(nullptr)},
+      {"waiters", e.lock.waiters},
+      {"was_waiters", queue ? json(e.was_waiters) : json(nullptr)},
+      {"next_waiter", or_null(first_waiter(e.lock))},
+  };
+  j["holder"] = subject ? holder_json(subject->who) : json(nullptr);
+  j["fence"] = subject ? or_null(subject->fence) : json(nullptr);
+  j["acquired_at"] = subject ? json(format_rfc3339(subject->who.since)) : json(nullptr);
+  j["broken"] = subject ? broken_json(subject->broken) : json(nullptr);
+  if (e.kind == Kind::state) j["lock"] = lock_json(view_lock(e.lock, now), false);
+  return line(j);
+}
+
+std::string watch_unreachable_json(const std::string& message, WallTime now) {
+  return line({{"event", "unreachable"}, {"time", format_rfc3339(now)}, {"error", message}});
+}
+
+std::string watch_reachable_json(Millis down, WallTime now) {
+  return line({{"event", "reachable"}, {"time", format_rfc3339(now)}, {"down_ms", down.count()}});
+}
+
+}  // namespace rlock

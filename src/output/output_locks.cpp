@@ -1,0 +1,147 @@
+// status and list: one line per lock (or {"locks": [...]}); the holder as a busy run names it.
+#include <algorithm>
+
+#include "output/output_json.h"
+#include "output/output_text.h"
+
+namespace rlock {
+
+namespace {
+
+// What is known of a place's holder on this host whose pid is gone (gone_text()), or "".
+std::string place_gone_text(const PlaceView& p) {
+  if (!p.holder || p.holder->broken) return "";
+  return gone_text(*p.holder, p.ttl, "its place");
+}
+
+// "another client", "broken (...)" or "web-2 pid 4121 (report.sh)", with "[holder process
+// gone; its place expires in 28.1s]" after a holder that is gone: one place of a semaphore or a
+// shared lock, in a status line.
+std::string place_text(const PlaceView& p) {
+  if (!p.holder) return "another client";
+  if (p.holder->broken) return "broken (" + broken_text(*p.holder, p.ttl) + ")";
+  std::string gone = place_gone_text(p);
+  return holder_text(p.holder->who) + (gone.empty() ? "" : " [" + gone + "]");
+}
+
+std::string place_list(const std::vector<PlaceView>& places) {
+  std::string out;
+  for (size_t i = 0; i < places.size(); ++i) out += (i ? ", " : " ") + place_text(places[i]);
+  return out;
+}
+
+// "  2 waiting", or "" when none waits.
+std::string waiters_text(const LockView& v) {
+  return v.waiters > 0 ? "  " + std::to_string(v.waiters) + " waiting" : "";
+}
+
+std::string held_details(const LockView& v) {
+  const HolderView& h = *v.holder;
+  std::string out = "by " + holder_text(h.who);
+  out += "  for " + format_duration(h.held);
+  out += "  " + ttl_text(v.ttl);
+  out += "  token " + h.token.substr(0, 8) + "...";
+  out += waiters_text(v);
+  std::string gone = gone_text(h, v.ttl);
+  if (!gone.empty()) out += "  " + gone;
+  return out;
+}
+
+}  // namespace
+
+std::string lock_details(const LockView& v) {
+  switch (v.kind) {
+  case LockState::Kind::free:
+  case LockState::Kind::not_a_lock: return "";
+  case LockState::Kind::foreign:
+    return "by another client  " + ttl_text(v.ttl) + "  value \"" + printable(v.value, 40) + "\"";
+  case LockState::Kind::semaphore:
+    return "by " + std::to_string(v.semaphore.size()) + " (semaphore):" + place_list(v.semaphore);
+  case LockState::Kind::shared: {
+    size_t n = v.shared.size();
+    return "shared by " + std::to_string(n) + (n == 1 ? " holder:" : " holders:") +
+           place_list(v.shared) + waiters_text(v);
+  }
+  case LockState::Kind::broken: return broken_text(*v.holder, v.ttl) + waiters_text(v);
+  case LockState::Kind::held: return held_details(v);
+  }
+  return "";
+}
+
+std::string state_word(const LockView& v, const OutputStyle& style) {
+  switch (v.kind) {
+  case LockState::Kind::free: return paint(style, "32", "free");
+  case LockState::Kind::held:
+  case LockState::Kind::semaphore:
+  case LockState::Kind::shared:
+  case LockState::Kind::foreign: return paint(style, "33", "held");
+  case LockState::Kind::broken: return paint(style, "31", "broken");
+  case LockState::Kind::not_a_lock: return paint(style, "31", "not a lock (" + v.type + ")");
+  }
+  return "";
+}
+
+std::string state_text(const LockView& v, const OutputStyle& style) {
+  std::string details = lock_details(v);
+  if (details.empty()) return state_word(v, style);
+  return state_word(v, style) + (v.kind == LockState::Kind::broken ? ": " : "  ") + details;
+}
+
+std::string broken_text(const LockValue& v, Millis pttl) {
+  return broken_text(view_holder(v, now_wall()), pttl);
+}
+
+std::string describe_holder(std::string_view raw_value, Millis pttl) {
+  auto v = decode_lock_value(raw_value);
+  if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
+  HolderView h = view_holder(*v, now_wall());
+  if (h.broken) return "nobody: " + broken_text(h, pttl);
+  std::string out = holder_text(h.who) + " for " + format_duration(h.held);
+  std::string gone = gone_text(h, pttl);
+  if (h.liveness == Liveness::gone) return out + "; " + gone;  // it says when the lock expires
+  return out + ", " + ttl_text(pttl) + (gone.empty() ? "" : "; " + gone);
+}
+
+std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sharers) {
+  if (sharers <= 0) return describe_holder(raw_value, pttl);
+  return std::to_string(sharers) + (sharers == 1 ? " shared holder" : " shared holders") +
+         "; the last to end: " + describe_holder(raw_value, pttl);
+}
+
+void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
+  LockPrinter printer(style);
+  for (const auto& s : locks) printer.fit(s.key);
+  printer.print(locks);
+  printer.finish();
+}
+
+void LockPrinter::fit(std::string_view key) {
+  if (!style_.json) key_width_ = std::max(key_width_, printable(key).size());
+}
+
+void LockPrinter::print(const std::vector<LockState>& locks) {
+  std::string out;
+  WallTime now = now_wall();
+  for (const auto& s : locks) {
+    LockView v = view_lock(s, now);
+    if (style_.json) {
+      // {"locks": [...]} as one document, each lock an element of the array.
+      out += printed_ ? ",\n" : "{\n  \"locks\": [\n";
+      printed_ = true;
+      out += listed_lock_json(v);
+      continue;
+    }
+    std::string key = printable(v.key);
+    out += key + std::string(key_width_ - std::min(key_width_, key.size()) + 2, ' ') +
+           state_text(v, style_);
+    if (v.last_run) out += "  last run: " + last_run_text(*v.last_run, v.last_run_ago);
+    out += "\n";
+  }
+  if (!out.empty()) write_stdout(out);
+}
+
+void LockPrinter::finish() {
+  if (style_.json) write_stdout(printed_ ? "\n  ]\n}\n" : "{\n  \"locks\": []\n}\n");
+}
+
+}  // namespace rlock

@@ -1,0 +1,75 @@
+#include "output/output_text.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace rlock {
+
+WallTime now_wall() {
+  return std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
+}
+
+std::string paint(const OutputStyle& style, const char* ansi, const std::string& text) {
+  if (!style.color) return text;
+  return std::string("\033[") + ansi + "m" + text + "\033[0m";
+}
+
+std::string server_time_text(int64_t ms) { return format_rfc3339(WallTime(Millis(ms))); }
+
+std::string ttl_text(Millis pttl) {
+  return pttl.count() < 0 ? "no ttl" : "ttl " + format_duration(pttl);
+}
+
+std::string holder_text(const Holder& h) {
+  std::string out = printable(h.host) + " pid " + std::to_string(h.pid);
+  if (!h.cmd.empty()) out += " (" + printable(h.cmd) + ")";
+  return out;
+}
+
+std::string expiry_text(Millis pttl, const std::string& what) {
+  return pttl.count() >= 0 ? what + " expires in " + format_duration(pttl)
+                           : what + " never expires";
+}
+
+std::string gone_text(const HolderView& h, Millis pttl, const std::string& what) {
+  switch (h.liveness) {
+  case Liveness::gone:
+    return (h.who.group ? "holder process and its process group gone; " : "holder process gone; ") +
+           expiry_text(pttl, what);
+  case Liveness::group_running:
+    return "pid gone, its process group still runs: its keeper renews " + what +
+           " until the group ends";
+  case Liveness::unknown:
+  case Liveness::other_pid_namespace:
+  case Liveness::running: return "";
+  }
+  return "";
+}
+
+std::string broken_text(const HolderView& h, Millis ttl) {
+  std::string whose = h.token.empty() ? "another client's lock" : holder_text(h.who);
+  return whose + " was broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) +
+         " ago; free once it has stopped, in " + format_duration(std::max(Millis(0), ttl)) +
+         " at the latest";
+}
+
+std::string result_text(const RunRecord& r) {
+  if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
+  if (r.end == run_end_name(RunEnd::period_reset))
+    return "period reset by " + printable(r.holder.user);
+  return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
+}
+
+std::string last_run_text(const RunRecord& r, Millis ago) {
+  return result_text(r) + " on " + printable(r.holder.host) + ", " + format_duration(ago) + " ago";
+}
+
+std::string labelled_rows(const std::vector<std::pair<std::string, std::string>>& rows,
+                          size_t width) {
+  std::string out;
+  for (const auto& [label, value] : rows)
+    out += label + std::string(label.size() < width ? width - label.size() : 1, ' ') + value + "\n";
+  return out;
+}
+
+}  // namespace rlock

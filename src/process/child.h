@@ -1,0 +1,117 @@
+// The command rlock runs: its own process group, its environment, and a guardian process that
+// stops the whole group if rlock dies, even by SIGKILL of rlock's whole process group, and at
+// the end of the lease it is told of if rlock cannot act itself (stopped, hung, starved; child.cpp
+// argues how). Knows nothing of Redis: a lease is only a point on the monotonic clock here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/fd.h"
+
+namespace rlock {
+
+class SignalEvents;
+class Terminal;
+
+// The shell-style status of a wait(2) status: the exit code, or 128+N for death by signal N.
+int exit_status_from_wait(int wait_status);
+
+// Whether FILE can be executed, searched in $PATH as execvp(3) does when it has no '/'.
+// Returns nullopt when it can (and, with PATH, where it was found), else {126 or 127, reason}.
+struct CommandProblem {
+  int exit_status;
+  std::string message;
+};
+std::optional<CommandProblem> check_command(const std::string& file, std::string* path = nullptr);
+
+class Child {
+public:
+  struct Spec {
+    std::vector<std::string> argv;
+    std::vector<std::string> env;  // "NAME=value" added to (or replacing in) our environment
+    std::vector<std::string> unset;  // NAMEs of our environment the command does not get
+    std::string path;              // the program, found already; empty: search $PATH for argv[0]
+    // The lease the guardian keeps the command within, from before it starts; none: the
+    // command may outlive the lease (--on-lost ignore).
+    struct Lease {
+      TimePoint deadline;  // the end of the last confirmed lease: SIGKILL lands by then
+      int kill_signal;     // sent kill_after before the deadline (by rlock, or the guardian)
+      Millis kill_after;
+    };
+    std::optional<Lease> lease;
+  };
+
+  // Forks the guardian, then the child in a new process group (the terminal's foreground group
+  // when TERMINAL is given). Throws Error(125) when fork fails. When exec fails, the child is
+  // already reaped and exec_problem() says why.
+  Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal);
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::optional<CommandProblem>& exec_problem() const { return exec_problem_; }
+
+  // kill(2) to the child's whole process group.
+  void signal_group(int sig) const;
+
+  // The lease was confirmed until DEADLINE (a renewal succeeded): the guardian moves its own
+  // deadline there. Safe from any thread; only ever later deadlines count.
+  void extend_lease(TimePoint deadline);
+  // rlock itself has begun stopping the command: the guardian leaves the kill signal to it and
+  // keeps only its SIGKILL at the lease's end.
+  void stopping();
+  // Whether the guardian acted on the lease's end: rlock was not there to (stopped or starved).
+  bool guardian_stopped_group() const;
+
+  struct GuardedLease;  // what the guardian shares with rlock (child.cpp)
+
+  struct Event {
+    enum class Kind { exited, stopped } kind;
+    int status;              // exited: shell-style exit status; stopped: the stop signal
+    bool signalled = false;  // exited: killed by a signal (status 128+N), not an exit(N)
+  };
+  // After SIGCHLD: reaps whatever ended (the command, the guardian, and processes the command
+  // left behind, whose parent rlock becomes as their subreaper) and returns the command's next
+  // state change, if any.
+  std::optional<Event> poll();
+
+  // Reaps every child that has ended, leaving the command's and the guardian's ends for poll():
+  // rlock is the subreaper of what the command started, and leaves no zombie to init.
+  void reap() {
+    while (poll()) {}
+  }
+
+  // After poll(): when the guardian died (someone killed it), starts another and returns how
+  // the old one ended (a shell-style status), so that rlock's death still stops the command.
+  std::optional<int> replace_dead_guardian();
+
+  // How many processes of the command's process group are alive: the command itself and what
+  // it left running (its leftovers). Zombies do not count.
+  int live_group_members() const;
+
+  // The child is done and rlock will exit normally: the guardian leaves without killing
+  // anything (background processes the child left behind are the child's business).
+  void dismiss_guardian();
+
+private:
+  void start_guardian_process();
+
+  GuardedLease* lease_;  // never freed: a guardian may still read it after rlock exits
+  pid_t pid_ = -1;
+  pid_t guardian_ = -1;
+  Fd guard_write_;  // EOF on the guardian's end (rlock died) means: kill the group
+  bool exited_ = false;
+  std::optional<Event> stopped_;        // a stop of the command not yet returned by poll()
+  std::optional<int> guardian_status_;  // the guardian ended with this wait status
+  std::optional<CommandProblem> exec_problem_;
+};
+
+}  // namespace rlock

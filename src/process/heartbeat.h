@@ -1,0 +1,68 @@
+// --heartbeat-file F --stale-after D: the command proves it is alive by touching F; a job that
+// has not changed F for D is hung (a deadlock, a read that never returns), and `run` stops it
+// as it stops a command that lost the lock, instead of renewing the lock for ever.
+//
+// Any change of F's modification time or of the file itself (a new file renamed over it)
+// counts. When that change happened is taken from the file's mtime (wall clock) when it falls
+// between the previous look and this one, else it is this look's time (steady clock): a wall
+// clock step, `touch -d` with an old date, a copy that kept its mtime (cp -p, rsync -t) or an
+// NFS server's clock can neither make a live job look hung nor hide a hung one for longer than
+// one look.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <optional>
+#include <string>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/error.h"
+
+namespace rlock {
+
+class Heartbeat {
+public:
+  // PATH absolute (absolute_path()), so the command finds it from any directory.
+  Heartbeat(std::string path, Millis stale_after) : path_(std::move(path)), stale_(stale_after) {}
+
+  // Whether F can be the heartbeat: made if need be, but not touched (another run of the job,
+  // still going, may be beating on it). An error message naming the call and the path when
+  // it cannot: then nothing may start.
+  std::optional<std::string> check() const;
+  // Touches F (made if need be): the job's first beat is its start. An error message when it
+  // cannot: then the command must not start.
+  std::optional<std::string> start(TimePoint now);
+
+  // Looks at F. True when it has not changed for stale_after; else deadline() moves on.
+  bool stale(TimePoint now);
+  // When, without a change of F, the job counts as hung; the supervisor's next look.
+  TimePoint deadline() const { return last_beat_ + stale_; }
+
+  const std::string& path() const { return path_; }
+  Millis stale_after() const { return stale_; }
+
+private:
+  // What identifies one state of F: a touch changes mtime, a rename over it changes the inode.
+  struct Stamp {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec mtime{};
+    bool operator==(const Stamp& o) const {
+      return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
+             mtime.tv_nsec == o.mtime.tv_nsec;
+    }
+  };
+  std::optional<Stamp> look() const;
+
+  std::string path_;
+  Millis stale_;
+  std::optional<Stamp> seen_;  // F as last seen; nullopt: missing (the command removed it)
+  TimePoint last_beat_{};      // when F last changed, on the steady clock
+  TimePoint last_look_{};
+};
+
+// PATH made absolute against the current directory (not resolved: symlinks stay).
+std::string absolute_path(const std::string& path);
+
+}  // namespace rlock

@@ -1,0 +1,67 @@
+// Signals as events: the signals rlock acts on are blocked in every thread and read from a
+// signalfd in the main loop, so no handler ever runs concurrently with rlock's own code.
+#pragma once
+
+#include <signal.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "util/fd.h"
+
+namespace rlock {
+
+// INT, TERM, HUP, QUIT, USR1, USR2: what rlock passes to the child's process group.
+inline constexpr int k_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+class SignalEvents {
+public:
+  // Blocks the forwarded signals (those not ignored when rlock started; an ignored signal stays
+  // ignored, for rlock and for the child, as nohup(1) and `cmd &` expect), SIGCHLD, SIGTTOU and
+  // SIGTTIN; ignores SIGPIPE; takes SIGCHLD back from SIG_IGN, under which the kernel would reap
+  // the child itself and rlock never learn how it ended. Call before any thread starts: threads
+  // inherit the mask. They stay so until rlock exits.
+  SignalEvents();
+  ~SignalEvents();
+  SignalEvents(const SignalEvents&) = delete;
+  SignalEvents& operator=(const SignalEvents&) = delete;
+
+  int fd() const { return fd_.get(); }
+  // The next pending signal, or nullopt when none is pending.
+  std::optional<int> next();
+
+  // For a freshly forked child, before exec: the dispositions and the signal mask rlock started
+  // with. Async-signal-safe.
+  void restore_for_child() const;
+
+  // Once the command is about to run: SIGTSTP (unless ignored at start) and SIGCONT become
+  // events too, so that rlock can stop with its command and hand it the terminal when
+  // continued (Job control in rlock(1)). Before this, while waiting for the lock, Ctrl-Z stops
+  // rlock as it stops any program. Call from the main thread before other threads start.
+  void watch_job_control();
+
+  // Stops rlock with SIG (SIGTSTP, SIGTTIN, SIGTTOU or SIGSTOP), sent to rlock alone or, with
+  // WHOLE_GROUP, to its whole process group (as the terminal would have, had rlock's group
+  // been the foreground one), and returns once rlock is continued: true, or false when it was
+  // not stopped at all (an orphaned process group ignores the terminal's stop signals).
+  bool stop_self(int sig, bool whole_group);
+
+private:
+  Fd fd_;
+  sigset_t mask_;  // what fd_ reads
+  sigset_t old_mask_;
+  struct sigaction old_pipe_;
+  struct sigaction old_child_;
+};
+
+}  // namespace rlock
+
+namespace rlock {
+
+// "TERM", "SIGTERM", "term" or "15"; nullopt for anything else.
+std::optional<int> parse_signal(std::string_view text);
+// "TERM" for SIGTERM; the number for signals without a name here.
+std::string signal_name(int sig);
+
+}  // namespace rlock

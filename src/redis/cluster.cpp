@@ -1,0 +1,381 @@
+// A server that may turn out to be a Redis Cluster. Until a MOVED reply says otherwise it is a
+// plain server; from then on each command goes to the master of its key's hash slot, learned
+// from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being migrated) is followed for
+// the one command. Every key one lock touches shares the lock's slot (lock.h, helper_key), so a
+// lock's script runs on one node, as Cluster requires.
+//
+// Resharding is no outage: while a slot migrates, a lock's keys may be some on the source, some
+// on the destination, and its scripts (several keys) are refused with TRYAGAIN until the last
+// key has moved; a cluster that lost its quorum or a slot says CLUSTERDOWN, a restarted node
+// LOADING. Each such command is sent again after a pause (refusal_pause()) until the caller's
+// deadline: it was refused before it ran, so sending it again cannot run it twice.
+#include "redis/cluster.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include "redis/redis_node.h"
+
+namespace rlock {
+
+std::optional<std::string_view> hash_tag(std::string_view key) {
+  size_t open = key.find('{');
+  if (open == std::string_view::npos) return std::nullopt;
+  size_t close = key.find('}', open + 1);
+  if (close == std::string_view::npos || close == open + 1) return std::nullopt;
+  return key.substr(open + 1, close - open - 1);
+}
+
+int key_slot(std::string_view key) {
+  if (auto tag = hash_tag(key)) key = *tag;
+  uint16_t crc = 0;
+  for (char c : key) {
+    crc ^= static_cast<uint16_t>(static_cast<unsigned char>(c) << 8);
+    for (int bit = 0; bit < 8; ++bit)
+      crc = static_cast<uint16_t>(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+  }
+  return crc % k_cluster_slots;
+}
+
+std::optional<std::string_view> command_key(const Argv& argv) {
+  if (argv.empty()) return std::nullopt;
+  const std::string& name = argv[0];
+  if (name == "EVAL" || name == "EVALSHA") {
+    if (argv.size() > 3 && argv[2] != "0") return argv[3];
+    return std::nullopt;
+  }
+  for (const char* keyless : {"TIME", "SCAN", "WAIT", "INFO", "PING", "ROLE", "CLUSTER", "ASKING",
+                              "AUTH", "SELECT", "SCRIPT", "SENTINEL", "DBSIZE"})
+    if (name == keyless) return std::nullopt;
+  if (argv.size() < 2) return std::nullopt;
+  return argv[1];
+}
+
+std::optional<Redirect> parse_redirect(const std::string& error) {
+  Redirect r;
+  std::string_view rest;
+  if (error.rfind("MOVED ", 0) == 0) {
+    rest = std::string_view(error).substr(6);
+  } else if (error.rfind("ASK ", 0) == 0) {
+    r.ask = true;
+    rest = std::string_view(error).substr(4);
+  } else {
+    return std::nullopt;
+  }
+  size_t space = rest.find(' ');
+  size_t colon = rest.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
+    return std::nullopt;
+  auto slot_text = rest.substr(0, space);
+  auto port_text = rest.substr(colon + 1);
+  if (std::from_chars(slot_text.data(), slot_text.data() + slot_text.size(), r.slot).ec !=
+          std::errc() ||
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), r.port).ec !=
+          std::errc())
+    return std::nullopt;
+  r.host = std::string(rest.substr(space + 1, colon - space - 1));
+  if (r.host.size() > 2 && r.host.front() == '[') r.host = r.host.substr(1, r.host.size() - 2);
+  if (r.slot < 0 || r.slot >= k_cluster_slots || r.port <= 0 || r.port > 65535) return std::nullopt;
+  return r;
+}
+
+bool refused_for_now(std::string_view error) {
+  std::string_view code = error.substr(0, error.find(' '));
+  return code == "TRYAGAIN" || code == "CLUSTERDOWN" || code == "LOADING";
+}
+
+Millis refusal_pause(int again) {
+  Millis pause = k_refusal_pause_first;
+  for (int i = 0; i < again && pause < k_refusal_pause_cap; ++i) pause *= 2;
+  return std::min(pause, k_refusal_pause_cap);
+}
+
+namespace {
+
+// Redirects to follow at once for one command; past them, it is sent again after a pause, as
+// a refused one is (a slot map that changes under us in mid-reshard).
+constexpr int k_max_redirects = 5;
+
+enum class Paused { over, no_time, interrupted };
+
+// Sleeps until the pause before the AGAIN-th sending is over. No time: that would leave none
+// before DEADLINE (what was refused stays the answer). Interrupted: INTERRUPT_FD (a blocking
+// call's, when not -1) became readable first.
+Paused pause_before_sending_again(int again, TimePoint deadline, int interrupt_fd = -1) {
+  TimePoint next = Clock::now() + refusal_pause(again);
+  if (next >= deadline) return Paused::no_time;
+  pollfd p{interrupt_fd, POLLIN, 0};
+  for (;;) {
+    int n = ::poll(&p, interrupt_fd < 0 ? 0 : 1, millis_until(next));
+    if (n > 0) return Paused::interrupted;
+    if (n == 0 || errno != EINTR) return Paused::over;
+  }
+}
+
+class ClusterAwareRedis final : public Redis {
+public:
+  ClusterAwareRedis(const RedisUrl& url, const ConnectOptions& options)
+      : seed_(node_at(url.host, url.port, url, options)) {}
+
+  Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
+                                      TimePoint deadline) override {
+    return send(commands, deadline, seed_);
+  }
+
+  // pipeline(), with the commands that lead their unit without a key sent to KEYLESS (the seed,
+  // or the master a SCAN pages through: MasterView).
+  Result<std::vector<Reply>> send(const std::vector<Argv>& commands, TimePoint deadline,
+                                  NodeRedis* keyless) {
+    // Units: a command with a key and the keyless ones after it (WAIT after a write, TIME
+    // before reads), which must run where it runs.
+    std::vector<Group> units;
+    for (size_t i = 0; i < commands.size(); ++i) {
+      if (units.empty() || command_key(commands[i]))
+        units.push_back({i, i + 1, nullptr, false});
+      else
+        units.back().end = i + 1;
+    }
+    for (Group& u : units) u.node = route(commands[u.begin], keyless);
+    std::vector<Reply> replies(commands.size());
+    std::vector<size_t> pending(units.size());
+    for (size_t i = 0; i < units.size(); ++i) pending[i] = i;
+    int redirects = 0;  // followed at once, since the last pause
+    for (int again = 0; !pending.empty();) {
+      auto failed = run_units(commands, units, pending, replies, deadline);
+      if (failed) return *failed;
+      std::vector<size_t> resend;
+      bool pause = false;  // a refusal, or redirects that go on and on
+      for (size_t u : pending) {
+        Group& unit = units[u];
+        const Reply& first = replies[unit.begin];
+        if (first.type != Reply::Type::error) continue;
+        if (auto redirect = parse_redirect(first.str)) {
+          NodeRedis* target =
+              node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
+          if (!redirect->ask) learn(*redirect, target, deadline);
+          unit.node = target;
+          unit.asking = redirect->ask;
+          if (redirects >= k_max_redirects) pause = true;
+          resend.push_back(u);
+        } else if (refused_for_now(first.str)) {
+          pause = true;
+          resend.push_back(u);
+        }
+      }
+      if (resend.empty()) break;
+      if (pause) {
+        if (pause_before_sending_again(again, deadline) == Paused::no_time) {
+          if (redirects >= k_max_redirects)
+            return Failure{Failure::Kind::protocol, name() + ": too many MOVED/ASK redirects"};
+          // Refused until the deadline: the caller sees the refusal, and that it lasted.
+          for (size_t u : resend)
+            if (again > 0 && refused_for_now(replies[units[u].begin].str))
+              replies[units[u].begin].str += " (retried within the command timeout)";
+          break;
+        }
+        ++again;
+        // An ASK holds for one sending: after a pause, each goes where the slot map says.
+        for (size_t u : resend) {
+          units[u].node = route(commands[units[u].begin], keyless);
+          units[u].asking = false;
+        }
+        redirects = 0;
+      } else {
+        ++redirects;
+      }
+      pending = std::move(resend);
+    }
+    return replies;
+  }
+
+  Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+    NodeRedis* node = route(argv, seed_);
+    bool asking = false;
+    for (int redirects = 0, again = 0;;) {
+      auto reply = asking ? node->blocking_send({{"ASKING"}, argv}, deadline, interrupt_fd)
+                          : node->blocking_send({argv}, deadline, interrupt_fd);
+      if (!reply || reply->type != Reply::Type::error) return reply;
+      auto redirect = parse_redirect(reply->str);
+      asking = false;
+      if (redirect && redirects++ < k_max_redirects) {
+        node = node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
+        if (!redirect->ask) learn(*redirect, node, deadline);
+        asking = redirect->ask;
+      } else if (redirect || refused_for_now(reply->str)) {
+        Paused paused = pause_before_sending_again(again++, deadline, interrupt_fd);
+        if (paused == Paused::no_time) return node->server_failure(reply->str);
+        if (paused == Paused::interrupted)
+          return Failure{Failure::Kind::interrupted, node->name() + ": interrupted"};
+        node = route(argv, seed_);
+        redirects = 0;
+      } else {
+        return node->server_failure(reply->str);
+      }
+    }
+  }
+
+  std::string name() const override { return seed_->name(); }
+  Millis command_timeout() const override { return seed_->command_timeout(); }
+
+  // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
+  // the key before this finds it); until then, the seed, which then holds every key.
+  Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
+    return route({"GET", key}, seed_)->own_connection(key, deadline);
+  }
+
+  Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
+                                TimePoint deadline) override {
+    if (slots_.empty()) {
+      auto info = seed_->call({"INFO", "cluster"}, deadline);
+      if (!info) return info.failure();
+      if (info->str.find("cluster_enabled:1") == std::string::npos) return f(*this);
+      if (!load_slots(*seed_, deadline))
+        return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
+    }
+    std::vector<NodeRedis*> masters;
+    for (NodeRedis* n : slots_)
+      if (n && std::find(masters.begin(), masters.end(), n) == masters.end()) masters.push_back(n);
+    for (NodeRedis* m : masters) {
+      // Kept as long as this Redis: callers may hold on to the Redis& they were given
+      // (list reads its batches after the scan, find_locks' FoundLocks::servers).
+      auto& view = views_[m];
+      if (!view) view = std::make_unique<MasterView>(*this, *m);
+      auto done = f(*view);
+      if (!done) return done;
+    }
+    return Unit{};
+  }
+
+private:
+  struct Group {
+    size_t begin, end;  // commands [begin, end)
+    NodeRedis* node;
+    bool asking;  // send ASKING first (a slot in migration)
+  };
+
+  // Where ARGV goes: the master of its key's slot; a command without a key, or any command
+  // before the first MOVED, to KEYLESS; and a key of a slot no master serves, to the seed.
+  NodeRedis* route(const Argv& argv, NodeRedis* keyless) {
+    auto key = command_key(argv);
+    if (!key) return keyless;
+    if (slots_.empty()) return seed_;
+    NodeRedis* n = slots_[key_slot(*key)];
+    return n ? n : seed_;
+  }
+
+  // Sends every pending unit to its node, one round trip for all nodes; fills REPLIES.
+  std::optional<Failure> run_units(const std::vector<Argv>& commands, std::vector<Group>& units,
+                                   const std::vector<size_t>& pending, std::vector<Reply>& replies,
+                                   TimePoint deadline) {
+    std::vector<NodeRedis*> nodes;
+    std::vector<std::vector<Argv>> batches;
+    std::vector<std::vector<std::pair<size_t, bool>>> where;  // per batch: command, is ASKING
+    for (size_t u : pending) {
+      const Group& unit = units[u];
+      size_t b = std::find(nodes.begin(), nodes.end(), unit.node) - nodes.begin();
+      if (b == nodes.size()) {
+        nodes.push_back(unit.node);
+        batches.emplace_back();
+        where.emplace_back();
+      }
+      if (unit.asking) {
+        batches[b].push_back({"ASKING"});
+        where[b].push_back({0, true});
+      }
+      for (size_t i = unit.begin; i < unit.end; ++i) {
+        batches[b].push_back(commands[i]);
+        where[b].push_back({i, false});
+      }
+    }
+    auto results = exchange(nodes, batches, deadline);
+    for (size_t b = 0; b < nodes.size(); ++b) {
+      if (!results[b]) return name_refused_command(*nodes[b], batches[b], results[b].failure());
+      for (size_t k = 0; k < where[b].size(); ++k)
+        if (!where[b][k].second) replies[where[b][k].first] = std::move((*results[b])[k]);
+    }
+    return std::nullopt;
+  }
+
+  // After MOVED: the whole map, which has likely changed for more than one slot. The slot
+  // itself goes to TARGET also when TARGET's map has it unassigned (a slot taken away from a
+  // node and given back, a migration's last step): else its commands would go to the seed,
+  // which sends them back to TARGET.
+  void learn(const Redirect& r, NodeRedis* target, TimePoint deadline) {
+    bool loaded = load_slots(*target, deadline);
+    if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
+    if (!loaded || !slots_[r.slot]) slots_[r.slot] = target;
+  }
+
+  bool load_slots(NodeRedis& from, TimePoint deadline) {
+    auto reply = from.call({"CLUSTER", "SLOTS"}, deadline);
+    if (!reply || !reply->is_array()) return false;
+    std::vector<NodeRedis*> slots(k_cluster_slots, nullptr);
+    for (const Reply& range : reply->elements) {
+      const auto& e = range.elements;
+      if (e.size() < 3 || !e[0].is_integer() || !e[1].is_integer() || !e[2].is_array() ||
+          e[2].elements.size() < 2 || !e[2].elements[1].is_integer())
+        continue;
+      std::string host = e[2].elements[0].str;
+      if (host.empty() || host == "?") host = from.url().host;  // "the address you asked"
+      NodeRedis* master =
+          node_at(host, static_cast<int>(e[2].elements[1].integer), seed_->url(), seed_->options());
+      for (int64_t s = std::max<int64_t>(0, e[0].integer);
+           s <= std::min<int64_t>(k_cluster_slots - 1, e[1].integer); ++s)
+        slots[s] = master;
+    }
+    slots_ = std::move(slots);
+    return true;
+  }
+
+  // The node at HOST:PORT, reached like TEMPLATE (scheme, user, password, TLS).
+  NodeRedis* node_at(const std::string& host, int port, const RedisUrl& like,
+                     const ConnectOptions& options) {
+    std::string endpoint = host + ":" + std::to_string(port);
+    auto& slot = nodes_[endpoint];
+    if (!slot) {
+      RedisUrl url = like;
+      url.host = host;
+      url.port = port;
+      slot = std::make_unique<NodeRedis>(url, options);
+    }
+    return slot.get();
+  }
+
+  // One master as a SCAN sees it (for_each_primary): SCAN, which has no key, pages through
+  // that master, and the keys it finds are read where their slot is now, refusals and
+  // redirects handled as for every command (in a reshard, a key may have moved since).
+  class MasterView final : public Redis {
+  public:
+    MasterView(ClusterAwareRedis& cluster, NodeRedis& master)
+        : cluster_(cluster), master_(master) {}
+    Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
+                                        TimePoint deadline) override {
+      return cluster_.send(commands, deadline, &master_);
+    }
+    Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+      return cluster_.blocking_call(argv, deadline, interrupt_fd);
+    }
+    std::string name() const override { return master_.name(); }
+    Millis command_timeout() const override { return master_.command_timeout(); }
+
+  private:
+    ClusterAwareRedis& cluster_;
+    NodeRedis& master_;
+  };
+
+  std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
+  std::map<NodeRedis*, std::unique_ptr<MasterView>> views_;  // for_each_primary's, per master
+  NodeRedis* seed_;
+  std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
+};
+
+}  // namespace
+
+std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options) {
+  return std::make_unique<ClusterAwareRedis>(url, options);
+}
+
+}  // namespace rlock

@@ -1,0 +1,228 @@
+#include "redis/tls.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+#include <poll.h>
+#include <sys/stat.h>
+
+namespace rlock {
+
+namespace {
+
+// The OpenSSL functions rlock calls, looked up in libssl (and, through it, libcrypto). Macros
+// such as SSL_set_tlsext_host_name are spelled out with the functions they expand to.
+#define RLOCK_OPENSSL_FUNCTIONS(X)                                                                 \
+  X(TLS_client_method)                                                                             \
+  X(SSL_CTX_new)                                                                                   \
+  X(SSL_CTX_free)                                                                                  \
+  X(SSL_CTX_ctrl)                                                                                  \
+  X(SSL_CTX_set_verify)                                                                            \
+  X(SSL_CTX_set_default_verify_paths)                                                              \
+  X(SSL_CTX_load_verify_locations)                                                                 \
+  X(SSL_CTX_use_certificate_chain_file)                                                            \
+  X(SSL_CTX_use_PrivateKey_file)                                                                   \
+  X(SSL_CTX_check_private_key)                                                                     \
+  X(SSL_new)                                                                                       \
+  X(SSL_free)                                                                                      \
+  X(SSL_ctrl)                                                                                      \
+  X(SSL_set_fd)                                                                                    \
+  X(SSL_set1_host)                                                                                 \
+  X(SSL_get0_param)                                                                                \
+  X(SSL_connect)                                                                                   \
+  X(SSL_read)                                                                                      \
+  X(SSL_write)                                                                                     \
+  X(SSL_get_error)                                                                                 \
+  X(SSL_get_verify_result)                                                                         \
+  X(X509_VERIFY_PARAM_set1_ip_asc)                                                                 \
+  X(X509_verify_cert_error_string)                                                                 \
+  X(ERR_get_error)                                                                                 \
+  X(ERR_error_string_n)                                                                            \
+  X(ERR_clear_error)                                                                               \
+  X(OpenSSL_version)
+
+struct OpenSsl {
+#define RLOCK_DECLARE(name) decltype(&::name) name = nullptr;
+  RLOCK_OPENSSL_FUNCTIONS(RLOCK_DECLARE)
+#undef RLOCK_DECLARE
+  std::string error;  // why loading failed; empty when it worked
+
+  // The library, loaded once per process (the renewal thread may be the first to need it).
+  static const OpenSsl& get() {
+    static const OpenSsl instance = load();
+    return instance;
+  }
+
+private:
+  static OpenSsl load() {
+    OpenSsl ssl;
+    void* handle = ::dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      ssl.error = ::dlerror();
+      return ssl;
+    }
+#define RLOCK_LOOKUP(name)                                                                         \
+  ssl.name = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));                          \
+  if (!ssl.name) {                                                                                 \
+    ssl.error = "libssl.so.3 has no " #name;                                                       \
+    return ssl;                                                                                    \
+  }
+    RLOCK_OPENSSL_FUNCTIONS(RLOCK_LOOKUP)
+#undef RLOCK_LOOKUP
+    return ssl;  // the handle stays open for the life of the process
+  }
+};
+
+const OpenSsl& openssl() {
+  const OpenSsl& ssl = OpenSsl::get();
+  if (!ssl.error.empty())
+    throw Error(k_exit_config, "rediss:// needs OpenSSL's libssl.so.3: " + ssl.error);
+  return ssl;
+}
+
+// The oldest error in OpenSSL's queue for this thread, as text; the queue is emptied.
+std::string ssl_error_text(const OpenSsl& ssl) {
+  unsigned long code = ssl.ERR_get_error();
+  ssl.ERR_clear_error();
+  if (code == 0) return "unknown error";
+  char buf[256];
+  ssl.ERR_error_string_n(code, buf, sizeof buf);
+  return buf;
+}
+
+using CtxPtr = std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)>;
+using SslPtr = std::unique_ptr<SSL, void (*)(SSL*)>;
+
+CtxPtr make_context(const OpenSsl& ssl, const TlsOptions& o) {
+  CtxPtr ctx(ssl.SSL_CTX_new(ssl.TLS_client_method()), ssl.SSL_CTX_free);
+  if (!ctx) throw Error(k_exit_internal, "SSL_CTX_new: " + ssl_error_text(ssl));
+  ssl.SSL_CTX_ctrl(ctx.get(), SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
+  ssl.SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  if (!o.cacert.empty() || !o.cacertdir.empty()) {
+    // OpenSSL looks into a CA directory only during the handshake, and takes a missing one for
+    // an empty one: the mistake would surface as an unverifiable server, far from its cause.
+    struct stat st {};
+    if (!o.cacertdir.empty() && (::stat(o.cacertdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)))
+      throw Error(k_exit_config, "--cacertdir " + o.cacertdir + " is not a directory");
+    if (ssl.SSL_CTX_load_verify_locations(ctx.get(), o.cacert.empty() ? nullptr : o.cacert.c_str(),
+                                          o.cacertdir.empty() ? nullptr : o.cacertdir.c_str()) != 1)
+      throw Error(k_exit_config, "cannot load CA certificates from " +
+                                     (o.cacert.empty() ? o.cacertdir : o.cacert) + ": " +
+                                     ssl_error_text(ssl));
+  } else if (ssl.SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
+    throw Error(k_exit_config, "cannot load the system's CA certificates: " + ssl_error_text(ssl));
+  }
+  if (o.cert.empty() != o.key.empty())
+    throw Error(k_exit_config, "--cert and --key go together (a client certificate needs its key)");
+  if (!o.cert.empty()) {
+    if (ssl.SSL_CTX_use_certificate_chain_file(ctx.get(), o.cert.c_str()) != 1)
+      throw Error(k_exit_config,
+                  "cannot load the certificate " + o.cert + ": " + ssl_error_text(ssl));
+    if (ssl.SSL_CTX_use_PrivateKey_file(ctx.get(), o.key.c_str(), SSL_FILETYPE_PEM) != 1)
+      throw Error(k_exit_config, "cannot load the key " + o.key + ": " + ssl_error_text(ssl));
+    if (ssl.SSL_CTX_check_private_key(ctx.get()) != 1)
+      throw Error(k_exit_config, "the key " + o.key + " does not match " + o.cert);
+  }
+  return ctx;
+}
+
+bool is_ip_literal(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+class TlsStream final : public Stream {
+public:
+  TlsStream(const OpenSsl& ssl, Fd fd, CtxPtr ctx, SslPtr conn, std::string endpoint)
+      : ssl_(ssl), fd_(std::move(fd)), ctx_(std::move(ctx)), conn_(std::move(conn)),
+        endpoint_(std::move(endpoint)) {}
+
+  int socket() const override { return fd_.get(); }
+
+  // Makes one OpenSSL call: its result when it did something; 0 when the stream ended; a Step
+  // with nothing moved when it waits for the socket.
+  template <class F> Result<Step> call(F f) {
+    ssl_.ERR_clear_error();
+    int r = f();
+    if (r > 0) return Step{static_cast<size_t>(r), 0};
+    int err = ssl_.SSL_get_error(conn_.get(), r);
+    if (err == SSL_ERROR_WANT_READ) return Step{0, POLLIN};
+    if (err == SSL_ERROR_WANT_WRITE) return Step{0, POLLOUT};
+    if (err == SSL_ERROR_ZERO_RETURN) return Step{};
+    if (err == SSL_ERROR_SYSCALL && ssl_.ERR_get_error() == 0 && errno == 0) return Step{};
+    return Failure{Failure::Kind::io, endpoint_ + ": TLS: " + ssl_error_text(ssl_)};
+  }
+
+  Result<short> handshake() override {
+    auto r = call([&] { return ssl_.SSL_connect(conn_.get()); });
+    if (r && r->bytes > 0) return static_cast<short>(0);
+    if (r && r->wait) return r->wait;
+    // A server that does not answer may come back (the caller's deadline says when it gave
+    // up); one that answered and refused (its certificate, our CA, the protocol) will refuse
+    // again: no waiter retries that.
+    long verify = ssl_.SSL_get_verify_result(conn_.get());
+    if (verify != X509_V_OK)
+      return Failure{Failure::Kind::connect,
+                     "TLS certificate verification failed for " + endpoint_ + ": " +
+                         ssl_.X509_verify_cert_error_string(verify),
+                     "", Failure::Why::tls_refused};
+    // Closed mid-handshake: a server going down (or a TLS proxy without its backend) looks
+    // the same as one that speaks no TLS, and may come back.
+    if (r)
+      return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ +
+                                                 " failed: the server closed the connection"};
+    return Failure{Failure::Kind::connect,
+                   "TLS handshake with " + endpoint_ + " failed: " + r.failure().message, "",
+                   Failure::Why::tls_refused};
+  }
+
+  Result<Step> write_some(const char* bytes, size_t len) override {
+    auto n = call([&] { return ssl_.SSL_write(conn_.get(), bytes, static_cast<int>(len)); });
+    if (n && n->bytes == 0 && n->wait == 0)
+      return Failure{Failure::Kind::io, endpoint_ + ": connection closed"};
+    return n;
+  }
+
+  Result<Step> read_some(char* buf, size_t len) override {
+    return call([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); });
+  }
+
+private:
+  const OpenSsl& ssl_;
+  Fd fd_;  // declared before conn_: the SSL object is freed first, then the socket closed
+  CtxPtr ctx_;
+  SslPtr conn_;
+  std::string endpoint_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stream> make_tls_stream(Fd fd, const std::string& host, const std::string& endpoint,
+                                        const TlsOptions& options) {
+  const OpenSsl& ssl = openssl();
+  CtxPtr ctx = make_context(ssl, options);
+  SslPtr conn(ssl.SSL_new(ctx.get()), ssl.SSL_free);
+  if (!conn) throw Error(k_exit_internal, "SSL_new: " + ssl_error_text(ssl));
+  ssl.SSL_set_fd(conn.get(), fd.get());
+  const std::string& name = options.sni.empty() ? host : options.sni;
+  if (is_ip_literal(name)) {
+    // An address is checked against the certificate's IP entries; SNI cannot carry one.
+    ssl.X509_VERIFY_PARAM_set1_ip_asc(ssl.SSL_get0_param(conn.get()), name.c_str());
+  } else {
+    ssl.SSL_set1_host(conn.get(), name.c_str());
+    ssl.SSL_ctrl(conn.get(), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                 const_cast<char*>(name.c_str()));
+  }
+  return std::make_unique<TlsStream>(ssl, std::move(fd), std::move(ctx), std::move(conn), endpoint);
+}
+
+std::optional<std::string> tls_library_version() {
+  const OpenSsl& ssl = OpenSsl::get();
+  if (!ssl.error.empty()) return std::nullopt;
+  return std::string(ssl.OpenSSL_version(OPENSSL_VERSION));
+}
+
+}  // namespace rlock

@@ -1,0 +1,70 @@
+// What the settings (settings.h: flags, environment, config file, defaults) and the command
+// line decided, as plain typed values. The verbs take these and never see CLI11.
+#pragma once
+
+#include <csignal>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "redis/connection.h"
+#include "util/duration.h"
+#include "util/exit_status.h"
+#include "util/log.h"
+#include "util/period.h"
+
+namespace rlock {
+
+inline constexpr Millis k_default_ttl{30'000};
+inline constexpr Millis k_default_retention{30LL * 24 * 3600 * 1000};
+
+struct GlobalOptions {
+  std::vector<std::string> redis_urls;
+  bool redis_url_is_default = false;  // no --redis, RLOCK_REDIS_URL or config file named one
+  std::string prefix;                 // prepended to every key
+  Verbosity verbosity = Verbosity::normal;
+  LogFormat log_format = LogFormat::text;
+  ConnectOptions connect;  // TLS material, timeouts, where the password comes from
+};
+
+struct RunOptions {
+  std::string key;
+  std::vector<std::string> command;          // exec'd as is (argv), or:
+  std::optional<std::string> shell_command;  // -c TEXT, run by $SHELL or /bin/sh
+  std::optional<Millis> wait;                // nullopt: fail fast; Millis::max(): for ever
+  int conflict_exit_code = k_exit_busy;
+  Millis ttl = k_default_ttl;
+  std::optional<Millis> max_run;
+  // --heartbeat-file F --stale-after D: the command is hung when F has not changed for D.
+  std::optional<std::string> heartbeat_file;
+  std::optional<Millis> stale_after;
+  int kill_signal = SIGTERM;
+  Millis kill_after{};  // --kill-after, or default_kill_after(ttl) (resolve_settings)
+  enum class OnLost { kill, ignore } on_lost = OnLost::kill;
+  // What to do with processes the command left running in its process group when it exits.
+  enum class Leftovers { wait, kill } leftovers = Leftovers::wait;
+  std::optional<Millis> min_hold;
+  int limit = 0;         // --limit N (N > 1): a semaphore; 0 or 1: the plain lock
+  bool fair = false;     // --fair: waiters in arrival order
+  bool shared = false;   // --shared: one of any number of shared holders (flock -s)
+  int min_replicas = 0;  // --min-replicas N: WAIT until N replicas have the lock (and renewals)
+  std::optional<std::string> metrics_file;  // Prometheus textfile to add this run to
+  std::optional<Period> once_per;           // --once-per: at most one run per period
+  std::optional<std::string> tz;            // --tz: the zone of calendar periods (else UTC)
+  bool retry_failed = false;                // --once-per: a failed run does not count
+  bool record_skips = false;                // history also gets busy and done-this-period
+  // --retention: how long a lock's fence counter and history outlive its last use; 0: for ever.
+  Millis retention = k_default_retention;
+  int history_length = 100;  // --history-length: entries kept; 0: no history
+};
+
+// rlock check KEY --every PERIOD.
+struct CheckOptions {
+  std::string key;
+  std::string every_text;          // as typed, for messages: "25h", "day"
+  Period every;                    // the window: a duration, or the current calendar period
+  std::optional<std::string> tz;   // --tz: the zone of a calendar period (else UTC)
+  bool json = false;
+};
+
+}  // namespace rlock

@@ -1,0 +1,82 @@
+#include "util/log.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+
+#include "util/fd.h"
+#include "util/wall_time.h"
+#include "util/text.h"
+
+namespace rlock {
+
+namespace {
+
+std::atomic<Verbosity> g_verbosity{Verbosity::normal};
+std::atomic<LogFormat> g_format{LogFormat::text};
+
+const char* level_name(Level level) {
+  switch (level) {
+  case Level::debug: return "debug";
+  case Level::info: return "info";
+  case Level::warning:
+  case Level::alert: return "warning";
+  case Level::error: return "error";
+  }
+  return "";
+}
+
+bool shown(Level level) {
+  switch (level) {
+  case Level::debug: return g_verbosity == Verbosity::verbose;
+  case Level::info:
+  case Level::warning: return g_verbosity != Verbosity::quiet;
+  case Level::alert:
+  case Level::error: return true;
+  }
+  return true;
+}
+
+// stderr closed: nothing better to do with a log line.
+void write_line(const std::string& line) {
+  (void)write_all(STDERR_FILENO, line.data(), line.size());
+}
+
+std::string text_line(Level level, const Event& e) {
+  std::string line = "rlock: ";
+  if (level >= Level::warning) line += std::string(level_name(level)) + ": ";
+  if (!e.key.empty()) line += terminal_safe(e.key) + ": ";
+  return line + terminal_safe(e.message) + "\n";
+}
+
+std::string json_line(Level level, const Event& e) {
+  auto now =
+      std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  std::string line = "{\"time\":\"" + format_rfc3339(now) + "\",\"level\":\"" + level_name(level) +
+                     "\",\"event\":\"" + e.name + "\"";
+  if (!e.key.empty()) line += ",\"key\":" + json_string(e.key);
+  line += ",\"message\":" + json_string(e.message);
+  for (const auto& [name, value] : e.numbers)
+    line += ",\"" + std::string(name) + "\":" + std::to_string(value);
+  return line + "}\n";
+}
+
+}  // namespace
+
+Verbosity verbosity() { return g_verbosity.load(); }
+void set_verbosity(Verbosity v) { g_verbosity = v; }
+void set_log_format(LogFormat f) { g_format = f; }
+
+void log(Level level, const Event& event) {
+  if (!shown(level)) return;
+  write_line(g_format == LogFormat::json ? json_line(level, event) : text_line(level, event));
+}
+
+void log_debug(const std::string& message) { log(Level::debug, {"message", "", message}); }
+void log_warning(const std::string& message) { log(Level::warning, {"message", "", message}); }
+void log_error(const std::string& message) { log(Level::error, {"message", "", message}); }
+
+}  // namespace rlock

@@ -1,0 +1,75 @@
+// From options to "a Redis": which URL, which password, and which implementation serves it.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "redis/credentials.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "redis/redis.h"
+#include "redis/redis_url.h"
+#include "redis/redlock.h"
+#include "redis/sentinel.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+namespace {
+
+// A password file is read for each new connection; at the start it is checked once, so that a
+// file that is missing or empty is a configuration error before anything is done. Like ssh
+// with a private key, a file others can read earns a warning (not a refusal: the operator may
+// have reasons).
+void check_password_file(const std::string& path) {
+  auto password = read_password_file(path);
+  if (!password) throw Error(k_exit_config, password.failure().message);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    log_warning("the password file " + path + " can be read by others (mode " + mode +
+                "); chmod 600 it");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
+  std::vector<std::string> texts = global.redis_urls;
+  if (texts.empty()) texts.push_back(k_default_redis_url);
+  // Under cron or systemd nothing names a Redis unless a config file does, and every host then
+  // locks in its own: the job runs everywhere, silently. Said even with -q (cron lines use it);
+  // on a terminal the person typing sees where they are, and inside an rlock run (RLOCK_KEY
+  // set) the outer rlock has said it already.
+  if (global.redis_url_is_default && !::isatty(STDERR_FILENO) && !std::getenv("RLOCK_KEY"))
+    log(Level::alert, {"default_redis", "",
+                       "no Redis configured (--redis, RLOCK_REDIS_URL, or redis in a config file "
+                       "such as /etc/rlock/config.toml): using this host's " +
+                           texts.front() + ", which other hosts do not see"});
+  const ConnectOptions& options = global.connect;
+  bool checked = false;
+  auto password = [&](bool url_has_one) {
+    if (!options.password.file || url_has_one || checked) return;
+    check_password_file(*options.password.file);
+    checked = true;
+  };
+  if (texts.size() == 1 && is_sentinel_url(texts.front())) {
+    SentinelUrl url = parse_sentinel_url(texts.front());
+    password(url.sentinels.front().password.has_value());
+    return make_sentinel_redis(url, options);
+  }
+  std::vector<RedisUrl> urls;
+  for (const auto& text : texts) {
+    if (is_sentinel_url(text))
+      throw Error(k_exit_config,
+                  "a Sentinel URL cannot be one of several Redlock nodes: give it alone");
+    urls.push_back(parse_redis_url(text));
+    password(urls.back().password.has_value());
+  }
+  if (urls.size() == 1) return make_single_redis(urls.front(), options);
+  return make_redlock_redis(urls, options);
+}
+
+}  // namespace rlock

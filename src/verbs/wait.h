@@ -1,0 +1,60 @@
+// Getting the lock under a wait policy: one attempt (--no-wait), or attempts until a deadline
+// (--wait D) or for ever (--wait inf), sleeping in between on a wake-up list (BLPOP) that a
+// release pushes to, so a waiter gets the lock within a round trip of its release.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "redis/retry.h"
+
+namespace rlock {
+
+class Lock;
+class SignalEvents;
+
+// Look at the lock again at least this often, even when nothing wakes us: covers a wake-up
+// lost with a waiter that died between being woken and taking the lock.
+inline constexpr Millis k_max_block{30'000};
+// A --fair waiter looks again at least this often, which renews its place in the queue: a
+// waiter that died (SIGKILL, a host crash) loses its place within this plus the script's
+// margin (1.5 s), so it holds up a free lock for at most 2 s. Costs 2 commands a second per
+// fair waiter; other waiters block until they are woken.
+inline constexpr Millis k_fair_refresh{500};
+// The least time the last attempt of a wait is given for its reply, even past the wait's end.
+inline constexpr Millis k_last_attempt_floor{250};
+
+// An outage this long gets a warning (shorter ones only the line when Redis is back).
+inline constexpr Millis k_say_unreachable_after{2000};
+
+struct Obtained {
+  int64_t fence;
+  TimePoint sent;  // when the successful attempt was sent: the lease counts from here
+  Millis waited;
+};
+struct NotObtained {
+  std::string holder_value;  // raw value of the last holder seen
+  Millis pttl;
+  int64_t sharers = 0;  // the lock was shared by this many holders (--shared); 0: held alone
+};
+struct Interrupted {
+  int signo;
+};
+struct NotALock {
+  std::string type;
+};
+using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, Failure>;
+
+// WAIT: nullopt for a single attempt; Millis::max() for no limit. Within WAIT a failure that
+// worth_retrying() is tried again with backoff. A forwarded signal read from SIGNALS ends the
+// wait as Interrupted. After a failed or interrupted wait nothing of ours is
+// left in Redis (a lost reply to a successful attempt is undone with a release, and we leave
+// the queue).
+WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
+                    SignalEvents& signals);
+
+}  // namespace rlock
