@@ -237,7 +237,7 @@ MUTANTS = [
      ['test_shared.Shared.test_a_flag_given_false_is_off']),
     ("no wake-up on release",
      [("src/lock/lua/release.lua",
-       "wake_first(queue, alive, wake_prefix, now_ms())\n",
+       "wake_first(queue, alive, wake_prefix, now)\n",
        "")],
      ['test_wait.Waiting.test_a_release_wakes_a_waiter_long_before_the_ttl']),
     ("busy status changed",
