@@ -84,111 +84,137 @@ std::string first_waiter(const LockState& lock) {
   return "";
 }
 
+namespace {
+
+// An event's lock value and ttl: another holder's or place's than the lock's now.
+void about(WatchEvent& e, const std::string& raw, const std::optional<LockValue>& value,
+           Millis ttl) {
+  e.raw = raw;
+  e.value = value;
+  e.ttl = ttl;
+}
+
+}  // namespace
+
+// What one look compares and tells: the lock now, the runs recorded since the last look, and
+// the events found so far.
+struct LockWatch::Look {
+  const LockState& now;
+  TimePoint at;
+  const std::vector<std::string>& hints;
+  std::vector<RunRecord> fresh;
+  std::vector<WatchEvent> out;
+};
+
 std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
                                         const std::vector<std::string>& hints,
                                         const std::vector<RunRecord>& runs) {
-  std::vector<WatchEvent> out;
+  Look l{now, at, hints, {}, {}};
   // The runs recorded since the last look: those read, or else the newest if it is new.
-  std::vector<RunRecord> fresh;
   for (const RunRecord& r : runs)
-    if (is_run(r)) fresh.push_back(r);
+    if (is_run(r)) l.fresh.push_back(r);
   if (runs.empty() && last_ && now.last_run &&
       !(last_->last_run && last_->last_run->id == now.last_run->id))
-    fresh.push_back(*now.last_run);
-  // The history entry of the run that holds (or held) a lock or a place with VALUE.
-  auto run_of = [&](const std::optional<LockValue>& value) -> std::optional<RunRecord> {
-    if (!value || !value->fence || value->broken) return std::nullopt;
-    for (auto r = fresh.rbegin(); r != fresh.rend(); ++r)
-      if (r->fence == *value->fence) return *r;
-    for (const std::optional<RunRecord>& known : {holder_run_, now.last_run})
-      if (known && known->fence == *value->fence) return known;
-    return std::nullopt;
-  };
-  // An event about the lock's holder now; the caller changes what differs.
-  auto event = [&](Kind kind) -> WatchEvent& {
-    WatchEvent& e = out.emplace_back();
-    e.kind = kind;
-    e.lock = now;
-    e.raw = now.raw;
-    e.value = now.value;
-    e.ttl = now.pttl;
-    e.lease = lease_;
-    return e;
-  };
-  auto about = [](WatchEvent& e, const std::string& raw, const std::optional<LockValue>& value,
-                  Millis ttl) {
-    e.raw = raw;
-    e.value = value;
-    e.ttl = ttl;
-  };
+    l.fresh.push_back(*now.last_run);
   // The holders seen now first: a run's history entry can be there already while its lock is
   // still held (--min-hold), and that run is no run unseen.
   saw_fence(now.value);
   for (const auto* places : {&now.semaphore, &now.shared})
     for (const SemaphoreHolder& p : *places) saw_fence(p.value);
-  auto remember = [&] {
-    last_ = now;
-    last_at_ = at;
-  };
   if (!last_) {
     // Seen mid-lease: only its value can tell the ttl.
     if (now.kind == LockState::Kind::held && now.value && now.value->ttl_ms) lease_ = lease_of(now);
-    event(Kind::state);
-    holder_run_ = run_of(now.value);
-    remember();
-    return out;
+    event(l, Kind::state);
+  } else {
+    const LockState& last = *last_;
+    Millis since = std::chrono::duration_cast<Millis>(at - last_at_);
+    look_at_holder(l, last, since);
+    look_at_places(l, last, since);
+    if (now.waiters != last.waiters)
+      event(l, now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters =
+          last.waiters;
   }
-  const LockState& last = *last_;
-  Millis since = std::chrono::duration_cast<Millis>(at - last_at_);
+  holder_run_ = run_of(l, now.value);
+  last_ = now;
+  last_at_ = at;
+  return std::move(l.out);
+}
+
+std::optional<RunRecord> LockWatch::run_of(const Look& l,
+                                           const std::optional<LockValue>& value) const {
+  if (!value || !value->fence || value->broken) return std::nullopt;
+  for (auto r = l.fresh.rbegin(); r != l.fresh.rend(); ++r)
+    if (r->fence == *value->fence) return *r;
+  for (const std::optional<RunRecord>& known : {holder_run_, l.now.last_run})
+    if (known && known->fence == *value->fence) return known;
+  return std::nullopt;
+}
+
+WatchEvent& LockWatch::event(Look& l, Kind kind) const {
+  WatchEvent& e = l.out.emplace_back();
+  e.kind = kind;
+  e.lock = l.now;
+  e.raw = l.now.raw;
+  e.value = l.now.value;
+  e.ttl = l.now.pttl;
+  e.lease = lease_;
+  return e;
+}
+
+void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
+  const LockState& now = l.now;
   // rlock never rewrites a holder's value (a renewal is a PEXPIRE): the same value is the same
   // holder, and the same acquisition.
   bool same = occupied(last) && occupied(now) && last.raw == now.raw;
   if (last.kind == LockState::Kind::not_a_lock || now.kind == LockState::Kind::not_a_lock) {
-    if (last.kind != now.kind || last.type != now.type) event(Kind::state);
+    if (last.kind != now.kind || last.type != now.type) event(l, Kind::state);
   } else if (!same) {
     if (occupied(last) && !broke(last, now)) {
-      auto run = run_of(last.value);
-      auto [expired, evidence] = ending(hints, last.value, run, last.pttl, since);
-      WatchEvent& e = event(expired ? Kind::expired : Kind::released);
+      auto run = run_of(l, last.value);
+      auto [expired, evidence] = ending(l.hints, last.value, run, last.pttl, since);
+      WatchEvent& e = event(l, expired ? Kind::expired : Kind::released);
       about(e, last.raw, last.value, last.pttl);
       e.evidence = evidence;
       e.run = run;
-      if (taken_at_) e.held = std::chrono::duration_cast<Millis>(at - *taken_at_);
+      if (taken_at_) e.held = std::chrono::duration_cast<Millis>(l.at - *taken_at_);
     }
-    ran_unseen(last, now, fresh, out);
+    ran_unseen(last, now, l.fresh, l.out);
     lease_ = now.kind == LockState::Kind::held && now.pttl.count() >= 0 ? lease_of(now) : Millis(0);
     said_overdue_ = false;
     taken_at_.reset();
     if (occupied(now)) {
-      event(now.kind == LockState::Kind::broken ? Kind::broken : Kind::taken);
-      if (!broke(last, now)) taken_at_ = at;
+      event(l, now.kind == LockState::Kind::broken ? Kind::broken : Kind::taken);
+      if (!broke(last, now)) taken_at_ = l.at;
     }
   } else if (now.kind == LockState::Kind::held && last.pttl.count() >= 0 && now.pttl.count() >= 0) {
     Millis expected = last.pttl - since;
     // Its run's history entry is written as the run ends: a lock still held then is kept for
     // --min-hold, with a last expiry and no renewal to wait for.
-    if (run_of(now.value)) {
+    if (run_of(l, now.value)) {
       lease_ = Millis(0);
     } else if (now.pttl > expected + k_timing_margin) {
       // Renewed since the last look; at the latest just now, so with this much left at least.
       Millis left = std::max(Millis(0), expected);
-      if (renewal_late(left, lease_of(now))) event(Kind::renewed_late).left = left;
+      if (renewal_late(left, lease_of(now))) event(l, Kind::renewed_late).left = left;
       lease_ = lease_of(now);
       said_overdue_ = false;
-      if (!out.empty()) out.back().lease = lease_;
+      if (!l.out.empty()) l.out.back().lease = lease_;
     } else if (lease_.count() > 0 && !said_overdue_ && renewal_late(now.pttl, lease_)) {
-      event(Kind::overdue);
+      event(l, Kind::overdue);
       said_overdue_ = true;
     }
   }
+}
+
+void LockWatch::look_at_places(Look& l, const LockState& last, Millis since) {
   for (bool shared : {false, true}) {
     const auto& before = shared ? last.shared : last.semaphore;
-    const auto& after = shared ? now.shared : now.semaphore;
+    const auto& after = shared ? l.now.shared : l.now.semaphore;
     for (const SemaphoreHolder& p : before) {
       if (has_place(after, p.token)) continue;
-      auto run = run_of(p.value);
-      auto [expired, evidence] = ending(hints, p.value, run, p.ttl, since);
-      WatchEvent& e = event(expired ? Kind::place_expired : Kind::place_released);
+      auto run = run_of(l, p.value);
+      auto [expired, evidence] = ending(l.hints, p.value, run, p.ttl, since);
+      WatchEvent& e = event(l, expired ? Kind::place_expired : Kind::place_released);
       about(e, p.raw, p.value, p.ttl);
       e.evidence = evidence;
       e.run = run;
@@ -197,17 +223,12 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     }
     for (const SemaphoreHolder& p : after) {
       if (has_place(before, p.token)) continue;
-      WatchEvent& e = event(Kind::place_taken);
+      WatchEvent& e = event(l, Kind::place_taken);
       about(e, p.raw, p.value, p.ttl);
       e.shared = shared;
       e.lease = Millis(0);
     }
   }
-  if (now.waiters != last.waiters)
-    event(now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters = last.waiters;
-  holder_run_ = run_of(now.value);
-  remember();
-  return out;
 }
 
 void LockWatch::saw_fence(const std::optional<LockValue>& value) {

@@ -107,6 +107,16 @@ public:
   std::optional<TimePoint> due() const;
 
 private:
+  struct Look;
+  // The history entry of the run that holds (or held) a lock or a place with VALUE.
+  std::optional<RunRecord> run_of(const Look& l, const std::optional<LockValue>& value) const;
+  // An event about the lock's holder now, added to the look's; the caller changes what differs.
+  WatchEvent& event(Look& l, WatchEvent::Kind kind) const;
+  // What became of the holder since LAST, SINCE ago: released, expired, taken, broken,
+  // renewed late, overdue.
+  void look_at_holder(Look& l, const LockState& last, Millis since);
+  // The places of a semaphore or a shared lock taken or given up since LAST.
+  void look_at_places(Look& l, const LockState& last, Millis since);
   // The runs of RUNS that no look saw: each took the lock and gave it back between two looks.
   // Adds their events to OUT, in the order they ran.
   void ran_unseen(const LockState& last, const LockState& now, const std::vector<RunRecord>& runs,

@@ -355,7 +355,7 @@ MUTANTS = [
       'test_watch.WatchByPolling.test_scripted_lock_life']),
     ("watch misses a run between two polls",
      [("src/lock/lock_watch.cpp",
-       "    ran_unseen(last, now, fresh, out);\n",
+       "    ran_unseen(last, now, l.fresh, l.out);\n",
        "")],
      ['test_watch.WatchByPolling.test_short_runs_are_all_told']),
     ("keyspace messages taken for replies",
