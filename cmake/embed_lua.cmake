@@ -1,13 +1,13 @@
 # Embeds the Lua scripts of src/lock/lua in the binary: cmake -P, run by the build (CMakeLists.txt)
 # whenever a script changes. For each NAME in SCRIPTS it puts together src/lock/lua/NAME.lua and the
 # files its first line names ("-- uses: common.lua, slots.lua", those first) and writes
-#   OUT_CPP          rlock::scripts::NAME (scripts.h), whose SHA-1 the compiler computes
+#   OUT_CPP          rlock::scripts::NAME (scripts.h): the text and its SHA-1, hashed here
 #   OUT_DIR/NAME.lua the text as Redis receives it, for tests/lint_lua.py
 # Inputs: LUA_DIR, SCRIPTS (names separated by ','), OUT_CPP, OUT_DIR.
 string(REPLACE "," ";" scripts "${SCRIPTS}")
 set(cpp "// Made by cmake/embed_lua.cmake from src/lock/lua/*.lua: edit those, not this.\n")
-string(APPEND cpp "#include \"lock/scripts.h\"\n\nnamespace rlock::scripts {\n\nnamespace {\n")
-set(definitions "")
+string(APPEND cpp "#include \"lock/scripts.h\"\n\nnamespace rlock::scripts {\n\n")
+string(APPEND cpp "using namespace std::string_view_literals;\n\n")
 file(MAKE_DIRECTORY "${OUT_DIR}")
 foreach(name IN LISTS scripts)
   file(READ "${LUA_DIR}/${name}.lua" body)
@@ -29,10 +29,10 @@ foreach(name IN LISTS scripts)
                         "raw string it is embedded in")
   endif()
   file(WRITE "${OUT_DIR}/${name}.lua" "${text}")
-  string(APPEND cpp "constexpr auto ${name}_compiled = lua_script(R\"lua(${text})lua\");\n")
-  string(APPEND definitions "constexpr Script ${name} = ${name}_compiled;\n")
+  string(SHA1 sha1 "${text}")
+  string(APPEND cpp "constexpr Script ${name}(R\"lua(${text})lua\"sv, \"${sha1}\");\n")
 endforeach()
-string(APPEND cpp "\n}  // namespace\n\n${definitions}\n}  // namespace rlock::scripts\n")
+string(APPEND cpp "\n}  // namespace rlock::scripts\n")
 # Written only when it changed, so that a touched script with the same text rebuilds nothing.
 set(old "")
 if(EXISTS "${OUT_CPP}")

@@ -4,7 +4,6 @@
 // make_lock() (lock.h) chooses that kind of lock once, from node_count().
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,7 +18,6 @@
 #include "util/error.h"
 #include "redis/redis_url.h"
 #include "redis/reply.h"
-#include "util/sha1.h"
 
 namespace rlock {
 
@@ -102,6 +100,7 @@ public:
 std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
+// Both lie in read-only data: the build embeds the text and hashes it (scripts.h).
 class Script {
 public:
   constexpr Script(std::string_view source, std::string_view sha1) : source_(source), sha1_(sha1) {}
@@ -112,28 +111,6 @@ private:
   std::string_view source_;
   std::string_view sha1_;
 };
-
-// A script the compiler puts together: its text lies in read-only data and its SHA1 is
-// computed at compile time, so a run neither copies nor hashes its scripts (lua_script()).
-template <size_t N> struct CompiledScript {
-  std::array<char, N> text;
-  Sha1Hex sha1;
-  constexpr operator Script() const {
-    return Script({text.data(), text.size()}, {sha1.data(), sha1.size()});
-  }
-};
-
-// The script whose text is PARTS (string literals, or constexpr char arrays) one after another.
-template <size_t... N> consteval auto lua_script(const char (&... parts)[N]) {
-  CompiledScript<(N + ...) - sizeof...(N)> script{};
-  size_t at = 0;
-  auto append = [&](const char* part, size_t length) {
-    for (size_t i = 0; i < length; ++i) script.text[at++] = part[i];
-  };
-  (append(parts, N - 1), ...);  // each without its terminating NUL
-  script.sha1 = sha1_hex({script.text.data(), script.text.size()});
-  return script;
-}
 
 // EVALSHA, and EVAL when the server answers NOSCRIPT (restarted, flushed, or a new server).
 Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const Argv& args,

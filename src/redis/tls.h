@@ -1,6 +1,7 @@
 // TLS for rediss:// with OpenSSL, which Debian's hiredis 0.14 lacks. libssl is loaded with
-// dlopen(3) the first time a TLS connection is made: linked in, it would cost every rlock start
-// about 1 ms of dynamic loading (measured), and most runs use plain TCP or a unix socket.
+// dlopen(3) the first time a TLS connection is made: linked in, loading libssl and libcrypto
+// made every `rlock run k -- true` 1.0-1.2 ms slower, nearly as much again as all else rlock
+// adds (bench/ab.py, docs/PERFORMANCE.md), and most runs use plain TCP or a unix socket.
 #pragma once
 
 #include <memory>

@@ -55,9 +55,9 @@ std::optional<std::string> name_in_passwd(std::string_view passwd, uid_t uid) {
 
 // UID's user name as getpwuid(3) gives it. Where nsswitch.conf asks /etc/passwd first (nearly
 // everywhere), rlock reads that file itself: glibc's NSS start-up (nsswitch.conf, two tries at
-// nscd, then the same file) cost 80 µs of every run, a twentieth of rlock's overhead (A/B on
-// loopback). Anything else, and a uid not in the file (LDAP, sssd, systemd's dynamic users),
-// goes through getpwuid_r.
+// nscd, then the same file) cost 55-62 µs of every run, 4% of what rlock adds (bench/ab.py,
+// docs/PERFORMANCE.md). Anything else, and a uid not in the file (LDAP, sssd, systemd's dynamic
+// users), goes through getpwuid_r.
 std::string user_name(uid_t uid) {
   auto nsswitch = read_small_file("/etc/nsswitch.conf", 64 * 1024);
   if (nsswitch && passwd_files_first(*nsswitch).value_or(false)) {
