@@ -11,12 +11,12 @@
 #include <sstream>
 #include <string_view>
 
-#include "settings/config_file.h"
-#include "util/error.h"
 #include "lock/lock.h"
 #include "output/output.h"
-#include "settings/settings.h"
 #include "redis/tls.h"
+#include "settings/config_file.h"
+#include "settings/settings.h"
+#include "util/error.h"
 #include "verbs/command.h"
 
 #ifndef RLOCK_VERSION

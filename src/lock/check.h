@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "util/error.h"
 #include "lock/history.h"
-#include "util/period.h"
 #include "redis/redis.h"
+#include "util/error.h"
+#include "util/period.h"
 
 namespace rlock {
 

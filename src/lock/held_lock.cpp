@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "util/log.h"
 #include "redis/retry.h"
+#include "util/log.h"
 
 namespace rlock {
 

@@ -6,9 +6,9 @@
 
 #include <optional>
 
+#include "lock/lock.h"
 #include "util/clock.h"
 #include "util/duration.h"
-#include "lock/lock.h"
 
 namespace rlock {
 

@@ -11,11 +11,11 @@
 #include <string_view>
 #include <vector>
 
+#include "lock/lock_value.h"
+#include "redis/redis.h"
 #include "util/duration.h"
 #include "util/error.h"
-#include "lock/lock_value.h"
 #include "util/period.h"
-#include "redis/redis.h"
 
 namespace rlock {
 

@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "util/error.h"
 #include "lock/lock.h"
+#include "util/error.h"
 #include "util/log.h"
 
 namespace rlock {

@@ -1,9 +1,9 @@
 #include "lock/lock.h"
 
-#include "redis/cluster.h"
 #include "lock/lock_kinds.h"
 #include "lock/lock_value.h"
 #include "lock/scripts.h"
+#include "redis/cluster.h"
 
 namespace rlock {
 

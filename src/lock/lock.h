@@ -27,10 +27,10 @@
 #include <string_view>
 #include <variant>
 
+#include "redis/redis.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
-#include "redis/redis.h"
 
 namespace rlock {
 

@@ -10,8 +10,8 @@
 
 #include "lock/lease.h"
 #include "lock/lock_kinds.h"
-#include "redis/redlock.h"
 #include "lock/scripts.h"
+#include "redis/redlock.h"
 
 namespace rlock {
 

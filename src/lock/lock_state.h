@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "util/duration.h"
-#include "util/error.h"
 #include "lock/history.h"
 #include "lock/lock_value.h"
 #include "redis/redis.h"
+#include "util/duration.h"
+#include "util/error.h"
 
 namespace rlock {
 

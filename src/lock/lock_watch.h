@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "lock/lock_state.h"
 #include "util/clock.h"
 #include "util/duration.h"
-#include "lock/lock_state.h"
 
 namespace rlock {
 

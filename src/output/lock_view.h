@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "util/duration.h"
 #include "lock/history.h"
 #include "lock/lock_state.h"
 #include "lock/lock_value.h"
+#include "util/duration.h"
 #include "util/wall_time.h"
 
 namespace rlock {

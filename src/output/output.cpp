@@ -8,10 +8,10 @@
 
 #include <cstdlib>
 
-#include "util/error.h"
-#include "util/fd.h"
 #include "output/output_json.h"
 #include "output/output_text.h"
+#include "util/error.h"
+#include "util/fd.h"
 #include "util/text.h"
 
 namespace rlock {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "lock/check.h"
-#include "util/duration.h"
 #include "lock/lock_state.h"
 #include "lock/lock_watch.h"
 #include "settings/settings.h"
+#include "util/duration.h"
 
 namespace rlock {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "lock/check.h"
-#include "output/lock_view.h"
 #include "lock/lock_watch.h"
+#include "output/lock_view.h"
 #include "settings/settings.h"
 
 namespace rlock {

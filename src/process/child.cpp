@@ -19,11 +19,11 @@
 #include <new>
 #include <utility>
 
+#include "process/signals.h"
+#include "process/terminal.h"
 #include "util/error.h"
 #include "util/exit_status.h"
 #include "util/proc_stat.h"
-#include "process/signals.h"
-#include "process/terminal.h"
 
 extern char** environ;
 

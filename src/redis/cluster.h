@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "util/duration.h"
 #include "redis/reply.h"
+#include "util/duration.h"
 
 namespace rlock {
 

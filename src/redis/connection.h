@@ -12,14 +12,14 @@
 #include <optional>
 #include <vector>
 
+#include "redis/credentials.h"
+#include "redis/redis_url.h"
+#include "redis/reply.h"
+#include "redis/stream.h"
+#include "redis/tls.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fd.h"
-#include "redis/redis_url.h"
-#include "redis/reply.h"
-#include "redis/credentials.h"
-#include "redis/stream.h"
-#include "redis/tls.h"
 
 struct redisReader;
 

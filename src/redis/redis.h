@@ -12,12 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "util/clock.h"
 #include "redis/connection.h"
-#include "util/duration.h"
-#include "util/error.h"
 #include "redis/redis_url.h"
 #include "redis/reply.h"
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/error.h"
 
 namespace rlock {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
-#include "util/error.h"
 #include "redis/redis_node.h"
+#include "util/error.h"
 
 namespace rlock {
 

@@ -1,12 +1,12 @@
 #include "settings/settings.h"
 
-#include "util/duration.h"
-#include "util/error.h"
 #include "lock/lease.h"
-#include "util/period.h"
+#include "process/signals.h"
 #include "redis/redis_url.h"
 #include "redis/sentinel.h"
-#include "process/signals.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/period.h"
 
 namespace rlock {
 

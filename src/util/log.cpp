@@ -8,8 +8,8 @@
 #include <chrono>
 
 #include "util/fd.h"
-#include "util/wall_time.h"
 #include "util/text.h"
+#include "util/wall_time.h"
 
 namespace rlock {
 

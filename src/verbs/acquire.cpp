@@ -2,13 +2,13 @@
 // With --while-pid PID, leave a keeper that holds it for as long as PID lives (keeper.cpp).
 #include <unistd.h>
 
-#include "process/keeper_link.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "util/log.h"
 #include "output/output.h"
+#include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"

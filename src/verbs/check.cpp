@@ -2,8 +2,8 @@
 // succeeded within the period, else 1 with one line saying what the last runs were (check.h).
 #include "lock/check.h"
 
-#include "util/log.h"
 #include "output/output.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

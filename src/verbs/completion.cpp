@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "util/error.h"
 #include "output/output.h"
+#include "util/error.h"
 #include "verbs/command.h"
 
 namespace rlock {

@@ -6,12 +6,12 @@
 #include <cstdlib>
 
 #include "redis/credentials.h"
-#include "util/error.h"
-#include "util/log.h"
 #include "redis/redis.h"
 #include "redis/redis_url.h"
 #include "redis/redlock.h"
 #include "redis/sentinel.h"
+#include "util/error.h"
+#include "util/log.h"
 #include "verbs/verbs.h"
 
 namespace rlock {

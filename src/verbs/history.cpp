@@ -1,8 +1,8 @@
 // rlock history KEY: the latest runs of a key, from its history stream (history.h).
 #include "lock/history.h"
 
-#include "util/log.h"
 #include "output/output.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "lock/held_lock.h"
-#include "process/keeper_link.h"
 #include "lock/lease.h"
 #include "lock/lock.h"
-#include "util/log.h"
+#include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"
+#include "util/log.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"
 

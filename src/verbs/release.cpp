@@ -1,9 +1,9 @@
 // rlock release KEY --token T | --force: give a lock back, or break anyone's and say whose.
-#include "process/keeper_link.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "util/log.h"
 #include "output/output.h"
+#include "process/keeper_link.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

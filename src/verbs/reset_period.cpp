@@ -2,8 +2,8 @@
 // forgetting the period's run (recorded in the history, so the next reader knows why).
 #include "lock/held_lock.h"
 #include "lock/history.h"
-#include "util/log.h"
 #include "output/output.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -3,9 +3,9 @@
 #include <cstdlib>
 
 #include "lock/lock_value.h"
-#include "util/log.h"
 #include "output/output.h"
 #include "process/signals.h"
+#include "util/log.h"
 
 namespace rlock {
 

@@ -6,10 +6,10 @@
 #include <optional>
 #include <string>
 
-#include "util/error.h"
 #include "lock/lock.h"
 #include "settings/options.h"
 #include "settings/settings.h"
+#include "util/error.h"
 #include "verbs/wait.h"
 
 namespace rlock {

@@ -7,10 +7,10 @@
 #include <random>
 
 #include "lock/lock.h"
-#include "util/log.h"
 #include "output/output.h"
 #include "process/signals.h"
 #include "process/terminal.h"
+#include "util/log.h"
 
 namespace rlock {
 

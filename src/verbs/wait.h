@@ -7,10 +7,10 @@
 #include <string>
 #include <variant>
 
+#include "redis/retry.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
-#include "redis/retry.h"
 
 namespace rlock {
 

@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <map>
 
-#include "redis/connection.h"
 #include "lock/lock.h"
 #include "lock/lock_watch.h"
 #include "output/output.h"
 #include "process/signals.h"
+#include "redis/connection.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"

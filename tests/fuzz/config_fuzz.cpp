@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "settings/config_file.h"
-#include "util/error.h"
 #include "settings/settings.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

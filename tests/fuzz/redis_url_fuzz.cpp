@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "util/error.h"
 #include "redis/redis_url.h"
 #include "redis/sentinel.h"
+#include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,9 +1,9 @@
 #include <doctest/doctest.h>
 
-#include "redis/cluster.h"
-#include "util/error.h"
 #include "lock/lock.h"
+#include "redis/cluster.h"
 #include "redis/sentinel.h"
+#include "util/error.h"
 
 using namespace rlock;
 

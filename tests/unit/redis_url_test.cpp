@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "util/error.h"
 #include "redis/redis_url.h"
+#include "util/error.h"
 
 using namespace rlock;
 

@@ -2,8 +2,8 @@
 #include <map>
 
 #include "settings/config_file.h"
-#include "util/error.h"
 #include "settings/settings.h"
+#include "util/error.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;
