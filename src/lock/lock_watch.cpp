@@ -161,6 +161,18 @@ WatchEvent& LockWatch::event(Look& l, Kind kind) const {
   return e;
 }
 
+WatchEvent& LockWatch::gone(Look& l, bool place, const std::string& raw,
+                             const std::optional<LockValue>& value, Millis ttl, Millis since) {
+  auto run = run_of(l, value);
+  auto [expired, evidence] = ending(l.hints, value, run, ttl, since);
+  WatchEvent& e = event(l, place ? (expired ? Kind::place_expired : Kind::place_released)
+                                 : (expired ? Kind::expired : Kind::released));
+  about(e, raw, value, ttl);
+  e.evidence = evidence;
+  e.run = run;
+  return e;
+}
+
 void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
   const LockState& now = l.now;
   // rlock never rewrites a holder's value (a renewal is a PEXPIRE): the same value is the same
@@ -170,12 +182,7 @@ void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
     if (last.kind != now.kind || last.type != now.type) event(l, Kind::state);
   } else if (!same) {
     if (occupied(last) && !broke(last, now)) {
-      auto run = run_of(l, last.value);
-      auto [expired, evidence] = ending(l.hints, last.value, run, last.pttl, since);
-      WatchEvent& e = event(l, expired ? Kind::expired : Kind::released);
-      about(e, last.raw, last.value, last.pttl);
-      e.evidence = evidence;
-      e.run = run;
+      WatchEvent& e = gone(l, false, last.raw, last.value, last.pttl, since);
       if (taken_at_) e.held = std::chrono::duration_cast<Millis>(l.at - *taken_at_);
     }
     ran_unseen(last, now, l.fresh, l.out);
@@ -212,12 +219,7 @@ void LockWatch::look_at_places(Look& l, const LockState& last, Millis since) {
     const auto& after = shared ? l.now.shared : l.now.semaphore;
     for (const SemaphoreHolder& p : before) {
       if (has_place(after, p.token)) continue;
-      auto run = run_of(l, p.value);
-      auto [expired, evidence] = ending(l.hints, p.value, run, p.ttl, since);
-      WatchEvent& e = event(l, expired ? Kind::place_expired : Kind::place_released);
-      about(e, p.raw, p.value, p.ttl);
-      e.evidence = evidence;
-      e.run = run;
+      WatchEvent& e = gone(l, true, p.raw, p.value, p.ttl, since);
       e.shared = shared;
       e.lease = Millis(0);
     }

@@ -112,6 +112,10 @@ private:
   std::optional<RunRecord> run_of(const Look& l, const std::optional<LockValue>& value) const;
   // An event about the lock's holder now, added to the look's; the caller changes what differs.
   WatchEvent& event(Look& l, WatchEvent::Kind kind) const;
+  // The event of the holder (or, PLACE, a place) with VALUE, RAW and TTL at the last look,
+  // SINCE ago, and gone now: expired or released, with what says which, and its run.
+  WatchEvent& gone(Look& l, bool place, const std::string& raw,
+                   const std::optional<LockValue>& value, Millis ttl, Millis since);
   // What became of the holder since LAST, SINCE ago: released, expired, taken, broken,
   // renewed late, overdue.
   void look_at_holder(Look& l, const LockState& last, Millis since);
