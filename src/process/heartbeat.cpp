@@ -29,7 +29,7 @@ std::optional<std::string> Heartbeat::start(TimePoint now) {
 std::optional<Heartbeat::Stamp> Heartbeat::look() const {
   struct stat st {};
   if (::stat(path_.c_str(), &st) != 0) return std::nullopt;
-  return Stamp{st.st_dev, st.st_ino, st.st_mtim};
+  return Stamp{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
 }
 
 bool Heartbeat::stale(TimePoint now) {

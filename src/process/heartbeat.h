@@ -43,14 +43,21 @@ public:
   Millis stale_after() const { return stale_; }
 
 private:
-  // What identifies one state of F: a touch changes mtime, a rename over it changes the inode.
+  // What identifies one state of F: a touch changes mtime, a rename over it changes the inode,
+  // and either changes ctime, which no one can set. ctime is what tells a copy renamed over F
+  // with the same old mtime (cp -p) from the F before it: the filesystem reuses the inode the
+  // rename freed, so a loop of `cp -p T F.new && mv F.new F` alternates between two inodes
+  // with one mtime, and two looks an even number of copies apart saw the same F.
   struct Stamp {
     dev_t dev = 0;
     ino_t ino = 0;
     timespec mtime{};
+    timespec ctime{};
     bool operator==(const Stamp& o) const {
-      return dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
-             mtime.tv_nsec == o.mtime.tv_nsec;
+      return dev == o.dev && ino == o.ino && same(mtime, o.mtime) && same(ctime, o.ctime);
+    }
+    static bool same(const timespec& a, const timespec& b) {
+      return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
     }
   };
   std::optional<Stamp> look() const;
