@@ -212,6 +212,14 @@ class Docs(unittest.TestCase):
             self.assertEqual(sorted(named - tree), [], f"in src/{folder}/README.md but not there")
             self.assertIn("\nMay include: ", readme)
 
+    def test_the_acl_lines_are_the_readmes_each_on_one_line(self):
+        # Pasted into redis-cli, each line is one command: a line broken in two is two.
+        def acl_lines(text):
+            return [line.strip() for line in text.splitlines() if "ACL SETUSER rlock " in line]
+        readme = [line for line in acl_lines(read("README.md")) if line.startswith("ACL")]
+        self.assertGreaterEqual(len(readme), 4)
+        self.assertEqual(acl_lines(man_text().replace("\\e", "\\")), readme)
+
     def test_man_renders_without_warnings(self):
         man = shutil.which("man")
         self.assertIsNotNone(man, "man is needed (man-db)")
