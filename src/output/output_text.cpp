@@ -39,8 +39,12 @@ std::string gone_text(const HolderView& h, Millis pttl, const std::string& what)
   case Liveness::group_running:
     return "pid gone, its process group still runs: its keeper renews " + what +
            " until the group ends";
-  case Liveness::unknown:
   case Liveness::other_pid_namespace:
+    // Said wherever the pid is, lest an operator take it for this host's process of that pid.
+    return "pid " + std::to_string(h.who.pid) +
+           " is in another PID namespace (a container), not this host's pid " +
+           std::to_string(h.who.pid) + "; whether it runs cannot be told from here";
+  case Liveness::unknown:
   case Liveness::running: return "";
   }
   return "";

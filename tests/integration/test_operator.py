@@ -444,6 +444,12 @@ class Containers(RedisTestCase):
         self.assertIn("holder alive   unknown (another PID namespace on this host", inspect)
         status = self.run_rlock(["status", "k"]).stdout
         self.assertNotIn("gone", status)
+        # Its pid is no pid of this host's, wherever a line names it.
+        namespaced = ("pid 1 is in another PID namespace (a container), not this "
+                      "host's pid 1")
+        self.assertIn(namespaced, status)
+        self.assertIn(namespaced, self.run_rlock(["list"]).stdout)
+        self.assertIn(namespaced, self.run_rlock(["run", "-n", "k", "--", "true"]).stderr)
         j = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
         self.assertIsNone(j["holder_alive"])
         self.assertEqual(j["holder_liveness"], "other_pid_namespace")
