@@ -88,7 +88,8 @@ class Waiting(RedisTestCase):
 
     def test_a_dead_semaphore_holder_frees_its_slot_at_its_expiry(self):
         for _ in range(2):
-            r = self.run_rlock(["acquire", "--limit", "2", "--ttl", "1s", "sem"])
+            # Long enough that both places stand through the looks below on a loaded machine.
+            r = self.run_rlock(["acquire", "--limit", "2", "--ttl", "4s", "sem"])
             self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.run_rlock(["acquire", "--limit", "2", "sem"]).returncode, 75)
         r = self.run_rlock(["status", "sem"])
@@ -105,8 +106,10 @@ class Waiting(RedisTestCase):
         self.assertEqual(self.run_rlock(["release", "sem", "--token", "0" * 32]).returncode, 1)
 
     def test_fair_waiters_run_in_arrival_order(self):
-        log = self.path("order")
-        self.start(["run", "k", "--", "sh", "-c", f"echo x > {self.path('held')}; sleep 1.5"])
+        log, go = self.path("order"), self.path("go")
+        # Held until every waiter has queued, however slowly they start.
+        self.start(["run", "k", "--", "sh", "-c", f"echo x > {self.path('held')}; "
+                    f"while [ ! -e {go} ]; do sleep 0.02; done"])
         self.wait_file("held")
         waiters = []
         for i in range(4):
@@ -114,6 +117,7 @@ class Waiting(RedisTestCase):
                                        f"echo w{i} >> {log}"]))
             wait_until(lambda: self.queue_length("k") == i + 1, 10, f"waiter {i} to queue")
             time.sleep(0.3)  # the arrival gap the issue asks for
+        open(go, "w").close()
         for w in waiters:
             self.assertEqual(w.wait(timeout=60), 0)
         with open(log) as f:
