@@ -108,6 +108,15 @@ std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sh
          "; the last to end: " + describe_holder(raw_value, pttl);
 }
 
+std::string keeps_out_text(std::string_view raw_value, Millis pttl, int64_t sharers) {
+  auto v = decode_lock_value(raw_value);
+  if (sharers <= 0 && v) {
+    HolderView h = view_holder(*v, now_wall());
+    if (h.broken) return "broken: " + broken_text(h, pttl);
+  }
+  return "held by " + describe_holders(raw_value, pttl, sharers);
+}
+
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {
   LockPrinter printer(style);
   for (const auto& s : locks) printer.fit(s.key);

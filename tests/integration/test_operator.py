@@ -254,7 +254,8 @@ class Operator(RedisTestCase):
         self.assertIn("@", doc["broken"]["by"])
         busy = self.run_rlock(["run", "-n", "k", "--", "true"])
         self.assertEqual(busy.returncode, 75, busy.stderr)
-        self.assertIn("was broken by", busy.stderr)
+        self.assertRegex(busy.stderr, rf"k: busy, broken: \S+ pid {p.pid} \(sh\) was broken by "
+                                      r"\S+@\S+ \S+ ago; free once it has stopped")
         # Breaking it again changes nothing.
         again = self.run_rlock(["release", "--force", "k"])
         self.assertEqual(again.returncode, 0, again.stderr)
