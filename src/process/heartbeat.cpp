@@ -1,6 +1,8 @@
 #include "process/heartbeat.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,9 +29,13 @@ std::optional<std::string> Heartbeat::start(TimePoint now) {
 }
 
 std::optional<Heartbeat::Stamp> Heartbeat::look() const {
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) return std::nullopt;
-  return Stamp{st.st_dev, st.st_ino, st.st_mtim, st.st_ctim};
+  struct statx st {};
+  if (::statx(AT_FDCWD, path_.c_str(), 0, STATX_INO | STATX_MTIME | STATX_BTIME, &st) != 0)
+    return std::nullopt;
+  Stamp stamp{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino, {}, {}};
+  if (st.stx_mask & STATX_BTIME) stamp.born = {st.stx_btime.tv_sec, st.stx_btime.tv_nsec};
+  stamp.mtime = {st.stx_mtime.tv_sec, st.stx_mtime.tv_nsec};
+  return stamp;
 }
 
 bool Heartbeat::stale(TimePoint now) {

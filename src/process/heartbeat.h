@@ -3,14 +3,15 @@
 // as it stops a command that lost the lock, instead of renewing the lock for ever.
 //
 // Any change of F's modification time or of the file itself (a new file renamed over it)
-// counts. When that change happened is taken from the file's mtime (wall clock) when it falls
-// between the previous look and this one, else it is this look's time (steady clock): a wall
-// clock step, `touch -d` with an old date, a copy that kept its mtime (cp -p, rsync -t) or an
-// NFS server's clock can neither make a live job look hung nor hide a hung one for longer than
-// one look.
+// counts; a change of its metadata alone (chmod, a link) does not. When that change happened
+// is taken from the file's mtime (wall clock) when it falls between the previous look and this
+// one, else it is this look's time (steady clock): a wall clock step, `touch -d` with an old
+// date, a copy that kept its mtime (cp -p, rsync -t) or an NFS server's clock can neither make
+// a live job look hung nor hide a hung one for longer than one look.
 #pragma once
 
-#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include <optional>
 #include <string>
@@ -43,18 +44,20 @@ public:
   Millis stale_after() const { return stale_; }
 
 private:
-  // What identifies one state of F: a touch changes mtime, a rename over it changes the inode,
-  // and either changes ctime, which no one can set. ctime is what tells a copy renamed over F
-  // with the same old mtime (cp -p) from the F before it: the filesystem reuses the inode the
-  // rename freed, so a loop of `cp -p T F.new && mv F.new F` alternates between two inodes
-  // with one mtime, and two looks an even number of copies apart saw the same F.
+  // What identifies one state of F: a touch changes its mtime; a new file renamed over it is
+  // another inode, told by its number and, where the file system reports it, its birth time.
+  // The number alone is not enough: the file system may give the new file the inode the last
+  // rename freed (ext4 does: a loop of `cp -p T F.new && mv F.new F` alternates between two
+  // inode numbers, every copy with T's mtime), and two looks an even number of copies apart
+  // would see the same F. Not ctime: a chmod, a link or a relabelling changes it, and is no
+  // beat.
   struct Stamp {
     dev_t dev = 0;
     ino_t ino = 0;
+    timespec born{};  // zero where the file system does not say
     timespec mtime{};
-    timespec ctime{};
     bool operator==(const Stamp& o) const {
-      return dev == o.dev && ino == o.ino && same(mtime, o.mtime) && same(ctime, o.ctime);
+      return dev == o.dev && ino == o.ino && same(born, o.born) && same(mtime, o.mtime);
     }
     static bool same(const timespec& a, const timespec& b) {
       return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
