@@ -34,9 +34,6 @@ std::string describe_holder(std::string_view raw_value, Millis pttl);
 // describe_holder(), or for a lock shared by SHARERS holders (--shared; RAW_VALUE the one whose
 // place ends last): "3 shared holders; the last to end: web-2 pid 4121 ...".
 std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sharers);
-// What keeps a newcomer out: "held by " and describe_holders(), or for a tombstone "broken: "
-// and broken_text() (not "held by nobody").
-std::string keeps_out_text(std::string_view raw_value, Millis pttl, int64_t sharers);
 // A tombstone (release --force), V with its PTTL: "web-2 pid 4121 (report.sh) was broken by
 // alice@ops-1 3s ago; free once it has stopped, in 8.2s at the latest".
 std::string broken_text(const LockValue& v, Millis pttl);

@@ -8,15 +8,15 @@ namespace rlock {
 
 namespace {
 
-// What is known of a place's holder on this host whose pid is gone (gone_text()), or "".
+// What is known of a place's holder's process (gone_text()), or "".
 std::string place_gone_text(const PlaceView& p) {
   if (!p.holder || p.holder->broken) return "";
   return gone_text(*p.holder, p.ttl, "its place");
 }
 
 // "another client", "broken (...)" or "web-2 pid 4121 (report.sh)", with "[holder process
-// gone; its place expires in 28.1s]" after a holder that is gone: one place of a semaphore or a
-// shared lock, in a status line.
+// gone; its place expires in 28.1s]" after a holder that is gone (or what gone_text() says of
+// a pid in another PID namespace): one place of a semaphore or a shared lock, in a status line.
 std::string place_text(const PlaceView& p) {
   if (!p.holder) return "another client";
   if (p.holder->broken) return "broken (" + broken_text(*p.holder, p.ttl) + ")";
@@ -95,7 +95,7 @@ std::string describe_holder(std::string_view raw_value, Millis pttl) {
   auto v = decode_lock_value(raw_value);
   if (!v) return "another client (value \"" + printable(raw_value) + "\"), " + ttl_text(pttl);
   HolderView h = view_holder(*v, now_wall());
-  if (h.broken) return "nobody: " + broken_text(h, pttl);
+  if (h.broken) return broken_holder_text(h, pttl);
   std::string out = holder_text(h.who) + " for " + format_duration(h.held);
   std::string gone = gone_text(h, pttl);
   if (h.liveness == Liveness::gone) return out + "; " + gone;  // it says when the lock expires
@@ -106,15 +106,6 @@ std::string describe_holders(std::string_view raw_value, Millis pttl, int64_t sh
   if (sharers <= 0) return describe_holder(raw_value, pttl);
   return std::to_string(sharers) + (sharers == 1 ? " shared holder" : " shared holders") +
          "; the last to end: " + describe_holder(raw_value, pttl);
-}
-
-std::string keeps_out_text(std::string_view raw_value, Millis pttl, int64_t sharers) {
-  auto v = decode_lock_value(raw_value);
-  if (sharers <= 0 && v) {
-    HolderView h = view_holder(*v, now_wall());
-    if (h.broken) return "broken: " + broken_text(h, pttl);
-  }
-  return "held by " + describe_holders(raw_value, pttl, sharers);
 }
 
 void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) {

@@ -40,21 +40,38 @@ std::string gone_text(const HolderView& h, Millis pttl, const std::string& what)
     return "pid gone, its process group still runs: its keeper renews " + what +
            " until the group ends";
   case Liveness::other_pid_namespace:
-    // Said wherever the pid is, lest an operator take it for this host's process of that pid.
+    // Said wherever the pid is, lest an operator take it for the process of that pid here.
     return "pid " + std::to_string(h.who.pid) +
-           " is in another PID namespace (a container), not this host's pid " +
-           std::to_string(h.who.pid) + "; whether it runs cannot be told from here";
+           " is in another PID namespace than this rlock's (a container's, or the host's seen "
+           "from one), not pid " +
+           std::to_string(h.who.pid) + " here; whether it runs cannot be told from here";
   case Liveness::unknown:
   case Liveness::running: return "";
   }
   return "";
 }
 
-std::string broken_text(const HolderView& h, Millis ttl) {
-  std::string whose = h.token.empty() ? "another client's lock" : holder_text(h.who);
-  return whose + " was broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) +
+namespace {
+
+std::string broken_whose(const HolderView& h) {
+  return h.token.empty() ? "another client" : holder_text(h.who);
+}
+
+// "broken by alice@ops-1 3s ago; free once it has stopped, in 8.2s at the latest"
+std::string breaker_text(const HolderView& h, Millis ttl) {
+  return "broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) +
          " ago; free once it has stopped, in " + format_duration(std::max(Millis(0), ttl)) +
          " at the latest";
+}
+
+}  // namespace
+
+std::string broken_text(const HolderView& h, Millis ttl) {
+  return broken_whose(h) + (h.token.empty() ? "'s lock" : "") + " was " + breaker_text(h, ttl);
+}
+
+std::string broken_holder_text(const HolderView& h, Millis ttl) {
+  return broken_whose(h) + ", " + breaker_text(h, ttl);
 }
 
 std::string result_text(const RunRecord& r) {

@@ -34,12 +34,16 @@ std::string expiry_text(Millis pttl, const std::string& what = "the lock");
 // What an operator at 3 a.m. needs to know of a holder on this host whose pid is gone: whether
 // the lock (or its place: WHAT) is left over, staying until its ttl runs out, or still in use
 // by the process group it is held for (its keeper renews it: waiting for the ttl would be in
-// vain). "" otherwise.
+// vain); or, of a holder in another PID namespace on this host, that its pid is not the one
+// here. "" otherwise.
 std::string gone_text(const HolderView& h, Millis pttl, const std::string& what = "the lock");
 
 // A tombstone H with TTL left: "web-2 pid 4121 (report.sh) was broken by alice@ops-1 3s ago;
 // free once it has stopped, in 8.2s at the latest".
 std::string broken_text(const HolderView& h, Millis ttl);
+// The same, as a holder is named where a lock's holder is ("busy, held by ..."):
+// "web-2 pid 4121 (report.sh), broken by alice@ops-1 3s ago; free once it has stopped, ...".
+std::string broken_holder_text(const HolderView& h, Millis ttl);
 
 // "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
 std::string result_text(const RunRecord& r);

@@ -115,11 +115,11 @@ std::string replace_password(std::string_view text, std::string_view secret) {
   // "redis://secret@host": a lone userinfo is the password; "redis://user:secret@host" keeps
   // the user, unless it is no plain name (then it may be a password typed without its ':').
   std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
+  bool plain_user = user.find_first_of("/?#") == std::string_view::npos;
   // "redis://user:@host" has no password to hide (it comes from elsewhere): shown as given.
-  if (colon != std::string_view::npos && colon + 1 == userinfo.size()) secret = "";
-  bool keep_user = colon != std::string_view::npos &&
-                   user.find_first_of("/?#") == std::string_view::npos &&
-                   (!user.empty() || !secret.empty());
+  if (plain_user && !user.empty() && colon + 1 == userinfo.size()) secret = "";
+  bool keep_user =
+      colon != std::string_view::npos && plain_user && (!user.empty() || !secret.empty());
   if (keep_user) out += userinfo.substr(0, colon + 1);
   out += secret;
   out += text.substr(keep_user || !secret.empty() ? at : at + 1);

@@ -23,10 +23,11 @@ std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOpt
     else if (busy->holder_value.empty())
       log(Level::info, {"busy", options.key, "busy: earlier waiters come first (--fair)"});
     else
-      log(Level::info, {"busy",
-                        options.key,
-                        "busy, " + keeps_out_text(busy->holder_value, busy->pttl, busy->sharers),
-                        {{"ttl_ms", busy->pttl.count()}}});
+      log(Level::info,
+          {"busy",
+           options.key,
+           "busy, held by " + describe_holders(busy->holder_value, busy->pttl, busy->sharers),
+           {{"ttl_ms", busy->pttl.count()}}});
     return options.conflict_exit_code;
   }
   if (auto* interrupted = std::get_if<Interrupted>(&outcome)) {

@@ -207,7 +207,8 @@ private:
     Millis since_seen = std::chrono::duration_cast<Millis>(Clock::now() - busy_seen_);
     Millis pttl =
         busy_.pttl.count() >= 0 ? std::max(Millis(0), busy_.pttl - since_seen) : busy_.pttl;
-    std::string holder = !busy_.value.empty()  ? keeps_out_text(busy_.value, pttl, busy_.sharers)
+    std::string holder = !busy_.value.empty()
+                             ? "held by " + describe_holders(busy_.value, pttl, busy_.sharers)
                          : lock_.mode().shared ? "waiting behind a request for the lock alone"
                                                : "free, waiting for our turn";
     status_.draw("rlock: waiting for " + lock_.key() + ": " + holder + "; waited " +
@@ -237,7 +238,7 @@ private:
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
-  bool resent_dropped_ = false;          // the one attempt sent again at once, after dropped()
+  bool resent_dropped_ = false;           // the one attempt sent again at once, after dropped()
   bool may_hold_ = false;                // one of those may have taken the lock (may_have_run())
   Backoff backoff_;
   TimePoint failing_since_{};      // the first failed attempt since Redis last answered

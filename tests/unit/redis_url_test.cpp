@@ -40,7 +40,8 @@ TEST_CASE("users and passwords, redacted everywhere") {
   CHECK(redact_url_text("redis://h:1") == "redis://h:1");
   // A user with no password in the URL (it comes from elsewhere): nothing to hide.
   CHECK(redact_url_text("redis://app:@h:1") == "redis://app:@h:1");
-  CHECK(redact_url_text("redis://:@h:1") == "redis://h:1");
+  CHECK(redact_url_text("redis://:@h:1") == "redis://:***@h:1");
+  CHECK(redact_url_text("redis://a/b:@h:1") == "redis://***@h:1");
 }
 
 // The message of the Error that parsing TEXT throws.
