@@ -13,7 +13,6 @@ from harness import RedisTestCase, pid_alive, read_pids, rlock_env, wait_until
 LEAVE_ONE = """
 (trap '' TERM; [ "$IGNORE_TERM" = 1 ] || trap - TERM
  while [ ! -e {go} ]; do sleep 0.02; done) &
-echo $$ > {pids}.command
 echo $! > {pids}
 exit {status}
 """
