@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/stderr_writer.h"
 
 namespace {
 
@@ -24,10 +25,7 @@ void hold_closed_standard_fds() {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  hold_closed_standard_fds();
+int run(int argc, char** argv) {
   try {
     return rlock::run_command_line(argc, argv);
   } catch (const rlock::Error& e) {
@@ -39,4 +37,15 @@ int main(int argc, char** argv) {
     rlock::log_error(e.what());
   }
   return rlock::k_exit_internal;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hold_closed_standard_fds();
+  int status = run(argc, argv);
+  // rlock's last lines, unless its stderr takes nothing (stderr_writer.h): it exits with its
+  // command all the same.
+  rlock::flush_stderr(rlock::k_exit_stderr_patience);
+  return status;
 }

@@ -6,17 +6,46 @@
 #include <cerrno>
 
 #include "util/error.h"
+#include "util/log.h"
+#include "util/stderr_writer.h"
 
 namespace rlock {
+
+namespace {
+
+constexpr int k_ending_signals[] = {SIGHUP,  SIGINT,    SIGQUIT, SIGILL,  SIGTRAP,   SIGABRT,
+                                    SIGBUS,  SIGFPE,    SIGUSR1, SIGSEGV, SIGUSR2,   SIGALRM,
+                                    SIGTERM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF,
+                                    SIGIO,   SIGPWR,    SIGSYS};
+
+// The kernel's own (SI_KERNEL: a CPU time limit) or rlock's to itself (a file size limit's
+// SIGXFSZ comes as SI_USER from rlock's pid): about rlock's process, not a request to it.
+bool raised_for_rlock(const signalfd_siginfo& info) {
+  return info.ssi_code == SI_KERNEL ||
+         (info.ssi_code == SI_USER && static_cast<pid_t>(info.ssi_pid) == ::getpid());
+}
+
+}  // namespace
+
+bool ends_a_process(int sig) {
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX) return true;
+  for (int s : k_ending_signals)
+    if (s == sig) return true;
+  return false;
+}
 
 SignalEvents::SignalEvents() {
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : k_forwarded_signals) {
+  auto block_unless_ignored = [&mask](int sig) {
     struct sigaction sa {};
     sigaction(sig, nullptr, &sa);
     if (sa.sa_handler != SIG_IGN) sigaddset(&mask, sig);
-  }
+  };
+  for (int sig : k_ending_signals) block_unless_ignored(sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) block_unless_ignored(sig);
+  // A terminal resized reaches a command that has no terminal of its own through rlock.
+  sigaddset(&mask, SIGWINCH);
   sigaddset(&mask, SIGCHLD);
   // tcsetpgrp() from a background process group raises SIGTTOU; rlock hands the terminal to the
   // child and takes it back, so it must not be stopped by that.
@@ -48,10 +77,22 @@ std::optional<int> SignalEvents::next() {
   signalfd_siginfo info;
   for (;;) {
     ssize_t n = ::read(fd_.get(), &info, sizeof info);
-    if (n == static_cast<ssize_t>(sizeof info)) return static_cast<int>(info.ssi_signo);
     if (n < 0 && errno == EINTR) continue;
-    return std::nullopt;
+    if (n != static_cast<ssize_t>(sizeof info)) return std::nullopt;
+    int sig = static_cast<int>(info.ssi_signo);
+    if ((sig == SIGXCPU || sig == SIGXFSZ) && raised_for_rlock(info)) {
+      log_warning(sig == SIGXCPU ? "rlock used up its CPU time limit (ulimit -t)"
+                                 : "rlock wrote past its file size limit (ulimit -f)");
+      continue;
+    }
+    return sig;
   }
+}
+
+std::optional<int> SignalEvents::next_request_to_stop() {
+  while (auto sig = next())
+    if (ends_a_process(*sig)) return sig;
+  return std::nullopt;
 }
 
 void SignalEvents::watch_job_control() {
@@ -69,6 +110,9 @@ void SignalEvents::watch_job_control() {
 }
 
 bool SignalEvents::stop_self(int sig, bool whole_group) {
+  // What rlock said (why it stops, how long the lock has) goes out first: its writer thread
+  // stops with it.
+  flush_stderr(k_exit_stderr_patience);
   sigset_t cont, just;
   sigemptyset(&cont);
   sigaddset(&cont, SIGCONT);
@@ -111,10 +155,14 @@ struct NamedSignal {
 };
 
 constexpr NamedSignal k_signal_names[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"KILL", SIGKILL},   {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"ALRM", SIGALRM}, {"CONT", SIGCONT},   {"STOP", SIGSTOP},
-    {"TSTP", SIGTSTP}, {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU}, {"PIPE", SIGPIPE}, {"ABRT", SIGABRT},
-    {"WINCH", SIGWINCH},
+    {"HUP", SIGHUP},   {"INT", SIGINT},       {"QUIT", SIGQUIT},     {"KILL", SIGKILL},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2},     {"TERM", SIGTERM},     {"ALRM", SIGALRM},
+    {"CONT", SIGCONT}, {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},     {"TTIN", SIGTTIN},
+    {"TTOU", SIGTTOU}, {"PIPE", SIGPIPE},     {"ABRT", SIGABRT},     {"WINCH", SIGWINCH},
+    {"ILL", SIGILL},   {"TRAP", SIGTRAP},     {"BUS", SIGBUS},       {"FPE", SIGFPE},
+    {"SEGV", SIGSEGV}, {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD},     {"URG", SIGURG},
+    {"XCPU", SIGXCPU}, {"XFSZ", SIGXFSZ},     {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF},
+    {"IO", SIGIO},     {"PWR", SIGPWR},       {"SYS", SIGSYS},
 };
 
 }  // namespace
@@ -142,6 +190,8 @@ std::optional<int> parse_signal(std::string_view text) {
 std::string signal_name(int sig) {
   for (const auto& s : k_signal_names)
     if (s.number == sig) return s.name;
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    return sig == SIGRTMIN ? "RTMIN" : "RTMIN+" + std::to_string(sig - SIGRTMIN);
   return std::to_string(sig);
 }
 

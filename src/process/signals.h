@@ -12,24 +12,34 @@
 
 namespace rlock {
 
-// INT, TERM, HUP, QUIT, USR1, USR2: what rlock passes to the child's process group.
-inline constexpr int k_forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// Whether SIG is one whose default action ends a process and that can be caught: HUP, INT,
+// QUIT, TERM, USR1, USR2, ALRM, VTALRM, PROF, IO, PWR, XCPU, XFSZ, STKFLT, the signals of faults
+// (ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS) and the real-time ones. rlock never dies of one with
+// its lock held: it forwards it to the command's group (rlock(1) "Signals"), and before the
+// command runs it ends the wait or the run there. PIPE is the exception: rlock ignores it, so
+// that its own writes see EPIPE.
+bool ends_a_process(int sig);
 
 class SignalEvents {
 public:
-  // Blocks the forwarded signals (those not ignored when rlock started; an ignored signal stays
-  // ignored, for rlock and for the child, as nohup(1) and `cmd &` expect), SIGCHLD, SIGTTOU and
-  // SIGTTIN; ignores SIGPIPE; takes SIGCHLD back from SIG_IGN, under which the kernel would reap
-  // the child itself and rlock never learn how it ended. Call before any thread starts: threads
-  // inherit the mask. They stay so until rlock exits.
+  // Blocks the signals that end a process (those not ignored when rlock started; an ignored
+  // signal stays ignored, for rlock and for the child, as nohup(1) and `cmd &` expect),
+  // SIGWINCH, SIGCHLD, SIGTTOU and SIGTTIN; ignores SIGPIPE; takes SIGCHLD back from SIG_IGN, under
+  // which the kernel would reap the child itself and rlock never learn how it ended. Call before
+  // any thread starts: threads inherit the mask. They stay so until rlock exits.
   SignalEvents();
   ~SignalEvents();
   SignalEvents(const SignalEvents&) = delete;
   SignalEvents& operator=(const SignalEvents&) = delete;
 
   int fd() const { return fd_.get(); }
-  // The next pending signal, or nullopt when none is pending.
+  // The next pending signal, or nullopt when none is pending. A signal that the kernel raised
+  // for rlock's own limits (SIGXFSZ from `ulimit -f`, SIGXCPU from `ulimit -t`) or that rlock
+  // raised itself is not the command's: it is said once and skipped.
   std::optional<int> next();
+  // The next pending signal that ends a process (ends_a_process), skipping any other: while
+  // there is no command to forward it to, such a signal is a request to stop.
+  std::optional<int> next_request_to_stop();
 
   // For a freshly forked child, before exec: the dispositions and the signal mask rlock started
   // with. Async-signal-safe.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "util/log.h"
+#include "util/stderr_writer.h"
 #include "util/text.h"
 
 namespace rlock {
@@ -21,9 +22,12 @@ Terminal::~Terminal() { take_back(); }
 bool Terminal::ours() const { return ::tcgetpgrp(fd_) == ::getpgrp(); }
 
 // SIGTTOU is blocked (SignalEvents), so these calls work from a background process group.
+// Modes are set at once (TCSANOW), not after the output drains (TCSADRAIN): a terminal stopped
+// with Ctrl-S never drains, and rlock would wait there, its command ended, its lock not given
+// back, until someone pressed Ctrl-Q.
 void Terminal::hand_to(pid_t pgid) {
   if (!have_saved_) have_saved_ = ::tcgetattr(fd_, &saved_) == 0;  // started in the background
-  if (have_child_ && pgid == given_to_) ::tcsetattr(fd_, TCSADRAIN, &child_);
+  if (have_child_ && pgid == given_to_) ::tcsetattr(fd_, TCSANOW, &child_);
   given_to_ = pgid;
   ::tcsetpgrp(fd_, pgid);
 }
@@ -33,7 +37,7 @@ void Terminal::take_back() {
   if (foreground != ::getpgrp() && foreground != given_to_) return;
   if (foreground == given_to_) have_child_ = ::tcgetattr(fd_, &child_) == 0;
   ::tcsetpgrp(fd_, ::getpgrp());
-  if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);
+  if (have_saved_) ::tcsetattr(fd_, TCSANOW, &saved_);
 }
 
 StatusLine::StatusLine() : enabled_(::isatty(STDERR_FILENO) && verbosity() != Verbosity::quiet) {}
@@ -43,13 +47,13 @@ void StatusLine::draw(const std::string& text) {
   winsize ws{};
   size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
   std::string line = "\r\033[K" + terminal_safe(text, width - 4);
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  write_stderr(std::move(line));
   shown_ = true;
 }
 
 void StatusLine::clear() {
   if (!shown_) return;
-  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, "\r\033[K", 4);
+  write_stderr("\r\033[K");
   shown_ = false;
 }
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <chrono>
 
-#include "util/fd.h"
+#include "util/stderr_writer.h"
 #include "util/text.h"
 #include "util/wall_time.h"
 
@@ -40,11 +40,6 @@ bool shown(Level level) {
   return true;
 }
 
-// stderr closed: nothing better to do with a log line.
-void write_line(const std::string& line) {
-  (void)write_all(STDERR_FILENO, line.data(), line.size());
-}
-
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
   if (level >= Level::warning) line += std::string(level_name(level)) + ": ";
@@ -72,7 +67,16 @@ void set_log_format(LogFormat f) { g_format = f; }
 
 void log(Level level, const Event& event) {
   if (!shown(level)) return;
-  write_line(g_format == LogFormat::json ? json_line(level, event) : text_line(level, event));
+  write_stderr(g_format == LogFormat::json ? json_line(level, event) : text_line(level, event));
+}
+
+std::string dropped_lines_notice(uint64_t dropped, Millis stalled) {
+  Event e{"log_dropped",
+          "",
+          std::to_string(dropped) + (dropped == 1 ? " line" : " lines") +
+              " of rlock's were dropped: stderr took nothing for " + format_duration(stalled),
+          {{"dropped", static_cast<int64_t>(dropped)}}};
+  return g_format == LogFormat::json ? json_line(Level::warning, e) : text_line(Level::warning, e);
 }
 
 void log_debug(const std::string& message) { log(Level::debug, {"message", "", message}); }

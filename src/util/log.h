@@ -1,5 +1,6 @@
-// Events on stderr, one line each, written with a single write(2) so lines from the renewal
-// thread and the main thread never interleave. For people (`rlock: KEY: message`) or, with
+// Events on stderr, one line each, queued whole for the stderr writer (stderr_writer.h), so
+// lines from the renewal thread and the main thread never interleave and never block either. For
+// people (`rlock: KEY: message`) or, with
 // --log-format json, for machines: one JSON object a line with time, level, event, key, message
 // and the event's numbers.
 #pragma once
@@ -8,6 +9,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "util/duration.h"
 
 namespace rlock {
 
@@ -35,5 +38,9 @@ void log(Level level, const Event& event);
 void log_debug(const std::string& message);
 void log_warning(const std::string& message);
 void log_error(const std::string& message);
+
+// The warning that DROPPED lines were lost to a stderr that took nothing for STALLED
+// (stderr_writer.h), in the log's format.
+std::string dropped_lines_notice(uint64_t dropped, Millis stalled);
 
 }  // namespace rlock

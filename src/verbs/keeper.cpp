@@ -122,11 +122,8 @@ private:
     return next;
   }
 
-  bool signal_arrived() {
-    while (auto sig = signals_.next())
-      if (*sig == SIGTERM || *sig == SIGINT || *sig == SIGHUP) return true;
-    return false;
-  }
+  // Any signal that would end a process (ends_a_process) asks the keeper to stop.
+  bool signal_arrived() { return signals_.next_request_to_stop().has_value(); }
 
   Lock& lock_;
   const Obtained& got_;

@@ -15,6 +15,7 @@
 #include "lock/lock_value.h"
 #include "output/metrics.h"
 #include "output/output.h"
+#include "process/bounded_call.h"
 #include "process/child.h"
 #include "process/heartbeat.h"
 #include "process/signals.h"
@@ -22,6 +23,7 @@
 #include "redis/redis.h"
 #include "redis/redis_url.h"
 #include "util/log.h"
+#include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
@@ -47,6 +49,8 @@ constexpr Millis k_keeper_retry{100};
 // once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
 // then exit: scripts and systemd wait for rlock, not for a server that is not there.
 constexpr Millis k_quick_attempt{300};
+// How long the metrics file may take to write (MetricsRecorder).
+constexpr Millis k_metrics_budget{2000};
 
 enum class End { exited, lost, max_run, hung };
 
@@ -121,10 +125,10 @@ private:
     auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
     log(Level::error,
         {"lost", key(),
-         std::string("lock lost: rlock was ") +
-             (suspended_ ? "suspended" : "stopped or starved") + " past its lease (" +
-             (deadline > now ? format_duration(gap) + " left" : "ended " + format_duration(gap) +
-                                                                    " ago") +
+         std::string("lock lost: rlock was ") + (suspended_ ? "suspended" : "stopped or starved") +
+             " past its lease (" +
+             (deadline > now ? format_duration(gap) + " left"
+                             : "ended " + format_duration(gap) + " ago") +
              "), so its guardian stopped the command; the lock may be another's now"});
     begin_stop(End::lost, deadline, 0);
   }
@@ -313,7 +317,8 @@ private:
     if (!lost_) {
       auto left = std::chrono::duration_cast<Millis>(loss_threshold() - now);
       log(Level::warning,
-          {"suspended", key(),
+          {"suspended",
+           key(),
            "suspended with the command (SIG" + signal_name(stop_signal) +
                "): the lock is not renewed while suspended; continue within " +
                format_duration(std::max(left, Millis(0))) + " (fg or bg) or the run ends (76)",
@@ -358,8 +363,9 @@ private:
   Millis group_poll_ = k_group_poll_first;
 };
 
-// Adds this run to --metrics-file when rlock is done with it, on every path out of run_verb. A
-// file that cannot be written is a warning: metrics never fail the job.
+// Adds this run to --metrics-file when rlock is done with it, on every path out of run_verb,
+// after the release. A file that cannot be written is a warning: metrics never fail the job,
+// nor hold rlock (a frozen file system: bounded_call.h).
 struct MetricsRecorder {
   explicit MetricsRecorder(const RunOptions& options) : path(options.metrics_file) {
     m.key = options.key;
@@ -370,8 +376,12 @@ struct MetricsRecorder {
     if (acquired) m.hold_seconds = std::chrono::duration<double>(Clock::now() - *acquired).count();
     m.finished_at =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::string problem = record_metrics(*path, m);
-    if (!problem.empty()) log_warning("--metrics-file: " + problem);
+    auto problem = call_bounded([this] { return record_metrics(*path, m); }, k_metrics_budget);
+    if (!problem)
+      log_warning("--metrics-file: " + *path + " not written within " +
+                  format_duration(k_metrics_budget) + " (a file system that does not answer?)");
+    else if (!problem->empty())
+      log_warning("--metrics-file: " + *problem);
   }
   std::optional<std::string> path;
   RunMetrics m;
@@ -462,6 +472,7 @@ int exec_straight_through(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  flush_stderr(k_exit_stderr_patience);  // what is queued would be lost with this process
   ::execvp(args[0], args.data());
   int err = errno;
   log_error(argv[0] + ": " + std::strerror(err));
@@ -526,7 +537,7 @@ public:
       log(Level::debug, acquired);
     }
 
-    if (auto sig = signals_.next(); sig && *sig != SIGCHLD) return exit_status_for_signal(*sig);
+    if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     lease_from_ = fresh_lease(*lock_, options_.ttl, got_.sent);
     if (!lease_from_) {
       metrics_.m.result = "error";
@@ -546,8 +557,8 @@ public:
     if (!claim) return unavailable(claim.failure());
     log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
     if (options_.record_skips) {
-      RunRecord r = skipped(holder_, lock_->token(), RunEnd::done_this_period,
-                            options_.conflict_exit_code);
+      RunRecord r =
+          skipped(holder_, lock_->token(), RunEnd::done_this_period, options_.conflict_exit_code);
       r.period = period_->slot_name();
       record_history(redis_, options_, r);
     }
@@ -745,9 +756,8 @@ struct RunArgs : Arguments {
 
 constexpr Option k_options[] = {
     option<&RunArgs::key>("KEY", k_key_help).must(),
-    option<&RunArgs::shell_command>("-c,--command",
-                                    "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND",
-                                    "TEXT")};
+    option<&RunArgs::shell_command>(
+        "-c,--command", "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND", "TEXT")};
 
 }  // namespace
 

@@ -16,23 +16,10 @@ namespace rlock {
 
 namespace {
 
-bool is_forwarded(int sig) {
-  for (int s : k_forwarded_signals)
-    if (s == sig) return true;
-  return false;
-}
-
-// The first forwarded signal pending on SIGNALS, if any (others are dropped: no child yet).
-std::optional<int> pending_signal(SignalEvents& signals) {
-  while (auto sig = signals.next())
-    if (is_forwarded(*sig)) return sig;
-  return std::nullopt;
-}
-
 // Sleeps until UNTIL; returns the signal that cut the sleep short, if any.
 std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
   for (;;) {
-    if (auto sig = pending_signal(signals)) return sig;
+    if (auto sig = signals.next_request_to_stop()) return sig;
     int timeout = millis_until(until);
     if (timeout == 0) return std::nullopt;
     pollfd p{signals.fd(), POLLIN, 0};
@@ -184,7 +171,7 @@ private:
                                       now + slice + lock_.command_timeout(), signals_.fd());
       if (popped && popped->is_array()) return std::nullopt;  // woken: try now
       if (!popped && popped.failure().kind == Failure::Kind::interrupted) {
-        if (auto sig = pending_signal(signals_)) return sig;
+        if (auto sig = signals_.next_request_to_stop()) return sig;
         continue;
       }
       if (!popped) return std::nullopt;  // the next attempt will say what is wrong
@@ -238,7 +225,7 @@ private:
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
   std::optional<Failure> last_failure_;  // of the attempts since Redis last answered
-  bool resent_dropped_ = false;           // the one attempt sent again at once, after dropped()
+  bool resent_dropped_ = false;          // the one attempt sent again at once, after dropped()
   bool may_hold_ = false;                // one of those may have taken the lock (may_have_run())
   Backoff backoff_;
   TimePoint failing_since_{};      // the first failed attempt since Redis last answered

@@ -248,7 +248,7 @@ private:
       fds.push_back({sub.connection->socket(), POLLIN, 0});
     int n = ::poll(fds.data(), fds.size(), millis_until(wake));
     if (n < 0 && errno != EINTR) throw Error(k_exit_internal, errno_message("poll"));
-    if (signals_.next()) return k_exit_ok;
+    if (signals_.next_request_to_stop()) return k_exit_ok;
     bool heard = false;
     for (size_t i = 0; n > 0 && i < subscriptions_.size(); ++i) {
       if (!fds[i + 1].revents) continue;
@@ -304,7 +304,7 @@ private:
     for (;;) {
       pollfd p{signals_.fd(), POLLIN, 0};
       ::poll(&p, 1, static_cast<int>(backoff.next().count()));
-      if (signals_.next()) return k_exit_ok;
+      if (signals_.next_request_to_stop()) return k_exit_ok;
       auto mode = listen();
       if (!mode) {
         if (!worth_retrying(mode.failure())) return unavailable(mode.failure());

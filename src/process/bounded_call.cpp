@@ -1,0 +1,61 @@
+#include "process/bounded_call.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "util/clock.h"
+#include "util/fd.h"
+
+namespace rlock {
+
+namespace {
+
+constexpr size_t k_max_reply = 4096;
+
+}  // namespace
+
+std::optional<std::string> call_bounded(const std::function<std::string()>& work, Millis budget) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return std::nullopt;
+  Fd reply_read(p[0]), reply_write(p[1]);
+  pid_t pid = ::fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    std::string reply = work().substr(0, k_max_reply);
+    (void)write_all(reply_write.get(), reply.data(), reply.size());
+    ::_exit(0);
+  }
+  reply_write.reset();
+  TimePoint deadline = Clock::now() + budget;
+  std::string reply;
+  bool ended = false;  // end of file: WORK returned (or its process died)
+  for (;;) {
+    pollfd in{reply_read.get(), POLLIN, 0};
+    int n = ::poll(&in, 1, millis_until(deadline));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the time is up
+    char buf[512];
+    ssize_t got = ::read(reply_read.get(), buf, sizeof buf);
+    if (got > 0) {
+      reply.append(buf, static_cast<size_t>(got));
+    } else if (got == 0 || errno != EINTR) {
+      ended = got == 0;
+      break;
+    }
+  }
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    // Not waited for: it dies when its system call returns. rlock exits soon after, and its
+    // parent (or init) reaps it; rlock's own loop reaps it if rlock is still there.
+    return std::nullopt;
+  }
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+  return reply;
+}
+
+}  // namespace rlock
