@@ -26,6 +26,13 @@ std::optional<std::string> call_bounded(const std::function<std::string()>& work
   pid_t pid = ::fork();
   if (pid < 0) return std::nullopt;
   if (pid == 0) {
+    // Holding nothing of rlock's: not its stdout and stderr (a `$(rlock run ...)` or a
+    // supervisor would wait for this process to close them), nor its Redis connection.
+    int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(null, fd);
+    int keep = reply_write.get();
+    ::close_range(3, static_cast<unsigned>(keep - 1), 0);
+    ::close_range(static_cast<unsigned>(keep + 1), ~0u, 0);
     std::string reply = work().substr(0, k_max_reply);
     (void)write_all(reply_write.get(), reply.data(), reply.size());
     ::_exit(0);

@@ -4,7 +4,7 @@ import signal
 import time
 import unittest
 
-from harness import RedisTestCase, wait_until
+from harness import RedisTestCase, guardian_of, wait_until
 
 # The child records each signal it gets, then lives about 0.3 s more, long enough for a
 # duplicate to arrive if one were sent, and exits 0.
@@ -47,6 +47,48 @@ class SignalForwarding(RedisTestCase):
                 self.assertEqual(p.wait(timeout=10), 0)  # the child's status, after it handled it
                 self.assertEqual(lines(log), [sig.name[3:]])
                 self.assert_no_lock("k")
+
+    def test_every_signal_that_ends_a_process_reaches_the_command(self):
+        # An operator's kill -ALRM, a parent's alarm() inherited across exec, a supervisor's
+        # timer: each used to kill rlock and leave the key for its whole ttl. Each reaches the
+        # command now, whose end gives the lock back at once.
+        names = ["ALRM", "VTALRM", "PROF", "IO", "PWR", "XCPU", "XFSZ", "STKFLT", "SYS", "TRAP",
+                 "ABRT", "BUS", "FPE", "ILL", "SEGV", "RTMIN", "RTMAX"]
+        for name in names:
+            sig = getattr(signal, "SIG" + name)
+            with self.subTest(sig=name):
+                ready = self.path(f"ready-{name}")
+                # exec: the signal's default action ends the command itself.
+                p = self.start(["run", "--ttl", "60s", "k", "--", "sh", "-c",
+                                f"echo $$ > {ready}; exec sleep 60"])
+                self.wait_file(f"ready-{name}")
+                os.kill(p.pid, sig)
+                self.assertEqual(p.wait(timeout=10), 128 + sig)  # the command's death by it
+                self.assert_no_lock("k")
+
+    def test_winch_reaches_the_command(self):
+        log, ready = self.path("log"), self.path("ready")
+        body = (f"trap 'echo WINCH >> {log}' WINCH; echo ready > {ready}; "
+                f"while [ ! -s {log} ]; do sleep 0.05; done")
+        p = self.start(["run", "k", "--", "sh", "-c", body])
+        self.wait_file("ready")
+        os.kill(p.pid, signal.SIGWINCH)
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertEqual(lines(log), ["WINCH"])
+
+    def test_signals_to_the_guardian_change_nothing(self):
+        end = self.path("end")
+        p = self.start(["run", "--ttl", "2s", "k", "--", "sh", "-c",
+                        f"echo ready > {self.path('ready')}; sleep 2.5; touch {end}"])
+        self.wait_file("ready")
+        guardian, _ = guardian_of(p.pid)
+        for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1,
+                    signal.SIGVTALRM, signal.SIGPWR, signal.SIGSEGV, signal.SIGRTMIN):
+            os.kill(guardian, sig)
+        self.assertEqual(p.wait(timeout=10), 0)
+        self.assertTrue(os.path.exists(end), "the command was stopped")
+        self.assertNotIn("guardian", p.stderr.read())  # not even replaced
+        self.assert_no_lock("k")
 
     def test_a_signal_to_rlocks_whole_process_group_arrives_once(self):
         # Like a shell or supervisor signalling the job's group: rlock's group is not the child's.
@@ -92,7 +134,7 @@ class SignalForwarding(RedisTestCase):
         p.wait(timeout=10)
 
     def test_a_signal_while_waiting_aborts_with_128_plus_n_and_leaves_nothing(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM, signal.SIGRTMIN):
             with self.subTest(sig=sig.name):
                 self.server.cmd("FLUSHALL")
                 self.server.cmd("SET", "k", "holder", "PX", 60000)

@@ -452,6 +452,16 @@ MUTANTS = [
        "")],
      ['test_watch.WatchByPolling.test_a_frozen_holder_is_overdue_of_its_real_ttl',
       'test_watch.WatchByPolling.test_a_holder_first_seen_mid_lease_is_told_overdue']),
+    ("a blocking write of rlock's stderr",
+     [("src/util/log.cpp",
+       "  write_stderr(g_format == LogFormat::json ? json_line(level, event) : text_line(level, event));",
+       "  { std::string l = g_format == LogFormat::json ? json_line(level, event) : text_line(level, event); (void)!::write(2, l.data(), l.size()); }")],
+     ['test_stderr.StderrNobodyReads.test_the_command_runs_to_its_end_on_its_lease_and_rlock_exits_with_it']),
+    ("only the six classic signals blocked",
+     [("src/process/signals.cpp",
+       "  for (int sig : k_ending_signals) block_unless_ignored(sig);",
+       "  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) block_unless_ignored(sig);")],
+     ['test_run_signals.SignalForwarding.test_every_signal_that_ends_a_process_reaches_the_command']),
 ]
 
 
