@@ -123,6 +123,27 @@ class JobControl(RedisTestCase):
         self.assertIn("status 130", self.term.screen())
         wait_until(lambda: not self.held(), 10, "the lock to be released")
 
+    def test_ctrl_s_costs_rlock_neither_its_lease_nor_its_end(self):
+        # Ctrl-S (XOFF) stops the terminal's output: every write to it blocks until Ctrl-Q.
+        # rlock -v writes a line each renewal; the command writes to a file, not the terminal.
+        done, pid = self.path("done"), self.path("rlock.pid")
+        self.term.line(f"$R -v run --ttl 1s k -- sh -c 'echo $PPID > {pid}; "
+                       f"sleep 3; touch {done}'")
+        self.term.wait_screen("acquired")
+        self.term.keys("C-s")
+        rlock_pid = int(self.wait_file("rlock.pid"))
+        # No racer gets the lock while rlock's lines pile up behind the stopped terminal.
+        while not os.path.exists(done):
+            racer = self.run_rlock(["run", "-n", "k", "--", "true"])
+            self.assertEqual(racer.returncode, 75, racer.stderr)
+            time.sleep(0.2)  # pacing of the racers, not synchronisation
+        # rlock ends with its command and gives the lock back, the terminal still stopped.
+        wait_until(lambda: not os.path.exists(f"/proc/{rlock_pid}"), 10, "rlock to exit")
+        self.assertFalse(self.held())
+        self.term.keys("C-q")
+        self.term.shell("echo status $?")
+        self.assertIn("status 0", self.term.screen())
+
     def test_bg_continues_both_and_the_shell_keeps_the_terminal(self):
         self.term.line(self.ticking())
         self.assert_ticking()

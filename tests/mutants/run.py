@@ -462,6 +462,10 @@ MUTANTS = [
        "  for (int sig : k_ending_signals) block_unless_ignored(sig);",
        "  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) block_unless_ignored(sig);")],
      ['test_run_signals.SignalForwarding.test_every_signal_that_ends_a_process_reaches_the_command']),
+    ("terminal modes restored after the output drains",
+     [("src/process/terminal.cpp", "if (have_saved_) ::tcsetattr(fd_, TCSANOW, &saved_);",
+       "if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);")],
+     ['test_job_control.JobControl.test_ctrl_s_costs_rlock_neither_its_lease_nor_its_end']),
 ]
 
 
