@@ -7,7 +7,10 @@ that can slow its replies), one `rlock run --wait 60s --ttl 1000ms KEY -- SECTIO
 a time, while a seeded schedule picks fault after fault from KINDS: a holder's rlock, its
 guardian or its whole job SIGSTOPped (shorter and longer than the ttl) or rlock SIGKILLed; the
 server frozen, paused, restarted with or without its data, or its connections killed; the key
-deleted or broken with `rlock release --force`; replies delayed on one host's link.
+deleted or broken with `rlock release --force`; replies delayed on one host's link; a holder's
+stderr a full pipe nobody reads for longer than the ttl; a signal that ends a process sent to a
+holder's rlock (the command gets it, the lock is free within a second of its end) or to its
+guardian (nothing changes).
 
 The section is test_faults' (tests/faults/section.cpp): it holds a kernel flock on its key's
 probe file while inside, so a newcomer that finds it taken has caught an overlap, and logs the
@@ -29,8 +32,10 @@ RLOCK_RANDOM_FAULTS_KINDS=a,b restricts the kinds. The summary is printed and wr
 $RLOCK_BUILD_DIR/random-faults-report.txt. bench/soak_faults.py runs the same for longer.
 """
 import collections
+import fcntl
 import os
 import random
+import resource
 import selectors
 import shutil
 import signal
@@ -56,6 +61,7 @@ RECOVERY_TIMEOUT = 30     # for a section to run again on the keys a fault touch
 DRAIN_TIMEOUT = 40
 
 KILLED = -signal.SIGKILL
+F_SETPIPE_SZ = 1031
 
 
 class Kind:
@@ -73,7 +79,12 @@ class Kind:
         self.bound = bound              # FAULT -> the longest a documented overlap may last, s
 
 
-WIDE = (UNAVAILABLE, LOST)  # a racer started in an outage exits 69; a holder may lose its lock
+WIDE = (UNAVAILABLE, LOST)
+# Catchable, and their default action ends a process (rlock(1) "Signals").
+ENDING_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1,
+                  signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
+                  signal.SIGPWR, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSYS, signal.SIGSEGV,
+                  signal.SIGABRT, signal.SIGRTMIN, signal.SIGRTMAX)  # a racer started in an outage exits 69; a holder may lose its lock
 KINDS = {
     "rlock-stop-short": Kind("holder", (0.2, 0.4), victim=(OK, LOST)),
     "rlock-stop-long": Kind("holder", (1.5, 2.5), victim=(LOST,),
@@ -95,6 +106,12 @@ KINDS = {
     "client-pause": Kind("server", (1.5, 2.5), others=WIDE),
     "client-kill": Kind("server", others=WIDE),
     "slow-link": Kind("link", (1.5, 3.0), others=WIDE),
+    # rlock's own plumbing: a stderr that stops being read (rlock -v writes a line a renewal)
+    # must not cost the lease; a signal that ends a process, sent to rlock, reaches the command
+    # and the lock is given back at its end; sent to the guardian, it changes nothing.
+    "stderr-stall": Kind("holder", (1.5, 2.5), victim=(OK,)),
+    "signal-rlock": Kind("holder", victim={128 + s for s in ENDING_SIGNALS}),
+    "signal-guardian": Kind("holder", victim=(OK,)),
 }
 
 
@@ -234,15 +251,18 @@ class HostRacers(Racers):
             return self.rng.randint(500, 2000)
         return self.rng.randint(20, 150)
 
-    def spawn(self, hold_ms, role="racer", host=None):
-        args = [RLOCK, "run", "--wait", "60s", "--ttl", f"{TTL_MS}ms", self.key, "--",
-                SECTION, self.log, self.probe, "1", str(hold_ms)]
+    def spawn(self, hold_ms, role="racer", host=None, stderr=None):
+        """A racer; with STDERR (a descriptor), one that writes its -v lines there."""
+        args = [RLOCK] + (["-v"] if stderr is not None else []) + [
+            "run", "--wait", "60s", "--ttl", f"{TTL_MS}ms", self.key, "--",
+            SECTION, self.log, self.probe, "1", str(hold_ms)]
         env = rlock_env(RLOCK_REDIS_URL=self.urls[host], RLOCK_HOSTNAME=host)
         with self.lock:
             path = os.path.join(self.tmp, f"racer-{len(self.all)}.err")
             try:
                 with open(path, "w") as err:
-                    p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                    p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
+                                         stderr=err if stderr is None else stderr,
                                          start_new_session=True)
             except OSError:  # the binary is being rebuilt (the lead's ninja): try again later
                 self.spawn_failures += 1
@@ -395,6 +415,8 @@ class RandomRun:
     # Setup and teardown ---------------------------------------------------------------------
 
     def setup(self):
+        # Signals of faults are among those sent: no core files from the sections they end.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
         wait_until(lambda: os.access(RLOCK, os.X_OK) and os.access(SECTION, os.X_OK), 300,
                    f"{RLOCK} and {SECTION} (being rebuilt?)", interval=1)
         self.topology, racer_seeds, self.steps = schedule(self.seed, self.kinds)
@@ -502,9 +524,9 @@ class RandomRun:
 
     # Holder faults --------------------------------------------------------------------------
 
-    def victim(self, f, k, hold_s):
+    def victim(self, f, k, hold_s, stderr=None):
         """Starts a racer on F's host with a section of HOLD_S and waits until it is inside."""
-        r = k.spawn(int(hold_s * 1000), "victim", f.host)
+        r = k.spawn(int(hold_s * 1000), "victim", f.host, stderr)
         if r is None:
             raise AssertionError("could not start the victim (binary missing?)")
 
@@ -581,6 +603,50 @@ class RandomRun:
             f.note = f", section gone {(now_ns() - f.start) / 1e6:.1f} ms later"
         finally:
             f.end = now_ns()
+
+    def fault_stderr_stall(self, f, k):
+        r, w = os.pipe()
+        fcntl.fcntl(w, F_SETPIPE_SZ, 4096)
+        os.set_blocking(w, False)
+        try:  # full before the victim writes its first line
+            while True:
+                os.write(w, b"x" * 512)
+        except BlockingIOError:
+            pass
+        os.set_blocking(w, True)  # as a pipe is: a write to it waits
+        try:
+            self.victim(f, k, f.step["dur"] + f.step["extra"] + 1, stderr=w)
+        finally:
+            os.close(w)
+        f.start = now_ns()
+        time.sleep(f.step["dur"])  # the fault's length (pacing, not a synchronisation)
+        f.end = now_ns()
+        # Read again, to the end: the victim's lines flow once more.
+        threading.Thread(target=lambda: [None for _ in iter(lambda: os.read(r, 65536), b"")]
+                         or os.close(r), daemon=True).start()
+
+    def fault_signal_rlock(self, f, k):
+        r = self.victim(f, k, 3)
+        sig = ENDING_SIGNALS[int(f.step["extra"] * 1e6) % len(ENDING_SIGNALS)]
+        f.start = now_ns()
+        os.kill(r.pid, sig)
+        f.note = f", SIG{signal.Signals(sig).name[3:]}"
+        try:
+            r.proc.wait(timeout=10)
+            # The lock given back as the command ended, not left for its ttl: within a second
+            # the key is free, or another racer's (they wait for it).
+            wait_until(lambda: f"pid={r.pid} " not in (self.server.cmd("GET", k.key) or ""), 1,
+                       f"the victim's lock to be given back after SIG{signal.Signals(sig).name}")
+        finally:
+            f.end = now_ns()
+
+    def fault_signal_guardian(self, f, k):
+        r = self.victim(f, k, f.step["dur"] + 1)
+        guardian = wait_until(lambda: find_guardian(r.pid), 2, "the victim's guardian")
+        f.start = now_ns()
+        for sig in ENDING_SIGNALS:
+            os.kill(guardian, sig)
+        f.end = now_ns()
 
     def fault_key_del(self, f, k):
         self.victim(f, k, 3)

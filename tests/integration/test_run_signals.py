@@ -1,5 +1,6 @@
 """Signals: forwarded to the child's process group exactly once; a signal aborts a wait."""
 import os
+import resource
 import signal
 import time
 import unittest
@@ -52,6 +53,8 @@ class SignalForwarding(RedisTestCase):
         # An operator's kill -ALRM, a parent's alarm() inherited across exec, a supervisor's
         # timer: each used to kill rlock and leave the key for its whole ttl. Each reaches the
         # command now, whose end gives the lock back at once.
+        # Signals of faults among them: no core file from the command they end.
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
         names = ["ALRM", "VTALRM", "PROF", "IO", "PWR", "XCPU", "XFSZ", "STKFLT", "SYS", "TRAP",
                  "ABRT", "BUS", "FPE", "ILL", "SEGV", "RTMIN", "RTMAX"]
         for name in names:
