@@ -9,6 +9,7 @@
 #include <cerrno>
 
 #include "util/clock.h"
+#include "util/error.h"
 #include "util/fd.h"
 
 namespace rlock {
@@ -19,12 +20,13 @@ constexpr size_t k_max_reply = 4096;
 
 }  // namespace
 
-std::optional<std::string> call_bounded(const std::function<std::string()>& work, Millis budget) {
+BoundedCall call_bounded(const std::function<std::string()>& work, Millis budget) {
+  using Outcome = BoundedCall::Outcome;
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return std::nullopt;
+  if (::pipe2(p, O_CLOEXEC) != 0) return {Outcome::not_started, errno_message("pipe2")};
   Fd reply_read(p[0]), reply_write(p[1]);
   pid_t pid = ::fork();
-  if (pid < 0) return std::nullopt;
+  if (pid < 0) return {Outcome::not_started, errno_message("fork")};
   if (pid == 0) {
     // Holding nothing of rlock's: not its stdout and stderr (a `$(rlock run ...)` or a
     // supervisor would wait for this process to close them), nor its Redis connection.
@@ -59,10 +61,10 @@ std::optional<std::string> call_bounded(const std::function<std::string()>& work
     ::kill(pid, SIGKILL);
     // Not waited for: it dies when its system call returns. rlock exits soon after, and its
     // parent (or init) reaps it; rlock's own loop reaps it if rlock is still there.
-    return std::nullopt;
+    return {Outcome::timed_out, {}};
   }
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
-  return reply;
+  return {Outcome::returned, reply};
 }
 
 }  // namespace rlock

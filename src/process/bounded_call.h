@@ -5,17 +5,21 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 
 #include "util/duration.h"
 
 namespace rlock {
 
-// Runs WORK in a forked process and returns what it returned, or nullopt when it had not
-// finished within BUDGET (it is then killed, and left to finish its system call: a process in
-// uninterruptible sleep dies only when it wakes) or could not be started. WORK must not log or
-// use threads; what it returns is at most 4 KiB.
-std::optional<std::string> call_bounded(const std::function<std::string()>& work, Millis budget);
+struct BoundedCall {
+  enum class Outcome { returned, timed_out, not_started } outcome;
+  std::string text;  // returned: what WORK returned; not_started: why (pipe2, fork)
+};
+
+// Runs WORK in a forked process and returns what it returned, unless it had not finished within
+// BUDGET (it is then killed, and left to finish its system call: a process in uninterruptible
+// sleep dies only when it wakes) or could not be started. WORK must not log or use threads;
+// what it returns is cut at 4 KiB.
+BoundedCall call_bounded(const std::function<std::string()>& work, Millis budget);
 
 }  // namespace rlock

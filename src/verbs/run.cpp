@@ -376,12 +376,12 @@ struct MetricsRecorder {
     if (acquired) m.hold_seconds = std::chrono::duration<double>(Clock::now() - *acquired).count();
     m.finished_at =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto problem = call_bounded([this] { return record_metrics(*path, m); }, k_metrics_budget);
-    if (!problem)
-      log_warning("--metrics-file: " + *path + " not written within " +
-                  format_duration(k_metrics_budget) + " (a file system that does not answer?)");
-    else if (!problem->empty())
-      log_warning("--metrics-file: " + *problem);
+    auto call = call_bounded([this] { return record_metrics(*path, m); }, k_metrics_budget);
+    std::string problem = call.text;
+    if (call.outcome == BoundedCall::Outcome::timed_out)
+      problem = *path + " not written within " + format_duration(k_metrics_budget) +
+                " (a file system that does not answer?)";
+    if (!problem.empty()) log_warning("--metrics-file: " + problem);
   }
   std::optional<std::string> path;
   RunMetrics m;
