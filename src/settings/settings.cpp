@@ -429,6 +429,29 @@ Resolved resolve_settings(const RawSettings& s) {
   return r;
 }
 
+void check_value(const std::string& name, const RawValue& value) {
+  const SettingInfo* info = find_setting(name);
+  if (!info || !info->apply) return;
+  SettingValue v(name, value);
+  Resolved scratch;
+  switch (info->kind) {
+  case SettingKind::duration:
+    if (info->apply == apply_kill_after) {
+      (void)v.positive_duration();  // below half the ttl: the ttl may come from elsewhere
+      return;
+    }
+    [[fallthrough]];
+  case SettingKind::wait:
+  case SettingKind::exit_code:
+  case SettingKind::count:
+  case SettingKind::signal:
+  case SettingKind::on_lost: info->apply(v, scratch); return;
+  default:
+    if (info->apply == apply_once_per) info->apply(v, scratch);
+    return;
+  }
+}
+
 std::string display_value(const std::string& name, const RawValue& value) {
   const SettingInfo* info = find_setting(name);
   if (info && info->kind == SettingKind::secret) return k_redacted_secret;

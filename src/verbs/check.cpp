@@ -36,6 +36,9 @@ struct CheckArgs : Arguments {
     return *period;
   }
 
+  void check_values() const override {
+    if (!every.empty()) (void)every_period();
+  }
   void check(const std::vector<std::string>&) const override { (void)every_period(); }
 
   int run(const Invocation& in) override {

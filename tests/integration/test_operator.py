@@ -365,7 +365,7 @@ class Operator(RedisTestCase):
                  (["release", "k", "--all", "--token", "0" * 32], "--all goes with --force"),
                  (["release", "k", "--force", "--all", "--token", "0" * 32], "not both"),
                  (["release", "k", "--force", "--token", "xyz"], "not an rlock token"),
-                 (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "not expected")]
+                 (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "unexpected argument 'b'")]
         for args, needle in cases:
             with self.subTest(args=args):
                 r = self.run_rlock(args)
