@@ -35,12 +35,20 @@ public:
     return raw_.values.front();
   }
 
-  Millis positive_duration() const {
-    std::string text = single();
+  // TEXT as a duration; else why it is none: out of range, or not written as one. OR_ELSE:
+  // what else the setting takes (", or inf").
+  Millis duration(const std::string& text, const std::string& or_else = "") const {
     auto d = parse_duration(text);
-    if (!d) bad("bad duration '" + text + "' " + k_duration_help);
-    if (d->count() == 0) bad("must be more than zero");
-    return *d;
+    if (d) return *d;
+    if (duration_too_long(text))
+      bad("'" + text + "' is too long: at most " + format_duration(k_max_duration) + or_else);
+    bad("bad duration '" + text + "' " + k_duration_help + or_else);
+  }
+
+  Millis positive_duration() const {
+    Millis d = duration(single());
+    if (d.count() == 0) bad("must be more than zero");
+    return d;
   }
 
   // A whole number of at most DIGITS digits; else "'x' is not WHAT".
@@ -124,9 +132,8 @@ void apply_wait(const SettingValue& v, Resolved& r) {
     r.run.wait = Millis::max();
     return;
   }
-  auto d = parse_duration(w);
-  if (!d) v.bad("bad duration '" + w + "' " + k_duration_help + ", or inf");
-  r.run.wait = d->count() > 0 ? std::optional<Millis>(*d) : std::nullopt;
+  Millis d = v.duration(w, ", or inf");
+  r.run.wait = d.count() > 0 ? std::optional<Millis>(d) : std::nullopt;
 }
 
 void apply_retention(const SettingValue& v, Resolved& r) {
@@ -171,6 +178,8 @@ void apply_limit(const SettingValue& v, Resolved& r) {
 void apply_once_per(const SettingValue& v, Resolved& r) {
   std::string text = v.single();
   r.run.once_per = parse_period(text);
+  if (!r.run.once_per && duration_too_long(text))
+    v.bad("'" + text + "' is too long: at most " + format_duration(k_max_duration));
   if (!r.run.once_per)
     v.bad("'" + text + "' is neither hour, day, week, month nor a duration of whole " +
           "seconds (1h, 6h, 1d, 7d ...)");
