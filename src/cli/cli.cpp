@@ -17,6 +17,7 @@
 #include "settings/config_file.h"
 #include "settings/settings.h"
 #include "util/error.h"
+#include "util/text.h"
 #include "verbs/command.h"
 
 #ifndef RLOCK_VERSION
@@ -246,9 +247,20 @@ std::string command_list() {
   return out;
 }
 
-// A number's range, for the help and the parse (CLI11's message names it).
+// A number's range, for the help ("INT in [1 - 100000]", as CLI11's own Range says it) and the
+// parse: "'k' is not a whole number from 1 to 100000" (a word it took for its value, history
+// -n KEY, is named as typed).
 CLI::Option* with_range(CLI::Option* opt, const Option& option) {
-  return option.max > option.min ? opt->check(CLI::Range(option.min, option.max)) : opt;
+  if (option.max <= option.min) return opt;
+  int lowest = option.min, highest = option.max;
+  std::string range = std::to_string(lowest) + " to " + std::to_string(highest);
+  return opt->check(CLI::Validator(
+      [lowest, highest, range](std::string& value) -> std::string {
+        int n = 0;  // read as CLI11 reads the number after this check
+        if (CLI::detail::lexical_cast(value, n) && n >= lowest && n <= highest) return "";
+        return "'" + terminal_safe(value) + "' is not a whole number from " + range;
+      },
+      "INT in [" + std::to_string(lowest) + " - " + std::to_string(highest) + "]"));
 }
 
 // Adds OPTION, whose value goes to ARGS (the command's) or LINE, to APP.
@@ -443,6 +455,24 @@ bool known_option(std::string_view word) {
   return known;
 }
 
+// What to say of WORDS, typed after COMMAND's arguments: for `run`, the command it was meant
+// to run without "--" before it, the likeliest mistake; else, what the command takes.
+std::string unexpected_words(const Command& command, const std::vector<std::string>& words) {
+  std::string list;
+  for (const std::string& word : words) list += (list.empty() ? "" : " ") + word;
+  std::string message = std::string("unexpected argument") + (words.size() > 1 ? "s" : "") + " '" +
+                        terminal_safe(list) + "'";
+  if (command.takes_command)
+    return message + ": put the command after --, as in rlock " + std::string(command.name) +
+           " KEY -- COMMAND";
+  // The argument its usage starts with: "KEY", "[PATTERN]", "[COMMAND]" (help), none (config).
+  std::string_view usage = command.usage;
+  std::string_view argument = usage.substr(0, usage.find_first_of(" \n"));
+  if (argument.starts_with('[')) argument = argument.substr(1, argument.find(']') - 1);
+  return message + ": rlock " + std::string(command.name) + " takes " +
+         (argument.empty() ? "no arguments" : "one " + std::string(argument));
+}
+
 // Prints the help or version asked for, or throws the usage error for what CLI11 refused.
 int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   CLI::App& app = parser.app;
@@ -452,6 +482,10 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
     write_stdout(out.str());
     return status;
   }
+  // A value that took the next word for its own (run -w KEY -- CMD) leaves an argument
+  // missing, or one over: the value is the mistake to name.
+  for (const auto& [name, value] : parser.line.flags) check_value(name, value);
+  if (parser.args) parser.args->check_values();
   std::string where = app.get_subcommands().empty()
                           ? "rlock --help"
                           : "rlock " + app.get_subcommands().front()->get_name() + " --help";
@@ -461,16 +495,18 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   else if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e))
     message = "no command given (commands: " + command_list() + ")";
   if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
-    // CLI11 calls both an unknown flag and a command without '--' "not expected".
+    // CLI11 calls both an unknown flag and a command without '--' "not expected", and lists
+    // the words backwards.
     std::vector<std::string> extras = app.get_subcommands().front()->remaining();
     std::string name = app.get_subcommands().front()->get_name();
+    const Command* command = find_command(name);
     if (!extras.empty() && extras.front().rfind("-", 0) == 0)
       message =
           known_option(extras.front())
               ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
               : "unknown option '" + extras.front() + "'";
-    else if (find_command(name) && find_command(name)->takes_command)
-      message += " (put '--' before the command: rlock run KEY -- COMMAND)";
+    else if (!extras.empty() && command)
+      message = unexpected_words(*command, extras);
   }
   throw usage_error(message + "; see '" + where + "'");
 }

@@ -229,9 +229,9 @@ public:
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
     if (slots_.empty()) {
-      auto info = seed_->call({"INFO", "cluster"}, deadline);
-      if (!info) return info.failure();
-      if (info->str.find("cluster_enabled:1") == std::string::npos) return f(*this);
+      auto cluster = seed_is_cluster(deadline);
+      if (!cluster) return cluster.failure();
+      if (!*cluster) return f(*this);
       if (!load_slots(*seed_, deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }
@@ -250,6 +250,34 @@ public:
   }
 
 private:
+  // Whether the seed is a Cluster node, for a command on every master (list's SCAN), before
+  // any MOVED has said so: INFO cluster tells. A server may refuse INFO (renamed away, as
+  // managed services disable commands, or an ACL): then CLUSTER SLOTS does, as a Cluster's
+  // clients all need it; a server that refuses CLUSTER too is a single one, unless it refuses
+  // by ACL (NOPERM), which a Cluster may do as well: that is said, not guessed.
+  Result<bool> seed_is_cluster(TimePoint deadline) {
+    auto info = seed_->call({"INFO", "cluster"}, deadline);
+    if (info) return info->str.find("cluster_enabled:1") != std::string::npos;
+    if (info.failure().kind != Failure::Kind::server) return info.failure();
+    auto slots = seed_->call({"CLUSTER", "SLOTS"}, deadline);
+    if (slots) return true;
+    const Failure& refused = slots.failure();
+    if (refused.kind != Failure::Kind::server) return refused;
+    if (refused.message.find("cluster support disabled") != std::string::npos ||
+        refused.message.find("unknown command") != std::string::npos)
+      return false;
+    auto reply = [&](const Failure& failure) {  // without the "NAME: " both start with
+      std::string_view m = failure.message;
+      if (m.starts_with(name() + ": ")) m.remove_prefix(name().size() + 2);
+      return std::string(m.substr(0, m.find_last_not_of(' ') + 1));
+    };
+    return Failure{Failure::Kind::server,
+                   name() + ": list needs INFO or CLUSTER SLOTS to tell a Cluster from a single " +
+                       "server, and both were refused (" + reply(info.failure()) + "; " +
+                       reply(refused) + ")",
+                   refused.code};
+  }
+
   struct Group {
     size_t begin, end;  // commands [begin, end)
     NodeRedis* node;

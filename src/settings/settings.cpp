@@ -35,12 +35,20 @@ public:
     return raw_.values.front();
   }
 
-  Millis positive_duration() const {
-    std::string text = single();
+  // TEXT as a duration; else why it is none: out of range, or not written as one. OR_ELSE:
+  // what else the setting takes (", or inf").
+  Millis duration(const std::string& text, const std::string& or_else = "") const {
     auto d = parse_duration(text);
-    if (!d) bad("bad duration '" + text + "' " + k_duration_help);
-    if (d->count() == 0) bad("must be more than zero");
-    return *d;
+    if (d) return *d;
+    if (duration_too_long(text))
+      bad("'" + text + "' is too long: at most " + format_duration(k_max_duration) + or_else);
+    bad("bad duration '" + text + "' " + k_duration_help + or_else);
+  }
+
+  Millis positive_duration() const {
+    Millis d = duration(single());
+    if (d.count() == 0) bad("must be more than zero");
+    return d;
   }
 
   // A whole number of at most DIGITS digits; else "'x' is not WHAT".
@@ -124,9 +132,8 @@ void apply_wait(const SettingValue& v, Resolved& r) {
     r.run.wait = Millis::max();
     return;
   }
-  auto d = parse_duration(w);
-  if (!d) v.bad("bad duration '" + w + "' " + k_duration_help + ", or inf");
-  r.run.wait = d->count() > 0 ? std::optional<Millis>(*d) : std::nullopt;
+  Millis d = v.duration(w, ", or inf");
+  r.run.wait = d.count() > 0 ? std::optional<Millis>(d) : std::nullopt;
 }
 
 void apply_retention(const SettingValue& v, Resolved& r) {
@@ -171,6 +178,8 @@ void apply_limit(const SettingValue& v, Resolved& r) {
 void apply_once_per(const SettingValue& v, Resolved& r) {
   std::string text = v.single();
   r.run.once_per = parse_period(text);
+  if (!r.run.once_per && duration_too_long(text))
+    v.bad("'" + text + "' is too long: at most " + format_duration(k_max_duration));
   if (!r.run.once_per)
     v.bad("'" + text + "' is neither hour, day, week, month nor a duration of whole " +
           "seconds (1h, 6h, 1d, 7d ...)");
@@ -427,6 +436,29 @@ Resolved resolve_settings(const RawSettings& s) {
   if (!lookup(s, "min-replicas") && urls.size() == 1 && is_sentinel_url(urls.front()))
     r.run.min_replicas = 1;
   return r;
+}
+
+void check_value(const std::string& name, const RawValue& value) {
+  const SettingInfo* info = find_setting(name);
+  if (!info || !info->apply) return;
+  SettingValue v(name, value);
+  Resolved scratch;
+  switch (info->kind) {
+  case SettingKind::duration:
+    if (info->apply == apply_kill_after) {
+      (void)v.positive_duration();  // below half the ttl: the ttl may come from elsewhere
+      return;
+    }
+    [[fallthrough]];
+  case SettingKind::wait:
+  case SettingKind::exit_code:
+  case SettingKind::count:
+  case SettingKind::signal:
+  case SettingKind::on_lost: info->apply(v, scratch); return;
+  default:
+    if (info->apply == apply_once_per) info->apply(v, scratch);
+    return;
+  }
 }
 
 std::string display_value(const std::string& name, const RawValue& value) {

@@ -76,6 +76,11 @@ struct Resolved {
 };
 Resolved resolve_settings(const RawSettings& settings);
 
+// Throws the error resolve_settings() would for VALUE of setting NAME when the value alone is
+// wrong (not a duration, a number, a signal or a period: `run -w KEY -- CMD` took the key for
+// --wait's value), and nothing for how it fits with other settings (--kill-after and the ttl).
+void check_value(const std::string& name, const RawValue& value);
+
 // The value as `rlock config` shows it: secrets as ***, passwords in URLs redacted.
 std::string display_value(const std::string& name, const RawValue& value);
 

@@ -1,5 +1,6 @@
 #include "util/duration.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 
@@ -20,9 +21,9 @@ int64_t unit_millis(std::string_view unit) {
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_unit_char(char c) { return c == 'm' || c == 's' || c == 'h' || c == 'd'; }
 
-}  // namespace
-
-std::optional<Millis> parse_duration(std::string_view text) {
+// TEXT's value in milliseconds, unrounded and unbounded (infinity for a number too long to
+// read), or nullopt when TEXT is not written as a duration.
+std::optional<double> duration_millis(std::string_view text) {
   if (text.empty()) return std::nullopt;
   // Summed as a double and rounded once at the end, so "1.5s" + "0.25s" parts add up exactly.
   double total_ms = 0;
@@ -39,8 +40,15 @@ std::optional<Millis> parse_duration(std::string_view text) {
       if (i == frac_start) return std::nullopt;  // "1." is a typo, not 1
     }
     if (int_end == start) return std::nullopt;  // ".5" or a unit with no number
-    if (i - start > 18) return std::nullopt;    // far beyond k_max_duration anyway
-    double number = std::stod(std::string(text.substr(start, i - start)));
+    size_t first = start;                       // leading zeros say nothing of the size
+    while (first + 1 < int_end && text[first] == '0') ++first;
+    double number;
+    if (int_end - first > 18)
+      number = HUGE_VAL;  // far beyond k_max_duration in any unit, and beyond what stod reads
+    else if (i - first > 18)
+      return std::nullopt;  // a fraction of needless precision (stod could underflow)
+    else
+      number = std::stod(std::string(text.substr(first, i - first)));
     size_t unit_start = i;
     while (i < text.size() && is_unit_char(text[i])) ++i;
     std::string_view unit = text.substr(unit_start, i - unit_start);
@@ -55,9 +63,21 @@ std::optional<Millis> parse_duration(std::string_view text) {
     }
     total_ms += number * static_cast<double>(scale);
     ++components;
-    if (total_ms > static_cast<double>(k_max_duration.count())) return std::nullopt;
   }
-  return Millis(static_cast<int64_t>(total_ms + 0.5));
+  return total_ms;
+}
+
+}  // namespace
+
+std::optional<Millis> parse_duration(std::string_view text) {
+  auto ms = duration_millis(text);
+  if (!ms || *ms > static_cast<double>(k_max_duration.count())) return std::nullopt;
+  return Millis(static_cast<int64_t>(*ms + 0.5));
+}
+
+bool duration_too_long(std::string_view text) {
+  auto ms = duration_millis(text);
+  return ms && *ms > static_cast<double>(k_max_duration.count());
 }
 
 std::string format_duration(Millis d) {

@@ -39,6 +39,33 @@ private:
   std::optional<std::string> old_;
 };
 
+// "+01:00", "-05:00": a UTC offset of SECONDS east.
+std::string utc_offset(long seconds) {
+  char sign = seconds < 0 ? '-' : '+';
+  long minutes = (seconds < 0 ? -seconds : seconds) / 60;
+  return sign + two(static_cast<int>(minutes / 60)) + ":" + two(static_cast<int>(minutes % 60));
+}
+
+// The hour NOW is in, in the zone in force: an hour of real time from when the local clock last
+// read a whole hour (where clocks go forward, the hour before the gap ends where the next
+// begins). Where they go back, one hour of the clock is lived twice, and each time is an hour of
+// its own: the first is named as every hour is (as rlock named it before, so the records in
+// Redis keep their names), the second with its UTC offset, "2027-10-31T02+01:00".
+PeriodSlot hour_slot(time_t now) {
+  tm local{};
+  localtime_r(&now, &local);
+  time_t start = now - local.tm_min * 60 - local.tm_sec;
+  time_t just_before = start - 1;
+  tm before{};
+  localtime_r(&just_before, &before);
+  std::string name = std::to_string(local.tm_year + 1900) + "-" + two(local.tm_mon + 1) + "-" +
+                     two(local.tm_mday) + "T" + two(local.tm_hour);
+  if (before.tm_year == local.tm_year && before.tm_yday == local.tm_yday &&
+      before.tm_hour == local.tm_hour)
+    name += utc_offset(local.tm_gmtoff);
+  return {name, static_cast<int64_t>(start) * 1000, (static_cast<int64_t>(start) + 3600) * 1000};
+}
+
 }  // namespace
 
 std::optional<Period> parse_period(std::string_view text) {
@@ -70,6 +97,7 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
   }
   ZoneScope zone(tz);
   time_t now = static_cast<time_t>(now_ms / 1000);
+  if (period.unit == Period::Unit::hour) return hour_slot(now);
   tm local{};
   localtime_r(&now, &local);
   tm start = local;
@@ -79,10 +107,7 @@ PeriodSlot period_slot(const Period& period, const std::optional<std::string>& t
   tm end = start;
   std::string name = std::to_string(local.tm_year + 1900) + "-" + two(local.tm_mon + 1);
   switch (period.unit) {
-  case Period::Unit::hour:
-    name += "-" + two(local.tm_mday) + "T" + two(local.tm_hour);
-    end.tm_hour += 1;
-    break;
+  case Period::Unit::hour: break;  // hour_slot
   case Period::Unit::day:
     name += "-" + two(local.tm_mday);
     start.tm_hour = 0;

@@ -30,12 +30,18 @@ struct CheckArgs : Arguments {
   // --every's period, or a usage error.
   Period every_period() const {
     auto period = parse_period(every);
+    if (!period && duration_too_long(every))
+      throw usage_error("--every '" + every + "' is too long: at most " +
+                        format_duration(k_max_duration));
     if (!period)
       throw usage_error("--every '" + every + "' is neither hour, day, week, month nor a " +
                         "duration of whole seconds (25h, 1d, 90m ...)");
     return *period;
   }
 
+  void check_values() const override {
+    if (!every.empty()) (void)every_period();
+  }
   void check(const std::vector<std::string>&) const override { (void)every_period(); }
 
   int run(const Invocation& in) override {

@@ -145,6 +145,9 @@ struct Arguments {
   // What the command line alone can get wrong, checked before any setting is read: a usage
   // error. COMMAND is what came after "--".
   virtual void check(const std::vector<std::string>& command) const { (void)command; }
+  // What an option's value alone can get wrong (check's --every), also checked when the parse
+  // failed: a value that took the next word for its own leaves an argument missing.
+  virtual void check_values() const {}
   // Runs the command; returns its exit status.
   virtual int run(const Invocation& in) = 0;
 };

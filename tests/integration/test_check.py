@@ -211,6 +211,8 @@ class Check(RedisTestCase):
         for args, words in [(["lock:job"], "--every is required"),
                             (["lock:job", "--every", "fortnight"], "--every 'fortnight'"),
                             (["lock:job", "--every", "1500ms"], "whole seconds"),
+                            (["lock:job", "--every", "5000d"],
+                             "--every '5000d' is too long: at most 3660d"),
                             (["lock:job", "--every", "day", "--tz", "Mars/Olympus"],
                              "unknown time zone"),
                             (["--every", "1d"], "KEY is required")]:

@@ -9,13 +9,18 @@ BAD_RUN_INPUT = [
     (["", "--", "true"], "KEY must not be empty"),
     (["k"], "missing command"),
     (["k", "--"], "missing command"),
-    (["k", "true"], "put '--' before the command"),
+    (["k", "true"], "unexpected argument 'true': put the command after --"),
     (["--bogus", "k", "--", "true"], "unknown option '--bogus'"),
     (["--ttl", "0", "k", "--", "true"], "--ttl"),
     (["--ttl", "abc", "k", "--", "true"], "bad duration 'abc'"),
     (["--ttl", "-5s", "k", "--", "true"], "--ttl"),
     (["--ttl", "10ms", "k", "--", "true"], "at least"),
-    (["--ttl", "99999d", "k", "--", "true"], "bad duration"),
+    (["--ttl", "99999d", "k", "--", "true"], "--ttl: '99999d' is too long: at most 3660d"),
+    (["--wait", "100000d", "k", "--", "true"], "--wait: '100000d' is too long: at most 3660d, or inf"),
+    (["--max-run", "3660d1s", "k", "--", "true"], "--max-run: '3660d1s' is too long: at most 3660d"),
+    (["--retention", "87841h", "k", "--", "true"], "--retention: '87841h' is too long"),
+    (["--once-per", "100000d", "k", "--", "true"], "--once-per: '100000d' is too long: at most"),
+    (["--ttl", "100000dx", "k", "--", "true"], "bad duration '100000dx' (500ms"),
     (["--wait", "soon", "k", "--", "true"], "--wait"),
     (["--max-run", "0s", "k", "--", "true"], "--max-run"),
     (["--min-hold", "1x", "k", "--", "true"], "--min-hold"),
@@ -59,6 +64,73 @@ class CommandLine(RedisTestCase):
         self.assert_usage_error(["--bogus", "status", "k"], "unknown option '--bogus'")
         self.assert_usage_error(["frobnicate"], "frobnicate")
         self.assert_usage_error(["help", "frobnicate"], "no command 'frobnicate'")
+
+    def test_words_past_the_arguments_are_named_as_typed(self):
+        """rlock run KEY echo a b c, the common mistake of no '--': the words in the order
+        typed, and where the command goes; every other verb with arguments says what it takes."""
+        cases = [
+            (["run", "k", "echo", "a", "b", "c"],
+             "unexpected arguments 'echo a b c': put the command after --, as in rlock run KEY "
+             "-- COMMAND; see 'rlock run --help'"),
+            (["run", "-w", "5s", "k", "ls", "-l"], "unexpected arguments 'ls -l': put the command"),
+            (["status", "k", "--", "true"], "'--' COMMAND is only for rlock run"),
+            (["inspect", "k", "x", "y"], "unexpected arguments 'x y': rlock inspect takes one KEY"),
+            (["history", "k", "x"], "unexpected argument 'x': rlock history takes one KEY"),
+            (["acquire", "k", "x", "y", "z"],
+             "unexpected arguments 'x y z': rlock acquire takes one KEY"),
+            (["extend", "k", "x", "--token", "t"], "unexpected argument 'x': rlock extend takes"),
+            (["release", "k", "x", "--force"], "unexpected argument 'x': rlock release takes one KEY"),
+            (["check", "k", "x", "--every", "1d"], "unexpected argument 'x': rlock check takes"),
+            (["reset-period", "k", "x", "--once-per", "day"],
+             "unexpected argument 'x': rlock reset-period takes one KEY"),
+            (["list", "a", "b", "c"], "unexpected arguments 'b c': rlock list takes one PATTERN"),
+            (["completion", "bash", "zsh"],
+             "unexpected argument 'zsh': rlock completion takes one SHELL"),
+            (["config", "x"], "unexpected argument 'x': rlock config takes no arguments"),
+            (["help", "run", "x"], "unexpected argument 'x': rlock help takes one COMMAND"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                self.assert_usage_error(args, needle)
+
+    def test_a_value_that_took_the_next_word_is_named(self):
+        """run -w KEY -- CMD: -w took the key for its value. The value is the mistake to name
+        (as flock says "invalid timeout value"), not the KEY it left missing; for every option
+        of a duration, a number or a period that can swallow an argument."""
+        cases = [
+            (["run", "-w", "k", "--", "true"],
+             "--wait: bad duration 'k' (500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds), "
+             "or inf"),
+            (["run", "--timeout", "k", "--", "true"], "--wait: bad duration 'k'"),
+            (["run", "--ttl", "k", "--", "true"], "--ttl: bad duration 'k'"),
+            (["run", "--max-run", "k", "--", "true"], "--max-run: bad duration 'k'"),
+            (["run", "--min-hold", "k", "--", "true"], "--min-hold: bad duration 'k'"),
+            (["run", "--kill-after", "k", "--", "true"], "--kill-after: bad duration 'k'"),
+            (["run", "--retention", "k", "--", "true"], "--retention: bad duration 'k'"),
+            (["run", "--command-timeout", "k", "--", "true"], "--command-timeout: bad duration"),
+            (["run", "-E", "k", "--", "true"], "--conflict-exit-code: 'k' is not an exit status"),
+            (["run", "--limit", "k", "--", "true"], "--limit: 'k' is not a number of holders"),
+            (["run", "--min-replicas", "k", "--", "true"], "--min-replicas: 'k' is not a number"),
+            (["run", "--history-length", "k", "--", "true"], "--history-length: 'k' is not"),
+            (["run", "--once-per", "k", "--", "true"], "--once-per: 'k' is neither hour"),
+            (["run", "--kill-signal", "k", "--", "true"], "--kill-signal: unknown signal 'k'"),
+            (["run", "k", "-w"], "--wait: 1 required D missing"),
+            (["acquire", "--ttl", "k"], "--ttl: bad duration 'k'"),
+            (["acquire", "--while-pid", "k"],
+             "--while-pid: 'k' is not a whole number from 1 to 4194304"),
+            (["extend", "--ttl", "k", "--token", "t"], "--ttl: bad duration 'k'"),
+            (["history", "-n", "k"], "--count: 'k' is not a whole number from 1 to 100000"),
+            (["history", "k", "-n", "0"], "--count: '0' is not a whole number from 1 to 100000"),
+            (["check", "--every", "k"], "--every 'k' is neither hour"),
+            (["reset-period", "--once-per", "k"], "--once-per: 'k' is neither hour"),
+            # A good value leaves the argument missing; --kill-after's bound needs the ttl,
+            # which may come from elsewhere, so it is not judged alone.
+            (["run", "-w", "5s", "--", "true"], "KEY is required"),
+            (["run", "--ttl", "1m", "--kill-after", "40s", "--", "true"], "KEY is required"),
+        ]
+        for args, needle in cases:
+            with self.subTest(args=args):
+                self.assert_usage_error(args, needle)
 
     def test_options_every_command_takes_work_before_it(self):
         """rlock --redis URL status KEY, as git and kubectl take them: every verb, the same

@@ -8,7 +8,8 @@ import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import (RLOCK, RedisServer, RedisTestCase, RespError, documented_acl, rlock_env,
+                     wait_until)
 
 
 class Operator(RedisTestCase):
@@ -365,7 +366,7 @@ class Operator(RedisTestCase):
                  (["release", "k", "--all", "--token", "0" * 32], "--all goes with --force"),
                  (["release", "k", "--force", "--all", "--token", "0" * 32], "not both"),
                  (["release", "k", "--force", "--token", "xyz"], "not an rlock token"),
-                 (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "not expected")]
+                 (["acquire", "k", "--ttl", "0"], "--ttl"), (["list", "a", "b"], "unexpected argument 'b'")]
         for args, needle in cases:
             with self.subTest(args=args):
                 r = self.run_rlock(args)
@@ -426,6 +427,62 @@ class Operator(RedisTestCase):
             self.assertEqual(b"\x1b[" in out, coloured, out)
         self.assertNotIn("\x1b[", self.run_rlock(["status", "k"]).stdout)
 
+
+
+class InfoRenamedAway(RedisTestCase):
+    """A server without INFO (rename-command INFO "", as managed services disable commands),
+    reached as README "Least privilege"'s user: every verb works, list too, which asks CLUSTER
+    SLOTS instead whether this is a Cluster."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RedisServer("--rename-command", "INFO", "")
+        # All the documented rules but +info, which a server without INFO refuses to grant.
+        cls.server.restrict([[r for r in rules if r != "+info"] for rules in documented_acl()])
+
+    def test_every_verb_works(self):
+        with self.assertRaisesRegex(RespError, "unknown command"):
+            self.server.cmd("INFO", "cluster")
+        r = self.run_rlock(["run", "job", "--", "sh", "-c", "echo ran"])
+        self.assertEqual((r.returncode, r.stdout), (0, "ran\n"), r.stderr)
+        token = self.run_rlock(["acquire", "--ttl", "60s", "k"]).stdout.strip()
+        self.assertEqual(len(token), 32)
+        r = self.run_rlock(["list"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([line.split()[:2] for line in r.stdout.splitlines()], [["k", "held"]])
+        r = self.run_rlock(["list", "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([(l["key"], l["token"]) for l in json.loads(r.stdout)["locks"]],
+                         [("k", token)])
+        r = self.run_rlock(["status", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("k  held  by "), r.stdout)
+        self.assertEqual(self.run_rlock(["status", "job"]).returncode, 1)  # free
+        r = self.run_rlock(["inspect", "--json", "k"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["token"], token)
+        r = self.run_rlock(["history", "job"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("exit 0", r.stdout)
+        self.assertEqual(self.run_rlock(["release", "k", "--token", token]).returncode, 0)
+        self.assertIsNone(self.server.cmd("GET", "k"))
+
+    def test_a_user_denied_cluster_slots_too_is_told_why(self):
+        """Without INFO, and CLUSTER SLOTS denied by the ACL, a Cluster cannot be told from a
+        single server: list says so in one line (exit 69) rather than scan one node of what
+        may be a Cluster."""
+        self.server.cmd("ACL", "SETUSER", "default", "-cluster|slots")
+        try:
+            self.assertEqual(self.run_rlock(["acquire", "k"]).returncode, 0)
+            r = self.run_rlock(["list"])
+            self.assertEqual((r.returncode, r.stdout), (69, ""), r.stderr)
+            lines = r.stderr.splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("list needs INFO or CLUSTER SLOTS to tell a Cluster from a single "
+                          "server, and both were refused (ERR unknown command 'INFO'", lines[0])
+            self.assertIn("; NOPERM", lines[0])
+        finally:
+            self.server.cmd("ACL", "SETUSER", "default", "+cluster|slots")
 
 
 class Containers(RedisTestCase):

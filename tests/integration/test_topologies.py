@@ -519,6 +519,28 @@ class Cluster(unittest.TestCase):
                 run_rlock(["release", "--redis", seed, "--force", "--now", key],
                           env=env_without_url())
 
+    def test_list_finds_every_master_where_info_is_refused(self):
+        """A user denied INFO (as a server with INFO renamed away refuses it): CLUSTER SLOTS
+        says it is a Cluster, and list scans every master, not the seed alone."""
+        seed = self.nodes[0].url
+        keys = sorted(self.keys.values())
+        try:
+            for n in self.nodes:
+                n.cmd("ACL", "SETUSER", "default", "-info")
+            for key in keys:
+                r = run_rlock(["acquire", "--redis", seed, "--ttl", "60s", key],
+                              env=env_without_url())
+                self.assertEqual(r.returncode, 0, r.stderr)
+            r = run_rlock(["list", "--redis", seed, "c:*"], env=env_without_url())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], keys)
+        finally:
+            for n in self.nodes:
+                n.cmd("ACL", "SETUSER", "default", "+info")
+            for key in keys:
+                run_rlock(["release", "--redis", seed, "--force", "--now", key],
+                          env=env_without_url())
+
     def test_shared_holders_and_an_exclusive_waiter_on_another_nodes_key(self):
         # A key whose slot is not the seed's: every key of the shared lock on its owner (one
         # script touches the lock key, its places and its queue), waiters served in order.

@@ -26,6 +26,9 @@ TEST_CASE("not durations") {
        {"",    " ",   "s",   "ms",      "-1s", "1x",  "1 s",  "1h30",  "1.s", ".5s",
         "1e3", "abc", "1sm", "10years", "+5s", "5s ", "0x10", "1..5s", "nan", "inf"})
     CHECK_MESSAGE(!parse_duration(bad), bad);
+  // A typo is no duration too long, whatever its size.
+  for (const char* bad : {"1x", "100000dx", "1e400", "99999999999999999999x", "100000d5", ""})
+    CHECK_MESSAGE(!duration_too_long(bad), bad);
 }
 
 TEST_CASE("durations too long to be meant are refused, never wrapped") {
@@ -33,6 +36,18 @@ TEST_CASE("durations too long to be meant are refused, never wrapped") {
   CHECK(!parse_duration("4000d"));
   CHECK(!parse_duration("99999999999999999999s"));
   CHECK(!parse_duration("9223372036854775807ms"));
+  // Told from a typo, for the message ("at most 3660d"): the ceiling itself is in, 1ms more
+  // is out, in every unit and however many digits.
+  CHECK(format_duration(k_max_duration) == "3660d");
+  CHECK(parse_duration("3660d") == k_max_duration);
+  CHECK(!duration_too_long("3660d"));
+  CHECK(!duration_too_long("0000000000000000000000005s"));
+  CHECK(parse_duration("0000000000000000000000005s") == 5s);
+  for (const char* big : {"100000d", "3660d1ms", "3661d", "87841h", "4000d", "1h3660d",
+                          "99999999999999999999s", "9223372036854775807ms", "316224000001"})
+    CHECK_MESSAGE(duration_too_long(big), big);
+  for (const char* big : {"3660d1ms", "87841h", "316224000001"})
+    CHECK_MESSAGE(!parse_duration(big), big);
 }
 
 TEST_CASE("format_duration is short and never rounds up a unit") {

@@ -73,6 +73,52 @@ TEST_CASE("calendar periods in a time zone, across a DST change") {
   CHECK(late.start_ms == 1796166000000);
 }
 
+TEST_CASE("an hour is an hour of real time, also on the nights the clocks change") {
+  constexpr int64_t h = 3600 * 1000;
+  // Berlin, 2027-10-31: at 03:00 CEST (01:00Z) the clocks go back to 02:00 CET, so 02:10 CEST
+  // (00:10Z) and 02:50 CET (01:50Z), an hour and 40 minutes apart, both read 02:xx. Each is in
+  // an hour of its own: the first named as every hour is, the second with its UTC offset.
+  PeriodSlot summer = slot("hour", 1824941400000, "Europe/Berlin");
+  CHECK(summer.name == "2027-10-31T02");
+  CHECK(summer.start_ms == 1824940800000);  // 00:00Z, 02:00 CEST
+  CHECK(summer.end_ms == 1824940800000 + h);
+  PeriodSlot winter = slot("hour", 1824947400000, "Europe/Berlin");
+  CHECK(winter.name == "2027-10-31T02+01:00");
+  CHECK(winter.start_ms == 1824944400000);  // 01:00Z, 02:00 CET
+  CHECK(winter.end_ms == 1824944400000 + h);
+  // The first hour's last millisecond and the second's first.
+  CHECK(slot("hour", 1824944399999, "Europe/Berlin").name == "2027-10-31T02");
+  CHECK(slot("hour", 1824944400000, "Europe/Berlin").name == "2027-10-31T02+01:00");
+  // Then 03:00 CET, an hour as any other.
+  CHECK(slot("hour", 1824948000000, "Europe/Berlin").name == "2027-10-31T03");
+  CHECK(slot("hour", 1824948000000, "Europe/Berlin").start_ms == 1824948000000);
+  // A day stays a calendar day: that one has 25 hours.
+  PeriodSlot day = slot("day", 1824947400000, "Europe/Berlin");
+  CHECK(day.name == "2027-10-31");
+  CHECK(day.start_ms == 1824933600000);  // 2027-10-30T22:00Z
+  CHECK(day.end_ms == 1825023600000);    // 2027-10-31T23:00Z
+  // New York goes back from 02:00 EDT to 01:00 EST (2027-11-07): a zone west of UTC.
+  CHECK(slot("hour", 1825565400000, "America/New_York").name == "2027-11-07T01");
+  CHECK(slot("hour", 1825569000000, "America/New_York").name == "2027-11-07T01-05:00");
+  CHECK(slot("hour", 1825569000000, "America/New_York").start_ms == 1825567200000);
+
+  // Berlin, 2027-03-28: at 02:00 CET (01:00Z) the clocks go forward to 03:00 CEST; 01:xx CET
+  // ends at 01:00Z, and 03:xx CEST starts there.
+  PeriodSlot before = slot("hour", 1806193800000, "Europe/Berlin");
+  CHECK(before.name == "2027-03-28T01");
+  CHECK(before.start_ms == 1806192000000);
+  CHECK(before.end_ms == 1806195600000);
+  PeriodSlot after = slot("hour", 1806196200000, "Europe/Berlin");
+  CHECK(after.name == "2027-03-28T03");
+  CHECK(after.start_ms == 1806195600000);
+  CHECK(after.end_ms == 1806195600000 + h);
+
+  // Fixed lengths count from the epoch, in UTC: the clocks' change is nothing to them.
+  CHECK(slot("15m", 1824941400000, "Europe/Berlin").name == "2027-10-31T00:00:00Z");
+  CHECK(slot("15m", 1824947400000, "Europe/Berlin").name == "2027-10-31T01:45:00Z");
+  CHECK(slot("1h", 1824947400000, "Europe/Berlin").start_ms == 1824944400000);
+}
+
 TEST_CASE("known_time_zone: tzdata names and UTC, never a path") {
   CHECK(known_time_zone("UTC"));
   CHECK(known_time_zone("Europe/Berlin"));
