@@ -184,6 +184,19 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   }
   if (!answered) return *failure;
   if (redis.node_count() == 1) out.unanswered.clear();
+
+  auto locks = read_locks(redis, {key});
+  if (!locks) return locks.failure();
+  out.running = holders_now(locks->front());
+  // A start entry: the run that holds the lock (out.running says so), or one that died
+  // without saying how it ended, a failure (settle_starts).
+  std::vector<int64_t> held = held_fences(locks->front());
+  std::erase_if(runs, [&](CheckedRun& run) {
+    std::vector<RunRecord> one{run.record};
+    settle_starts(one, held);
+    run.record.end = one[0].end;
+    return run.record.end == run_end_name(RunEnd::running);
+  });
   std::stable_sort(runs.begin(), runs.end(), [](const CheckedRun& a, const CheckedRun& b) {
     return a.ended_ms > b.ended_ms;
   });
@@ -197,10 +210,6 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
       if (!success) ++out.failures_in_window;
     }
   }
-
-  auto locks = read_locks(redis, {key});
-  if (!locks) return locks.failure();
-  out.running = holders_now(locks->front());
 
   if (!out.ok()) {
     auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);

@@ -36,6 +36,9 @@ void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
 
 bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
   done_ = true;
+  // No end of the run rides along: the run's start entry goes instead (forget_start).
+  std::optional<ScriptCall> forget = forget_;
+  if (!history || !*history) history = &forget;
   Resend tries(Clock::now() + std::min(ttl_, budget));
   for (;;) {
     TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), tries.give_up());

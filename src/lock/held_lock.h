@@ -41,6 +41,9 @@ public:
               Millis budget);
   // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
   void hand_over() { done_ = true; }
+  // FORGET (history_forget()) removes the run's start entry from the history: a release that
+  // carries no entry of the run's end (the command never started) sends it along.
+  void forget_start(ScriptCall forget) { forget_ = std::move(forget); }
   // After the lock was lost (found not ours, or its lease ran out): a release that finds it
   // gone or another's is no news then, but one that finds it still ours (Redis was away and
   // is back in time) spares the next holder the wait for the expiry, and a tombstone that
@@ -57,6 +60,7 @@ private:
   const TimePoint acquired_;
   bool done_ = false;  // given back, kept for --min-hold, or lost: the destructor leaves it
   bool lost_ = false;  // known lost: a release that finds it not ours is no news
+  std::optional<ScriptCall> forget_;  // see forget_start()
 };
 
 // A history entry that could not be written: one warning, never the job's failure.

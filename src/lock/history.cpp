@@ -44,8 +44,57 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::busy: return "busy";
   case RunEnd::done_this_period: return "done-this-period";
   case RunEnd::period_reset: return "period-reset";
+  case RunEnd::running: return "running";
+  case RunEnd::no_end: return "no-end";
   }
   return "unknown";
+}
+
+bool RunRecord::ended() const {
+  return end != run_end_name(RunEnd::running) && end != run_end_name(RunEnd::no_end);
+}
+
+Argv start_fields(const Holder& h, const std::string& period) {
+  Argv out{"host", h.host, "pid", std::to_string(h.pid), "user", h.user, "cmd", h.cmd};
+  if (!period.empty()) out.insert(out.end(), {"period", period});
+  return out;
+}
+
+RunRecord skipped_run(const Holder& holder, const std::string& token, RunEnd end, int status) {
+  RunRecord r;
+  r.holder = holder;
+  r.holder.since = WallTime{};  // recorded at the server's clock (history_add.lua)
+  r.token = token;
+  r.end = run_end_name(end);
+  r.exit_status = status;
+  return r;
+}
+
+void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& held) {
+  for (RunRecord& r : runs)
+    if (r.end == run_end_name(RunEnd::running) &&
+        std::find(held.begin(), held.end(), r.fence) == held.end())
+      r.end = run_end_name(RunEnd::no_end);
+}
+
+std::vector<Argv> history_holders_reads(const std::string& key) {
+  return {{"GET", key},
+          {"HVALS", helper_key(key, "holders")},
+          {"HVALS", helper_key(key, "shared-values")}};
+}
+
+std::vector<int64_t> fences_in_values(const std::vector<Reply>& values) {
+  std::vector<int64_t> out;
+  auto add = [&](const Reply& r) {
+    if (!r.is_string()) return;
+    if (auto v = decode_lock_value(r.str); v && v->fence) out.push_back(*v->fence);
+  };
+  for (const Reply& r : values) {
+    add(r);
+    if (r.is_array())
+      for (const Reply& e : r.elements) add(e);
+  }
+  return out;
 }
 
 std::string period_run_text(const SlotClaim& c) {
@@ -56,7 +105,8 @@ std::string period_run_text(const SlotClaim& c) {
   return "it ended: " + c.end + " (" + c.status + ")";
 }
 
-Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePoint deadline) {
+Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const StartRecord& start,
+                                     TimePoint deadline) {
   fence_ = fence;
   // Sent again until answered: a second delivery finds its own fence (period_claim.lua).
   auto reply = resend_until(deadline, [&]() -> Result<Reply> {
@@ -64,21 +114,35 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, TimePo
     if (!slot) return slot.failure();
     slot_ = *slot;
     int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
+    Argv args{holder.host,
+              std::to_string(holder.pid),
+              holder.user,
+              "",  // was the host's clock: the script takes the server's
+              std::to_string(fence),
+              retry_failed_ ? "1" : "0",
+              std::to_string(expire_at)};
+    if (start.max_length > 0) {
+      args.insert(args.end(),
+                  {std::to_string(start.max_length), std::to_string(start.retention.count())});
+      args.insert(args.end(), start.fields.begin(), start.fields.end());
+      Argv waited{"waited_ms",
+                  std::to_string(
+                      std::chrono::duration_cast<Millis>(Clock::now() - start.wait_began).count()),
+                  "period", slot_.name};
+      args.insert(args.end(), waited.begin(), waited.end());
+    }
     return eval(redis_, scripts::period_claim,
                 {helper_key(key_, "once:" + slot_.name), key_, helper_key(key_, "sem"),
-                 helper_key(key_, "holders")},
-                {holder.host, std::to_string(holder.pid), holder.user,
-                 format_rfc3339(holder.since), std::to_string(fence), retry_failed_ ? "1" : "0",
-                 std::to_string(expire_at)},
-                deadline);
+                 helper_key(key_, "holders"), helper_key(key_, "history")},
+                args, deadline);
   });
   if (!reply) return reply.failure();
   const auto& e = reply->elements;
   if (!reply->is_array() || e.empty() || !e[0].is_integer())
     return unexpected_reply("the claim script");
-  if (e[0].integer == 1) return SlotClaim{true, "", "", "", "", ""};
+  if (e[0].integer == 1 && e.size() == 2) return SlotClaim{true, e[1].str, "", "", "", "", ""};
   if (e.size() != 6) return unexpected_reply("the claim script");
-  return SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+  return SlotClaim{false, "", e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
 }
 
 Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
@@ -94,15 +158,13 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
   if (f.empty() || f["state"] == "running") return std::optional<SlotClaim>{};
   if (retry_failed_ && f["status"] != "0") return std::optional<SlotClaim>{};
   return std::optional<SlotClaim>{
-      SlotClaim{false, f["host"], f["since"], f["state"], f["status"], f["end"]}};
+      SlotClaim{false, "", f["host"], f["since"], f["state"], f["status"], f["end"]}};
 }
 
 Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
-  auto now = std::chrono::time_point_cast<Millis>(std::chrono::system_clock::now());
   ScriptCall end{&scripts::period_finish,
                  {helper_key(key_, "once:" + slot_.name)},
-                 {std::to_string(fence_), std::to_string(record.exit_status), record.end,
-                  format_rfc3339(now)},
+                 {std::to_string(fence_), std::to_string(record.exit_status), record.end},
                  true};
   // Sent again until answered: a second delivery finds our end recorded (period_finish.lua).
   auto reply = resend_until(deadline, [&] { return eval(redis_, end, deadline); });
@@ -126,20 +188,22 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
   if (e[0].integer == 0) return out;
   if (e[0].integer == 2 && e.size() == 3) {
     out.outcome = PeriodReset::Outcome::still_running;
-    out.run = SlotClaim{false, e[1].str, e[2].str, "running", "", ""};
+    out.run = SlotClaim{false, "", e[1].str, e[2].str, "running", "", ""};
     return out;
   }
   if (e[0].integer != 1 || e.size() != 6) return unexpected_reply("the reset script");
   out.outcome = PeriodReset::Outcome::forgotten;
-  out.run = SlotClaim{false, e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
+  out.run = SlotClaim{false, "", e[1].str, e[2].str, e[3].str, e[4].str, e[5].str};
   return out;
 }
 
 ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_length,
                          Millis retention) {
+  // A run that took no lock (a skip, a reset) is timed by the server when recorded (since "").
   Argv args{r.token,
             std::to_string(max_length),
             std::to_string(retention.count()),
+            r.start,
             "host",
             r.holder.host,
             "pid",
@@ -149,7 +213,7 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
             "cmd",
             r.holder.cmd,
             "since",
-            format_rfc3339(r.holder.since),
+            r.holder.since == WallTime{} ? "" : format_rfc3339(r.holder.since),
             "fence",
             std::to_string(r.fence),
             "waited_ms",
@@ -166,6 +230,14 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
   }
   return {&scripts::history_add, {helper_key(key, "history"), helper_key(key, "ended")},
           std::move(args), true};
+}
+
+ScriptCall history_forget(const std::string& key, const std::string& token,
+                          const std::string& start) {
+  return {&scripts::history_add,
+          {helper_key(key, "history"), helper_key(key, "ended")},
+          {token, "0", "0", start},
+          true};
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {
@@ -206,9 +278,12 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
 
 Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
                                  TimePoint deadline) {
-  auto replies = redis.broadcast(
-      {{"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)}},
-      deadline);
+  // Each node's history with its holders now, which tell a start that is running from one
+  // whose run died (settle_starts).
+  std::vector<Argv> reads{
+      {"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)}};
+  for (Argv& read : history_holders_reads(key)) reads.push_back(std::move(read));
+  auto replies = redis.broadcast(reads, deadline);
   HistoryRead out;
   std::optional<Failure> failure;
   for (size_t i = 0; i < replies.size(); ++i) {
@@ -221,8 +296,11 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
       out.unanswered.push_back(redis.node(i).name());
       continue;
     }
+    std::vector<RunRecord> runs;
     for (const Reply& e : reply->elements)
-      if (auto r = decode_history_entry(e)) out.runs.push_back(std::move(*r));
+      if (auto r = decode_history_entry(e)) runs.push_back(std::move(*r));
+    settle_starts(runs, fences_in_values({replies[i]->begin() + 1, replies[i]->end()}));
+    for (RunRecord& r : runs) out.runs.push_back(std::move(r));
   }
   if (out.unanswered.size() == replies.size()) return *failure;
   // Newest first across the nodes, each entry by its own node's clock.

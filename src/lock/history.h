@@ -3,7 +3,12 @@
 // Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
 //   {KEY}:rlock:once:SLOT   who ran the job in period SLOT ("2026-11-30", "2026-W49" ...) and how
 //                           it ended: a hash, expiring a margin after the period ends
-//   {KEY}:rlock:history     one entry per run, newest last: a stream capped at --history-length
+//   {KEY}:rlock:history     one entry per run, newest last: a stream capped at --history-length.
+//                           A run's entry is written when it takes the lock (or claims its
+//                           period), end=running, and replaced by its end: a run whose rlock
+//                           died keeps its start, read as "running" while its fence holds the
+//                           lock and as no-end ("no end reported") once it does not. Entries
+//                           of older rlocks are ends only.
 #pragma once
 
 #include <optional>
@@ -11,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lock/lock.h"
 #include "lock/lock_value.h"
 #include "redis/redis.h"
 #include "util/duration.h"
@@ -20,8 +26,21 @@
 namespace rlock {
 
 // How a run ended, as its history entry and its period's slot name it (run_end_name()).
-// period_reset is no run: an operator's `rlock reset-period`, recorded with the runs.
-enum class RunEnd { exited, signalled, lost, max_run, hung, busy, done_this_period, period_reset };
+// period_reset is no run: an operator's `rlock reset-period`, recorded with the runs. running
+// is a run's start entry; no_end is what readers make of one whose fence no longer holds the
+// lock (settle_starts): its rlock died, and nobody knows how the command ended.
+enum class RunEnd {
+  exited,
+  signalled,
+  lost,
+  max_run,
+  hung,
+  busy,
+  done_this_period,
+  period_reset,
+  running,
+  no_end
+};
 const char* run_end_name(RunEnd end);
 
 struct RunRecord {
@@ -34,11 +53,32 @@ struct RunRecord {
   std::string end;     // run_end_name(), or what another version wrote
   std::string period;  // the --once-per slot, if any
   std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
+  std::string start;   // the ID of the run's start entry, which its end replaces (not recorded)
+
+  // Whether the entry says how the run ended: not a start (running, or no end reported).
+  bool ended() const;
 };
+
+// A history entry for a run that did not happen (--record-skips): END says why, STATUS is what
+// rlock exits with; timed by the server when it is recorded.
+RunRecord skipped_run(const Holder& holder, const std::string& token, RunEnd end, int status);
+
+// The fields of a run's start entry (StartRecord in lock.h) for HOLDER, and PERIOD if any.
+Argv start_fields(const Holder& holder, const std::string& period = "");
+
+// Judges the start entries among RUNS (read from one server): a run whose fence is not among
+// HELD (the fences of that server's holders now) has ended without saying how: no_end.
+void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& held);
+// The fences of the holders of KEY in VALUES: replies to history_holders_reads() (lock values).
+std::vector<int64_t> fences_in_values(const std::vector<Reply>& values);
+// The reads that give fences_in_values() its replies: the lock's value, a semaphore's and a shared
+// lock's places' values.
+std::vector<Argv> history_holders_reads(const std::string& key);
 
 // The result of claiming this period's slot.
 struct SlotClaim {
   bool claimed = false;
+  std::string start;  // when claimed: the ID of the run's start entry in the history, or
   // When not claimed: who had it, and how it went ("running" when that run never said).
   std::string host, since, state, status, end;
 };
@@ -55,9 +95,11 @@ public:
   }
 
   // Claims the current period's slot for HOLDER (we hold the lock, so nobody else runs it
-  // now). Not claimed: an earlier run had it, and (without --retry-failed, or when it
-  // succeeded) the job must not run again this period.
-  Result<SlotClaim> claim(const Holder& holder, int64_t fence, TimePoint deadline);
+  // now), recording the run's START in the history (max_length 0: not). Not claimed: an
+  // earlier run had it, and (without --retry-failed, or when it succeeded) the job must not
+  // run again this period.
+  Result<SlotClaim> claim(const Holder& holder, int64_t fence, const StartRecord& start,
+                          TimePoint deadline);
   // Without the lock (it was busy): the run this period already had, when it has ended and
   // keeps the job from running again (as claim() would say); nothing while it runs, when the
   // slot is free, or when --retry-failed would run a failed one again. Reads only.
@@ -93,6 +135,10 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
 // fails the job: the caller turns it into one warning.
 ScriptCall history_entry(const std::string& key, const RunRecord& record, int max_length,
                          Millis retention);
+// The script that removes the start entry START of the run with TOKEN: the lock was taken, but
+// the command never started (history_add.lua).
+ScriptCall history_forget(const std::string& key, const std::string& token,
+                          const std::string& start);
 // The latest COUNT runs of KEY, newest first. Under Redlock each run's entry went to one node
 // (the first that answered its writer), so every node is read; those that did not answer are
 // named in UNANSWERED (a failure when none did).

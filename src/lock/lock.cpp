@@ -1,5 +1,6 @@
 #include "lock/lock.h"
 
+#include "lock/history.h"
 #include "lock/lock_kinds.h"
 #include "lock/lock_value.h"
 #include "lock/scripts.h"
@@ -135,6 +136,17 @@ Result<Unit> Lock::leave_queue(TimePoint deadline) {
   return Unit{};
 }
 
+void Lock::add_start(Argv& keys, Argv& args) const {
+  if (!start_ || start_->max_length <= 0) return;
+  keys.push_back(helper_key(key_, "history"));
+  args.push_back(std::to_string(start_->max_length));
+  args.push_back(std::to_string(start_->retention.count()));
+  args.insert(args.end(), start_->fields.begin(), start_->fields.end());
+  auto waited = std::chrono::duration_cast<Millis>(Clock::now() - start_->wait_began);
+  args.push_back("waited_ms");
+  args.push_back(std::to_string(std::max<int64_t>(0, waited.count())));
+}
+
 Result<AcquireOutcome> Lock::acquire_outcome(Result<Reply> reply, const std::string& state_key,
                                              Millis ttl, TimePoint deadline) {
   if (!reply) return reply.failure();
@@ -143,12 +155,16 @@ Result<AcquireOutcome> Lock::acquire_outcome(Result<Reply> reply, const std::str
     return unexpected_reply("the acquire script");
   switch (e[0].integer) {
   case 1: {
-    if (!e[1].is_integer()) break;
+    if (!e[1].is_integer() || e.size() != 4 || !e[2].is_integer() || !e[3].is_string()) break;
+    Acquired got{e[1].integer, e[2].integer, e[3].str};
     if (auto short_of = replicated(state_key, ttl, deadline)) {
-      (void)release(deadline);  // the command will not run on it: give it back
+      // The command will not run on it: give it back, and its start entry with it.
+      std::vector<ScriptCall> forget;
+      if (!got.start.empty()) forget.push_back(history_forget(key_, token_, got.start));
+      (void)release(deadline, forget, nullptr);
       return *short_of;
     }
-    return AcquireOutcome{Acquired{e[1].integer}};
+    return AcquireOutcome{got};
   }
   case 0:
     // A fifth element: the shared holders that keep us out (--shared).

@@ -56,6 +56,20 @@ inline constexpr Millis k_wake_fallback{2000};
 
 struct Acquired {
   int64_t fence;
+  int64_t taken_ms = 0;  // the server's clock when the lock was taken (the value's since)
+  std::string start;     // the ID of the run's start entry in the history (StartRecord), or ""
+};
+
+// The start of a run (rlock run) in the key's history (history.h), written by the acquire
+// script in the step that takes the lock, so that a run whose rlock dies is recorded all the
+// same; its end replaces it. MAX_LENGTH and RETENTION are the history's; FIELDS the entry's
+// (host, pid ...), to which the script adds since, fence and end=running, and the lock
+// waited_ms (counted from WAIT_BEGAN).
+struct StartRecord {
+  int max_length = 0;
+  Millis retention{0};
+  Argv fields;
+  TimePoint wait_began{};
 };
 struct Busy {
   std::string value;  // the holder's raw value; empty when the lock is free but not our turn
@@ -164,6 +178,9 @@ public:
                                std::vector<Reply>* then_replies) = 0;
   // Leaves the queue after waiting in vain, passing on a wake-up we will not use.
   virtual Result<Unit> leave_queue(TimePoint deadline);
+  // From now on, an acquisition records the run's start (StartRecord). Not under Redlock,
+  // whose run has one entry, on the node that answers its end (docs/DESIGN.md).
+  void record_start(StartRecord start) { start_ = std::move(start); }
   // Whether our token holds the lock now (without renewing it).
   virtual Result<bool> holds(TimePoint deadline) = 0;
 
@@ -184,6 +201,9 @@ protected:
   // The replies of a release script and THEN (eval_then): THEN's go to THEN_REPLIES.
   static Result<bool> release_outcome(Result<std::vector<Reply>> replies,
                                       std::vector<Reply>* then_replies);
+  // An acquire script's KEYS and ARGV, with the history's key and the start's arguments last
+  // when a start is to be recorded.
+  void add_start(Argv& keys, Argv& args) const;
 
   Redis& redis_;
   const std::string key_;
@@ -194,6 +214,7 @@ protected:
   const std::string ends_key_;  // the ends of runs applied, by token (common.lua)
   // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.
   const std::string shared_key_, shared_values_key_;
+  std::optional<StartRecord> start_;
 };
 
 // The lock KEY for TOKEN, of the kind REDIS and MODE call for (see Lock).

@@ -14,13 +14,18 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>& wait,
                                      TimePoint deadline) override {
-    auto reply = eval(redis_, scripts::acquire,
-                      {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_},
-                      {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_,
-                       mode_.fair ? "1" : "0", std::to_string(wait ? wait->max_block.count() : 0),
-                       std::to_string(wait ? wait->fallback.count() : 0),
-                       std::to_string(mode_.retention.count())},
-                      deadline);
+    Argv keys{key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_};
+    Argv args{value,
+              std::to_string(ttl.count()),
+              owner_prefix_,
+              token_,
+              wake_prefix_,
+              mode_.fair ? "1" : "0",
+              std::to_string(wait ? wait->max_block.count() : 0),
+              std::to_string(wait ? wait->fallback.count() : 0),
+              std::to_string(mode_.retention.count())};
+    add_start(keys, args);
+    auto reply = eval(redis_, scripts::acquire, keys, args, deadline);
     return acquire_outcome(std::move(reply), key_, ttl, deadline);
   }
 

@@ -63,7 +63,7 @@ public:
                      "0", "0", std::to_string(mode_.retention.count())},
                     deadline, Enough{quorum(), acquired_yes});
     size_t acquired = 0;
-    int64_t fence = 0;
+    int64_t fence = 0, taken_ms = 0;  // the largest fence, and its node's clock
     std::optional<Busy> busy;
     std::optional<WrongType> wrong;
     std::optional<Failure> failure;
@@ -77,6 +77,7 @@ public:
         failure = unexpected_reply("the acquire script");
       } else if (e[0].integer == 1 && e[1].is_integer()) {
         ++acquired;
+        if (e[1].integer > fence && e.size() > 2 && e[2].is_integer()) taken_ms = e[2].integer;
         fence = std::max(fence, e[1].integer);
       } else if (e[0].integer == 0 && e.size() >= 4 && !busy) {
         busy = Busy{e[1].str, Millis(e[2].integer), Millis(0)};
@@ -89,7 +90,8 @@ public:
     // drift, docs/DESIGN.md "Topologies").
     Millis validity =
         ttl - std::chrono::duration_cast<Millis>(Clock::now() - started) - lease_drift(ttl);
-    if (acquired >= quorum && validity > Millis(0)) return AcquireOutcome{Acquired{fence}};
+    if (acquired >= quorum && validity > Millis(0))
+      return AcquireOutcome{Acquired{fence, taken_ms, ""}};
     // No quorum (or no time left in it): give back whatever we took, on every node.
     if (acquired > 0 || failure) (void)Lock::release(deadline);
     if (wrong) return AcquireOutcome{*wrong};

@@ -197,6 +197,24 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   return r;
 }
 
+// The newest run that ran, in HISTORY (XREVRANGE) of the lock S: skipped ones (--record-skips)
+// and resets say nothing of the job, nor does the start of the run that holds it now (S shows
+// it); a start whose run no longer holds it is a run that died (settle_starts).
+std::optional<RunRecord> last_run(const LockState& s, const Reply& history) {
+  std::vector<int64_t> held = held_fences(s);
+  for (const Reply& entry : history.elements) {
+    auto run = decode_history_entry(entry);
+    if (!run || run->end == run_end_name(RunEnd::busy) ||
+        run->end == run_end_name(RunEnd::done_this_period) ||
+        run->end == run_end_name(RunEnd::period_reset))
+      continue;
+    std::vector<RunRecord> one{std::move(*run)};
+    settle_starts(one, held);
+    if (one[0].end != run_end_name(RunEnd::running)) return std::move(one[0]);
+  }
+  return std::nullopt;
+}
+
 // The state of KEY from what R asked in P, at the server's NOW_MS. TYPE is the key's type when
 // R did not ask it (a look before did). A reply not asked leaves its part of the state empty.
 Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::string& type,
@@ -257,19 +275,12 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
     s.semaphore = live_places(*places, *p[r.semaphore_values], now_ms);
   if (const Reply* places = p[r.shared])
     s.shared = live_places(*places, *p[r.shared_values], now_ms);
-  // The newest run that ran: skipped ones (--record-skips) and resets say nothing of the job.
-  if (const Reply* history = p[r.history]; history && history->is_array()) {
-    for (size_t j = 0; j < history->elements.size() && !s.last_run; ++j) {
-      auto run = decode_history_entry(history->elements[j]);
-      if (run && run->end != run_end_name(RunEnd::busy) &&
-          run->end != run_end_name(RunEnd::done_this_period) &&
-          run->end != run_end_name(RunEnd::period_reset))
-        s.last_run = run;
-    }
-  }
   // Changed between TYPE and GET: show it as it was typed, without a value.
   if (s.type == "string" && !(value && value->is_string())) s.type = "none";
   classify(s);
+  s.now_ms = now_ms;
+  if (const Reply* history = p[r.history]; history && history->is_array())
+    s.last_run = last_run(s, *history);
   return s;
 }
 
@@ -283,6 +294,15 @@ Result<int64_t> server_now(Redis& redis, const Pipeline& p, size_t at) {
 }
 
 }  // namespace
+
+std::vector<int64_t> held_fences(const LockState& s) {
+  std::vector<int64_t> held;
+  if (s.value && s.value->fence) held.push_back(*s.value->fence);
+  for (const auto* places : {&s.semaphore, &s.shared})
+    for (const SemaphoreHolder& place : *places)
+      if (place.value && place.value->fence) held.push_back(*place.value->fence);
+  return held;
+}
 
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside

@@ -57,8 +57,14 @@ struct LockState {
   std::vector<QueuedWaiter> queue;  // every waiter in arrival order, dead ones too
   std::vector<SemaphoreHolder> semaphore;
   std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
-  std::optional<RunRecord> last_run;  // the newest entry of the key's history
+  std::optional<RunRecord> last_run;    // the newest run of the key's history, not running
+  int64_t now_ms = 0;                   // the server's clock when it was read
 };
+
+// The fences of S's holders now (the lock's, or its places'), a tombstone's too (its broken
+// holder is still stopping): a run's start entry whose fence is among them is running
+// (settle_starts in history.h).
+std::vector<int64_t> held_fences(const LockState& s);
 
 // The state of each of KEYS, in one round trip.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);

@@ -44,7 +44,8 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
   bool ran_out = pttl.count() >= 0 && pttl - since <= k_timing_margin;
   // A tombstone carries the broken holder's fence: its run's entry says "lost", but it was
   // the holder's rlock that ended the tombstone.
-  if (value && !value->broken && run) {
+  // A start entry (its end not read yet, or never written) is no evidence: the ttl is.
+  if (value && !value->broken && run && run->ended()) {
     if (run->end == run_end_name(RunEnd::lost)) return {true, Evidence::history};
     if (!ran_out) return {false, Evidence::history};
   }
@@ -253,7 +254,7 @@ void LockWatch::ran_unseen(const LockState& last, const LockState& now,
     value.holder = run.holder;
     value.fence = run.fence;
     saw_fence(value);
-    bool lost = run.end == run_end_name(RunEnd::lost);
+    bool lost = run.end == run_end_name(RunEnd::lost) || !run.ended();
     for (Kind kind : {places ? Kind::place_taken : Kind::taken,
                       places ? (lost ? Kind::place_expired : Kind::place_released)
                              : (lost ? Kind::expired : Kind::released)}) {

@@ -32,6 +32,9 @@ HolderView view_holder(const LockValue& v, WallTime now) {
 }
 
 LockView view_lock(const LockState& s, WallTime now) {
+  // Held for how long, ended how long ago: by the server's clock, which times the holders
+  // and the runs (a host whose clock is off would say "held for 0ms" of a run of seconds).
+  if (s.now_ms > 0) now = WallTime(Millis(s.now_ms));
   LockView v;
   v.key = s.key;
   v.kind = s.kind;
@@ -52,7 +55,8 @@ LockView view_lock(const LockState& s, WallTime now) {
   v.history_kept = s.history_pttl;
   v.last_run = s.last_run;
   if (s.last_run) {
-    WallTime ended = s.last_run->holder.since + Millis(s.last_run->held_ms);
+    // Its entry's ID: the server's clock at its end (at its start, for one that reported none).
+    WallTime ended(Millis(history_entry_ms(s.last_run->id)));
     v.last_run_ago = std::max(Millis(0), now - ended);
   }
   return v;

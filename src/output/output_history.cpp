@@ -79,11 +79,11 @@ void print_history(const std::string& key, const std::vector<RunRecord>& runs,
     // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
     bool held = r.fence > 0;
     bool waited = r.end != run_end_name(RunEnd::period_reset);
-    rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
-                    std::to_string(r.holder.pid), held ? format_duration(Millis(r.held_ms)) : "-",
-                    waited ? format_duration(Millis(r.waited_ms)) : "-",
-                    held ? std::to_string(r.fence) : "-",
-                    result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
+    rows.push_back(
+        {format_rfc3339(r.holder.since), printable(r.holder.host), std::to_string(r.holder.pid),
+         held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
+         waited ? format_duration(Millis(r.waited_ms)) : "-", held ? std::to_string(r.fence) : "-",
+         result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
   }
   write_stdout(columns(rows));
 }

@@ -93,8 +93,8 @@ json run_json(const RunRecord& r) {
           {"acquired_at", format_rfc3339(r.holder.since)},
           {"fence", r.fence},
           {"waited_ms", r.waited_ms},
-          {"held_ms", r.held_ms},
-          {"exit_status", r.exit_status},
+          {"held_ms", r.ended() ? json(r.held_ms) : json(nullptr)},
+          {"exit_status", r.ended() ? json(r.exit_status) : json(nullptr)},
           {"end", r.end},
           {"period", or_null(r.period)}};
 }
@@ -185,7 +185,7 @@ json checked_run_json(const std::optional<CheckedRun>& c) {
           {"since", format_rfc3339(r.record.holder.since)},
           {"ended", server_time_text(r.ended_ms)},
           {"end", r.record.end},
-          {"exit_status", r.record.exit_status},
+          {"exit_status", r.record.ended() ? json(r.record.exit_status) : json(nullptr)},
           {"held_ms", r.record.held_ms},
           {"fence", r.record.fence},
           {"in_window", r.in_window},

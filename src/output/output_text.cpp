@@ -78,6 +78,9 @@ std::string result_text(const RunRecord& r) {
   if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
   if (r.end == run_end_name(RunEnd::period_reset))
     return "period reset by " + printable(r.holder.user);
+  // A run's start entry (history.h): it holds the lock, or its rlock died before its end.
+  if (r.end == run_end_name(RunEnd::running)) return "running";
+  if (r.end == run_end_name(RunEnd::no_end)) return "no end reported";
   return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
 }
 

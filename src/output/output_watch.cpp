@@ -47,7 +47,9 @@ std::string evidence_text(WatchEvent::Evidence evidence) {
 
 // Whether the run of the holder E is about has ended well (its history entry is there), so
 // that its lock was kept for --min-hold.
-bool run_over(const WatchEvent& e) { return e.run && e.run->end != run_end_name(RunEnd::lost); }
+bool run_over(const WatchEvent& e) {
+  return e.run && e.run->ended() && e.run->end != run_end_name(RunEnd::lost);
+}
 
 // ": exit 3", ": hung (79)": how the run of the holder E is about ended, when its history entry
 // is there already; the first thing an operator asks of a release.

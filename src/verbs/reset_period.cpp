@@ -31,6 +31,7 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   }
   RunRecord record;
   record.holder = current_holder("rlock");
+  record.holder.since = WallTime{};  // recorded at the server's clock (history_add.lua)
   record.end = run_end_name(RunEnd::period_reset);
   record.period = reset->slot;
   record.token = make_token();

@@ -439,16 +439,6 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
   return std::nullopt;
 }
 
-// A history entry for a run that did not happen: END says why, STATUS is what rlock exits with.
-RunRecord skipped(const Holder& holder, const std::string& token, RunEnd end, int status) {
-  RunRecord r;
-  r.holder = holder;
-  r.token = token;
-  r.end = run_end_name(end);
-  r.exit_status = status;
-  return r;
-}
-
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
   if (options.history_length > 0)
@@ -494,6 +484,9 @@ public:
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   std::optional<int> take() {
     LockValue value{lock_->token(), holder_, std::nullopt, options_.ttl.count(), std::nullopt};
+    if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
+      lock_->record_start(
+          {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
     WaitOutcome outcome =
         acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
@@ -517,11 +510,13 @@ public:
               ? "error"
               : "busy";
       if (busy && options_.record_skips)
-        record_history(redis_, options_, skipped(holder_, lock_->token(), RunEnd::busy, *status));
+        record_history(redis_, options_,
+                       skipped_run(holder_, lock_->token(), RunEnd::busy, *status));
       return status;
     }
     got_ = std::get<Obtained>(outcome);
     held_.emplace(*lock_, options_.ttl, got_.sent);
+    started(got_.start);
     metrics_.m.result = "acquired";
     metrics_.m.wait_seconds = std::chrono::duration<double>(got_.waited).count();
     metrics_.acquired = got_.sent;
@@ -550,15 +545,18 @@ public:
   std::optional<int> claim_period() {
     if (!options_.once_per) return std::nullopt;
     period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
-    auto claim = period_->claim(holder_, got_.fence, Clock::now() + lock_->command_timeout());
-    if (claim && claim->claimed) return std::nullopt;
+    StartRecord start{options_.history_length, options_.retention, start_fields(holder_),
+                      Clock::now() - got_.waited};
+    auto claim =
+        period_->claim(holder_, got_.fence, start, Clock::now() + lock_->command_timeout());
+    if (claim && claim->claimed) return started(claim->start);
     metrics_.m.result = claim ? "done" : "error";
     held_->release();
     if (!claim) return unavailable(claim.failure());
     log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
     if (options_.record_skips) {
-      RunRecord r =
-          skipped(holder_, lock_->token(), RunEnd::done_this_period, options_.conflict_exit_code);
+      RunRecord r = skipped_run(holder_, lock_->token(), RunEnd::done_this_period,
+                                options_.conflict_exit_code);
       r.period = period_->slot_name();
       record_history(redis_, options_, r);
     }
@@ -661,9 +659,19 @@ public:
   }
 
 private:
+  // The run's start entry START is in the history: its end replaces it, or, should the
+  // command never start, the release removes it.
+  std::optional<int> started(const std::string& start) {
+    got_.start = start;
+    if (!start.empty()) held_->forget_start(history_forget(options_.key, lock_->token(), start));
+    return std::nullopt;
+  }
+
   RunRecord record_of(const Outcome& end) const {
     RunRecord record;
     record.holder = holder_;
+    record.holder.since = WallTime(Millis(got_.taken_ms));  // the server's, when it was taken
+    record.start = got_.start;
     record.token = lock_->token();
     record.fence = got_.fence;
     record.waited_ms = got_.waited.count();

@@ -60,7 +60,8 @@ public:
         may_hold_ = false;  // an answer: a lock taken by a lost reply would have been ours now
         if (auto* got = std::get_if<Acquired>(&*attempt)) {
           status_.clear();
-          return Obtained{got->fence, sent, std::chrono::duration_cast<Millis>(sent - start_)};
+          return Obtained{got->fence, sent, std::chrono::duration_cast<Millis>(sent - start_),
+                          got->taken_ms, got->start};
         }
         if (auto* wrong = std::get_if<WrongType>(&*attempt)) return NotALock{wrong->type};
         busy_ = std::get<Busy>(*attempt);

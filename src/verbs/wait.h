@@ -35,6 +35,8 @@ struct Obtained {
   int64_t fence;
   TimePoint sent;  // when the successful attempt was sent: the lease counts from here
   Millis waited;
+  int64_t taken_ms = 0;  // the server's clock when it took the lock (Acquired)
+  std::string start;     // the run's start entry in the history (Acquired), or ""
 };
 struct NotObtained {
   std::string holder_value;  // raw value of the last holder seen

@@ -228,7 +228,9 @@ private:
         for (const Reply& e : r.elements) {
           if (!e.is_array() || e.elements.empty()) continue;
           history_seen_[i] = e.elements[0].str;
-          if (auto run = decode_history_entry(e)) out[i].push_back(std::move(*run));
+          // A run's start says nothing of how a holder went: its end, or the ttl, does.
+          if (auto run = decode_history_entry(e); run && run->ended())
+            out[i].push_back(std::move(*run));
         }
         // A short page is the last: the rest was trimmed meanwhile, or was never there.
         if (r.elements.size() < static_cast<size_t>(k_history_page) || *history_seen_[i] == before)

@@ -80,6 +80,8 @@ TEST_CASE("a semaphore's places, each with its holder, and the last run's age") 
   RunRecord run;
   run.holder.since = k_now - 1min;
   run.held_ms = 30000;
+  // Its end is its entry's ID, the server's clock: not since + held (the host's).
+  run.id = std::to_string((k_now - 30s).time_since_epoch().count()) + "-0";
   s.last_run = run;
   LockView v = view_lock(s, k_now);
   REQUIRE(v.semaphore.size() == 2);

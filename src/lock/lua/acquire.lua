@@ -1,7 +1,9 @@
 -- uses: common.lua, slots.lua, sharing.lua
 -- Takes the (mutex) lock if it is free and, with --fair, it is our turn; else says who holds it
--- and, for a waiter, queues it. Returns {1, fence}, {0, value, pttl, block} or {-1, type}; or
--- {0, value, pttl, block, sharers} while the lock is shared (--shared: sharing.lua).
+-- and, for a waiter, queues it. Returns {1, fence, now, start}, {0, value, pttl, block} or
+-- {-1, type}; or {0, value, pttl, block, sharers} while the lock is shared (--shared:
+-- sharing.lua). NOW is the server's clock, which the value's since= says too (taken_at); START
+-- the ID of the run's start entry in HISTORY (KEYS[7], with ARGV[10] on: record_start), or ''.
 -- Taking the lock and drawing its fence are one step: no fence number is spent on a failed
 -- attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
 -- type into a clean answer instead of a script error. A lock that is already ours (a retry
@@ -10,7 +12,7 @@
 -- our SET, a shared acquire could take a place (shared_acquire.lua, in its own step, finds our
 -- lock and waits). A lock never shared costs one EXISTS.
 local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local shared, shared_values = KEYS[5], KEYS[6]
+local shared, shared_values, history = KEYS[5], KEYS[6], KEYS[7]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
 local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -23,7 +25,8 @@ if type(v) == 'table' then return {-1, redis.call('TYPE', lock)['ok']} end
 if v and string.sub(v, 1, #owner_prefix) == owner_prefix then
   redis.call('PEXPIRE', lock, ttl)
   dequeue(queue, alive, wake_prefix, token)
-  return {1, tonumber(string.match(v, ' fence=(%d+)$') or '0')}
+  local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
+  return {1, fence, now, started_entry(history, ARGV, 10, fence)}
 end
 local pttl = -2
 local turn = true
@@ -53,8 +56,8 @@ if not v and turn and redis.call('EXISTS', shared) == 1 then
 end
 if not v and turn then
   local fence = next_fence(fence_key, retention)
-  redis.call('SET', lock, value .. ' fence=' .. fence_text(fence), 'PX', ttl)
+  redis.call('SET', lock, taken_at(value, now) .. ' fence=' .. fence_text(fence), 'PX', ttl)
   dequeue(queue, alive, wake_prefix, token)
-  return {1, fence}
+  return {1, fence, now, record_start(history, ARGV, 10, fence, now)}
 end
 return busy(queue, alive, token, now, v, pttl, max_block, fallback)

@@ -16,6 +16,8 @@
 -- or 'no-expiry' (no lease bounds the holder: left alone, unless NOW).
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local wake_prefix, breaker, token, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
+-- When it was broken is the server's clock, as every time rlock records (common.lua).
+breaker = string.gsub(breaker, ' broken_at=[^ ]*', ' broken_at=' .. rfc3339(now_ms()), 1)
 
 local t = redis.call('TYPE', lock)['ok']
 if t ~= 'string' then return {t} end

@@ -13,6 +13,8 @@
 local sem, holders, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local wake_prefix, breaker, token = ARGV[1], ARGV[2], ARGV[3]
 local all, now = ARGV[4] == '1', ARGV[5] == '1'
+-- When it was broken is the server's clock, as every time rlock records (common.lua).
+breaker = string.gsub(breaker, ' broken_at=[^ ]*', ' broken_at=' .. rfc3339(now_ms()), 1)
 
 local clock = now_ms()
 expire_holders(sem, holders, clock)

@@ -128,3 +128,73 @@ local function busy(queue, alive, token, now, value, pttl, max_block, fallback)
   end
   return {0, value or '', pttl, block}
 end
+
+-- The server's clock MS as rlock writes times (wall_time.h): 2026-11-30T03:12:00.123Z. Every
+-- time rlock records (a holder's since, a run's start and end, a period's run) is the server's,
+-- so that a host whose clock is off records the same times as the others (days from the epoch
+-- to a civil date: Howard Hinnant's algorithm, exact for any date after 1970).
+local function rfc3339(ms)
+  local s = math.floor(ms / 1000)
+  local days = math.floor(s / 86400)
+  local secs = s - days * 86400
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524)
+                          - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400 + (m <= 2 and 1 or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', y, m, d, math.floor(secs / 3600),
+                       math.floor(secs % 3600 / 60), secs % 60, ms - s * 1000)
+end
+
+-- A holder's value with since= the server's NOW: the moment the lock was taken, not the moment
+-- its holder began to wait for it, nor its own clock's idea of that moment.
+local function taken_at(value, now)
+  return (string.gsub(value, ' since=[^ ]*', ' since=' .. rfc3339(now), 1))
+end
+
+-- The run history (history.h): a capped stream, kept RETENTION ms after its last use (0: kept).
+local function keep_history(history, retention)
+  if retention > 0 then
+    redis.call('PEXPIRE', history, retention)
+  else
+    redis.call('PERSIST', history)
+  end
+end
+
+-- A run's start, recorded in the same step that takes the lock (or claims its period), so that
+-- a run whose rlock dies (SIGKILL, the OOM killer, a host that lost power) is in the history
+-- all the same: its entry, end=running, says "running" while the run's fence holds the lock
+-- and "no end reported" once it does not. The run's end replaces it (history_add.lua). ARGS
+-- from FIRST on: the history's length (none or 0: nothing is recorded), its retention, then the
+-- entry's fields. Returns the entry's ID, or ''.
+local function record_start(history, args, first, fence, now)
+  local max_length = tonumber(args[first])
+  if not history or not max_length or max_length <= 0 then return '' end
+  -- pcall: a history that cannot be written (another type under its name, a full memory)
+  -- never keeps the lock from being taken; the run's end says so (one warning).
+  local id = redis.pcall('XADD', history, 'MAXLEN', max_length > 100 and '~' or '=', max_length,
+                         '*', 'since', rfc3339(now), 'fence', fence_text(fence), 'end', 'running',
+                         unpack(args, first + 2))
+  if type(id) ~= 'string' then return '' end
+  keep_history(history, tonumber(args[first + 1]))
+  return id
+end
+
+-- The start entry of the run with FENCE, for an acquisition sent again (its first reply was
+-- lost): among the newest entries, where a run that has just taken the lock finds its own.
+local function started_entry(history, args, first, fence)
+  if not history or (tonumber(args[first]) or 0) <= 0 then return '' end
+  local entries = redis.pcall('XREVRANGE', history, '+', '-', 'COUNT', 20)
+  if entries.err then return '' end
+  for _, e in ipairs(entries) do
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i + 1] end
+    if f.fence == fence_text(fence) and f['end'] == 'running' then return e[1] end
+  end
+  return ''
+end

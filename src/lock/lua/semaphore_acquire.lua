@@ -1,7 +1,9 @@
 -- uses: common.lua, slots.lua
 -- Takes a slot of the semaphore if one is free (and, with --fair, it is our turn): the answers
--- of acquire.lua. Busy names the holder whose slot frees first.
+-- of acquire.lua (with its start entry in HISTORY, KEYS[6], ARGV[10] on). Busy names the holder
+-- whose slot frees first.
 local sem, holders, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local history = KEYS[6]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local fair, max_block, fallback = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
 local limit, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -17,7 +19,8 @@ if redis.call('ZSCORE', sem, token) then
   keep_semaphore(sem, holders, now)
   dequeue(queue, alive, wake_prefix, token)
   local v = redis.call('HGET', holders, token) or ''
-  return {1, tonumber(string.match(v, ' fence=(%d+)$') or '0')}
+  local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
+  return {1, fence, now, started_entry(history, ARGV, 10, fence)}
 end
 local free = limit - redis.call('ZCARD', sem)
 local turn = free > 0
@@ -29,10 +32,10 @@ end
 if turn then
   local fence = next_fence(fence_key, retention)
   redis.call('ZADD', sem, now + ttl, token)
-  redis.call('HSET', holders, token, value .. ' fence=' .. fence_text(fence))
+  redis.call('HSET', holders, token, taken_at(value, now) .. ' fence=' .. fence_text(fence))
   keep_semaphore(sem, holders, now)
   dequeue(queue, alive, wake_prefix, token)
-  return {1, fence}
+  return {1, fence, now, record_start(history, ARGV, 10, fence, now)}
 end
 local v, pttl = false, -2
 local first = redis.call('ZRANGE', sem, 0, 0, 'WITHSCORES')

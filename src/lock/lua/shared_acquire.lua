@@ -1,7 +1,8 @@
 -- uses: common.lua, slots.lua, sharing.lua
 -- Takes a shared place of the lock (--shared) when nobody holds it alone and no waiter that
 -- wants it alone came before us; the answers of acquire.lua: {1, fence}, {-1, type}, or
--- {0, value, pttl, block, sharers} (the value is empty when a waiter ahead keeps us out).
+-- {0, value, pttl, block, sharers} (the value is empty when a waiter ahead keeps us out); taken:
+-- {1, fence, now, start}, with the start entry in HISTORY (KEYS[8], ARGV[8] on: common.lua).
 -- One step closes these races:
 --  * an exclusive acquire between our look at the lock key and our ZADD would hold the lock
 --    together with us (acquire.lua, in its own step, finds our place and waits);
@@ -11,7 +12,7 @@
 --    queued without knowing what it wants.
 -- A place that is already ours (a retry after a lost reply) counts as acquired.
 local lock, shared, values, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local queue, alive, sharing = KEYS[5], KEYS[6], KEYS[7]
+local queue, alive, sharing, history = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local max_block, fallback, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -42,7 +43,8 @@ if redis.call('ZSCORE', shared, token) then
   dequeue(queue, alive, wake_prefix, token)
   redis.call('ZREM', sharing, token)
   local held = redis.call('HGET', values, token) or ''
-  return {1, tonumber(string.match(held, ' fence=(%d+)$') or '0')}
+  local fence = tonumber(string.match(held, ' fence=(%d+)$') or '0')
+  return {1, fence, now, started_entry(history, ARGV, 8, fence)}
 end
 if v then
   -- Held alone (or a tombstone of release --force, or another program's lock).
@@ -58,9 +60,9 @@ if ahead then
 end
 local fence = next_fence(fence_key, retention)
 redis.call('ZADD', shared, now + ttl, token)
-redis.call('HSET', values, token, value .. ' fence=' .. fence_text(fence))
+redis.call('HSET', values, token, taken_at(value, now) .. ' fence=' .. fence_text(fence))
 keep_semaphore(shared, values, now)
 dequeue(queue, alive, wake_prefix, token)
 redis.call('ZREM', sharing, token)
 wake_next_sharer(queue, alive, sharing, wake_prefix, now)
-return {1, fence}
+return {1, fence, now, record_start(history, ARGV, 8, fence, now)}
