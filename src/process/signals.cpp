@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "util/error.h"
+#include "util/resources.h"
 
 namespace rlock {
 
@@ -28,7 +29,7 @@ SignalEvents::SignalEvents() {
   sigdelset(&mask, SIGTTIN);
   mask_ = mask;
   fd_.reset(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!fd_.valid()) throw Error(k_exit_internal, errno_message("signalfd"));
+  if (!fd_.valid()) throw system_call_error("cannot watch for signals", "signalfd");
   // A closed stdout or stderr must be an EPIPE we can report, not a silent death.
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <hiredis/hiredis.h>
 
+#include "util/resources.h"
+
 namespace rlock {
 
 namespace {
@@ -152,7 +154,9 @@ Result<Unit> Connection::connect_next(Failure last) {
     Address a = addresses_.back();
     addresses_.pop_back();
     Fd fd(::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) return fail({Failure::Kind::connect, errno_message("socket")});
+    if (!fd.valid())
+      return fail(system_call_failure("cannot open a connection to Redis at " + endpoint_, "socket",
+                                      errno));
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
       connected(std::move(fd));
       return Unit{};
@@ -403,8 +407,7 @@ Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline,
   return take(count);
 }
 
-Result<Unit> Connection::subscribe(const std::vector<std::string>& channels,
-                                   TimePoint deadline) {
+Result<Unit> Connection::subscribe(const std::vector<std::string>& channels, TimePoint deadline) {
   subscribed_ = true;
   std::vector<Argv> commands;
   for (const std::string& channel : channels) commands.push_back({"SUBSCRIBE", channel});

@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include "util/resources.h"
+
 namespace rlock {
 
 namespace {
@@ -39,7 +41,9 @@ namespace {
   X(X509_VERIFY_PARAM_set1_ip_asc)                                                                 \
   X(X509_verify_cert_error_string)                                                                 \
   X(ERR_get_error)                                                                                 \
+  X(ERR_peek_error)                                                                                \
   X(ERR_error_string_n)                                                                            \
+  X(ERR_reason_error_string)                                                                       \
   X(ERR_clear_error)                                                                               \
   X(OpenSSL_version)
 
@@ -47,7 +51,8 @@ struct OpenSsl {
 #define RLOCK_DECLARE(name) decltype(&::name) name = nullptr;
   RLOCK_OPENSSL_FUNCTIONS(RLOCK_DECLARE)
 #undef RLOCK_DECLARE
-  std::string error;  // why loading failed; empty when it worked
+  std::string error;   // why loading failed; empty when it worked
+  int load_errno = 0;  // errno when dlopen failed: out of descriptors is no missing library
 
   // The library, loaded once per process (the renewal thread may be the first to need it).
   static const OpenSsl& get() {
@@ -58,8 +63,10 @@ struct OpenSsl {
 private:
   static OpenSsl load() {
     OpenSsl ssl;
+    errno = 0;
     void* handle = ::dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
+      ssl.load_errno = errno;
       ssl.error = ::dlerror();
       return ssl;
     }
@@ -77,9 +84,11 @@ private:
 
 const OpenSsl& openssl() {
   const OpenSsl& ssl = OpenSsl::get();
-  if (!ssl.error.empty())
-    throw Error(k_exit_config, "rediss:// needs OpenSSL's libssl.so.3: " + ssl.error);
-  return ssl;
+  if (ssl.error.empty()) return ssl;
+  if (shortage(ssl.load_errno, Call::opening))
+    throw system_call_error("cannot load OpenSSL's libssl.so.3 for rediss://", "dlopen",
+                            ssl.load_errno);
+  throw Error(k_exit_config, "rediss:// needs OpenSSL's libssl.so.3: " + ssl.error);
 }
 
 // The oldest error in OpenSSL's queue for this thread, as text; the queue is emptied.
@@ -90,6 +99,22 @@ std::string ssl_error_text(const OpenSsl& ssl) {
   char buf[256];
   ssl.ERR_error_string_n(code, buf, sizeof buf);
   return buf;
+}
+
+// Why loading material failed (MESSAGE says what): rlock's shortage when a system call in
+// OpenSSL's queue failed for want of descriptors or memory (exit 125), else the material
+// itself, with OpenSSL's oldest error (78). The queue is emptied.
+Error material_error(const OpenSsl& ssl, const std::string& message) {
+  unsigned long first = ssl.ERR_get_error();
+  for (unsigned long code = first; code != 0; code = ssl.ERR_get_error())
+    if (ERR_GET_LIB(code) == ERR_LIB_SYS && shortage(ERR_GET_REASON(code), Call::opening)) {
+      ssl.ERR_clear_error();
+      return system_call_error(message, "OpenSSL", ERR_GET_REASON(code));
+    }
+  if (first == 0) return Error(k_exit_config, message + ": unknown error");
+  char buf[256];
+  ssl.ERR_error_string_n(first, buf, sizeof buf);
+  return Error(k_exit_config, message + ": " + buf);
 }
 
 using CtxPtr = std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)>;
@@ -108,20 +133,18 @@ CtxPtr make_context(const OpenSsl& ssl, const TlsOptions& o) {
       throw Error(k_exit_config, "--cacertdir " + o.cacertdir + " is not a directory");
     if (ssl.SSL_CTX_load_verify_locations(ctx.get(), o.cacert.empty() ? nullptr : o.cacert.c_str(),
                                           o.cacertdir.empty() ? nullptr : o.cacertdir.c_str()) != 1)
-      throw Error(k_exit_config, "cannot load CA certificates from " +
-                                     (o.cacert.empty() ? o.cacertdir : o.cacert) + ": " +
-                                     ssl_error_text(ssl));
+      throw material_error(ssl, "cannot load CA certificates from " +
+                                    (o.cacert.empty() ? o.cacertdir : o.cacert));
   } else if (ssl.SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
-    throw Error(k_exit_config, "cannot load the system's CA certificates: " + ssl_error_text(ssl));
+    throw material_error(ssl, "cannot load the system's CA certificates");
   }
   if (o.cert.empty() != o.key.empty())
     throw Error(k_exit_config, "--cert and --key go together (a client certificate needs its key)");
   if (!o.cert.empty()) {
     if (ssl.SSL_CTX_use_certificate_chain_file(ctx.get(), o.cert.c_str()) != 1)
-      throw Error(k_exit_config,
-                  "cannot load the certificate " + o.cert + ": " + ssl_error_text(ssl));
+      throw material_error(ssl, "cannot load the certificate " + o.cert);
     if (ssl.SSL_CTX_use_PrivateKey_file(ctx.get(), o.key.c_str(), SSL_FILETYPE_PEM) != 1)
-      throw Error(k_exit_config, "cannot load the key " + o.key + ": " + ssl_error_text(ssl));
+      throw material_error(ssl, "cannot load the key " + o.key);
     if (ssl.SSL_CTX_check_private_key(ctx.get()) != 1)
       throw Error(k_exit_config, "the key " + o.key + " does not match " + o.cert);
   }
@@ -152,8 +175,48 @@ public:
     if (err == SSL_ERROR_WANT_READ) return Step{0, POLLIN};
     if (err == SSL_ERROR_WANT_WRITE) return Step{0, POLLOUT};
     if (err == SSL_ERROR_ZERO_RETURN) return Step{};
-    if (err == SSL_ERROR_SYSCALL && ssl_.ERR_get_error() == 0 && errno == 0) return Step{};
+    int sys_errno = errno;
+    if (err == SSL_ERROR_SSL)
+      if (auto refused = refusal()) return *refused;
+    if (err == SSL_ERROR_SYSCALL && ssl_.ERR_get_error() == 0) {
+      if (sys_errno == 0) return Step{};
+      return Failure{Failure::Kind::io, endpoint_ + ": TLS: " + std::strerror(sys_errno)};
+    }
     return Failure{Failure::Kind::io, endpoint_ + ": TLS: " + ssl_error_text(ssl_)};
+  }
+
+  // The server's refusal, when OpenSSL's error is an alert it sent ("certificate required",
+  // "unknown ca", "bad certificate", "certificate expired" ...): it answered, and will answer
+  // the same again, so no waiter retries it. Under TLS 1.3 a refused client certificate comes
+  // after our side of the handshake is done, at the first read: nothing sent had run.
+  std::optional<Failure> refusal() {
+    unsigned long code = ssl_.ERR_peek_error();
+    if (ERR_GET_LIB(code) != ERR_LIB_SSL || ERR_GET_REASON(code) < SSL_AD_REASON_OFFSET)
+      return std::nullopt;
+    ssl_.ERR_clear_error();
+    // "tlsv13 alert certificate required": the alert's description.
+    const char* text = ssl_.ERR_reason_error_string(code);
+    std::string alert = text ? text : "alert " + std::to_string(ERR_GET_REASON(code));
+    if (size_t at = alert.find("alert "); at != std::string::npos) alert.erase(0, at + 6);
+    std::string hint;
+    switch (ERR_GET_REASON(code) - SSL_AD_REASON_OFFSET) {
+    case SSL_AD_CERTIFICATE_REQUIRED:
+      hint = " (it wants a client certificate: --cert and --key)";
+      break;
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_REVOKED:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_ACCESS_DENIED:
+      hint = " (it does not accept the client certificate of --cert)";
+      break;
+    default: break;
+    }
+    return Failure{Failure::Kind::connect,
+                   endpoint_ + " refused the TLS connection: " + alert + hint, "",
+                   Failure::Why::tls_refused};
   }
 
   Result<short> handshake() override {
@@ -174,6 +237,7 @@ public:
     if (r)
       return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ +
                                                  " failed: the server closed the connection"};
+    if (r.failure().why == Failure::Why::tls_refused) return r.failure();
     return Failure{Failure::Kind::connect,
                    "TLS handshake with " + endpoint_ + " failed: " + r.failure().message, "",
                    Failure::Why::tls_refused};
