@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include <cstring>
+
 #include "util/resources.h"
 
 namespace rlock {
@@ -52,7 +54,7 @@ struct OpenSsl {
   RLOCK_OPENSSL_FUNCTIONS(RLOCK_DECLARE)
 #undef RLOCK_DECLARE
   std::string error;   // why loading failed; empty when it worked
-  int load_errno = 0;  // errno when dlopen failed: out of descriptors is no missing library
+  int load_errno = 0;  // why dlopen failed, when out of descriptors or memory: no missing library
 
   // The library, loaded once per process (the renewal thread may be the first to need it).
   static const OpenSsl& get() {
@@ -63,11 +65,12 @@ struct OpenSsl {
 private:
   static OpenSsl load() {
     OpenSsl ssl;
-    errno = 0;
     void* handle = ::dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
-      ssl.load_errno = errno;
       ssl.error = ::dlerror();
+      // dlerror() gives the failed open's errno only as text: "...: Too many open files".
+      for (int err : {EMFILE, ENFILE, ENOMEM})
+        if (ssl.error.ends_with(std::strerror(err))) ssl.load_errno = err;
       return ssl;
     }
 #define RLOCK_LOOKUP(name)                                                                         \
@@ -87,7 +90,7 @@ const OpenSsl& openssl() {
   if (ssl.error.empty()) return ssl;
   if (shortage(ssl.load_errno, Call::opening))
     throw system_call_error("cannot load OpenSSL's libssl.so.3 for rediss://", "dlopen",
-                            ssl.load_errno);
+                            ssl.load_errno);  // once: the next connection would need it again
   throw Error(k_exit_config, "rediss:// needs OpenSSL's libssl.so.3: " + ssl.error);
 }
 

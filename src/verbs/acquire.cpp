@@ -66,10 +66,7 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   if (pid && !start_keeper(lock, got, options, *pid, link, signals)) {
     int err = errno;  // before the release's own calls
     give_back();
-    Error e =
-        system_call_error("cannot start the keeper of --while-pid", "fork", err, Call::spawning);
-    e.set_key(options.key);
-    throw e;
+    throw system_call_error("cannot start the keeper of --while-pid", "fork", err, Call::spawning);
   }
   return k_exit_ok;
 }
@@ -83,7 +80,13 @@ struct AcquireArgs : Arguments {
 
   int run(const Invocation& in) override {
     in.resolved.run.key = in.key(key);
-    return acquire_verb(in.resolved.global, in.resolved.run, json, while_pid);
+    try {
+      return acquire_verb(in.resolved.global, in.resolved.run, json, while_pid);
+    } catch (Error& e) {
+      // rlock's own failure (out of descriptors, say) names the lock; it was given back.
+      if (e.exit_status() == k_exit_internal) e.set_key(in.resolved.run.key);
+      throw;
+    }
   }
 };
 

@@ -429,6 +429,81 @@ class Tls(unittest.TestCase):
         self.assertIn("--tls: a unix:// socket has no TLS", r.stderr)
 
 
+def make_client_certificates(directory):
+    """Client certificates in DIRECTORY (beside make_certificates()'s): client.crt signed by
+    the server's CA, stranger.crt by another CA."""
+    def sh(*args):
+        subprocess.run(args, cwd=directory, check=True, capture_output=True)
+    for name, ca in (("client", "ca"), ("stranger", "other-ca")):
+        sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+           "-out", f"{name}.csr", "-subj", f"/CN=rlock {name}")
+        sh("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey",
+           f"{ca}.key", "-CAcreateserial", "-days", "2", "-out", f"{name}.crt")
+
+
+class TlsClientCertificates(unittest.TestCase):
+    """A server that wants a client certificate (tls-auth-clients yes) and is refused one: its
+    alert is named and ends a wait at once, as a server certificate rlock refuses does. Under
+    TLS 1.3 (the default) the refusal reaches rlock at its first read after the handshake;
+    under TLS 1.2, during it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.certs = tempfile.mkdtemp(prefix="rlock-tls-")
+        make_certificates(cls.certs)
+        make_client_certificates(cls.certs)
+        cert = lambda name: os.path.join(cls.certs, name)
+        cls.servers = {}
+        for protocols in ("TLSv1.3", "TLSv1.2"):
+            port = free_port()
+            server = RedisServer("--tls-port", str(port), "--tls-cert-file", cert("server.crt"),
+                                 "--tls-key-file", cert("server.key"), "--tls-ca-cert-file",
+                                 cert("ca.crt"), "--tls-auth-clients", "yes",
+                                 "--tls-protocols", protocols)
+            cls.servers[protocols] = (server, port)
+
+    @classmethod
+    def tearDownClass(cls):
+        for server, _ in cls.servers.values():
+            server.stop()
+        shutil.rmtree(cls.certs, True)
+
+    def run_with(self, port, *args):
+        marker = os.path.join(self.certs, "ran")
+        if os.path.exists(marker):
+            os.unlink(marker)
+        begin = time.monotonic()
+        r = run_rlock(["run", "--redis", f"rediss://127.0.0.1:{port}", "--cacert",
+                       os.path.join(self.certs, "ca.crt"), *args, "k", "--", "touch", marker],
+                      env=rlock_env())
+        return r, time.monotonic() - begin, os.path.exists(marker)
+
+    def test_a_refused_client_certificate_ends_a_wait_at_once_with_the_reason(self):
+        cert = lambda name: ["--cert", os.path.join(self.certs, f"{name}.crt"), "--key",
+                             os.path.join(self.certs, f"{name}.key")]
+        for protocols, (server, port) in self.servers.items():
+            for given, reason in (([], "certificate required"),
+                                  (cert("stranger"), "unknown ca")):
+                with self.subTest(protocols=protocols, cert=given[1:2]):
+                    # TLS 1.2 names a missing certificate "handshake failure".
+                    if protocols == "TLSv1.2" and not given:
+                        reason = "handshake failure"
+                    r, took, ran = self.run_with(port, "--wait", "8s", *given)
+                    self.assertEqual(r.returncode, 69, r.stderr)
+                    self.assertIn(f"127.0.0.1:{port} refused the TLS connection: {reason}",
+                                  r.stderr)
+                    self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                    self.assertNotIn("retried", r.stderr)
+                    # At once: a retried refusal would take the whole 8 s.
+                    self.assertLess(took, 4, r.stderr)
+                    self.assertFalse(ran)
+                    self.assertIsNone(server.cmd("GET", "k"))
+            with self.subTest(protocols=protocols, cert="client"):
+                r, _, ran = self.run_with(port, "--wait", "8s", *cert("client"))
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertTrue(ran)
+
+
 class DefaultRedis(RedisTestCase):
     """Under cron nothing names a Redis unless a config file does: each host would lock in its
     own. rlock says so, even with -q, unless stderr is a terminal."""
