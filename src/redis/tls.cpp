@@ -40,6 +40,8 @@ namespace {
   X(SSL_write)                                                                                     \
   X(SSL_get_error)                                                                                 \
   X(SSL_get_verify_result)                                                                         \
+  X(SSL_set_msg_callback)                                                                          \
+  X(SSL_version)                                                                                   \
   X(X509_VERIFY_PARAM_set1_ip_asc)                                                                 \
   X(X509_verify_cert_error_string)                                                                 \
   X(ERR_get_error)                                                                                 \
@@ -164,7 +166,10 @@ class TlsStream final : public Stream {
 public:
   TlsStream(const OpenSsl& ssl, Fd fd, CtxPtr ctx, SslPtr conn, std::string endpoint)
       : ssl_(ssl), fd_(std::move(fd)), ctx_(std::move(ctx)), conn_(std::move(conn)),
-        endpoint_(std::move(endpoint)) {}
+        endpoint_(std::move(endpoint)) {
+    ssl_.SSL_set_msg_callback(conn_.get(), &TlsStream::on_message);
+    ssl_.SSL_ctrl(conn_.get(), SSL_CTRL_SET_MSG_CALLBACK_ARG, 0, this);
+  }
 
   int socket() const override { return fd_.get(); }
 
@@ -248,17 +253,54 @@ public:
 
   Result<Step> write_some(const char* bytes, size_t len) override {
     auto n = call([&] { return ssl_.SSL_write(conn_.get(), bytes, static_cast<int>(len)); });
+    if (!n ? n.failure().why != Failure::Why::tls_refused : n->bytes == 0 && n->wait == 0)
+      if (auto refused = silent_refusal()) return *refused;
     if (n && n->bytes == 0 && n->wait == 0)
       return Failure{Failure::Kind::io, endpoint_ + ": connection closed"};
     return n;
   }
 
   Result<Step> read_some(char* buf, size_t len) override {
-    return call([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); });
+    auto n = call([&] { return ssl_.SSL_read(conn_.get(), buf, static_cast<int>(len)); });
+    if (n && n->bytes > 0) heard_ = true;
+    if (!n ? n.failure().why != Failure::Why::tls_refused : n->bytes == 0 && n->wait == 0)
+      if (auto refused = silent_refusal()) return *refused;
+    return n;
   }
 
 private:
+  // Under TLS 1.3 the server judges our certificate after our side of the handshake is over,
+  // and we send the first command at once: a server that refuses it and closes then resets
+  // the connection (our command unread), and the reset may overtake its alert. A connection
+  // reset or closed before the server said anything after a handshake that asked for a
+  // client certificate is that refusal: a server that accepts sends its session tickets
+  // first, and answers. (A server that sends no tickets and dies at that instant is taken for
+  // a refusal too, and ends a wait.)
+  std::optional<Failure> silent_refusal() const {
+    if (!asked_for_certificate_ || heard_ || ssl_.SSL_version(conn_.get()) != TLS1_3_VERSION)
+      return std::nullopt;
+    return Failure{Failure::Kind::connect,
+                   endpoint_ + " refused the TLS connection: closed right after asking for a "
+                               "client certificate (it does not accept that of --cert, or wants "
+                               "one: --cert and --key)",
+                   "", Failure::Why::tls_refused};
+  }
+
+  // OpenSSL's report of each protocol message: what the server asked for and said.
+  static void on_message(int write_p, int, int content_type, const void* buf, size_t len, SSL*,
+                         void* arg) {
+    if (write_p || content_type != SSL3_RT_HANDSHAKE || len == 0) return;
+    auto* self = static_cast<TlsStream*>(arg);
+    switch (*static_cast<const unsigned char*>(buf)) {
+    case SSL3_MT_CERTIFICATE_REQUEST: self->asked_for_certificate_ = true; break;
+    case SSL3_MT_NEWSESSION_TICKET: self->heard_ = true; break;
+    default: break;
+    }
+  }
+
   const OpenSsl& ssl_;
+  bool asked_for_certificate_ = false;  // the server's handshake had a CertificateRequest
+  bool heard_ = false;  // the server said something after the handshake: a ticket, a reply
   Fd fd_;  // declared before conn_: the SSL object is freed first, then the socket closed
   CtxPtr ctx_;
   SslPtr conn_;

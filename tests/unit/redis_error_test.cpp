@@ -116,6 +116,8 @@ TEST_CASE("a waiter retries what may pass and gives up on what will not") {
     CHECK_MESSAGE(!worth_retrying(server(code)), code);
   CHECK(worth_retrying(Failure{Failure::Kind::server, "", "", Failure::Why::unknown_primary}));
   CHECK(!worth_retrying(Failure{Failure::Kind::connect, "", "", Failure::Why::tls_refused}));
+  // rlock's own process out of descriptors, processes or memory: no news of Redis.
+  CHECK(!worth_retrying(Failure{Failure::Kind::connect, "", "", Failure::Why::out_of_resources}));
   CHECK(!worth_retrying(Failure{Failure::Kind::protocol, "bad reply"}));
 }
 
