@@ -524,23 +524,28 @@ class TlsClientCertificates(unittest.TestCase):
         for protocols, (server, port) in self.servers.items():
             for given, reason in (([], "certificate required"),
                                   (cert("stranger"), "unknown ca")):
-                with self.subTest(protocols=protocols, cert=given[1:2]):
-                    # TLS 1.2 names a missing certificate "handshake failure".
-                    if protocols == "TLSv1.2" and not given:
-                        reason = "handshake failure"
-                    r, took, ran = self.run_with(port, "--wait", "8s", *given)
-                    self.assertEqual(r.returncode, 69, r.stderr)
-                    # Or, when the server's reset overtook its alert (a loaded machine), the
-                    # refusal told by when the server went (the test below).
-                    self.assertRegex(r.stderr, f"127.0.0.1:{port} refused the TLS connection: "
-                                     f"({reason}|closed right after asking for a client "
-                                     "certificate)")
-                    self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
-                    self.assertNotIn("retried", r.stderr)
-                    # At once: a retried refusal would take the whole 8 s.
-                    self.assertLess(took, 4, r.stderr)
-                    self.assertFalse(ran)
-                    self.assertIsNone(server.cmd("GET", "k"))
+                # TLS 1.2 names a missing certificate "handshake failure".
+                if protocols == "TLSv1.2" and not given:
+                    reason = "handshake failure"
+                named = 0
+                # Under TLS 1.3 the server's reset may overtake its alert (now and then on a
+                # loaded machine): then the refusal is told by when the server went (the test
+                # below). Three tries, of which one at least names the alert.
+                for attempt in range(3):
+                    with self.subTest(protocols=protocols, cert=given[1:2], attempt=attempt):
+                        r, took, ran = self.run_with(port, "--wait", "8s", *given)
+                        self.assertEqual(r.returncode, 69, r.stderr)
+                        self.assertRegex(r.stderr, f"127.0.0.1:{port} refused the TLS "
+                                         f"connection: ({reason}|closed right after asking for "
+                                         "a client certificate)")
+                        named += f"refused the TLS connection: {reason}" in r.stderr
+                        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                        self.assertNotIn("retried", r.stderr)
+                        # At once: a retried refusal would take the whole 8 s.
+                        self.assertLess(took, 4, r.stderr)
+                        self.assertFalse(ran)
+                        self.assertIsNone(server.cmd("GET", "k"))
+                self.assertGreater(named, 0, f"{protocols}: the alert '{reason}' never named")
             with self.subTest(protocols=protocols, cert="client"):
                 r, _, ran = self.run_with(port, "--wait", "8s", *cert("client"))
                 self.assertEqual(r.returncode, 0, r.stderr)
