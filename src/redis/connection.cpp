@@ -215,6 +215,13 @@ TimePoint Connection::deadline(TimePoint deadline) const {
   return std::min(deadline, connect_deadline_);
 }
 
+TimePoint Connection::wake_at(TimePoint deadline) const {
+  TimePoint at = this->deadline(deadline);
+  if (phase_ == Phase::handshaking)
+    if (auto wake = stream_->wake_at()) at = std::min(at, *wake);
+  return at;
+}
+
 Failure Connection::timed_out() const {
   switch (phase_) {
   case Phase::connecting:
@@ -386,10 +393,10 @@ Result<Unit> Connection::drive(Done done, TimePoint deadline, int interrupt_fd) 
     if (auto moved = advance(revents); !moved) return moved;
     if (done()) return Unit{};
     pollfd p[2] = {{socket(), events(), 0}, {interrupt_fd, POLLIN, 0}};
-    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(this->deadline(deadline)));
+    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(wake_at(deadline)));
     if (n < 0 && errno != EINTR)
       return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
-    if (n == 0) return fail(timed_out());
+    if (n == 0 && Clock::now() >= this->deadline(deadline)) return fail(timed_out());
     if (n > 0 && !p[0].revents)
       return fail({Failure::Kind::interrupted, endpoint_ + ": interrupted"});
     revents = n > 0 ? p[0].revents : 0;
@@ -430,9 +437,13 @@ Result<std::optional<Reply>> Connection::next_message(TimePoint deadline) {
       return message;
     }
     pollfd p{socket(), events(), 0};
-    int n = ::poll(&p, 1, millis_until(this->deadline(deadline)));
+    int n = ::poll(&p, 1, millis_until(wake_at(deadline)));
     if (n < 0 && errno != EINTR)
       return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
+    if (n == 0 && Clock::now() < this->deadline(deadline)) {
+      revents = 0;  // a handshake's own bound (wake_at), not the deadline
+      continue;
+    }
     if (n == 0) {
       if (up()) return std::optional<Reply>();
       return fail(timed_out());

@@ -301,7 +301,7 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
       if (!waiting[i]) continue;
       polled.push_back({waiting[i]->socket(), waiting[i]->events(), 0});
       which.push_back(i);
-      until = std::min(until, waiting[i]->deadline(deadline));
+      until = std::min(until, waiting[i]->wake_at(deadline));
     }
     if (polled.empty()) break;
     int n = ::poll(polled.data(), polled.size(), millis_until(until));
@@ -313,7 +313,10 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
     TimePoint now = Clock::now();
     for (size_t k = 0; k < which.size(); ++k) {
       size_t i = which[k];
-      if (n > 0 && polled[k].revents) advance(i, polled[k].revents);
+      if (n > 0 && polled[k].revents)
+        advance(i, polled[k].revents);
+      else if (now >= waiting[i]->wake_at(deadline) && now < waiting[i]->deadline(deadline))
+        advance(i, 0);  // a handshake's own bound (Connection::wake_at)
       if (waiting[i] && now >= waiting[i]->deadline(deadline)) {
         Failure failure = waiting[i]->timed_out();
         waiting[i]->kill();

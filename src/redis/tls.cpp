@@ -8,13 +8,20 @@
 #include <poll.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "util/duration.h"
 #include "util/resources.h"
 
 namespace rlock {
 
 namespace {
+
+// How long a TLS 1.3 handshake that asked for our certificate waits for the server's word on
+// it (TlsStream::await_verdict): twice the handshake's own time, within these.
+constexpr Millis k_verdict_floor{20};
+constexpr Millis k_verdict_cap{500};
 
 // The OpenSSL functions rlock calls, looked up in libssl (and, through it, libcrypto). Macros
 // such as SSL_set_tlsext_host_name are spelled out with the functions they expand to.
@@ -37,6 +44,7 @@ namespace {
   X(SSL_get0_param)                                                                                \
   X(SSL_connect)                                                                                   \
   X(SSL_read)                                                                                      \
+  X(SSL_peek)                                                                                      \
   X(SSL_write)                                                                                     \
   X(SSL_get_error)                                                                                 \
   X(SSL_get_verify_result)                                                                         \
@@ -228,8 +236,19 @@ public:
   }
 
   Result<short> handshake() override {
+    if (verdict_by_) return await_verdict();
     auto r = call([&] { return ssl_.SSL_connect(conn_.get()); });
-    if (r && r->bytes > 0) return static_cast<short>(0);
+    if (r && r->bytes > 0) {
+      if (!asked_for_certificate_ || ssl_.SSL_version(conn_.get()) != TLS1_3_VERSION)
+        return static_cast<short>(0);
+      // TLS 1.3 with our certificate asked for: the server judges it now, after our side of
+      // the handshake. A command sent before its word would be left unread by a server that
+      // refuses, whose close then resets the connection, and the reset destroys its alert
+      // (Redis 7.4 and Valkey 8, always): wait for that word, a ticket or an alert, a while.
+      Millis took = std::chrono::duration_cast<Millis>(Clock::now() - started_);
+      verdict_by_ = Clock::now() + std::clamp(2 * took, k_verdict_floor, k_verdict_cap);
+      return await_verdict();
+    }
     if (r && r->wait) return r->wait;
     // A server that does not answer may come back (the caller's deadline says when it gave
     // up); one that answered and refused (its certificate, our CA, the protocol) will refuse
@@ -250,6 +269,8 @@ public:
                    "TLS handshake with " + endpoint_ + " failed: " + r.failure().message, "",
                    Failure::Why::tls_refused};
   }
+
+  std::optional<TimePoint> wake_at() const override { return verdict_by_; }
 
   Result<Step> write_some(const char* bytes, size_t len) override {
     auto n = call([&] { return ssl_.SSL_write(conn_.get(), bytes, static_cast<int>(len)); });
@@ -286,6 +307,24 @@ private:
                    "", Failure::Why::tls_refused};
   }
 
+  // After a TLS 1.3 handshake that asked for our certificate (handshake()): done once the
+  // server has said something (an accepting server sends its session tickets at once), or at
+  // verdict_by_ (one that sends none: the command goes, and silent_refusal() still tells a
+  // refusal); the server's alert is its refusal, named.
+  Result<short> await_verdict() {
+    char byte;
+    auto r = call([&] { return ssl_.SSL_peek(conn_.get(), &byte, 1); });
+    if (!r && r.failure().why == Failure::Why::tls_refused) return r.failure();
+    if (!r || (r->bytes == 0 && r->wait == 0)) {
+      if (auto refused = silent_refusal()) return *refused;
+      if (!r) return r.failure();
+      return Failure{Failure::Kind::connect, "TLS handshake with " + endpoint_ +
+                                                 " failed: the server closed the connection"};
+    }
+    if (heard_ || r->bytes > 0 || Clock::now() >= *verdict_by_) return static_cast<short>(0);
+    return r->wait;
+  }
+
   // OpenSSL's report of each protocol message: what the server asked for and said.
   static void on_message(int write_p, int, int content_type, const void* buf, size_t len, SSL*,
                          void* arg) {
@@ -299,7 +338,9 @@ private:
   }
 
   const OpenSsl& ssl_;
-  bool asked_for_certificate_ = false;  // the server's handshake had a CertificateRequest
+  TimePoint started_ = Clock::now();
+  std::optional<TimePoint> verdict_by_;  // awaiting the server's word on our certificate
+  bool asked_for_certificate_ = false;   // the server's handshake had a CertificateRequest
   bool heard_ = false;  // the server said something after the handshake: a ticket, a reply
   Fd fd_;  // declared before conn_: the SSL object is freed first, then the socket closed
   CtxPtr ctx_;
