@@ -29,7 +29,7 @@ int run(int argc, char** argv) {
   try {
     return rlock::run_command_line(argc, argv);
   } catch (const rlock::Error& e) {
-    rlock::log_error(e.what());
+    rlock::log(rlock::Level::error, {"message", e.key(), e.what()});
     return e.exit_status();
   } catch (const std::bad_alloc&) {
     rlock::log_error("out of memory");

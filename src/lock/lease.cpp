@@ -8,6 +8,7 @@
 #include "lock/lock.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/resources.h"
 
 namespace rlock {
 
@@ -16,7 +17,8 @@ LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observe
       deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
       next_renewal_(acquire_sent + renew_interval(ttl)) {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw system_call_error("cannot start the renewal thread", "pipe2");
   wake_read_.reset(p[0]);
   wake_write_.reset(p[1]);
 }
@@ -122,8 +124,8 @@ LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint 
   if (state == LeaseKeeper::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
     return {};
   Why why = state == LeaseKeeper::State::expired || now >= deadline ? Why::ran_out
-            : state == LeaseKeeper::State::not_mine                  ? Why::not_ours
-                                                                     : Why::unreachable;
+            : state == LeaseKeeper::State::not_mine                 ? Why::not_ours
+                                                                    : Why::unreachable;
   if (ignore_loss) return {Act::ignore, why, {}};
   if (why == Why::ran_out) return {Act::kill_now, why, now};
   if (why == Why::not_ours) return {Act::stop, why, std::min(now + kill_after, deadline)};

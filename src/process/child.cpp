@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/exit_status.h"
 #include "util/proc_stat.h"
+#include "util/resources.h"
 
 extern char** environ;
 
@@ -85,7 +86,6 @@ bool read_full(int fd, void* buf, size_t len) {
   return true;
 }
 
-
 // The guardian shares rlock's memory (CLONE_VM, like vfork's child) instead of copying it as
 // fork would: copying the page tables and then taking a copy-on-write fault for every page
 // rlock writes afterwards cost about 0.5 ms per run (measured). So it runs on a stack of its
@@ -131,8 +131,8 @@ struct Child::GuardedLease {
   int64_t deadline_ns;    // 0: no lease to guard
   int64_t kill_after_ns;  // the kill signal goes out this long before the deadline
   int32_t kill_signal;
-  int32_t stopping;       // rlock has begun stopping the command itself
-  int32_t fired;          // the guardian signalled the group for the lease
+  int32_t stopping;  // rlock has begun stopping the command itself
+  int32_t fired;     // the guardian signalled the group for the lease
 };
 
 namespace {
@@ -214,7 +214,8 @@ pid_t start_guardian(int fd, Child::GuardedLease* lease) {
   GuardianArgs args{fd, lease};
   if (fork_guardian()) {
     pid_t forked = ::fork();
-    if (forked < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: fork"));
+    if (forked < 0)
+      throw system_call_error("cannot start the guardian", "fork", errno, Call::spawning);
     if (forked == 0) guardian_main(&args);
     ::setpgid(forked, forked);
     return forked;
@@ -222,12 +223,12 @@ pid_t start_guardian(int fd, Child::GuardedLease* lease) {
   // Never unmapped: the guardian may outlive rlock, and rlock exits soon after the run.
   void* stack = ::mmap(nullptr, k_guardian_stack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
+  if (stack == MAP_FAILED) throw system_call_error("cannot start the guardian", "mmap");
   // The argument lives at the top of the guardian's own stack, where rlock never writes again.
   char* top = static_cast<char*>(stack) + k_guardian_stack - 64;
   std::memcpy(top, &args, sizeof args);
   pid_t pid = ::clone(guardian_main, top, CLONE_VM | SIGCHLD, top);
-  if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the guardian: clone"));
+  if (pid < 0) throw system_call_error("cannot start the guardian", "clone", errno, Call::spawning);
   ::setpgid(pid, pid);
   return pid;
 }
@@ -236,7 +237,7 @@ pid_t start_guardian(int fd, Child::GuardedLease* lease) {
 Child::GuardedLease* map_guarded_lease(const std::optional<Child::Spec::Lease>& lease) {
   void* page = ::mmap(nullptr, sizeof(Child::GuardedLease), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) throw Error(k_exit_internal, errno_message("mmap"));
+  if (page == MAP_FAILED) throw system_call_error("cannot start the guardian", "mmap");
   auto* guarded = new (page) Child::GuardedLease{};
   if (lease) {
     guarded->deadline_ns = std::chrono::nanoseconds(lease->deadline.time_since_epoch()).count();
@@ -347,7 +348,7 @@ pid_t spawn_child(ChildStart& start) {
   alignas(64) static char stack[256 * 1024];
   pid_t pid = ::clone(child_main, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
 #endif
-  if (pid < 0) throw Error(k_exit_internal, errno_message("cannot start the command: fork"));
+  if (pid < 0) throw system_call_error("cannot start the command", "fork", errno, Call::spawning);
   return pid;
 }
 
@@ -400,7 +401,8 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
 
   // Reports exec's errno; closed by a successful exec (O_CLOEXEC), so EOF means it ran.
   int exec_pipe[2];
-  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0)
+    throw system_call_error("cannot start the command", "pipe2");
   Fd exec_read(exec_pipe[0]), exec_write(exec_pipe[1]);
 
   ChildStart start{spec.path.empty() ? argv[0] : spec.path.c_str(),
@@ -444,7 +446,7 @@ Child::~Child() {
 
 void Child::start_guardian_process() {
   int guard[2];
-  if (::pipe2(guard, O_CLOEXEC) != 0) throw Error(k_exit_internal, errno_message("pipe2"));
+  if (::pipe2(guard, O_CLOEXEC) != 0) throw system_call_error("cannot start the guardian", "pipe2");
   Fd guard_read(guard[0]);
   guard_write_.reset(guard[1]);
   guardian_ = start_guardian(guard_read.get(), lease_);

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 
 #include "util/proc_stat.h"
+#include "util/resources.h"
 
 namespace rlock {
 
@@ -23,7 +25,15 @@ bool same_and_alive(pid_t pid, int64_t start_ticks) {
 
 std::optional<PidWatch> PidWatch::open(pid_t pid) {
   if (pid <= 0) return std::nullopt;
+  // /proc/PID/stat unread for want of a descriptor is no news of PID.
+  auto unread = [pid] {
+    if (shortage(errno, Call::opening))
+      throw system_call_error("cannot watch --while-pid " + std::to_string(pid),
+                              "open /proc/" + std::to_string(pid) + "/stat");
+  };
+  errno = 0;
   auto st = read_proc_stat(pid);
+  if (!st) unread();
   if (!st || has_exited(st->state)) return std::nullopt;
   Fd pidfd;
 #ifdef SYS_pidfd_open
@@ -31,7 +41,11 @@ std::optional<PidWatch> PidWatch::open(pid_t pid) {
   if (pidfd.valid()) ::fcntl(pidfd.get(), F_SETFD, FD_CLOEXEC);
 #endif
   // The pidfd names whatever has PID now: make sure that is still the process looked at.
-  if (!same_and_alive(pid, st->start_ticks)) return std::nullopt;
+  errno = 0;
+  if (!same_and_alive(pid, st->start_ticks)) {
+    unread();
+    return std::nullopt;
+  }
   pid_t group = st->pgrp == pid ? pid : 0;
   return PidWatch(pid, st->start_ticks, group, std::move(pidfd));
 }

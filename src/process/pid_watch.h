@@ -22,7 +22,8 @@ inline constexpr Millis k_pid_poll_interval{50};
 
 class PidWatch {
 public:
-  // PID as it is now; nullopt when there is no such process (or it has exited).
+  // PID as it is now; nullopt when there is no such process (or it has exited). Out of
+  // descriptors to read /proc with: an Error (125, util/resources.h), not "no such process".
   static std::optional<PidWatch> open(pid_t pid);
 
   pid_t pid() const { return pid_; }

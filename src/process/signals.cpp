@@ -7,6 +7,7 @@
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/resources.h"
 #include "util/stderr_writer.h"
 
 namespace rlock {
@@ -57,7 +58,7 @@ SignalEvents::SignalEvents() {
   sigdelset(&mask, SIGTTIN);
   mask_ = mask;
   fd_.reset(signalfd(-1, &mask_, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!fd_.valid()) throw Error(k_exit_internal, errno_message("signalfd"));
+  if (!fd_.valid()) throw system_call_error("cannot watch for signals", "signalfd");
   // A closed stdout or stderr must be an EPIPE we can report, not a silent death.
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <hiredis/hiredis.h>
 
+#include "util/resources.h"
+
 namespace rlock {
 
 namespace {
@@ -152,7 +154,9 @@ Result<Unit> Connection::connect_next(Failure last) {
     Address a = addresses_.back();
     addresses_.pop_back();
     Fd fd(::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) return fail({Failure::Kind::connect, errno_message("socket")});
+    if (!fd.valid())
+      return fail(system_call_failure("cannot open a connection to Redis at " + endpoint_, "socket",
+                                      errno));
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
       connected(std::move(fd));
       return Unit{};
@@ -209,6 +213,13 @@ bool Connection::awaiting() const {
 TimePoint Connection::deadline(TimePoint deadline) const {
   if (phase_ == Phase::up || phase_ == Phase::dead) return deadline;
   return std::min(deadline, connect_deadline_);
+}
+
+TimePoint Connection::wake_at(TimePoint deadline) const {
+  TimePoint at = this->deadline(deadline);
+  if (phase_ == Phase::handshaking)
+    if (auto wake = stream_->wake_at()) at = std::min(at, *wake);
+  return at;
 }
 
 Failure Connection::timed_out() const {
@@ -382,10 +393,10 @@ Result<Unit> Connection::drive(Done done, TimePoint deadline, int interrupt_fd) 
     if (auto moved = advance(revents); !moved) return moved;
     if (done()) return Unit{};
     pollfd p[2] = {{socket(), events(), 0}, {interrupt_fd, POLLIN, 0}};
-    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(this->deadline(deadline)));
+    int n = ::poll(p, interrupt_fd >= 0 ? 2 : 1, millis_until(wake_at(deadline)));
     if (n < 0 && errno != EINTR)
       return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
-    if (n == 0) return fail(timed_out());
+    if (n == 0 && Clock::now() >= this->deadline(deadline)) return fail(timed_out());
     if (n > 0 && !p[0].revents)
       return fail({Failure::Kind::interrupted, endpoint_ + ": interrupted"});
     revents = n > 0 ? p[0].revents : 0;
@@ -403,8 +414,7 @@ Result<std::vector<Reply>> Connection::receive(size_t count, TimePoint deadline,
   return take(count);
 }
 
-Result<Unit> Connection::subscribe(const std::vector<std::string>& channels,
-                                   TimePoint deadline) {
+Result<Unit> Connection::subscribe(const std::vector<std::string>& channels, TimePoint deadline) {
   subscribed_ = true;
   std::vector<Argv> commands;
   for (const std::string& channel : channels) commands.push_back({"SUBSCRIBE", channel});
@@ -427,9 +437,13 @@ Result<std::optional<Reply>> Connection::next_message(TimePoint deadline) {
       return message;
     }
     pollfd p{socket(), events(), 0};
-    int n = ::poll(&p, 1, millis_until(this->deadline(deadline)));
+    int n = ::poll(&p, 1, millis_until(wake_at(deadline)));
     if (n < 0 && errno != EINTR)
       return fail({Failure::Kind::io, endpoint_ + ": " + errno_message("poll")});
+    if (n == 0 && Clock::now() < this->deadline(deadline)) {
+      revents = 0;  // a handshake's own bound (wake_at), not the deadline
+      continue;
+    }
     if (n == 0) {
       if (up()) return std::optional<Reply>();
       return fail(timed_out());

@@ -35,8 +35,8 @@ inline constexpr std::chrono::milliseconds k_default_command_timeout{3000};
 inline constexpr std::chrono::milliseconds k_idle_check_after{500};
 
 struct ConnectOptions {
-  TlsOptions tls;                       // for rediss://
-  PasswordSource password;              // used when the URL carries none (credentials.h)
+  TlsOptions tls;           // for rediss://
+  PasswordSource password;  // used when the URL carries none (credentials.h)
   std::chrono::milliseconds connect_timeout = k_default_connect_timeout;
   std::chrono::milliseconds command_timeout = k_default_command_timeout;
 };
@@ -90,6 +90,9 @@ public:
   bool up() const { return phase_ == Phase::up; }
   // DEADLINE, or the connect timeout's end when that comes first and the connection is not up.
   TimePoint deadline(TimePoint deadline) const;
+  // When poll() must return at the latest: deadline(DEADLINE), or sooner when the handshake
+  // waits with a bound of its own (Stream::wake_at); advance(0) then, unless deadline() passed.
+  TimePoint wake_at(TimePoint deadline) const;
   // What to say when deadline() has passed (it depends on how far the connection got); the
   // caller then kills the connection (kill()) or abandons what it asked.
   Failure timed_out() const;

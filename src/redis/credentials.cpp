@@ -13,6 +13,7 @@
 
 #include "util/clock.h"
 #include "util/fd.h"
+#include "util/resources.h"
 
 extern char** environ;
 
@@ -121,14 +122,16 @@ Result<std::string> run_password_command(const std::string& command, Millis time
   const std::string label = command_label(command);
   TimePoint deadline = Clock::now() + timeout;
   int out[2], status[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
+  if (::pipe2(out, O_CLOEXEC) != 0)
+    return system_call_failure("cannot run " + label, "pipe2", errno);
   Fd out_read(out[0]), out_write(out[1]);
-  if (::pipe2(status, O_CLOEXEC) != 0) return credential_failure(errno_message("pipe2"));
+  if (::pipe2(status, O_CLOEXEC) != 0)
+    return system_call_failure("cannot run " + label, "pipe2", errno);
   Fd status_read(status[0]), status_write(status[1]);
   Fd nul(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t middle = fork_password_command(argv, nul, out_write, status_write);
-  if (middle < 0) return credential_failure(errno_message("cannot run " + label + ": fork"));
+  if (middle < 0) return system_call_failure("cannot run " + label, "fork", errno, Call::spawning);
   out_write.reset();
   status_write.reset();
 

@@ -26,40 +26,66 @@ const char* hint_for(const std::string& code) {
   return nullptr;
 }
 
-// What an ACL denial of SCRIPT, run with KEYS, was of, for the message: Redis 7 says "can't
-// run this command ... on @user_script:15." for a command inside it (the line of the script's
-// text as sent: the command called there is named), and "no permissions to access one of the
-// keys" for a key it was given (each key is named). Nothing for other errors.
+// The command that the line LINE of SCRIPT's text (as sent) calls, upper case; empty when the
+// line calls none.
+std::string command_on_line(const Script& script, int line) {
+  std::string_view text = script.source();
+  for (int n = 1; n < line && !text.empty(); ++n) {
+    size_t nl = text.find('\n');
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+  }
+  text = text.substr(0, text.find('\n'));
+  size_t call = text.find("call('");
+  if (call == std::string_view::npos) return "";
+  std::string_view name = text.substr(call + 6);
+  return std::string(name.substr(0, name.find('\'')));
+}
+
+}  // namespace
+
+// Each server words it its own way (CONTRIBUTING.md, "Other servers"):
+// - a command called inside the script: Redis 6.x and 7.0 say "The user executing the script
+//   can't run this command or subcommand", and where ("@user_script:15", the line of the
+//   script's text as sent, which names the command); Redis 7.2 and later and Valkey say
+//   "ACL failure in script: User U has no permissions to run the 'time' command";
+// - a key: "this user has no permissions to access one of the keys used as arguments" (Redis
+//   6.x and 7.0, for the script's KEYS), "No permissions to access a key" (Redis 7.2 and later,
+//   Valkey), "can't access at least one of the keys" (Redis 6.x and 7.0, inside the script).
 std::optional<std::string> denied_in_script(const Script& script, const Argv& keys,
                                             std::string_view error) {
-  if (error.find("can't run this command") != std::string_view::npos) {
-    size_t at = error.find("@user_script:");
+  std::string command;
+  size_t at = error.find("permissions to run the '");
+  if (error.find("ACL failure in script") != std::string_view::npos &&
+      at != std::string_view::npos) {
+    std::string_view name = error.substr(at + 24);
+    command = std::string(name.substr(0, name.find('\'')));
+  } else if (error.find("can't run this command") != std::string_view::npos) {
+    at = error.find("@user_script:");
     if (at == std::string_view::npos) return std::nullopt;
-    int line = 0;
     std::string_view digits = error.substr(at + 13);
+    digits.remove_prefix(std::min(digits.find_first_not_of(' '), digits.size()));
+    int line = 0;
     std::from_chars(digits.data(), digits.data() + digits.size(), line);
-    std::string_view text = script.source();
-    for (int n = 1; n < line && !text.empty(); ++n) {
-      size_t nl = text.find('\n');
-      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    }
-    text = text.substr(0, text.find('\n'));
-    size_t call = text.find("call('");
-    if (call == std::string_view::npos) return std::nullopt;
-    std::string_view name = text.substr(call + 6);
-    std::string command(name.substr(0, name.find('\'')));
-    for (char& c : command) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    command = command_on_line(script, line);
+  }
+  if (!command.empty()) {
+    for (char& c : command)
+      c = c == '|' ? ' ' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return "the ACL user may not run " + command + ", which rlock's scripts call: README " +
            "\"Least privilege\" has the ACL rules rlock needs";
   }
-  if (error.find("permissions to access one of the keys") != std::string_view::npos) {
-    std::string list;
-    for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
-    return "the ACL user's key patterns must allow every key of this lock: " + list;
-  }
+  for (const char* wording :
+       {"permissions to access one of the keys", "No permissions to access a key",
+        "can't access at least one of the keys"})
+    if (error.find(wording) != std::string_view::npos) {
+      std::string list;
+      for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
+      return "the ACL user's key patterns must allow every key of this lock: " + list;
+    }
   return std::nullopt;
 }
 
+namespace {
 
 // A command that a proxy may not pass, what rlock needs it for, and how to send it without
 // effect (ARGV: the command as rlock sent it). The commands every proxy passes (GET, SET,
@@ -275,7 +301,7 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
       if (!waiting[i]) continue;
       polled.push_back({waiting[i]->socket(), waiting[i]->events(), 0});
       which.push_back(i);
-      until = std::min(until, waiting[i]->deadline(deadline));
+      until = std::min(until, waiting[i]->wake_at(deadline));
     }
     if (polled.empty()) break;
     int n = ::poll(polled.data(), polled.size(), millis_until(until));
@@ -287,7 +313,10 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
     TimePoint now = Clock::now();
     for (size_t k = 0; k < which.size(); ++k) {
       size_t i = which[k];
-      if (n > 0 && polled[k].revents) advance(i, polled[k].revents);
+      if (n > 0 && polled[k].revents)
+        advance(i, polled[k].revents);
+      else if (now >= waiting[i]->wake_at(deadline) && now < waiting[i]->deadline(deadline))
+        advance(i, 0);  // a handshake's own bound (Connection::wake_at)
       if (waiting[i] && now >= waiting[i]->deadline(deadline)) {
         Failure failure = waiting[i]->timed_out();
         waiting[i]->kill();

@@ -118,6 +118,11 @@ Result<Reply> eval(Redis& redis, const Script& script, const Argv& keys, const A
 // An error reply to SCRIPT as a Failure, naming what an ACL denied.
 Failure script_failure(const Redis& redis, const Script& script, const Argv& keys,
                        const std::string& error);
+// What an ACL denial ERROR of SCRIPT, run with KEYS, was of, for the message ("the ACL user may
+// not run TIME, which rlock's scripts call"; "... key patterns must allow every key of this
+// lock: ..."), in any server's wording; nothing for other errors.
+std::optional<std::string> denied_in_script(const Script& script, const Argv& keys,
+                                            std::string_view error);
 // A script to run, with its keys and arguments.
 struct ScriptCall {
   const Script* script;

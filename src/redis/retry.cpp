@@ -45,7 +45,8 @@ bool worth_retrying(const Failure& failure) {
   case Failure::Why::late:              // a Redlock node slower than the quorum
     return true;
   case Failure::Why::tls_refused:
-  case Failure::Why::refused_command: return false;
+  case Failure::Why::refused_command:
+  case Failure::Why::out_of_resources: return false;
   case Failure::Why::closed:
   case Failure::Why::none: break;
   }

@@ -34,7 +34,8 @@ private:
 // Whether FAILURE may pass by itself, so that a waiter should try again: Redis cannot be
 // reached, or is not ready (loading its data, a failover, a Cluster or Sentinel catching up).
 // A refusal that trying again will not change (a password, an ACL, TLS material, a key of
-// another type, out of memory) is false.
+// another type, out of memory), and rlock's own process out of descriptors, processes or
+// memory, are false.
 bool worth_retrying(const Failure& failure);
 
 // Whether commands that failed so may have run in Redis all the same: their reply was lost

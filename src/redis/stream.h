@@ -5,8 +5,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fd.h"
 
@@ -26,6 +28,9 @@ public:
   // The stream's own opening (TLS: the handshake), taken as far as the socket allows: 0 once
   // it is done, else the event it waits for. Its failures are of kind connect.
   virtual Result<short> handshake() { return 0; }
+  // While the handshake waits for something that may never come (TLS: the server's word on
+  // our certificate), when to call handshake() again all the same; nothing otherwise.
+  virtual std::optional<TimePoint> wake_at() const { return std::nullopt; }
   virtual Result<Step> write_some(const char* bytes, size_t len) = 0;
   virtual Result<Step> read_some(char* buf, size_t len) = 0;
   // The socket underneath, to poll, or to look at without reading.

@@ -19,9 +19,15 @@ public:
   Error(int exit_status, const std::string& message)
       : std::runtime_error(message), exit_status_(exit_status) {}
   int exit_status() const { return exit_status_; }
+  // The lock it befell, when one: main() says it first ("rlock: error: KEY: ...").
+  const std::string& key() const { return key_; }
+  void set_key(const std::string& key) {
+    if (key_.empty()) key_ = key;
+  }
 
 private:
   int exit_status_;
+  std::string key_;
 };
 
 // A usage error: bad flag or value on the command line (exit 64).
@@ -54,6 +60,8 @@ struct Failure {
                        // pass one of the commands (twemproxy closes the connection at them)
     refused_command,   // a proxy does not pass a command rlock needs (name_refused_command):
                        // asking again will not change it
+    out_of_resources,  // rlock's own process ran out of descriptors, processes or memory
+                       // (util/resources.h): not Redis's doing, exit 125, never retried
   };
   Kind kind;
   std::string message;

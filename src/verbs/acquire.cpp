@@ -9,6 +9,7 @@
 #include "process/pid_watch.h"
 #include "process/signals.h"
 #include "util/log.h"
+#include "util/resources.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"
@@ -63,8 +64,9 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
     throw;
   }
   if (pid && !start_keeper(lock, got, options, *pid, link, signals)) {
+    int err = errno;  // before the release's own calls
     give_back();
-    throw Error(k_exit_internal, errno_message("fork (the keeper of --while-pid)"));
+    throw system_call_error("cannot start the keeper of --while-pid", "fork", err, Call::spawning);
   }
   return k_exit_ok;
 }
@@ -78,7 +80,13 @@ struct AcquireArgs : Arguments {
 
   int run(const Invocation& in) override {
     in.resolved.run.key = in.key(key);
-    return acquire_verb(in.resolved.global, in.resolved.run, json, while_pid);
+    try {
+      return acquire_verb(in.resolved.global, in.resolved.run, json, while_pid);
+    } catch (Error& e) {
+      // rlock's own failure (out of descriptors, say) names the lock; it was given back.
+      if (e.exit_status() == k_exit_internal) e.set_key(in.resolved.run.key);
+      throw;
+    }
   }
 };
 
@@ -93,7 +101,8 @@ constexpr Option k_options[] = {
                                     "is lost",
                                     "PID")
         .range(1, 1 << 22),
-    setting("kill-signal", "with --while-pid: the signal PID gets if the lock is lost (default TERM)"),
+    setting("kill-signal",
+            "with --while-pid: the signal PID gets if the lock is lost (default TERM)"),
     setting("kill-after", "with --while-pid: SIGKILL this long after it (default min(5s, ttl/3))"),
     setting("on-lost", "with --while-pid: kill (default), or ignore: only stop renewing")};
 

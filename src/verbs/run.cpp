@@ -729,15 +729,21 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     if (auto problem = heartbeat->check()) throw usage_error("--heartbeat-file: " + *problem);
   }
 
-  auto redis = connect_redis(global);
-  check_topology(*redis, options);
-  if (inherited_token(*redis, options)) return exec_straight_through(argv);
+  try {
+    auto redis = connect_redis(global);
+    check_topology(*redis, options);
+    if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
-  Run run(options, *redis, std::move(heartbeat));
-  if (auto status = run.take()) return *status;
-  if (auto status = run.claim_period()) return *status;
-  if (auto status = run.start_command(argv, program)) return *status;
-  return run.finish(run.supervise());
+    Run run(options, *redis, std::move(heartbeat));
+    if (auto status = run.take()) return *status;
+    if (auto status = run.claim_period()) return *status;
+    if (auto status = run.start_command(argv, program)) return *status;
+    return run.finish(run.supervise());
+  } catch (Error& e) {
+    // rlock's own failure (out of descriptors, say) names the lock; it was given back.
+    if (e.exit_status() == k_exit_internal) e.set_key(options.key);
+    throw;
+  }
 }
 
 namespace {

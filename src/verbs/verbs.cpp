@@ -9,9 +9,13 @@
 
 namespace rlock {
 
+int failure_exit_status(const Failure& failure) {
+  return failure.why == Failure::Why::out_of_resources ? k_exit_internal : k_exit_unavailable;
+}
+
 int unavailable(const Failure& failure) {
   log_error(failure.message);
-  return k_exit_unavailable;
+  return failure_exit_status(failure);
 }
 
 std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options) {
@@ -42,8 +46,10 @@ std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOpt
     return k_exit_unavailable;
   }
   if (auto* failure = std::get_if<Failure>(&outcome)) {
-    log(Level::error, {"redis_error", options.key, "" + failure->message});
-    return k_exit_unavailable;
+    log(Level::error,
+        {failure->why == Failure::Why::out_of_resources ? "out_of_resources" : "redis_error",
+         options.key, failure->message});
+    return failure_exit_status(*failure);
   }
   return std::nullopt;
 }

@@ -22,7 +22,11 @@ class SignalEvents;
 // The Redis that GlobalOptions point at, with its password read (from a password file too).
 std::unique_ptr<Redis> connect_redis(const GlobalOptions& global);
 
-// A Redis failure before anything started: one line on stderr, exit 69.
+// The exit status of a failure to reach Redis: 69, but 125 when rlock's own process ran out of
+// descriptors, processes or memory (Why::out_of_resources), which is no news of Redis.
+int failure_exit_status(const Failure& failure);
+
+// A Redis failure before anything started: one line on stderr, exit 69 (or 125, above).
 int unavailable(const Failure& failure);
 
 // The exit status for a wait that did not get the lock (busy, interrupted, not a lock, Redis

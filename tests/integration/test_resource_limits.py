@@ -1,11 +1,16 @@
 """Starved of resources (descriptors, processes, a writable stdout, a metrics path), rlock fails
 with one clean line and a documented status, and never leaves its lock behind."""
 import os
+import re
 import resource
+import shutil
 import subprocess
+import tempfile
+import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, free_port, rlock_env, wait_until
+from test_connection import make_certificates, tls_server
 
 NOBODY = 65534
 # A sanitizer's runtime needs descriptors and threads of its own (LeakSanitizer stops the world
@@ -49,16 +54,97 @@ class ResourceLimits(RedisTestCase):
         # Released, not left to expire: the ttl is the 30 s default.
         self.assert_no_lock("k")
 
+    def assert_shortage(self, r, n, what, key="k"):
+        """R failed for want of WHAT ("file descriptors", "processes") under a limit of N: exit
+        125 in one line that names the key, what rlock was doing, the limit and the call."""
+        self.assertEqual(r.returncode, 125, r.stderr)
+        lines = r.stderr.splitlines()
+        self.assertEqual(len(lines), 1, r.stderr)
+        flag = {"file descriptors": "-n", "processes": "-u"}[what]
+        m = re.fullmatch(rf"rlock: error: {key}: (cannot .+?): out of {what} "
+                         rf"\(ulimit {flag} {n}; [^:]+: [^)]+\)", lines[0])
+        self.assertTrue(m, lines[0])
+        return m.group(1)
+
+    def assert_nothing_left(self, key="k"):
+        """No lock, no waiter's queue: at most the fence counter and the ends of runs."""
+        self.assert_no_lock(key)
+        left = set(self.server.cmd("KEYS", f"*{key}*"))
+        self.assertLessEqual(left, {f"{{{key}}}:rlock:fence", f"{{{key}}}:rlock:ended",
+                                    f"{{{key}}}:rlock:history"})
+
     @SANITIZED
     def test_few_descriptors(self):
         # Below 4 the dynamic loader itself cannot open libhiredis; from 8 on rlock has enough.
+        # In between each limit runs out at another step (descriptors 0-2 are stdio, then the
+        # signalfd): 4 at the Redis socket, 5 and 6 at the guardian's pipe, 7 at the pipe that
+        # reports the command's exec.
+        doing = {}
         for n in range(4, 10):
-            with self.subTest(nofile=n):
-                r = self.run_limited(["run", "k", "--", "true"],
-                                     limited(resource.RLIMIT_NOFILE, n))
-                self.assert_clean(r, {0, 69, 125})
-                if r.returncode != 0:
-                    self.assertIn("Too many open files", r.stderr)
+            for wait in ([], ["--wait", "5s"]):
+                with self.subTest(nofile=n, wait=wait):
+                    begin = time.monotonic()
+                    r = self.run_limited(["run", *wait, "k", "--", "true"],
+                                         limited(resource.RLIMIT_NOFILE, n))
+                    took = time.monotonic() - begin
+                    if n >= 8:
+                        self.assertEqual(r.returncode, 0, r.stderr)
+                    else:
+                        doing[n] = self.assert_shortage(r, n, "file descriptors")
+                        # Not Redis being away: no retry, under --wait neither.
+                        self.assertLess(took, 2.5, r.stderr)
+                    self.assert_nothing_left()
+        self.assertTrue(doing[4].startswith("cannot open a connection to Redis at "), doing)
+        self.assertEqual([doing[n] for n in (5, 6, 7)],
+                         ["cannot start the guardian"] * 2 + ["cannot start the command"])
+
+    @SANITIZED
+    def test_few_descriptors_for_the_password_command(self):
+        # The command's output and its status come through two pipes, made at each connect.
+        r = self.run_limited(["run", "--wait", "5s", "--password-command", "echo pw", "k", "--",
+                              "true"], limited(resource.RLIMIT_NOFILE, 4))
+        self.assertEqual(self.assert_shortage(r, 4, "file descriptors"),
+                         "cannot run the password command (echo ...)")
+        self.assert_nothing_left()
+
+    @SANITIZED
+    def test_few_descriptors_for_acquire(self):
+        # acquire's signalfd takes the fourth descriptor, as run's does; --while-pid reads
+        # /proc/PID/stat twice around its pidfd, then listens for the keeper's link.
+        me = str(os.getpid())
+        for args, n, doing in ((["acquire", "k"], 4, "cannot open a connection to Redis at "),
+                               (["acquire", "--while-pid", me, "k"], 4,
+                                f"cannot watch --while-pid {me}"),
+                               (["acquire", "--while-pid", me, "k"], 5,
+                                "cannot open a connection to Redis at ")):
+            with self.subTest(args=args, nofile=n):
+                r = self.run_limited(["--wait", "5s"] + args, limited(resource.RLIMIT_NOFILE, n))
+                self.assertTrue(self.assert_shortage(r, n, "file descriptors").startswith(doing))
+                self.assert_nothing_left()
+
+    @SANITIZED
+    def test_few_descriptors_for_tls(self):
+        # libssl is loaded at the first TLS connection, with a descriptor of its own: status
+        # has none left for it at 4, run (with its signalfd) at 5.
+        certs = tempfile.mkdtemp(prefix="rlock-tls-")
+        self.addCleanup(shutil.rmtree, certs, True)
+        make_certificates(certs)
+        port = free_port()
+        server = tls_server(certs, port)
+        self.addCleanup(server.stop)
+        tls = ["--redis", f"rediss://127.0.0.1:{port}", "--cacert", os.path.join(certs, "ca.crt")]
+        for args, n, key in ((["status", "k"], 4, None),
+                             (["run", "--wait", "5s", "k", "--", "true"], 5, "k")):
+            with self.subTest(args=args):
+                r = subprocess.run([RLOCK, args[0]] + tls + args[1:], env=rlock_env(),
+                                   capture_output=True, text=True, timeout=30,
+                                   preexec_fn=limited(resource.RLIMIT_NOFILE, n))
+                self.assertEqual(r.returncode, 125, r.stderr)
+                prefix = f"{key}: " if key else ""
+                self.assertEqual(r.stderr, f"rlock: error: {prefix}cannot load OpenSSL's "
+                                 f"libssl.so.3 for rediss://: out of file descriptors (ulimit -n "
+                                 f"{n}; dlopen: Too many open files)\n")
+                self.assertIsNone(server.cmd("GET", "k"))
 
     @SANITIZED
     @unittest.skipUnless(os.geteuid() == 0, "RLIMIT_NPROC binds only a user that is not root")
@@ -73,7 +159,7 @@ class ResourceLimits(RedisTestCase):
                                      limited(resource.RLIMIT_NPROC, n, NOBODY))
                 self.assert_clean(r, {0, 76, 125})
                 if r.returncode == 125:
-                    self.assertIn("Resource temporarily unavailable", r.stderr)
+                    self.assert_shortage(r, n, "processes")
                 if r.returncode == 76:
                     self.assertIn("cannot start the renewal thread", r.stderr)
 
