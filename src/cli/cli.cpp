@@ -459,7 +459,11 @@ bool known_option(std::string_view word) {
 // to run without "--" before it, the likeliest mistake; else, what the command takes.
 std::string unexpected_words(const Command& command, const std::vector<std::string>& words) {
   std::string list;
-  for (const std::string& word : words) list += (list.empty() ? "" : " ") + word;
+  for (const std::string& word : words) {
+    // An assignment's value may be a secret (PGPASSWORD=... psql): its name only.
+    std::string shown = is_assignment_word(word) ? word.substr(0, word.find('=')) + "=..." : word;
+    list += (list.empty() ? "" : " ") + shown;
+  }
   std::string message = std::string("unexpected argument") + (words.size() > 1 ? "s" : "") + " '" +
                         terminal_safe(list) + "'";
   if (command.takes_command)

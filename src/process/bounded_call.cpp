@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 
 #include "util/clock.h"
 #include "util/error.h"
@@ -35,9 +36,16 @@ BoundedCall call_bounded(const std::function<std::string()>& work, Millis budget
     int keep = reply_write.get();
     ::close_range(3, static_cast<unsigned>(keep - 1), 0);
     ::close_range(static_cast<unsigned>(keep + 1), ~0u, 0);
-    std::string reply = work().substr(0, k_max_reply);
+    std::string reply;
+    int status = 0;
+    try {
+      reply = work().substr(0, k_max_reply);
+    } catch (const std::exception& e) {
+      reply = e.what();
+      status = 1;
+    }
     (void)write_all(reply_write.get(), reply.data(), reply.size());
-    ::_exit(0);
+    ::_exit(status);
   }
   reply_write.reset();
   TimePoint deadline = Clock::now() + budget;
@@ -59,11 +67,14 @@ BoundedCall call_bounded(const std::function<std::string()>& work, Millis budget
   }
   if (!ended) {
     ::kill(pid, SIGKILL);
-    // Not waited for: it dies when its system call returns. rlock exits soon after, and its
-    // parent (or init) reaps it; rlock's own loop reaps it if rlock is still there.
+    // Not waited for: it dies when its system call returns. rlock exits soon after, and
+    // whoever then becomes its parent (a subreaper, or init) reaps it.
     return {Outcome::timed_out, {}};
   }
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (WIFSIGNALED(status))
+    return {Outcome::returned, "its writer died of signal " + std::to_string(WTERMSIG(status))};
   return {Outcome::returned, reply};
 }
 

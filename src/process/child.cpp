@@ -335,8 +335,9 @@ int child_main(void* arg) {
 
 // Starts the child. Like posix_spawn, with CLONE_VM | CLONE_VFORK: no copy of rlock's page
 // tables and no copy-on-write faults afterwards, and rlock waits (frozen) only until the exec.
-// The child runs while no other thread of rlock exists. Sanitizer builds fork: the sanitizers'
-// interceptors are not made for a child that shares their memory.
+// Until the exec the child takes no lock and allocates nothing: rlock's stderr writer thread
+// (util/stderr_writer.h) may hold the allocator's locks meanwhile. Sanitizer builds fork: the
+// sanitizers' interceptors are not made for a child that shares their memory.
 pid_t spawn_child(ChildStart& start) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
   pid_t pid = ::fork();

@@ -82,8 +82,11 @@ std::optional<int> SignalEvents::next() {
     if (n != static_cast<ssize_t>(sizeof info)) return std::nullopt;
     int sig = static_cast<int>(info.ssi_signo);
     if ((sig == SIGXCPU || sig == SIGXFSZ) && raised_for_rlock(info)) {
-      log_warning(sig == SIGXCPU ? "rlock used up its CPU time limit (ulimit -t)"
-                                 : "rlock wrote past its file size limit (ulimit -f)");
+      bool& said = sig == SIGXCPU ? said_xcpu_ : said_xfsz_;  // XCPU comes every second
+      if (!said)
+        log_warning(sig == SIGXCPU ? "rlock used up its CPU time limit (ulimit -t)"
+                                   : "rlock wrote past its file size limit (ulimit -f)");
+      said = true;
       continue;
     }
     return sig;

@@ -15,8 +15,8 @@ namespace rlock {
 // Whether SIG is one whose default action ends a process and that can be caught: HUP, INT,
 // QUIT, TERM, USR1, USR2, ALRM, VTALRM, PROF, IO, PWR, XCPU, XFSZ, STKFLT, the signals of faults
 // (ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS) and the real-time ones. rlock never dies of one with
-// its lock held: it forwards it to the command's group (rlock(1) "Signals"), and before the
-// command runs it ends the wait or the run there. PIPE is the exception: rlock ignores it, so
+// its lock held: it forwards it to the command's group (rlock(1) "Signals and terminals"); before
+// the command runs it ends the wait or the run there. PIPE is the exception: rlock ignores it, so
 // that its own writes see EPIPE.
 bool ends_a_process(int sig);
 
@@ -63,6 +63,7 @@ private:
   sigset_t old_mask_;
   struct sigaction old_pipe_;
   struct sigaction old_child_;
+  bool said_xcpu_ = false, said_xfsz_ = false;  // next(): said once
 };
 
 }  // namespace rlock

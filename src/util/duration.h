@@ -17,7 +17,7 @@ inline constexpr Millis k_max_duration{10LL * 366 * 24 * 3600 * 1000};
 // The parsed value, or nullopt when TEXT is not a duration (or is above k_max_duration).
 std::optional<Millis> parse_duration(std::string_view text);
 
-// Whether TEXT is written as a duration but is above k_max_duration (100000d): what tells a
+// Whether TEXT is written as a duration but is above k_max_duration (3660d): what tells a
 // value out of range from a typo, for the message.
 bool duration_too_long(std::string_view text);
 

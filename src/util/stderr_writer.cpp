@@ -30,9 +30,11 @@ struct Queue {
   std::condition_variable wake;     // the writer: there is something to write
   std::condition_variable written;  // flush_stderr(): the writer got on
   std::deque<std::string> texts;
-  size_t bytes = 0;        // queued, and the text being written
-  bool writing = false;    // the writer has a text out of `texts`, in write(2)
-  bool started = false;    // the writer thread runs
+  size_t bytes = 0;      // queued, and the text being written
+  bool writing = false;  // the writer has a text out of `texts`, in write(2)
+  bool started = false;  // the writer thread runs
+  bool quit = false;     // the writer is to end once the texts are written (stop_stderr_writer)
+  std::thread writer;
   bool inherited = false;  // forked: the texts are the parent's (after_fork_in_child)
   uint64_t progress = 0;   // texts written
   TimePoint moved;         // when the writer last began or finished a write, or got work
@@ -65,7 +67,8 @@ void write_out(const std::string& text) {
 void writer_main(Queue* q) {
   std::unique_lock lock(q->mutex);
   for (;;) {
-    q->wake.wait(lock, [q] { return !q->texts.empty(); });
+    q->wake.wait(lock, [q] { return !q->texts.empty() || q->quit; });
+    if (q->texts.empty()) return;  // asked to quit, all written
     std::string text = std::move(q->texts.front());
     q->texts.pop_front();
     q->writing = true;
@@ -97,7 +100,7 @@ void start_writer(Queue& q) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
-    std::thread(writer_main, &q).detach();
+    q.writer = std::thread(writer_main, &q);
     q.started = true;
   } catch (const std::system_error&) {
     // No thread to be had (ulimit -u, memory): the text waits; flush_stderr() writes it.
@@ -116,7 +119,8 @@ void after_fork_in_child() {
   q->mutex.unlock();                       // locked by this thread, the child's only one
   new (&q->wake) std::condition_variable;  // the parent's writer may have waited on it
   new (&q->written) std::condition_variable;
-  q->writing = q->started = false;
+  new (&q->writer) std::thread;  // the parent's, which the child does not have
+  q->writing = q->started = q->quit = false;
   q->inherited = true;
 }
 
@@ -130,7 +134,9 @@ void take_over(Queue& q) {
 
 Queue& queue() {
   static Queue* q = [] {
-    g_queue = new Queue;  // never freed: the writer may still be in write(2) as rlock exits
+    // Never freed: the writer may still be in write(2) as rlock exits (its std::thread is
+    // never destroyed, so never joined then).
+    g_queue = new Queue;
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return g_queue;
   }();
@@ -143,15 +149,21 @@ size_t line_count(const std::string& text) {
   return n > 0 ? n : 1;
 }
 
-// Without a writer thread: what poll() says stderr takes now, written here.
-void write_directly(Queue& q, Millis patience) {
-  while (!q.texts.empty()) {
+// Without a writer thread (none could be started): the texts, written here as long as poll()
+// says stderr takes them, until PATIENCE is over; without the queue's lock, which the renewal
+// thread's lines and a fork need meanwhile.
+void write_directly(std::unique_lock<std::mutex>& lock, Queue& q, Millis patience) {
+  std::deque<std::string> texts = std::move(q.texts);
+  q.texts.clear();
+  q.bytes = 0;
+  lock.unlock();
+  TimePoint give_up = Clock::now() + patience;
+  for (const std::string& text : texts) {
     pollfd p{STDERR_FILENO, POLLOUT, 0};
-    if (::poll(&p, 1, static_cast<int>(patience.count())) <= 0) return;
-    write_out(q.texts.front());
-    q.bytes -= q.texts.front().size();
-    q.texts.pop_front();
+    if (::poll(&p, 1, millis_until(give_up)) <= 0) break;
+    write_out(text);
   }
+  lock.lock();
 }
 
 }  // namespace
@@ -177,7 +189,7 @@ bool flush_stderr(Millis patience) {
   std::unique_lock lock(q.mutex);
   take_over(q);
   if (!q.started && !q.texts.empty()) start_writer(q);
-  if (!q.started) write_directly(q, patience);
+  if (!q.started) write_directly(lock, q, patience);
   // Counted from the writer's last move: a stderr that has taken nothing for a while already
   // gets no more time here.
   while (!q.texts.empty() || q.writing) {
@@ -187,6 +199,19 @@ bool flush_stderr(Millis patience) {
     q.written.wait_until(lock, give_up);
   }
   return true;
+}
+
+void stop_stderr_writer(Millis patience) {
+  if (!flush_stderr(patience)) return;  // a writer stuck in write(2) would never be joined
+  Queue& q = queue();
+  std::unique_lock lock(q.mutex);
+  if (!q.started) return;
+  q.quit = true;
+  q.wake.notify_one();
+  lock.unlock();
+  q.writer.join();
+  lock.lock();
+  q.started = q.quit = false;
 }
 
 }  // namespace rlock

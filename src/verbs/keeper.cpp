@@ -16,6 +16,7 @@
 #include "process/pid_watch.h"
 #include "process/signals.h"
 #include "util/log.h"
+#include "util/stderr_writer.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"
 
@@ -45,9 +46,11 @@ public:
         kill_after_(options.kill_after) {}
 
   void run() {
-    HeldLock held(lock_, options_.ttl, got_.sent);
+    // The lease's keeping first: should it fail (no descriptor or thread for it), nothing has
+    // given the lock back yet, and stop_unkept() stops PID before the lease ends.
     LeaseKeeper lease(lock_, options_.ttl, got_.sent);
     lease.start();
+    HeldLock held(lock_, options_.ttl, got_.sent);
     for (;;) {
       // PID, and the commands of its group when it leads one: the lock is held until the last
       // of them is gone, as `rlock run` holds it for its command's leftovers.
@@ -136,10 +139,22 @@ private:
   std::optional<TimePoint> kill_at_;  // SIGKILL PID then, after a loss
 };
 
+// PID's lock cannot be kept: PID is stopped as on a loss (the kill signal, SIGKILL after the
+// kill-after and before DEADLINE, the lease's end), and the lock is left to expire.
+void stop_unkept(const PidWatch& pid, const RunOptions& options, TimePoint deadline) {
+  pid.signal(options.kill_signal);
+  TimePoint kill_at =
+      std::min(Clock::now() + options.kill_after, deadline - options.kill_after / 2);
+  while (!pid.all_gone() && Clock::now() < kill_at) ::poll(nullptr, 0, 10);
+  pid.signal(SIGKILL);
+}
+
 }  // namespace
 
 bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
                   const Fd& link, SignalEvents& signals) {
+  // The keeper starts a thread of its own: it must be the fork of a process without others.
+  stop_stderr_writer(k_exit_stderr_patience);
   pid_t child = ::fork();
   if (child < 0) return false;
   if (child > 0) return true;
@@ -147,7 +162,8 @@ bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, co
   try {
     Keeper(lock, got, options, pid, link, signals).run();
   } catch (...) {
-    // Out of memory, most likely: the lock expires within its ttl.
+    // Out of descriptors, threads or memory: the lease cannot be kept.
+    stop_unkept(pid, options, lease_deadline(got.sent, options.ttl));
   }
   ::_exit(0);
 }

@@ -49,6 +49,8 @@ constexpr Millis k_keeper_retry{100};
 // once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
 // then exit: scripts and systemd wait for rlock, not for a server that is not there.
 constexpr Millis k_quick_attempt{300};
+// How long the command's start may wait for rlock's stderr to take a waiter's last status line.
+constexpr Millis k_status_line_patience{100};
 // How long the metrics file may take to write (MetricsRecorder).
 constexpr Millis k_metrics_budget{2000};
 
@@ -543,6 +545,8 @@ public:
 
   // --once-per: this period's slot, claimed while we hold the lock, so no one else runs now.
   std::optional<int> claim_period() {
+    // A signal that came on the way here (fresh_lease) ends the run before anything is claimed.
+    if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     if (!options_.once_per) return std::nullopt;
     period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
     StartRecord start{options_.history_length, options_.retention, start_fields(holder_),
@@ -590,6 +594,11 @@ public:
       }
       spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
     }
+    // Not claimed yet (the period's slot would take the run for lost): one more look.
+    if (!period_)
+      if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
+    // A waiter's status line is cleared before the command may write to the same terminal.
+    if (::isatty(STDERR_FILENO)) flush_stderr(k_status_line_patience);
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
     // In the terminal's foreground only when rlock is: a background job's command stays there.

@@ -88,10 +88,15 @@ class CommandLine(RedisTestCase):
              "unexpected argument 'zsh': rlock completion takes one SHELL"),
             (["config", "x"], "unexpected argument 'x': rlock config takes no arguments"),
             (["help", "run", "x"], "unexpected argument 'x': rlock help takes one COMMAND"),
+            # An assignment's value may be a secret: its name only.
+            (["run", "k", "PGPASSWORD=s3cret", "psql"],
+             "unexpected arguments 'PGPASSWORD=... psql': put the command after --"),
         ]
         for args, needle in cases:
             with self.subTest(args=args):
                 self.assert_usage_error(args, needle)
+        r = run_rlock(["run", "k", "PGPASSWORD=s3cret", "psql"])
+        self.assertNotIn("s3cret", r.stdout + r.stderr)
 
     def test_a_value_that_took_the_next_word_is_named(self):
         """run -w KEY -- CMD: -w took the key for its value. The value is the mistake to name

@@ -132,7 +132,7 @@ end
 -- The server's clock MS as rlock writes times (wall_time.h): 2026-11-30T03:12:00.123Z. Every
 -- time rlock records (a holder's since, a run's start and end, a period's run) is the server's,
 -- so that a host whose clock is off records the same times as the others (days from the epoch
--- to a civil date: Howard Hinnant's algorithm, exact for any date after 1970).
+-- to a civil date by 400-year eras of 146097 days, exact for any date after 1970).
 local function rfc3339(ms)
   local s = math.floor(ms / 1000)
   local days = math.floor(s / 86400)
