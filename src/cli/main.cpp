@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   hold_closed_standard_fds();
   int status = run(argc, argv);
   // rlock's last lines, unless its stderr takes nothing (stderr_writer.h): it exits with its
-  // command all the same.
-  rlock::flush_stderr(rlock::k_exit_stderr_patience);
+  // command all the same. The writer thread ends too: ThreadSanitizer sleeps a second at the
+  // exit of a process that has threads left.
+  rlock::stop_stderr_writer(rlock::k_exit_stderr_patience);
   return status;
 }
