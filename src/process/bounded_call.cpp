@@ -12,6 +12,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/stderr_writer.h"
 
 namespace rlock {
 
@@ -26,6 +27,10 @@ BoundedCall call_bounded(const std::function<std::string()>& work, Millis budget
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) return {Outcome::not_started, errno_message("pipe2")};
   Fd reply_read(p[0]), reply_write(p[1]);
+  // A fork while another thread is in the allocator's (or a sanitizer runtime's) locks gives a
+  // child that deadlocks at its first allocation: rlock's stderr writer, just started to say
+  // "busy", ends first (the renewal thread has by now).
+  stop_stderr_writer(k_exit_stderr_patience);
   pid_t pid = ::fork();
   if (pid < 0) return {Outcome::not_started, errno_message("fork")};
   if (pid == 0) {
