@@ -68,8 +68,12 @@ class StderrNobodyReads(RedisTestCase):
 
     def test_the_command_runs_to_its_end_on_its_lease_and_rlock_exits_with_it(self):
         end = self.path("end")
+        # Renewals every 200 ms during the stall, each of which must go through; 1.5 s under a
+        # sanitizer, whose loaded run lost a 600 ms lease once (ThreadSanitizer beside another
+        # suite), stall or not.
+        ttl = "1500ms" if os.environ.get("RLOCK_SANITIZE") else "600ms"
         p, r = self.start_on_full_pipe(
-            ["run", "--ttl", "600ms", "k", "--", "sh", "-c", f"sleep 4; touch {end}"])
+            ["run", "--ttl", ttl, "k", "--", "sh", "-c", f"sleep 4; touch {end}"])
         wait_until(lambda: blocked_writing_stderr(p.pid), 10, "rlock's stderr to stall")
         # Meanwhile nobody else gets the lock: its renewals go on.
         while not os.path.exists(end):
