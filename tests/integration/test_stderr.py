@@ -67,19 +67,29 @@ class StderrNobodyReads(RedisTestCase):
         return p, r
 
     def test_the_command_runs_to_its_end_on_its_lease_and_rlock_exits_with_it(self):
-        end = self.path("end")
+        go = self.path("go")
         # Renewals every 200 ms during the stall, each of which must go through; 1.5 s under a
         # sanitizer, whose loaded run lost a 600 ms lease once (ThreadSanitizer beside another
         # suite), stall or not.
         ttl = "1500ms" if os.environ.get("RLOCK_SANITIZE") else "600ms"
+        # The command ends when the test says so, never while a racer is under way: a racer
+        # that started as the command ended would rightly take the freed lock.
         p, r = self.start_on_full_pipe(
-            ["run", "--ttl", ttl, "k", "--", "sh", "-c", f"sleep 4; touch {end}"])
+            ["run", "--ttl", ttl, "k", "--", "sh", "-c",
+             f"while [ ! -e {go} ]; do sleep 0.05; done"])
         wait_until(lambda: blocked_writing_stderr(p.pid), 10, "rlock's stderr to stall")
-        # Meanwhile nobody else gets the lock: its renewals go on.
-        while not os.path.exists(end):
+        # For 4 s, several ttls, nobody else gets the lock: its renewals go on.
+        stalled = time.monotonic()
+        racers = 0
+        while time.monotonic() - stalled < 4:
             racer = self.run_rlock(["run", "-n", "k", "--", "true"])
             self.assertEqual(racer.returncode, 75, racer.stderr)
+            self.assertIsNone(p.poll())
+            racers += 1
             time.sleep(0.2)  # pacing of the racers, not synchronisation
+        self.assertGreater(racers, 1)
+        with open(go, "w"):
+            pass
         ended = time.monotonic()
         self.assertEqual(p.wait(timeout=10), 0)
         # With the command, not when someone reads the pipe: within the 1 s rlock gives a
@@ -90,7 +100,7 @@ class StderrNobodyReads(RedisTestCase):
         self.assertEqual(len(runs), 1)
         self.assertEqual(runs[0]["exit_status"], 0)
         # The run's true length: about 4 s, not however long stderr stalled.
-        self.assertLess(runs[0]["held_ms"], 8000)
+        self.assertLess(runs[0]["held_ms"], 12000)
         self.assertIn("acquired", drain(r))
 
     def test_a_term_during_the_stall_ends_the_run_at_once(self):
