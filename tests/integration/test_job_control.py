@@ -126,17 +126,23 @@ class JobControl(RedisTestCase):
     def test_ctrl_s_costs_rlock_neither_its_lease_nor_its_end(self):
         # Ctrl-S (XOFF) stops the terminal's output: every write to it blocks until Ctrl-Q.
         # rlock -v writes a line each renewal; the command writes to a file, not the terminal.
-        done, pid = self.path("done"), self.path("rlock.pid")
+        go, pid = self.path("go"), self.path("rlock.pid")
+        # The command ends when the test says so, never while a racer starts (a racer that
+        # started as the command ended would rightly take the freed lock).
         self.term.line(f"$R -v run --ttl 1s k -- sh -c 'echo $PPID > {pid}; "
-                       f"sleep 3; touch {done}'")
+                       f"while [ ! -e {go} ]; do sleep 0.05; done'")
         self.term.wait_screen("acquired")
         self.term.keys("C-s")
         rlock_pid = int(self.wait_file("rlock.pid"))
-        # No racer gets the lock while rlock's lines pile up behind the stopped terminal.
-        while not os.path.exists(done):
+        # For 3 s, three ttls, no racer gets the lock while rlock's lines pile up behind the
+        # stopped terminal.
+        stopped = time.monotonic()
+        while time.monotonic() - stopped < 3:
             racer = self.run_rlock(["run", "-n", "k", "--", "true"])
             self.assertEqual(racer.returncode, 75, racer.stderr)
             time.sleep(0.2)  # pacing of the racers, not synchronisation
+        with open(go, "w"):
+            pass
         # rlock ends with its command and gives the lock back, the terminal still stopped.
         wait_until(lambda: not os.path.exists(f"/proc/{rlock_pid}"), 10, "rlock to exit")
         self.assertFalse(self.held())
