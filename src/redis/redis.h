@@ -93,11 +93,17 @@ public:
   // Sentinel names), for keyspace notifications, which that server alone sends. Redlock's
   // nodes each hold a copy: no one server does, and this fails (kind protocol).
   virtual Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline);
+  // A caller that will go on using this Redis for a while (a holder's renewals) lets it learn,
+  // before DEADLINE, what it needs to follow a failover later: a Cluster's map with its
+  // replicas (cluster.cpp). Nothing for the others; what fails here is found again later.
+  virtual void prepare_to_follow_failover(TimePoint /*deadline*/) {}
 };
 
-// One server at URL, or a Redis Cluster reached through it: a MOVED reply switches to routing
-// by hash slot. Connects lazily and reconnects after a failure, on the next call.
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
+// One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's
+// addresses, parse_redis_seeds): a MOVED reply switches to routing by hash slot. Connects
+// lazily and reconnects after a failure, on the next call.
+std::unique_ptr<Redis> make_single_redis(const std::vector<RedisUrl>& seeds,
+                                         const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
 // Both lie in read-only data: the build embeds the text and hashes it (scripts.h).

@@ -98,7 +98,7 @@ void apply_redis(const SettingValue& v, Resolved& r) {
       if (is_sentinel_url(url))
         parse_sentinel_url(url);
       else
-        parse_redis_url(url);
+        parse_redis_seeds(url);
     } catch (const Error& e) {
       // A bad URL is a configuration error (78) wherever it came from.
       std::string where =
