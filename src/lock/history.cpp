@@ -229,15 +229,14 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
     args.push_back(r.period);
   }
   return {&scripts::history_add, {helper_key(key, "history"), helper_key(key, "ended")},
-          std::move(args), true};
+          std::move(args)};
 }
 
 ScriptCall history_forget(const std::string& key, const std::string& token,
                           const std::string& start) {
   return {&scripts::history_add,
           {helper_key(key, "history"), helper_key(key, "ended")},
-          {token, "0", "0", start},
-          true};
+          {token, "0", "0", start}};
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {

@@ -57,9 +57,6 @@ void LeaseKeeper::lose(State why) {
 void LeaseKeeper::run() {
   TimePoint next = next_renewal_;
   int64_t failures_in_row = 0;
-  // Before the first renewal: a Cluster's map with the replicas that may stand in for the
-  // lock's master (docs/DESIGN.md "Cluster failover").
-  lock_.redis().prepare_to_follow_failover(std::min(next, Clock::now() + lock_.command_timeout()));
   for (;;) {
     {
       std::unique_lock<std::mutex> guard(mu_);

@@ -23,7 +23,9 @@ public:
               mode_.fair ? "1" : "0",
               std::to_string(wait ? wait->max_block.count() : 0),
               std::to_string(wait ? wait->fallback.count() : 0),
-              std::to_string(mode_.retention.count())};
+              std::to_string(mode_.retention.count()),
+              may_be_queued_ ? "1" : "0"};
+    if (wait && wait->max_block.count() > 0) may_be_queued_ = true;
     add_start(keys, args);
     auto reply = eval(redis_, scripts::acquire, keys, args, deadline);
     return acquire_outcome(std::move(reply), key_, ttl, deadline);

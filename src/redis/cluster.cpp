@@ -261,12 +261,6 @@ public:
   std::string name() const override { return name_; }
   Millis command_timeout() const override { return seed_->command_timeout(); }
 
-  // A holder that may outlive its node learns the map now, replicas included, unless a MOVED
-  // brought it already: a seed that is the master of the lock's slot sends no MOVED, and when
-  // it dies, the map is what names its replica.
-  void prepare_to_follow_failover(TimePoint deadline) override {
-    if (slots_.empty() && !standalone_) (void)read_map(*seed_, deadline);
-  }
 
   // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
   // the key before this finds it); until then, the seed, which then holds every key.
@@ -453,16 +447,12 @@ private:
   }
 
   // CLUSTER SLOTS of FROM into the map, every node it names (replicas too) known from then on.
-  // Whether FROM gave a map. A node with cluster support disabled is a single server: the
-  // seed (standalone_) when it is the one in use and no map was read, else a stray (stray_).
+  // Whether FROM gave a map; one that has cluster support disabled is a single server, named
+  // in the failures that follow (stray_).
   bool read_map(NodeRedis& from, TimePoint deadline) {
     auto reply = from.call({"CLUSTER", "SLOTS"}, deadline);
     if (!reply) {
-      if (reply.failure().message.find("cluster support disabled") == std::string::npos)
-        return false;
-      if (&from == seed_ && slots_.empty())
-        standalone_ = true;
-      else
+      if (reply.failure().message.find("cluster support disabled") != std::string::npos)
         stray_ = from.url().endpoint();
       return false;
     }
@@ -534,8 +524,7 @@ private:
   std::string name_;               // the URL, redacted
   std::vector<NodeRedis*> known_;  // every node a map named, masters and replicas
   std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
-  bool standalone_ = false;        // the seed said it has cluster support disabled
-  std::string stray_;              // another address that said so
+  std::string stray_;              // an address that has cluster support disabled
   TimePoint next_refresh_{};       // refresh_after_failure() not before
 };
 

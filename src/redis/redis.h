@@ -93,10 +93,6 @@ public:
   // Sentinel names), for keyspace notifications, which that server alone sends. Redlock's
   // nodes each hold a copy: no one server does, and this fails (kind protocol).
   virtual Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline);
-  // A caller that will go on using this Redis for a while (a holder's renewals) lets it learn,
-  // before DEADLINE, what it needs to follow a failover later: a Cluster's map with its
-  // replicas (cluster.cpp). Nothing for the others; what fails here is found again later.
-  virtual void prepare_to_follow_failover(TimePoint /*deadline*/) {}
 };
 
 // One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's
@@ -134,8 +130,9 @@ struct ScriptCall {
   const Script* script;
   Argv keys;
   Argv args;
-  // Sent with its source (EVAL) from the first: a delivery that a frozen or restarted server
-  // runs late, after its scripts were flushed, still runs (an end of run sent more than once).
+  // Sent with its source (EVAL): an end of run sent again after a lost reply is, so that a
+  // delivery that a frozen or restarted server runs late, after its scripts were flushed,
+  // still runs. The first goes by SHA1, as every script does (no script text per run).
   bool with_source = false;
 };
 // eval() of CALL.

@@ -75,10 +75,11 @@ class ClusterMasterKilled(unittest.TestCase):
 
     def test_the_holder_keeps_its_lock_on_the_promoted_replica(self):
         go = self.path("go")
-        # The holder's only seed is the master that dies: it learns the map, replicas
-        # included, before its first renewal.
+        # The holder's first seed is the master that dies: it sends no MOVED, so the map comes
+        # from the other seed when that master is gone.
+        seeds = f"redis://127.0.0.1:{self.master.port},127.0.0.1:{self.others[0].port}"
         holder = self.start(
-            ["-v", "--redis", self.master.url, "run", "--ttl", "15s", KEY, "--", "sh", "-c",
+            ["-v", "--redis", seeds, "run", "--ttl", "15s", KEY, "--", "sh", "-c",
              f"touch {self.path('started')}; while [ ! -e {go} ]; do sleep 0.05; done; "
              f"touch {self.path('holder-done')}"], "holder")
         wait_until(lambda: os.path.exists(self.path("started")), 20, "the holder's command")
@@ -88,7 +89,6 @@ class ClusterMasterKilled(unittest.TestCase):
 
         self.master.kill()
         # A waiter started after the kill, whose first seed is the dead master.
-        seeds = f"redis://127.0.0.1:{self.master.port},127.0.0.1:{self.others[0].port}"
         waiter = self.start(
             ["--redis", seeds, "run", "-w", "40s", KEY, "--", "sh", "-c",
              f"test -e {self.path('holder-done')} && touch {self.path('waiter-ok')}"], "waiter")

@@ -482,6 +482,14 @@ MUTANTS = [
      [("src/process/terminal.cpp", "if (have_saved_) ::tcsetattr(fd_, TCSANOW, &saved_);",
        "if (have_saved_) ::tcsetattr(fd_, TCSADRAIN, &saved_);")],
      ['test_job_control.JobControl.test_ctrl_s_costs_rlock_neither_its_lease_nor_its_end']),
+    ("no slot map read again on a connection failure",
+     [("src/redis/cluster.cpp", "    if (now < next_refresh_) return false;",
+       "    if (now < next_refresh_ || true) return false;")],
+     ['test_cluster_failover.ClusterMasterKilled.test_the_holder_keeps_its_lock_on_the_promoted_replica']),
+    ("a single server stands in for a dead seed",
+     [("src/redis/cluster.cpp", "      if (!read_map(*n, deadline)) continue;",
+       "      if (!read_map(*n, deadline)) { seed_ = n; return true; }")],
+     ['test_cluster_failover.SeedsOfNoCluster.test_a_single_server_never_stands_in_for_a_dead_seed']),
 ]
 
 

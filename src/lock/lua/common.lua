@@ -16,24 +16,34 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The server's clock in ms and in microseconds, from one TIME.
+local function clock()
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return math.floor(us / 1000), us
+end
+
 -- The next fence of a lock: one more than the last, and never less than the server's clock in
--- microseconds. So a counter that is gone (expired after --retention, FLUSHALL, a restart
--- without data) starts again above every fence handed out before: each of those was at most
--- the clock at its acquisition, or one more than the fence before it within the same
+-- microseconds (CLOCK_US). So a counter that is gone (expired after --retention, FLUSHALL, a
+-- restart without data) starts again above every fence handed out before: each of those was at
+-- most the clock at its acquisition, or one more than the fence before it within the same
 -- microsecond. That holds as long as the server's clock does not step back. The counter is
 -- kept RETENTION ms after this use (0: for ever). Fences stay below 2^53 (until the year 2255),
 -- exact in a Lua number and in JSON; Lua would print them in exponent form, hence fence_text.
-local function next_fence(fence_key, retention)
-  local t = redis.call('TIME')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function next_fence(fence_key, retention, clock_us)
   local fence = redis.call('INCR', fence_key)
   -- Past 2^53 a Lua number is no longer exact, and two fences could come out equal.
   if fence >= 9007199254740992 then error(fence_key .. ' is past 2^53: not a fence counter') end
-  if fence < clock then
-    fence = clock
-    redis.call('SET', fence_key, string.format('%.0f', fence))
-  end
-  if retention > 0 then
+  if fence < clock_us then
+    -- The usual case (an acquisition a microsecond or more after the last): one SET, its
+    -- expiry with it.
+    fence = clock_us
+    if retention > 0 then
+      redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', retention)
+    else
+      redis.call('SET', fence_key, string.format('%.0f', fence))
+    end
+  elseif retention > 0 then
     redis.call('PEXPIRE', fence_key, retention)
   else
     redis.call('PERSIST', fence_key)
