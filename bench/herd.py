@@ -4,10 +4,10 @@ benchmark, not a test.
 
     bench/herd.py [--rlock build/rlock] [--processes 2000] [--runs 300]
 
-First, one invocation at a time (RUNS of each), Redis's CPU (INFO cpu: used_cpu_user +
-used_cpu_sys) and commands (INFO commandstats, commands run inside scripts included) per
-invocation, beside `redis-cli SET KEY v NX PX 60000`, which opens a connection of its own like
-rlock does:
+First, one invocation at a time (RUNS of each, the kinds taking turns), Redis's CPU per
+invocation (INFO cpu: used_cpu_user + used_cpu_sys, read before and after each) and commands
+(INFO commandstats, those run inside scripts included), beside `redis-cli SET KEY v NX PX 1`,
+which opens a connection of its own as rlock does:
   - busy skip: `rlock run -n KEY -- true` on a key another rlock holds (exit 75);
   - period skip: `rlock run --once-per hour KEY -- true` once the hour's run is done (75);
   - free run: `rlock run KEY -- true` on a free key (acquire, release, history; exit 0).
@@ -21,6 +21,7 @@ import collections
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,17 +110,39 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def one_at_a_time(server, argvs, env):
-    """Runs each of ARGVS to its end, one after the other: (CPU us, commands) per run, and
-    the exit statuses."""
-    cpu0, calls0 = server.usage()
-    exits = collections.Counter()
-    for argv in argvs:
-        exits[subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL).returncode] += 1
-    cpu1, calls1 = server.usage()
-    n = len(argvs)
-    return (cpu1 - cpu0) * 1e6 / n, (calls1 - calls0) / n, exits
+def cpu(server):
+    info = server.cmd("INFO", "cpu")
+    return sum(float(line.split(":")[1]) for line in info.splitlines()
+               if line.startswith(("used_cpu_user:", "used_cpu_sys:")))
+
+
+def one_at_a_time(server, variants, env, rounds):
+    """Each of VARIANTS ({name: argv}) run ROUNDS times, one invocation at a time, the variants
+    taking turns so that all see the same machine: per variant, Redis's CPU (us) per
+    invocation (median and mean of each invocation's, less what our own INFO costs), its
+    commands per invocation, and the exit statuses."""
+    def run(argv):
+        return subprocess.run(argv, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode
+    commands = {}
+    for name, argv in variants.items():
+        calls0 = server.usage()[1]
+        for _ in range(20):
+            run(argv)
+        commands[name] = (server.usage()[1] - calls0) / 20
+    samples = {name: [] for name in variants}
+    idle = []
+    exits = {name: collections.Counter() for name in variants}
+    for _ in range(rounds):
+        before = cpu(server)
+        idle.append(cpu(server) - before)
+        for name, argv in variants.items():
+            before = cpu(server)
+            exits[name][run(argv)] += 1
+            samples[name].append(cpu(server) - before)
+    own = statistics.median(idle)
+    return {name: (statistics.median(v) * 1e6 - own * 1e6, (statistics.mean(v) - own) * 1e6,
+                   commands[name], exits[name]) for name, v in samples.items()}
 
 
 def herd(server, rlock, env, processes, keys, once_per, tag):
@@ -171,26 +194,26 @@ def main():
         subprocess.run([rlock, "run", "--once-per", "hour", "done", "--", "true"], env=env,
                        check=True)
         for argv in ([rlock, "run", "-n", "busy", "--", "true"],
-                     [rlock, "run", "free", "--", "true"]):
-            one_at_a_time(server, [argv] * 20, env)  # warm: page cache, script cache
-        n = args.runs
-        cli = [[args.redis_cli, "-p", str(server.port), "SET", f"cli:{i}", "v", "NX", "PX",
-                "60000"] for i in range(n)]
-        rows = [
-            ("redis-cli SET NX PX", one_at_a_time(server, cli, env)),
-            ("busy skip (run -n, held)",
-             one_at_a_time(server, [[rlock, "run", "-n", "busy", "--", "true"]] * n, env)),
-            ("period skip (--once-per, done)",
-             one_at_a_time(server, [[rlock, "run", "--once-per", "hour", "done", "--",
-                                     "true"]] * n, env)),
-            ("free run (acquire, release, history)",
-             one_at_a_time(server, [[rlock, "run", "free", "--", "true"]] * n, env)),
-        ]
-        base = rows[0][1][0]
-        print(f"one at a time, {n} of each (Redis {server.cmd('INFO', 'server').split('redis_version:')[1].split()[0]}):")
-        print(f"  {'':40} {'CPU us':>8} {'x cli':>6} {'commands':>9}  exits")
-        for name, (cpu, calls, exits) in rows:
-            print(f"  {name:40} {cpu:8.1f} {cpu / base:6.2f} {calls:9.1f}  {dict(exits)}")
+                     [rlock, "run", "free", "--", "true"]):  # warm: page cache, script cache
+            for _ in range(20):
+                subprocess.run(argv, env=env, stderr=subprocess.DEVNULL)
+        variants = {
+            "redis-cli SET NX PX": [args.redis_cli, "-p", str(server.port), "SET", "cli", "v",
+                                    "NX", "PX", "1"],
+            "busy skip (run -n, held)": [rlock, "run", "-n", "busy", "--", "true"],
+            "period skip (--once-per, done)": [rlock, "run", "--once-per", "hour", "done", "--",
+                                               "true"],
+            "free run (acquire, release, history)": [rlock, "run", "free", "--", "true"],
+        }
+        rows = one_at_a_time(server, variants, env, args.runs)
+        base = rows["redis-cli SET NX PX"][0]
+        version = server.cmd("INFO", "server").split("redis_version:")[1].split()[0]
+        print(f"one at a time, {args.runs} of each, taking turns (Redis {version}); Redis CPU "
+              "per invocation, median (mean):")
+        print(f"  {'':40} {'CPU us':>15} {'x cli':>6} {'commands':>9}  exits")
+        for name, (median, mean, calls, exits) in rows.items():
+            print(f"  {name:40} {median:6.1f} ({mean:6.1f}) {median / base:6.2f} {calls:9.1f}"
+                  f"  {dict(exits)}")
         print(f"herds of {args.processes} through xargs -P:")
         for keys, once_per in ((1, True), (1, False), (50, True), (50, False)):
             h = herd(server, rlock, env, args.processes, keys, once_per,

@@ -134,7 +134,17 @@ foreach(name IN LISTS scripts)
     endwhile()
     string(APPEND text "\n")
   endif()
-  string(APPEND text "${body}")
+  # A script may say where they go, after a fast path that needs none of them (acquire.lua's
+  # busy answer): a line "-- (definitions)". Else they come first.
+  string(FIND "${body}" "\n-- (definitions)\n" marker)
+  if(marker EQUAL -1)
+    string(APPEND text "${body}")
+  else()
+    string(SUBSTRING "${body}" 0 ${marker} before)
+    math(EXPR after_at "${marker} + 18")
+    string(SUBSTRING "${body}" ${after_at} -1 after)
+    set(text "${before}\n${text}${after}")
+  endif()
   string(FIND "${text}" ")lua\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "src/lock/lua/${name}.lua (or what it uses) contains )lua\", which ends the "

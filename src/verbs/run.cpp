@@ -489,8 +489,7 @@ public:
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
       lock_->record_start(
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
-    WaitOutcome outcome =
-        acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
+    WaitOutcome outcome = acquire(*lock_, encode_lock_value(value), options_, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
     // Busy under --once-per: a late-comer that raced another late-comer for a period that
     // has had its run says so, as the one that took the lock does (claim_period).
@@ -498,12 +497,7 @@ public:
       PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
                          options_.retry_failed);
       auto done = period.finished_run(Clock::now() + lock_->command_timeout());
-      if (done && *done) {
-        metrics_.m.result = "done";
-        log(Level::info,
-            {"done_this_period", options_.key, done_message(**done, period, options_)});
-        return options_.conflict_exit_code;
-      }
+      if (done && *done) return done_this_period(**done, period);
     }
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.
@@ -554,14 +548,22 @@ public:
     auto claim =
         period_->claim(holder_, got_.fence, start, Clock::now() + lock_->command_timeout());
     if (claim && claim->claimed) return started(claim->start);
-    metrics_.m.result = claim ? "done" : "error";
     held_->release();
-    if (!claim) return unavailable(claim.failure());
-    log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
+    if (!claim) {
+      metrics_.m.result = "error";
+      return unavailable(claim.failure());
+    }
+    return done_this_period(*claim, *period_);
+  }
+
+  // The period has had its run (that of CLAIM): said, and recorded with --record-skips.
+  int done_this_period(const SlotClaim& claim, const PeriodGuard& period) {
+    metrics_.m.result = "done";
+    log(Level::info, {"done_this_period", options_.key, done_message(claim, period, options_)});
     if (options_.record_skips) {
       RunRecord r = skipped_run(holder_, lock_->token(), RunEnd::done_this_period,
                                 options_.conflict_exit_code);
-      r.period = period_->slot_name();
+      r.period = period.slot_name();
       record_history(redis_, options_, r);
     }
     return options_.conflict_exit_code;

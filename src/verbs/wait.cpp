@@ -240,9 +240,19 @@ private:
 
 }  // namespace
 
-WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
+WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
                     SignalEvents& signals) {
-  return Waiter(lock, signals, wait).run(value, ttl);
+  if (const auto& jitter = options.jitter) {
+    // Seeded like Backoff: hosts whose cron fires in the same second draw apart.
+    std::minstd_rand random(static_cast<unsigned>(::getpid()) ^
+                            static_cast<unsigned>(Clock::now().time_since_epoch().count()));
+    std::uniform_int_distribution<int64_t> pause(0, jitter->count() - 1);
+    Millis drawn(pause(random));
+    log(Level::debug, {"jitter", lock.key(), "first try in " + format_duration(drawn) +
+                                                 " (--jitter " + format_duration(*jitter) + ")"});
+    if (auto sig = sleep_interruptible(Clock::now() + drawn, signals)) return Interrupted{*sig};
+  }
+  return Waiter(lock, signals, options.wait).run(value, options.ttl);
 }
 
 }  // namespace rlock

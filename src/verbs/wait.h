@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "redis/retry.h"
+#include "settings/options.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -51,12 +52,13 @@ struct NotALock {
 };
 using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, Failure>;
 
-// WAIT: nullopt for a single attempt; Millis::max() for no limit. Within WAIT a failure that
-// worth_retrying() is tried again with backoff. A forwarded signal read from SIGNALS ends the
-// wait as Interrupted. After a failed or interrupted wait nothing of ours is
-// left in Redis (a lost reply to a successful attempt is undone with a release, and we leave
-// the queue).
-WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
+// Takes LOCK with VALUE, for OPTIONS' ttl. Their wait: nullopt for a single attempt;
+// Millis::max() for no limit. Within it a failure that worth_retrying() is tried again with
+// backoff. Their jitter (--jitter): first a random pause in [0, jitter), which the wait starts
+// after. A forwarded signal read from SIGNALS ends the wait as Interrupted. After a failed or
+// interrupted wait nothing of ours is left in Redis (a lost reply to a successful attempt is
+// undone with a release, and we leave the queue).
+WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
                     SignalEvents& signals);
 
 }  // namespace rlock

@@ -7,7 +7,8 @@
 -- QUEUED (ARGV[10]) is '1' when an earlier attempt of ours may have queued us: only then is
 -- there a place of ours to leave when we take the lock.
 -- A lock another holds, asked for without waiting (MAX_BLOCK 0, `run -n`, the herd at :00):
--- its value and PTTL, and nothing else, not even the clock.
+-- its value and PTTL, and nothing else, not even the clock, before the definitions of the used
+-- files (cmake/embed_lua.cmake), which cost Redis time at each call.
 -- Taking the lock and drawing its fence are one step: no fence number is spent on a failed
 -- attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
 -- type into a clean answer instead of a script error. A lock that is already ours (a retry
@@ -26,6 +27,7 @@ local v = redis.pcall('GET', lock)
 if type(v) == 'table' then return {-1, redis.call('TYPE', lock)['ok']} end
 local ours = v and string.sub(v, 1, #owner_prefix) == owner_prefix
 if v and not ours and max_block == 0 then return {0, v, redis.call('PTTL', lock), 0} end
+-- (definitions)
 local now, now_us = clock()
 prune_waiters(queue, alive, now)
 if ours then
