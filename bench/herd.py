@@ -20,7 +20,6 @@ import argparse
 import collections
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,10 +27,9 @@ import tempfile
 import time
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+from harness import RedisClient, free_port  # noqa: E402
 
 
 class Server:
@@ -47,50 +45,16 @@ class Server:
         deadline = time.monotonic() + 10
         while True:
             try:
-                self.sock = socket.create_connection(("127.0.0.1", self.port))
+                self.cmd = RedisClient(self.port)
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     raise SystemExit("redis-server did not start")
                 time.sleep(0.01)
-        self.buf = b""
 
     @property
     def url(self):
         return f"redis://127.0.0.1:{self.port}"
-
-    def cmd(self, *args):
-        out = f"*{len(args)}\r\n".encode()
-        for a in args:
-            a = str(a).encode()
-            out += b"$%d\r\n%s\r\n" % (len(a), a)
-        self.sock.sendall(out)
-        return self._read()
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            self.buf += self.sock.recv(65536)
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
-
-    def _read(self):
-        line = self._line()
-        kind, rest = line[:1], line[1:]
-        if kind in (b"+", b"-"):
-            return rest.decode()
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                self.buf += self.sock.recv(65536)
-            data, self.buf = self.buf[:n], self.buf[n + 2:]
-            return data.decode()
-        if kind == b"*":
-            return [self._read() for _ in range(int(rest))]
-        raise RuntimeError(f"bad reply {line!r}")
 
     def usage(self):
         """(Redis CPU seconds, commands run) so far; our own INFO calls are not counted."""
@@ -104,7 +68,7 @@ class Server:
         return cpu, calls
 
     def close(self):
-        self.sock.close()
+        self.cmd.close()
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
