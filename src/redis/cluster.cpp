@@ -378,11 +378,11 @@ private:
         continue;
       }
       Failure failure = name_refused_command(*nodes[b], batches[b], results[b].failure());
+      if (!map_read_after(nodes[b], failure, deadline)) return explained(failure);
       for (size_t u : pending) {
         if (units[u].node != nodes[b]) continue;
-        NodeRedis* elsewhere =
-            follow_failure(nodes[b], commands[units[u].begin], keyless, failure, deadline);
-        if (!elsewhere) return explained(failure);
+        NodeRedis* elsewhere = route(commands[units[u].begin], keyless);
+        if (elsewhere == nodes[b]) return explained(failure);
         units[u].node = elsewhere;
         units[u].asking = false;
         resend.push_back(u);
@@ -391,16 +391,20 @@ private:
     return std::nullopt;
   }
 
-  // After FAILURE of ARGV (the first command of its unit) at NODE: the node to send it to now,
-  // when the map, read again, routes it elsewhere and nothing of it was sent (a refused
-  // connection); nothing when FAILURE stands. KEYLESS: where ARGV goes when it has no key.
+  // After FAILURE at NODE: whether what failed there may go where the map, read again now,
+  // says: NODE failed (not rlock, nor its settings), nothing of it was sent (a refused
+  // connection: what may have run is the caller's to send again), and time is left.
+  bool map_read_after(NodeRedis* node, const Failure& failure, TimePoint deadline) {
+    if (!node_failed(failure) || !refresh_after_failure(node, deadline, failure)) return false;
+    return failure.kind == Failure::Kind::connect && Clock::now() < deadline;
+  }
+
+  // The same for ARGV alone (a blocking call): the node to send it to now, or nothing.
   NodeRedis* follow_failure(NodeRedis* node, const Argv& argv, NodeRedis* keyless,
                             const Failure& failure, TimePoint deadline) {
-    if (!node_failed(failure)) return nullptr;
-    if (!refresh_after_failure(node, deadline, failure)) return nullptr;
-    if (failure.kind != Failure::Kind::connect) return nullptr;  // may have run: the caller's
+    if (!map_read_after(node, failure, deadline)) return nullptr;
     NodeRedis* elsewhere = route(argv, keyless);
-    return elsewhere != node && Clock::now() < deadline ? elsewhere : nullptr;
+    return elsewhere != node ? elsewhere : nullptr;
   }
 
   // FAILURE, with why no other address of the URL stood in, when one is a single server.

@@ -106,6 +106,10 @@ class ClusterMasterKilled(unittest.TestCase):
         busy = run_rlock(["--redis", self.others[1].url, "run", "-n", KEY, "--", "true"],
                          env=rlock_env())
         self.assertEqual(busy.returncode, 75, busy.stderr)
+        # And the operator's view, through the dead master first: the holder, on its host.
+        status = run_rlock(["--redis", seeds, "status", KEY], env=rlock_env())
+        self.assertEqual(status.returncode, 0, status.stderr)
+        self.assertRegex(status.stdout, rf"held +by {os.uname().nodename} pid {holder.pid} ")
         self.assertIsNone(waiter.poll(), self.read("waiter.err"))
 
         with open(go, "w"):
