@@ -232,7 +232,7 @@ public:
       auto reply = asking ? node->blocking_send({{"ASKING"}, argv}, deadline, interrupt_fd)
                           : node->blocking_send({argv}, deadline, interrupt_fd);
       if (!reply) {
-        NodeRedis* elsewhere = follow_failure(node, argv, nullptr, reply.failure(), deadline);
+        NodeRedis* elsewhere = follow_failure(node, argv, reply.failure(), deadline);
         if (!elsewhere) return explained(reply.failure());
         node = elsewhere;
         asking = false;
@@ -260,7 +260,6 @@ public:
 
   std::string name() const override { return name_; }
   Millis command_timeout() const override { return seed_->command_timeout(); }
-
 
   // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
   // the key before this finds it); until then, the seed, which then holds every key.
@@ -400,10 +399,10 @@ private:
   }
 
   // The same for ARGV alone (a blocking call): the node to send it to now, or nothing.
-  NodeRedis* follow_failure(NodeRedis* node, const Argv& argv, NodeRedis* keyless,
-                            const Failure& failure, TimePoint deadline) {
+  NodeRedis* follow_failure(NodeRedis* node, const Argv& argv, const Failure& failure,
+                            TimePoint deadline) {
     if (!map_read_after(node, failure, deadline)) return nullptr;
-    NodeRedis* elsewhere = route(argv, keyless);
+    NodeRedis* elsewhere = route(argv, nullptr);
     return elsewhere != node ? elsewhere : nullptr;
   }
 
