@@ -54,6 +54,19 @@ class Herd(RedisTestCase):
         self.assertEqual([r["exit_status"] for r in self.runs("lock:hourly")], [0])
         self.assert_no_lock("lock:hourly")
 
+    def test_a_late_comer_reads_the_period_and_never_tries_the_lock(self):
+        # The herd's late-comers (after the run, or drawn late by --jitter) read the period's
+        # record and end: the lock is not taken (its fence stays where the run left it).
+        key = "lock:late"
+        self.assertEqual(self.run_rlock(["run", "--once-per", "hour", key, "--", "true"])
+                         .returncode, 0)
+        fence = self.server.cmd("GET", "{%s}:rlock:fence" % key)
+        self.assertIsNotNone(fence)
+        r = self.run_rlock(["run", "--once-per", "hour", key, "--", "true"])
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertIn("already run this period", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "{%s}:rlock:fence" % key), fence)
+
     def test_jitter_spreads_the_herd_and_once_per_still_runs_once(self):
         key = "lock:spread"
         # Every run records itself (--record-skips): when each one tried, by the server's clock.

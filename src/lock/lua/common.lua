@@ -95,8 +95,14 @@ local function ended(ends, what, token, now)
   return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
 end
 
-local function mark_ended(ends, what, token, now)
-  redis.call('ZADD', ends, now + k_end_kept_ms, what .. ' ' .. token)
+-- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD.
+local function mark_ended(ends, now, ...)
+  local members = {}
+  for _, mark in ipairs({...}) do
+    members[#members + 1] = now + k_end_kept_ms
+    members[#members + 1] = mark
+  end
+  redis.call('ZADD', ends, unpack(members))
   redis.call('PEXPIRE', ends, k_end_kept_ms)
 end
 
@@ -174,6 +180,27 @@ local function keep_history(history, retention)
   else
     redis.call('PERSIST', history)
   end
+end
+
+-- A run's end in the history, replacing its start entry (history_add.lua, and release.lua, where
+-- it rides with the release). ARGS from FIRST on: the run's token, the history's length and
+-- retention, the start entry's ID or '', then the entry's fields (none: the start is only
+-- removed). 1 and the end for its caller to record (mark_ended) once it has done the rest of
+-- its work, or 0 when this token's entry is there already (a delivery sent again).
+local function add_history(history, ends, args, first, now)
+  local token, max_length = args[first], tonumber(args[first + 1])
+  local retention, start = tonumber(args[first + 2]), args[first + 3]
+  if ended(ends, 'history', token, now) then return 0 end
+  if start ~= '' then redis.call('XDEL', history, start) end
+  if #args < first + 4 then return 1 end
+  local fields = {unpack(args, first + 4)}
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'since' and fields[i + 1] == '' then fields[i + 1] = rfc3339(now) end
+  end
+  redis.call('XADD', history, 'MAXLEN', max_length > 100 and '~' or '=', max_length, '*',
+             unpack(fields))
+  keep_history(history, retention)
+  return 1, 'history ' .. token
 end
 
 -- A run's start, recorded in the same step that takes the lock (or claims its period), so that
