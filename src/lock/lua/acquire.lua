@@ -15,7 +15,7 @@
 -- after a lost reply) counts as acquired.
 -- Shared holders keep us out, looked at in this same step: between a look at their places and
 -- our SET, a shared acquire could take a place (shared_acquire.lua, in its own step, finds our
--- lock and waits). A lock never shared costs one EXISTS.
+-- lock and waits).
 local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local shared, shared_values, history = KEYS[5], KEYS[6], KEYS[7]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -29,7 +29,9 @@ local ours = v and string.sub(v, 1, #owner_prefix) == owner_prefix
 if v and not ours and max_block == 0 then return {0, v, redis.call('PTTL', lock), 0} end
 -- (definitions)
 local now, now_us = clock()
-prune_waiters(queue, alive, now)
+-- A lock with neither waiters nor sharers, the usual case, costs one EXISTS for both.
+local crowded = redis.call('EXISTS', alive, shared) > 0
+if crowded then prune_waiters(queue, alive, now) end
 if ours then
   redis.call('PEXPIRE', lock, ttl)
   dequeue(queue, alive, wake_prefix, token)
@@ -49,7 +51,7 @@ elseif fair then
     pttl = math.max(0, tonumber(redis.call('ZSCORE', alive, first) or now) - now)
   end
 end
-if not v and turn and redis.call('EXISTS', shared) == 1 then
+if not v and turn and crowded and redis.call('EXISTS', shared) == 1 then
   local sharer, expiry, sharers = last_sharer(shared, shared_values, now)
   if sharer then
     -- The last shared release wakes us. Meanwhile our place in the queue keeps shared

@@ -71,6 +71,7 @@ local function prune_waiters(queue, alive, now)
 end
 
 local function wake_first(queue, alive, wake_prefix, now)
+  if redis.call('EXISTS', alive) == 0 then return end  -- no waiter: the usual case, one look
   prune_waiters(queue, alive, now)
   local first = redis.call('ZRANGE', queue, 0, 0)[1]
   if first then
@@ -92,7 +93,7 @@ local k_end_kept_ms = 60000
 
 local function ended(ends, what, token, now)
   redis.call('ZREMRANGEBYSCORE', ends, '-inf', now)
-  return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
+  return what ~= nil and redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
 end
 
 -- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD.
@@ -186,11 +187,13 @@ end
 -- it rides with the release). ARGS from FIRST on: the run's token, the history's length and
 -- retention, the start entry's ID or '', then the entry's fields (none: the start is only
 -- removed). 1 and the end for its caller to record (mark_ended) once it has done the rest of
--- its work, or 0 when this token's entry is there already (a delivery sent again).
-local function add_history(history, ends, args, first, now)
+-- its work, or 0 when this token's entry is there already (a delivery sent again). FIRST_TIME:
+-- the caller knows that no delivery of this entry ran before (release.lua found the lock ours,
+-- which one would have released): the ends are not looked up, only pruned.
+local function add_history(history, ends, args, first, now, first_time)
   local token, max_length = args[first], tonumber(args[first + 1])
   local retention, start = tonumber(args[first + 2]), args[first + 3]
-  if ended(ends, 'history', token, now) then return 0 end
+  if ended(ends, not first_time and 'history' or nil, token, now) then return 0 end
   if start ~= '' then redis.call('XDEL', history, start) end
   if #args < first + 4 then return 1 end
   local fields = {unpack(args, first + 4)}

@@ -35,7 +35,10 @@ end
 local released = release()
 local reply = released
 if history then
-  local ok, entry, mark = pcall(add_history, history, ends, ARGV, 3, now)
+  -- Our lock, found and released just now (its end marked above): no earlier delivery of
+  -- this script ran, which would have released it, so none added the entry either.
+  local first_time = marks[1] ~= nil
+  local ok, entry, mark = pcall(add_history, history, ends, ARGV, 3, now, first_time)
   if not ok then
     entry = type(entry) == 'table' and entry or {err = tostring(entry)}
   end
