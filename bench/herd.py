@@ -170,14 +170,14 @@ def main():
             "free run (acquire, release, history)": [rlock, "run", "free", "--", "true"],
         }
         rows = one_at_a_time(server, variants, env, args.runs)
-        base = rows["redis-cli SET NX PX"][0]
+        base, base_mean = rows["redis-cli SET NX PX"][:2]
         version = server.cmd("INFO", "server").split("redis_version:")[1].split()[0]
         print(f"one at a time, {args.runs} of each, taking turns (Redis {version}); Redis CPU "
               "per invocation, median (mean):")
-        print(f"  {'':40} {'CPU us':>15} {'x cli':>6} {'commands':>9}  exits")
+        print(f"  {'':40} {'CPU us':>15} {'x cli':>13} {'commands':>9}  exits")
         for name, (median, mean, calls, exits) in rows.items():
-            print(f"  {name:40} {median:6.1f} ({mean:6.1f}) {median / base:6.2f} {calls:9.1f}"
-                  f"  {dict(exits)}")
+            print(f"  {name:40} {median:6.1f} ({mean:6.1f}) {median / base:5.2f} "
+                  f"({mean / base_mean:5.2f}) {calls:9.1f}  {dict(exits)}")
         print(f"herds of {args.processes} through xargs -P:")
         for keys, once_per in ((1, True), (1, False), (50, True), (50, False)):
             h = herd(server, rlock, env, args.processes, keys, once_per,
