@@ -6,7 +6,9 @@ interleaved run by run so that both see the same machine. A benchmark, not a tes
 
 Prints each binary's median and mean wall time per run and the median of the paired
 differences (AFTER - BEFORE) with the spread of that median over ten blocks of runs: a
-difference inside that spread is noise.
+difference inside that spread is noise. With --flock, `true` and `flock FILE true` take their
+turns too, and each binary's time added over `true` is given as a multiple of flock's
+(docs/PERFORMANCE.md).
 """
 import argparse
 import os
@@ -23,9 +25,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_once(binary, env):
+def run_once(binary, env, argv=None):
+    argv = argv or [binary, "run", "ab:startup", "--", "/bin/true"]
     start = time.perf_counter_ns()
-    pid = os.posix_spawn(binary, [binary, "run", "ab:startup", "--", "/bin/true"], env)
+    pid = os.posix_spawn(argv[0], argv, env)
     _, status = os.waitpid(pid, 0)
     elapsed = time.perf_counter_ns() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -38,7 +41,10 @@ def main():
     parser.add_argument("before")
     parser.add_argument("after")
     parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--flock", action="store_true",
+                        help="also `true` and `flock FILE true`, for the ratio to flock")
     args = parser.parse_args()
+    others = {}  # with --flock: wall times of `true` and of `flock FILE true`
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         server = subprocess.Popen(["redis-server", "--port", str(port), "--save", "",
@@ -57,7 +63,13 @@ def main():
                 for _ in range(20):
                     run_once(b, env)
             a, b = [], []
+            if args.flock:
+                others = {"true": (["/bin/true"], []),
+                          "flock": (["/usr/bin/flock", os.path.join(tmp, "ab.flock"),
+                                     "/bin/true"], [])}
             for i in range(args.runs):
+                for argv, times in others.values():
+                    times.append(run_once(argv[0], env, argv))
                 # Alternate which goes first, so neither always follows the other.
                 if i % 2:
                     a.append(run_once(args.before, env))
@@ -76,6 +88,13 @@ def main():
         print(f"{name:7} median {statistics.median(xs):.3f} ms  mean {statistics.mean(xs):.3f} ms")
     print(f"after - before: median {statistics.median(diffs):+.3f} ms "
           f"(blocks of {block}: {min(block_medians):+.3f} .. {max(block_medians):+.3f} ms)")
+    if others:
+        true_ms = statistics.median(others["true"][1])
+        flock_added = statistics.median(others["flock"][1]) - true_ms
+        print(f"true    median {true_ms:.3f} ms; flock adds {flock_added:.3f} ms")
+        for name, xs in (("before", a), ("after", b)):
+            added = statistics.median(xs) - true_ms
+            print(f"{name:7} adds {added:.3f} ms: {added / flock_added:.2f} x flock's")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ figures: runs, faults by kind, overlaps by cause, and every problem found.
 
   bench/soak_faults.py                       # 10 minutes of faults, a fresh seed
   bench/soak_faults.py --duration 3m --seed 42
+  bench/soak_faults.py --cluster --duration 10m
+                                             # six Cluster nodes: masters killed, restarted,
+                                             # failed over
   bench/soak_faults.py --kinds key-del --undocument key-del --duration 20s
                                              # a mutant check: the checker must fail
 
@@ -44,7 +47,11 @@ def main():
                     or os.path.join(ROOT, "build", "rlock"))
     ap.add_argument("--section", default=os.environ.get("RLOCK_FAULT_SECTION")
                     or os.path.join(ROOT, "build", "tests", "rlock_fault_section"))
-    ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all)")
+    ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all "
+                    "of the mode)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="a Redis Cluster of three masters with a replica each: its masters "
+                    "killed, restarted and failed over, beside the holder faults")
     ap.add_argument("--undocument", action="append", default=[], metavar="KIND",
                     help="mutant check: count KIND's overlaps as undocumented (may repeat)")
     ap.add_argument("--report", help="also write the summary to this file")
@@ -67,7 +74,8 @@ def main():
 
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     run = rf.RandomRun(seed, args.duration, kinds,
-                       say=(lambda *a: None) if args.quiet else lambda s: print(s, flush=True))
+                       say=(lambda *a: None) if args.quiet else lambda s: print(s, flush=True),
+                       cluster=args.cluster)
     try:
         res = run.run()
     finally:

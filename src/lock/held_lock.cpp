@@ -23,9 +23,12 @@ void warn_history(const std::string& key, const std::string& why) {
 void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
                   std::optional<Millis> budget) {
   TimePoint give_up = Clock::now() + budget.value_or(redis.command_timeout());
+  ScriptCall call = entry;
   auto sent = resend_until(give_up, [&] {
     TimePoint deadline = std::min(Clock::now() + redis.command_timeout(), give_up);
-    return eval(redis, entry, deadline);
+    auto result = eval(redis, call, deadline);
+    call.with_source = true;  // sent again, if at all, with its source (ScriptCall)
+    return result;
   });
   if (sent) return;
   if (may_have_run(sent.failure()))  // a frozen server runs it when it wakes
@@ -62,6 +65,7 @@ bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
                              "taken); the run may have overlapped another"});
       return true;
     }
+    if (history && *history) (*history)->with_source = true;  // sent again: ScriptCall
     if (!tries.again(released.failure())) {
       log(Level::warning, {"release_failed", lock_.key(),
                            "could not release (" + released.failure().message +

@@ -1,11 +1,10 @@
 #include "lock/history.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <tuple>
-
-#include <algorithm>
-#include <cstdlib>
 
 #include "lock/lock.h"
 #include "lock/scripts.h"
@@ -105,6 +104,15 @@ std::string period_run_text(const SlotClaim& c) {
   return "it ended: " + c.end + " (" + c.status + ")";
 }
 
+std::string period_done_text(const SlotClaim& c, const std::string& slot, bool retry_failed) {
+  std::string hint = c.state == "in-progress" ? ""
+                     : retry_failed || c.status == "0"
+                         ? "; rlock reset-period would let it run again"
+                         : "; --retry-failed would run it again";
+  return "already run this period (" + slot + ") on " + c.host + " at " + c.since + ": " +
+         period_run_text(c) + hint;
+}
+
 Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const StartRecord& start,
                                      TimePoint deadline) {
   fence_ = fence;
@@ -146,11 +154,24 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const 
 }
 
 Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
-  auto slot = current_slot(redis_, period_, tz_, deadline);
-  if (!slot) return slot.failure();
-  slot_ = *slot;
-  auto reply = redis_.call({"HGETALL", helper_key(key_, "once:" + slot_.name)}, deadline);
+  // One round trip as a rule: the slot this host's clock names is read with the server's
+  // clock, and read again only when the server's clock names another.
+  auto host_ms =
+      std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
+  std::string guess = period_slot(period_, tz_, host_ms.count()).name;
+  auto replies =
+      redis_.pipeline({{"TIME"}, {"HGETALL", helper_key(key_, "once:" + guess)}}, deadline);
+  if (!replies) return replies.failure();
+  if (replies->front().type == Reply::Type::error)
+    return redis_.server_failure(replies->front().str);
+  auto now_ms = server_time_ms(replies->front());
+  if (!now_ms) return unexpected_reply("TIME");
+  slot_ = period_slot(period_, tz_, *now_ms);
+  Result<Reply> reply = std::move(replies->back());
+  if (slot_.name != guess)
+    reply = redis_.call({"HGETALL", helper_key(key_, "once:" + slot_.name)}, deadline);
   if (!reply) return reply.failure();
+  if (reply->type == Reply::Type::error) return redis_.server_failure(reply->str);
   std::map<std::string, std::string> f;
   for (size_t i = 0; i + 1 < reply->elements.size(); i += 2)
     f[reply->elements[i].str] = reply->elements[i + 1].str;
@@ -164,10 +185,14 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
 Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
   ScriptCall end{&scripts::period_finish,
                  {helper_key(key_, "once:" + slot_.name)},
-                 {std::to_string(fence_), std::to_string(record.exit_status), record.end},
-                 true};
-  // Sent again until answered: a second delivery finds our end recorded (period_finish.lua).
-  auto reply = resend_until(deadline, [&] { return eval(redis_, end, deadline); });
+                 {std::to_string(fence_), std::to_string(record.exit_status), record.end}};
+  // Sent again until answered, with its source (ScriptCall): a second delivery finds our end
+  // recorded (period_finish.lua).
+  auto reply = resend_until(deadline, [&] {
+    auto sent = eval(redis_, end, deadline);
+    end.with_source = true;
+    return sent;
+  });
   if (!reply) return reply.failure();
   return Unit{};
 }
@@ -228,16 +253,16 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
     args.push_back("period");
     args.push_back(r.period);
   }
-  return {&scripts::history_add, {helper_key(key, "history"), helper_key(key, "ended")},
-          std::move(args), true};
+  return {&scripts::history_add,
+          {helper_key(key, "history"), helper_key(key, "ended")},
+          std::move(args)};
 }
 
 ScriptCall history_forget(const std::string& key, const std::string& token,
                           const std::string& start) {
   return {&scripts::history_add,
           {helper_key(key, "history"), helper_key(key, "ended")},
-          {token, "0", "0", start},
-          true};
+          {token, "0", "0", start}};
 }
 
 std::optional<RunRecord> decode_history_entry(const Reply& entry) {

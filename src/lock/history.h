@@ -86,6 +86,9 @@ struct SlotClaim {
 // How the run in a period's slot ended, for people: "it succeeded", "it exited with status 3",
 // "it never reported its end (lost)" ...
 std::string period_run_text(const SlotClaim& run);
+// Why a --once-per run does not run: who ran it in SLOT, how that went, and what would let it
+// run again (with --retry-failed or not).
+std::string period_done_text(const SlotClaim& run, const std::string& slot, bool retry_failed);
 
 class PeriodGuard {
 public:

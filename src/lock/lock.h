@@ -210,6 +210,9 @@ protected:
   const std::string token_;
   const LockMode mode_;
   const std::string owner_prefix_;  // owner_prefix(token_): what our lock's value starts with
+  // An attempt that may have queued us was sent (one that waits, answered or not): the lock
+  // taken later must leave our place in the queue.
+  bool may_be_queued_ = false;
   const std::string fence_key_, queue_key_, alive_key_, wake_prefix_, wake_key_;
   const std::string ends_key_;  // the ends of runs applied, by token (common.lua)
   // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.

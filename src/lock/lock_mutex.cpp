@@ -23,7 +23,9 @@ public:
               mode_.fair ? "1" : "0",
               std::to_string(wait ? wait->max_block.count() : 0),
               std::to_string(wait ? wait->fallback.count() : 0),
-              std::to_string(mode_.retention.count())};
+              std::to_string(mode_.retention.count()),
+              may_be_queued_ ? "1" : "0"};
+    if (wait && wait->max_block.count() > 0) may_be_queued_ = true;
     add_start(keys, args);
     auto reply = eval(redis_, scripts::acquire, keys, args, deadline);
     return acquire_outcome(std::move(reply), key_, ttl, deadline);
@@ -39,6 +41,23 @@ public:
 
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
                        std::vector<Reply>* then_replies) override {
+    // The run's history entry rides in the release script itself (release.lua): the end of a
+    // run is one script for Redis to run, not two.
+    if (then.size() == 1 && then[0].script == &scripts::history_add && then[0].keys.size() == 2 &&
+        then[0].keys[1] == ends_key_) {
+      const ScriptCall& entry = then[0];
+      ScriptCall call{&scripts::release,
+                      {key_, queue_key_, alive_key_, ends_key_, entry.keys[0]},
+                      {owner_prefix_, wake_prefix_},
+                      entry.with_source};
+      call.args.insert(call.args.end(), entry.args.begin(), entry.args.end());
+      auto reply = eval(redis_, call, deadline);
+      if (!reply) return reply.failure();
+      if (!reply->is_array() || reply->elements.size() != 2)
+        return unexpected_reply("the release script");
+      if (then_replies) then_replies->assign(1, std::move(reply->elements[1]));
+      return integer_result(std::move(reply->elements[0]), "the release script");
+    }
     auto replies = eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
                              {owner_prefix_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);

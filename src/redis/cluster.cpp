@@ -9,6 +9,14 @@
 // key has moved; a cluster that lost its quorum or a slot says CLUSTERDOWN, a restarted node
 // LOADING. Each such command is sent again after a pause (refusal_pause()) until the caller's
 // deadline: it was refused before it ran, so sending it again cannot run it twice.
+//
+// A master that dies answers nothing: no MOVED says where its slots went. A node that refuses
+// a connection, drops it or does not answer makes rlock read the slot map again from the other
+// nodes it knows (the URL's seeds, and every master and replica of the last map), at most once
+// per k_map_refresh_interval; once the Cluster has promoted a replica the map names it, and a
+// command that was never sent (the connection was refused) goes there at once. One that may
+// have run (a reply lost with the connection) is the caller's to send again, as with one
+// server; the map is new by then. docs/DESIGN.md "Cluster failover".
 #include "redis/cluster.h"
 
 #include <poll.h>
@@ -18,6 +26,7 @@
 #include <map>
 
 #include "redis/redis_node.h"
+#include "util/log.h"
 
 namespace rlock {
 
@@ -99,6 +108,25 @@ namespace {
 // a refused one is (a slot map that changes under us in mid-reshard).
 constexpr int k_max_redirects = 5;
 
+// How often a process may read the slot map again after connection failures: a dead master is
+// noticed by every command sent to it, and a fleet of waiters must not turn that into a storm
+// of CLUSTER SLOTS on the nodes that are left.
+constexpr Millis k_map_refresh_interval{500};
+
+// Whether FAILURE says that a node, rather than rlock or its settings, failed: it refused the
+// connection, dropped it, or did not answer. A refused TLS handshake or rlock's own shortage
+// of descriptors is no reason to look for another node.
+bool node_failed(const Failure& failure) {
+  switch (failure.why) {
+  case Failure::Why::tls_refused:
+  case Failure::Why::refused_command:
+  case Failure::Why::out_of_resources: return false;
+  default: break;
+  }
+  return failure.kind == Failure::Kind::connect || failure.kind == Failure::Kind::io ||
+         failure.kind == Failure::Kind::timeout;
+}
+
 enum class Paused { over, no_time, interrupted };
 
 // Sleeps until the pause before the AGAIN-th sending is over. No time: that would leave none
@@ -117,16 +145,21 @@ Paused pause_before_sending_again(int again, TimePoint deadline, int interrupt_f
 
 class ClusterAwareRedis final : public Redis {
 public:
-  ClusterAwareRedis(const RedisUrl& url, const ConnectOptions& options)
-      : seed_(node_at(url.host, url.port, url, options)) {}
+  // SEEDS: one URL's addresses (parse_redis_seeds), all of one Cluster when more than one.
+  ClusterAwareRedis(const std::vector<RedisUrl>& seeds, const ConnectOptions& options) {
+    for (const RedisUrl& url : seeds) seeds_.push_back(node_at(url.host, url.port, url, options));
+    seed_ = seeds_.front();
+    name_ = seed_->name();
+    for (size_t i = 1; i < seeds_.size(); ++i) name_ += "," + seeds_[i]->url().endpoint();
+  }
 
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
-    return send(commands, deadline, seed_);
+    return send(commands, deadline, nullptr);
   }
 
-  // pipeline(), with the commands that lead their unit without a key sent to KEYLESS (the seed,
-  // or the master a SCAN pages through: MasterView).
+  // pipeline(), with the commands that lead their unit without a key sent to KEYLESS (the
+  // master a SCAN pages through: MasterView), or to the seed when it is null.
   Result<std::vector<Reply>> send(const std::vector<Argv>& commands, TimePoint deadline,
                                   NodeRedis* keyless) {
     // Units: a command with a key and the keyless ones after it (WAIT after a write, TIME
@@ -144,12 +177,13 @@ public:
     for (size_t i = 0; i < units.size(); ++i) pending[i] = i;
     int redirects = 0;  // followed at once, since the last pause
     for (int again = 0; !pending.empty();) {
-      auto failed = run_units(commands, units, pending, replies, deadline);
-      if (failed) return *failed;
       std::vector<size_t> resend;
+      auto failed = run_units(commands, units, pending, replies, deadline, keyless, resend);
+      if (failed) return *failed;
       bool pause = false;  // a refusal, or redirects that go on and on
       for (size_t u : pending) {
         Group& unit = units[u];
+        if (std::find(resend.begin(), resend.end(), u) != resend.end()) continue;
         const Reply& first = replies[unit.begin];
         if (first.type != Reply::Type::error) continue;
         if (auto redirect = parse_redirect(first.str)) {
@@ -192,12 +226,19 @@ public:
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
-    NodeRedis* node = route(argv, seed_);
+    NodeRedis* node = route(argv, nullptr);
     bool asking = false;
     for (int redirects = 0, again = 0;;) {
       auto reply = asking ? node->blocking_send({{"ASKING"}, argv}, deadline, interrupt_fd)
                           : node->blocking_send({argv}, deadline, interrupt_fd);
-      if (!reply || reply->type != Reply::Type::error) return reply;
+      if (!reply) {
+        NodeRedis* elsewhere = follow_failure(node, argv, reply.failure(), deadline);
+        if (!elsewhere) return explained(reply.failure());
+        node = elsewhere;
+        asking = false;
+        continue;
+      }
+      if (reply->type != Reply::Type::error) return reply;
       auto redirect = parse_redirect(reply->str);
       asking = false;
       if (redirect && redirects++ < k_max_redirects) {
@@ -209,7 +250,7 @@ public:
         if (paused == Paused::no_time) return node->server_failure(reply->str);
         if (paused == Paused::interrupted)
           return Failure{Failure::Kind::interrupted, node->name() + ": interrupted"};
-        node = route(argv, seed_);
+        node = route(argv, nullptr);
         redirects = 0;
       } else {
         return node->server_failure(reply->str);
@@ -217,22 +258,26 @@ public:
     }
   }
 
-  std::string name() const override { return seed_->name(); }
+  std::string name() const override { return name_; }
   Millis command_timeout() const override { return seed_->command_timeout(); }
 
   // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
   // the key before this finds it); until then, the seed, which then holds every key.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
-    return route({"GET", key}, seed_)->own_connection(key, deadline);
+    return route({"GET", key}, nullptr)->own_connection(key, deadline);
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
     if (slots_.empty()) {
       auto cluster = seed_is_cluster(deadline);
+      // A seed that is down: the map from another one, which must be a Cluster node.
+      if (!cluster && node_failed(cluster.failure()) &&
+          refresh_after_failure(seed_, deadline, cluster.failure()))
+        cluster = true;
       if (!cluster) return cluster.failure();
       if (!*cluster) return f(*this);
-      if (!load_slots(*seed_, deadline))
+      if (slots_.empty() && !read_map(*seed_, deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }
     std::vector<NodeRedis*> masters;
@@ -284,20 +329,26 @@ private:
     bool asking;  // send ASKING first (a slot in migration)
   };
 
-  // Where ARGV goes: the master of its key's slot; a command without a key, or any command
-  // before the first MOVED, to KEYLESS; and a key of a slot no master serves, to the seed.
+  // Where ARGV goes: the master of its key's slot; a command without a key to KEYLESS (the
+  // seed when null); any command before the first MOVED, and a key of a slot no master
+  // serves, to the seed.
   NodeRedis* route(const Argv& argv, NodeRedis* keyless) {
     auto key = command_key(argv);
-    if (!key) return keyless;
+    if (!key) return keyless ? keyless : seed_;
     if (slots_.empty()) return seed_;
     NodeRedis* n = slots_[key_slot(*key)];
     return n ? n : seed_;
   }
 
-  // Sends every pending unit to its node, one round trip for all nodes; fills REPLIES.
+  // Sends every pending unit to its node, one round trip for all nodes; fills REPLIES. A node
+  // that failed before anything reached it (a refused connection) while the map, read again,
+  // now names another for its units: those units are re-routed and added to RESEND, the
+  // replies of the other nodes kept. Any other failure is returned, the map read again first
+  // when a node failed, for the caller's next try.
   std::optional<Failure> run_units(const std::vector<Argv>& commands, std::vector<Group>& units,
                                    const std::vector<size_t>& pending, std::vector<Reply>& replies,
-                                   TimePoint deadline) {
+                                   TimePoint deadline, NodeRedis* keyless,
+                                   std::vector<size_t>& resend) {
     std::vector<NodeRedis*> nodes;
     std::vector<std::vector<Argv>> batches;
     std::vector<std::vector<std::pair<size_t, bool>>> where;  // per batch: command, is ASKING
@@ -320,11 +371,72 @@ private:
     }
     auto results = exchange(nodes, batches, deadline);
     for (size_t b = 0; b < nodes.size(); ++b) {
-      if (!results[b]) return name_refused_command(*nodes[b], batches[b], results[b].failure());
-      for (size_t k = 0; k < where[b].size(); ++k)
-        if (!where[b][k].second) replies[where[b][k].first] = std::move((*results[b])[k]);
+      if (results[b]) {
+        for (size_t k = 0; k < where[b].size(); ++k)
+          if (!where[b][k].second) replies[where[b][k].first] = std::move((*results[b])[k]);
+        continue;
+      }
+      Failure failure = name_refused_command(*nodes[b], batches[b], results[b].failure());
+      if (!map_read_after(nodes[b], failure, deadline)) return explained(failure);
+      for (size_t u : pending) {
+        if (units[u].node != nodes[b]) continue;
+        NodeRedis* elsewhere = route(commands[units[u].begin], keyless);
+        if (elsewhere == nodes[b]) return explained(failure);
+        units[u].node = elsewhere;
+        units[u].asking = false;
+        resend.push_back(u);
+      }
     }
     return std::nullopt;
+  }
+
+  // After FAILURE at NODE: whether what failed there may go where the map, read again now,
+  // says: NODE failed (not rlock, nor its settings), nothing of it was sent (a refused
+  // connection: what may have run is the caller's to send again), and time is left.
+  bool map_read_after(NodeRedis* node, const Failure& failure, TimePoint deadline) {
+    if (!node_failed(failure) || !refresh_after_failure(node, deadline, failure)) return false;
+    return failure.kind == Failure::Kind::connect && Clock::now() < deadline;
+  }
+
+  // The same for ARGV alone (a blocking call): the node to send it to now, or nothing.
+  NodeRedis* follow_failure(NodeRedis* node, const Argv& argv, const Failure& failure,
+                            TimePoint deadline) {
+    if (!map_read_after(node, failure, deadline)) return nullptr;
+    NodeRedis* elsewhere = route(argv, nullptr);
+    return elsewhere != node ? elsewhere : nullptr;
+  }
+
+  // FAILURE, with why no other address of the URL stood in, when one is a single server.
+  Failure explained(Failure failure) const {
+    if (!stray_.empty() && node_failed(failure))
+      failure.message += " (" + stray_ +
+                         ", another address of the URL, is no Cluster node: the addresses of "
+                         "one URL are the seeds of one Cluster, and Redlock's servers are "
+                         "given as several --redis)";
+    return failure;
+  }
+
+  // After FAILURE at FAILED: the slot map anew from the first other node that gives one, at
+  // most once per k_map_refresh_interval. Whether a map was read. A node that says it is no
+  // Cluster node is passed over: several seeds are one Cluster's, and two servers that are not
+  // one must never stand in for each other (each host could lock in a different one).
+  bool refresh_after_failure(NodeRedis* failed, TimePoint deadline, const Failure& failure) {
+    TimePoint now = Clock::now();
+    if (now < next_refresh_) return false;
+    next_refresh_ = now + k_map_refresh_interval;
+    std::vector<NodeRedis*> others = seeds_;
+    for (NodeRedis* n : known_)
+      if (std::find(others.begin(), others.end(), n) == others.end()) others.push_back(n);
+    for (NodeRedis* n : others) {
+      if (n == failed) continue;
+      if (Clock::now() >= deadline) break;
+      if (!read_map(*n, deadline)) continue;
+      if (seed_ == failed) seed_ = n;  // keyless commands go to a node that answers
+      log(Level::debug, {"cluster_map", "",
+                         failure.message + "; slot map read again from " + n->url().endpoint()});
+      return true;
+    }
+    return false;
   }
 
   // After MOVED: the whole map, which has likely changed for more than one slot. The slot
@@ -332,24 +444,38 @@ private:
   // node and given back, a migration's last step): else its commands would go to the seed,
   // which sends them back to TARGET.
   void learn(const Redirect& r, NodeRedis* target, TimePoint deadline) {
-    bool loaded = load_slots(*target, deadline);
+    bool loaded = read_map(*target, deadline);
     if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
     if (!loaded || !slots_[r.slot]) slots_[r.slot] = target;
   }
 
-  bool load_slots(NodeRedis& from, TimePoint deadline) {
+  // CLUSTER SLOTS of FROM into the map, every node it names (replicas too) known from then on.
+  // Whether FROM gave a map; one that has cluster support disabled is a single server, named
+  // in the failures that follow (stray_).
+  bool read_map(NodeRedis& from, TimePoint deadline) {
     auto reply = from.call({"CLUSTER", "SLOTS"}, deadline);
-    if (!reply || !reply->is_array()) return false;
+    if (!reply) {
+      if (reply.failure().message.find("cluster support disabled") != std::string::npos)
+        stray_ = from.url().endpoint();
+      return false;
+    }
+    if (!reply->is_array()) return false;
     std::vector<NodeRedis*> slots(k_cluster_slots, nullptr);
     for (const Reply& range : reply->elements) {
       const auto& e = range.elements;
-      if (e.size() < 3 || !e[0].is_integer() || !e[1].is_integer() || !e[2].is_array() ||
-          e[2].elements.size() < 2 || !e[2].elements[1].is_integer())
-        continue;
-      std::string host = e[2].elements[0].str;
-      if (host.empty() || host == "?") host = from.url().host;  // "the address you asked"
-      NodeRedis* master =
-          node_at(host, static_cast<int>(e[2].elements[1].integer), seed_->url(), seed_->options());
+      if (e.size() < 3 || !e[0].is_integer() || !e[1].is_integer()) continue;
+      NodeRedis* master = nullptr;
+      for (size_t i = 2; i < e.size(); ++i) {
+        const auto& node = e[i].elements;
+        if (!e[i].is_array() || node.size() < 2 || !node[1].is_integer()) continue;
+        std::string host = node[0].str;
+        if (host.empty() || host == "?") host = from.url().host;  // "the address you asked"
+        NodeRedis* n =
+            node_at(host, static_cast<int>(node[1].integer), seed_->url(), seed_->options());
+        if (std::find(known_.begin(), known_.end(), n) == known_.end()) known_.push_back(n);
+        if (i == 2) master = n;
+      }
+      if (!master) continue;
       for (int64_t s = std::max<int64_t>(0, e[0].integer);
            s <= std::min<int64_t>(k_cluster_slots - 1, e[1].integer); ++s)
         slots[s] = master;
@@ -396,14 +522,20 @@ private:
 
   std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
   std::map<NodeRedis*, std::unique_ptr<MasterView>> views_;  // for_each_primary's, per master
-  NodeRedis* seed_;
+  std::vector<NodeRedis*> seeds_;  // the URL's addresses
+  NodeRedis* seed_;                // the one keyless commands go to: the first that answers
+  std::string name_;               // the URL, redacted
+  std::vector<NodeRedis*> known_;  // every node a map named, masters and replicas
   std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
+  std::string stray_;              // an address that has cluster support disabled
+  TimePoint next_refresh_{};       // refresh_after_failure() not before
 };
 
 }  // namespace
 
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options) {
-  return std::make_unique<ClusterAwareRedis>(url, options);
+std::unique_ptr<Redis> make_single_redis(const std::vector<RedisUrl>& seeds,
+                                         const ConnectOptions& options) {
+  return std::make_unique<ClusterAwareRedis>(seeds, options);
 }
 
 }  // namespace rlock

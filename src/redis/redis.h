@@ -95,9 +95,11 @@ public:
   virtual Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline);
 };
 
-// One server at URL, or a Redis Cluster reached through it: a MOVED reply switches to routing
-// by hash slot. Connects lazily and reconnects after a failure, on the next call.
-std::unique_ptr<Redis> make_single_redis(const RedisUrl& url, const ConnectOptions& options);
+// One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's
+// addresses, parse_redis_seeds): a MOVED reply switches to routing by hash slot. Connects
+// lazily and reconnects after a failure, on the next call.
+std::unique_ptr<Redis> make_single_redis(const std::vector<RedisUrl>& seeds,
+                                         const ConnectOptions& options);
 
 // A Lua script, sent by SHA1 (EVALSHA) so steady-state calls carry 40 bytes, not the source.
 // Both lie in read-only data: the build embeds the text and hashes it (scripts.h).
@@ -128,8 +130,9 @@ struct ScriptCall {
   const Script* script;
   Argv keys;
   Argv args;
-  // Sent with its source (EVAL) from the first: a delivery that a frozen or restarted server
-  // runs late, after its scripts were flushed, still runs (an end of run sent more than once).
+  // Sent with its source (EVAL): an end of run sent again after a lost reply is, so that a
+  // delivery that a frozen or restarted server runs late, after its scripts were flushed,
+  // still runs. The first goes by SHA1, as every script does (no script text per run).
   bool with_source = false;
 };
 // eval() of CALL.

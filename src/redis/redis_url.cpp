@@ -259,6 +259,31 @@ RedisUrl parse_redis_url(std::string_view text) {
   return url;
 }
 
+std::vector<RedisUrl> parse_redis_seeds(std::string_view text) {
+  size_t scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos || text.substr(0, scheme_end) == "unix")
+    return {parse_redis_url(text)};
+  // SCHEME://USERINFO@ ADDRESSES /REST, where only ADDRESSES may hold a comma.
+  size_t start = scheme_end + 3;
+  size_t at = userinfo_end(text);
+  if (at != std::string_view::npos) start = at + 1;
+  size_t end = text.find('/', start);
+  if (end == std::string_view::npos) end = text.size();
+  std::string_view addresses = text.substr(start, end - start);
+  if (addresses.find(',') == std::string_view::npos) return {parse_redis_url(text)};
+  std::vector<RedisUrl> seeds;
+  for (;;) {
+    size_t comma = addresses.find(',');
+    std::string_view address = addresses.substr(0, comma);
+    if (address.empty()) bad_url(text, "an empty address in a list of Cluster seeds");
+    seeds.push_back(parse_redis_url(std::string(text.substr(0, start)) + std::string(address) +
+                                    std::string(text.substr(end))));
+    if (comma == std::string_view::npos) break;
+    addresses = addresses.substr(comma + 1);
+  }
+  return seeds;
+}
+
 std::string RedisUrl::redacted() const {
   std::string out;
   switch (scheme) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlock {
 
@@ -34,6 +35,12 @@ struct RedisUrl {
 // Throws Error(k_exit_config) naming the part that is wrong; the message holds no part of the
 // user or password.
 RedisUrl parse_redis_url(std::string_view text);
+
+// A Redis Cluster's seeds: redis://[user[:pass]@]host1:port1,host2:port2[/db] (rediss:// for
+// TLS), each address with the URL's user and password, as parse_redis_url() reads them. Any
+// other URL is one seed, so this takes every URL parse_redis_url() takes. Throws as it does,
+// and for an empty address in the list.
+std::vector<RedisUrl> parse_redis_seeds(std::string_view text);
 
 // TEXT with any password in it replaced by k_redacted_secret (everything before the last '@'
 // but a plain user name), for showing URLs as given (`rlock config`).

@@ -32,6 +32,7 @@ struct RunOptions {
   std::vector<std::string> command;          // exec'd as is (argv), or:
   std::optional<std::string> shell_command;  // -c TEXT, run by $SHELL or /bin/sh
   std::optional<Millis> wait;                // nullopt: fail fast; Millis::max(): for ever
+  std::optional<Millis> jitter;              // a random pause in [0, jitter) before the first try
   int conflict_exit_code = k_exit_busy;
   Millis ttl = k_default_ttl;
   std::optional<Millis> max_run;

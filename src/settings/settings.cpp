@@ -98,7 +98,7 @@ void apply_redis(const SettingValue& v, Resolved& r) {
       if (is_sentinel_url(url))
         parse_sentinel_url(url);
       else
-        parse_redis_url(url);
+        parse_redis_seeds(url);
     } catch (const Error& e) {
       // A bad URL is a configuration error (78) wherever it came from.
       std::string where =
@@ -209,8 +209,9 @@ const std::vector<SettingInfo>& all_settings() {
   static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
       {"redis", "-u,--redis", K::list, k_default_redis_url, "URL",
-       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N] "
-       "or redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
+       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N], "
+       "redis://host:port,host:port... (a Cluster's seeds) or "
+       "redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
        "$RLOCK_REDIS_URL, else the config file's redis, else redis://127.0.0.1:6379)",
        apply_redis},
       {"tls", "--tls", K::flag, "false", nullptr,
@@ -254,6 +255,10 @@ const std::vector<SettingInfo>& all_settings() {
       {"wait", "-w,--wait,--timeout", K::wait, "0s", "D",
        "wait up to D for the lock (500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds), or inf",
        apply_wait},
+      {"jitter", "--jitter", K::duration, nullptr, "D",
+       "wait a random time in [0, D) before the first try: spreads a fleet's cron herd and "
+       "which host wins",
+       [](V v, Resolved& r) { r.run.jitter = v.positive_duration(); }},
       {"conflict-exit-code", "-E,--conflict-exit-code", K::exit_code, busy.c_str(), "N",
        "exit status when the lock is not obtained (default 75)", apply_conflict_exit_code},
       {"max-run", "--max-run", K::duration, nullptr, "D", "stop the command after D; exit 124",

@@ -201,6 +201,7 @@ inline constexpr Option k_connection[] = {
 inline constexpr Option k_waiting[] = {
     driver_option("-n,--no-wait,--nonblock,--nb", Into::no_wait, "fail at once when held (default)"),
     setting("wait"),
+    setting("jitter"),
     setting("conflict-exit-code"),
     setting("shared"),
     driver_option("-x,--exclusive", Into::exclusive,

@@ -65,10 +65,15 @@ std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
     if (is_sentinel_url(text))
       throw Error(k_exit_config,
                   "a Sentinel URL cannot be one of several Redlock nodes: give it alone");
-    urls.push_back(parse_redis_url(text));
-    password(urls.back().password.has_value());
+    std::vector<RedisUrl> seeds = parse_redis_seeds(text);
+    password(seeds.front().password.has_value());
+    if (texts.size() == 1) return make_single_redis(seeds, options);
+    if (seeds.size() > 1)
+      throw Error(k_exit_config,
+                  "a Cluster's seeds (" + redact_url_text(text) +
+                      ") cannot be one of several Redlock nodes: give it alone");
+    urls.push_back(seeds.front());
   }
-  if (urls.size() == 1) return make_single_redis(urls.front(), options);
   return make_redlock_redis(urls, options);
 }
 

@@ -448,16 +448,6 @@ void record_history(Redis& redis, const RunOptions& options, const RunRecord& re
                  history_entry(options.key, record, options.history_length, options.retention));
 }
 
-// Why a --once-per run does not run: who ran it this period, and how that went.
-std::string done_message(const SlotClaim& c, const PeriodGuard& period, const RunOptions& options) {
-  std::string hint = c.state == "in-progress" ? ""
-                     : options.retry_failed || c.status == "0"
-                         ? "; rlock reset-period would let it run again"
-                         : "; --retry-failed would run it again";
-  return "already run this period (" + period.slot_name() + ") on " + c.host + " at " + c.since +
-         ": " + period_run_text(c) + hint;
-}
-
 // The nested run of a lock this process tree holds: become the command, which runs under the
 // outer rlock's lock and lease.
 int exec_straight_through(const std::vector<std::string>& argv) {
@@ -489,22 +479,14 @@ public:
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
       lock_->record_start(
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
-    WaitOutcome outcome =
-        acquire(*lock_, encode_lock_value(value), options_.ttl, options_.wait, signals_);
+    WaitOutcome outcome = Interrupted{0};
+    if (auto sig = jitter_pause(options_.key, options_, signals_))
+      outcome = Interrupted{*sig};
+    else if (auto done = period_done())
+      return done;  // a late-comer: the lock is not tried
+    else
+      outcome = acquire(*lock_, encode_lock_value(value), options_, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
-    // Busy under --once-per: a late-comer that raced another late-comer for a period that
-    // has had its run says so, as the one that took the lock does (claim_period).
-    if (busy && options_.once_per) {
-      PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
-                         options_.retry_failed);
-      auto done = period.finished_run(Clock::now() + lock_->command_timeout());
-      if (done && *done) {
-        metrics_.m.result = "done";
-        log(Level::info,
-            {"done_this_period", options_.key, done_message(**done, period, options_)});
-        return options_.conflict_exit_code;
-      }
-    }
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.
       metrics_.m.result =
@@ -554,14 +536,34 @@ public:
     auto claim =
         period_->claim(holder_, got_.fence, start, Clock::now() + lock_->command_timeout());
     if (claim && claim->claimed) return started(claim->start);
-    metrics_.m.result = claim ? "done" : "error";
     held_->release();
-    if (!claim) return unavailable(claim.failure());
-    log(Level::info, {"done_this_period", options_.key, done_message(*claim, *period_, options_)});
+    if (!claim) {
+      metrics_.m.result = "error";
+      return unavailable(claim.failure());
+    }
+    return done_this_period(*claim, *period_);
+  }
+
+  // --once-per: the exit status when the period has had a run that keeps this one from running
+  // (PeriodGuard::finished_run, two plain reads); else, or when Redis fails us here, nothing.
+  std::optional<int> period_done() {
+    if (!options_.once_per) return std::nullopt;
+    PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
+                       options_.retry_failed);
+    auto done = period.finished_run(Clock::now() + lock_->command_timeout());
+    if (done && *done) return done_this_period(**done, period);
+    return std::nullopt;
+  }
+
+  // The period has had its run (that of CLAIM): said, and recorded with --record-skips.
+  int done_this_period(const SlotClaim& claim, const PeriodGuard& period) {
+    metrics_.m.result = "done";
+    log(Level::info, {"done_this_period", options_.key,
+                      period_done_text(claim, period.slot_name(), options_.retry_failed)});
     if (options_.record_skips) {
       RunRecord r = skipped_run(holder_, lock_->token(), RunEnd::done_this_period,
                                 options_.conflict_exit_code);
-      r.period = period_->slot_name();
+      r.period = period.slot_name();
       record_history(redis_, options_, r);
     }
     return options_.conflict_exit_code;

@@ -240,9 +240,24 @@ private:
 
 }  // namespace
 
-WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
+std::optional<int> jitter_pause(const std::string& key, const RunOptions& options,
+                                SignalEvents& signals) {
+  const auto& jitter = options.jitter;
+  if (!jitter) return std::nullopt;
+  // Seeded like Backoff: hosts whose cron fires in the same second draw apart.
+  std::minstd_rand random(static_cast<unsigned>(::getpid()) ^
+                          static_cast<unsigned>(Clock::now().time_since_epoch().count()));
+  std::uniform_int_distribution<int64_t> pause(0, jitter->count() - 1);
+  Millis drawn(pause(random));
+  log(Level::debug,
+      {"jitter", key,
+       "first try in " + format_duration(drawn) + " (--jitter " + format_duration(*jitter) + ")"});
+  return sleep_interruptible(Clock::now() + drawn, signals);
+}
+
+WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
                     SignalEvents& signals) {
-  return Waiter(lock, signals, wait).run(value, ttl);
+  return Waiter(lock, signals, options.wait).run(value, options.ttl);
 }
 
 }  // namespace rlock

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "redis/retry.h"
+#include "settings/options.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -51,12 +52,17 @@ struct NotALock {
 };
 using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, Failure>;
 
-// WAIT: nullopt for a single attempt; Millis::max() for no limit. Within WAIT a failure that
-// worth_retrying() is tried again with backoff. A forwarded signal read from SIGNALS ends the
-// wait as Interrupted. After a failed or interrupted wait nothing of ours is
-// left in Redis (a lost reply to a successful attempt is undone with a release, and we leave
-// the queue).
-WaitOutcome acquire(Lock& lock, const std::string& value, Millis ttl, std::optional<Millis> wait,
+// OPTIONS' jitter (--jitter) on KEY: a random pause in [0, jitter) before the first try, so
+// that a herd's hosts draw apart. The signal read from SIGNALS that cut it short, if one did.
+std::optional<int> jitter_pause(const std::string& key, const RunOptions& options,
+                                SignalEvents& signals);
+
+// Takes LOCK with VALUE, for OPTIONS' ttl. Their wait: nullopt for a single attempt;
+// Millis::max() for no limit. Within it a failure that worth_retrying() is tried again with
+// backoff. A forwarded signal read from SIGNALS ends the wait as Interrupted. After a failed or
+// interrupted wait nothing of ours is left in Redis (a lost reply to a successful attempt is
+// undone with a release, and we leave the queue).
+WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
                     SignalEvents& signals);
 
 }  // namespace rlock

@@ -392,14 +392,15 @@ def stop_procs(procs):
                 stream.close()
 
 
-def start_cluster(*args):
-    """Three redis-servers (with ARGS too) made one Redis Cluster of three masters by
-    redis-cli --cluster create, once every node says cluster_state:ok."""
+def start_cluster(*args, replicas=0):
+    """Three masters (redis-servers with ARGS too), each with REPLICAS replicas, made one Redis
+    Cluster by redis-cli --cluster create, once every node says cluster_state:ok and every
+    replica is in sync. The masters come first in the list, then the replicas."""
     nodes = [RedisServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", *args)
-             for _ in range(3)]
+             for _ in range(3 * (1 + replicas))]
     r = subprocess.run([server_binary("cli") or "redis-cli", "--cluster", "create"] +
                        [f"127.0.0.1:{n.port}" for n in nodes] +
-                       ["--cluster-replicas", "0", "--cluster-yes"],
+                       ["--cluster-replicas", str(replicas), "--cluster-yes"],
                        capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         for n in nodes:
@@ -407,6 +408,9 @@ def start_cluster(*args):
         raise RuntimeError("redis-cli --cluster create failed: " + r.stdout + r.stderr)
     for n in nodes:
         wait_until(lambda: "cluster_state:ok" in n.cmd("CLUSTER", "INFO"), 20, "cluster ok")
+    for n in nodes[3:]:
+        wait_until(lambda: "master_link_status:up" in n.cmd("INFO", "replication"), 20,
+                   "a replica in sync")
     return nodes
 
 

@@ -46,8 +46,8 @@ import threading
 import time
 import unittest
 
-from harness import (RLOCK, RedisServer, RespError, assert_no_processes_left, pid_alive,
-                     rlock_env, wait_until)
+from harness import (RLOCK, RedisServer, RespError, assert_no_processes_left, cluster_owner,
+                     pid_alive, rlock_env, start_cluster, wait_until)
 from test_faults import LOST, OK, SECTION, TTL_MS, UNAVAILABLE, Racers, now_ns
 
 TTL = TTL_MS / 1000
@@ -70,7 +70,7 @@ class Kind:
 
     def __init__(self, target, dur=(0, 0), victim=(), others=(), documented=None, note=None,
                  bound=None):
-        self.target = target            # "holder", "server" or "link"
+        self.target = target            # "holder", "server", "link" or "cluster"
         self.dur = dur
         self.victim = set(victim)       # the victim's statuses (holder faults)
         self.others = set(others)       # any racer alive meanwhile (server) / on the slow host
@@ -112,7 +112,17 @@ KINDS = {
     "stderr-stall": Kind("holder", (1.5, 2.5), victim=(OK,)),
     "signal-rlock": Kind("holder", victim={128 + s for s in ENDING_SIGNALS}),
     "signal-guardian": Kind("holder", victim=(OK,)),
+    # Cluster mode (RandomRun(cluster=True)): the master of a key's slot killed with kill -9
+    # (its replica promoted, then the dead node restarted, to rejoin as a replica), shut down
+    # and restarted with its data, or failed over to its replica (CLUSTER FAILOVER).
+    "master-kill": Kind("cluster", others=WIDE),
+    "master-restart": Kind("cluster", others=WIDE),
+    "master-failover": Kind("cluster", others=WIDE),
 }
+# The kinds of each mode: holder faults in both; the server's and the link's with one server;
+# the masters' in a Cluster, whose racers come through its seeds (no slow link).
+SINGLE_KINDS = sorted(n for n, k in KINDS.items() if k.target != "cluster")
+CLUSTER_KINDS = sorted(n for n, k in KINDS.items() if k.target in ("holder", "cluster"))
 
 
 class SlowLink:
@@ -231,10 +241,11 @@ class HostRacers(Racers):
     """test_faults' Racers for one key, raced by one rlock at a time per simulated host instead
     of CONCURRENCY at once. The log is read as it grows."""
 
-    def __init__(self, tmp, key, hosts, urls, rng, problems):
+    def __init__(self, tmp, key, hosts, urls, rng, problems, extra=()):
         os.mkdir(tmp)
         super().__init__(tmp, None, key, 1, rng)
         self.hosts, self.urls, self.problems = hosts, urls, problems
+        self.extra = list(extra)   # more options of `rlock run`
         self.racers = {}           # rlock pid -> Racer
         self.current = {}          # host -> its racer
         self.next_at = {}          # host -> when it may start the next one
@@ -254,7 +265,7 @@ class HostRacers(Racers):
     def spawn(self, hold_ms, role="racer", host=None, stderr=None):
         """A racer; with STDERR (a descriptor), one that writes its -v lines there."""
         args = [RLOCK] + (["-v"] if stderr is not None else []) + [
-            "run", "--wait", "60s", "--ttl", f"{TTL_MS}ms", self.key, "--",
+            "run", "--wait", "60s", "--ttl", f"{TTL_MS}ms"] + self.extra + [self.key, "--",
             SECTION, self.log, self.probe, "1", str(hold_ms)]
         env = rlock_env(RLOCK_REDIS_URL=self.urls[host], RLOCK_HOSTNAME=host)
         with self.lock:
@@ -400,9 +411,15 @@ class RandomRun:
     """One randomized run: setup, the nemesis for SECONDS, the drain, the checks. result() has
     the figures; problems the failures."""
 
-    def __init__(self, seed, seconds, kinds=None, say=print):
-        self.seed, self.seconds, self.say = seed, seconds, say
-        self.kinds = sorted(kinds or KINDS)
+    def __init__(self, seed, seconds, kinds=None, say=print, cluster=False):
+        self.seed, self.seconds, self.say, self.cluster = seed, seconds, say, cluster
+        allowed = CLUSTER_KINDS if cluster else SINGLE_KINDS
+        wrong = sorted(set(kinds or ()) - set(allowed))
+        if wrong:
+            mode = "Cluster" if cluster else "single server"
+            raise ValueError(f"fault kinds {wrong} are not of the {mode} mode")
+        self.kinds = sorted(kinds or allowed)
+        self.nodes = []
         self.problems = []
         self.faults = []
         self.overlaps = []         # dicts
@@ -420,13 +437,24 @@ class RandomRun:
         wait_until(lambda: os.access(RLOCK, os.X_OK) and os.access(SECTION, os.X_OK), 300,
                    f"{RLOCK} and {SECTION} (being rebuilt?)", interval=1)
         self.topology, racer_seeds, self.steps = schedule(self.seed, self.kinds)
-        self.server = RedisServer()
-        self.link = SlowLink(self.server.port)
-        urls = {h: self.server.url for h in HOSTS}
-        urls[SLOW_HOST] = self.link.url
+        if self.cluster:
+            # Every racer through every node as a seed; --min-replicas 1, so that a master
+            # killed before replication copied a lock cannot lose it (docs/DESIGN.md).
+            self.nodes = start_cluster("--cluster-node-timeout", "1000", replicas=1)
+            self.url = "redis://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+            urls = {h: self.url for h in HOSTS}
+            extra = ["--min-replicas", "1"]
+        else:
+            self.server = RedisServer()
+            self.url = self.server.url
+            self.link = SlowLink(self.server.port)
+            urls = {h: self.server.url for h in HOSTS}
+            urls[SLOW_HOST] = self.link.url
+            extra = []
         for k, hosts in enumerate(self.topology):
             self.keys.append(HostRacers(os.path.join(self.tmp, f"key{k}"), f"rf:{k}", hosts,
-                                        urls, random.Random(racer_seeds[k]), self.problems))
+                                        urls, random.Random(racer_seeds[k]), self.problems,
+                                        extra))
 
     def close(self):
         """Continues whatever is still stopped and kills everything started."""
@@ -464,7 +492,16 @@ class RandomRun:
             self.link.close()
         if self.server:
             self.server.stop()
+        for n in self.nodes:
+            n.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def owner(self, key):
+        """The server that holds KEY: the one, or its slot's master in the Cluster."""
+        if not self.cluster:
+            return self.server
+        live = [n for n in self.nodes if n.proc.poll() is None]
+        return cluster_owner(live, key)
 
     # The run --------------------------------------------------------------------------------
 
@@ -473,7 +510,8 @@ class RandomRun:
         self.say(f"random faults: seed {self.seed} (rerun with RLOCK_FAULT_SEED={self.seed}), "
                  f"{self.seconds:.0f} s of faults, ttl {TTL_MS} ms; "
                  + "; ".join(f"{k.key}: {','.join(k.hosts)}" for k in self.keys)
-                 + f" ({SLOW_HOST} on the slow link)")
+                 + (" (a Cluster of three masters with a replica each)" if self.cluster
+                    else f" ({SLOW_HOST} on the slow link)"))
         self.started = time.monotonic()
         for k in self.keys:
             k.start()
@@ -500,6 +538,8 @@ class RandomRun:
         k = self.keys[step["key"]]
         if kind.target == "holder":
             f = Fault(n, name, step, k.key, k.hosts[int(step["pick"] * len(k.hosts))])
+        elif kind.target == "cluster":
+            f = Fault(n, name, step, host=f"{k.key}'s master")
         else:
             f = Fault(n, name, step, host=SLOW_HOST if kind.target == "link" else None)
         try:
@@ -635,7 +675,7 @@ class RandomRun:
             r.proc.wait(timeout=10)
             # The lock given back as the command ended, not left for its ttl: within a second
             # the key is free, or another racer's (they wait for it).
-            wait_until(lambda: f"pid={r.pid} " not in (self.server.cmd("GET", k.key) or ""), 1,
+            wait_until(lambda: f"pid={r.pid} " not in (self.owner(k.key).cmd("GET", k.key) or ""), 1,
                        f"the victim's lock to be given back after SIG{signal.Signals(sig).name}")
         finally:
             f.end = now_ns()
@@ -651,14 +691,14 @@ class RandomRun:
     def fault_key_del(self, f, k):
         self.victim(f, k, 3)
         f.start = now_ns()
-        f.note = f", DEL said {self.server.cmd('DEL', k.key)}"
+        f.note = f", DEL said {self.owner(k.key).cmd('DEL', k.key)}"
         f.end = now_ns()
 
     def fault_release_force(self, f, k):
         self.victim(f, k, 3)
         f.start = now_ns()
         r = subprocess.run([RLOCK, "release", "--force", k.key],
-                           env=rlock_env(RLOCK_REDIS_URL=self.server.url), capture_output=True,
+                           env=rlock_env(RLOCK_REDIS_URL=self.url), capture_output=True,
                            text=True, timeout=30)
         f.end = now_ns()
         if r.returncode != 0 or "broken" not in r.stdout:
@@ -726,6 +766,61 @@ class RandomRun:
             self.link.delay = 0.0
             f.end = now_ns()
 
+    # Cluster faults -------------------------------------------------------------------------
+
+    def replica_of(self, master):
+        for n in self.nodes:
+            if n is not master and n.proc.poll() is None:
+                info = n.cmd("INFO", "replication")
+                if "role:slave" in info and f"master_port:{master.port}\r\n" in info:
+                    return n
+        raise AssertionError(f"no replica of {master.port}")
+
+    def in_sync(self, replica):
+        wait_until(lambda: "master_link_status:up" in replica.cmd("INFO", "replication"), 30,
+                   f"{replica.port} to sync as a replica")
+
+    def fault_master_kill(self, f, k):
+        master = self.owner(k.key)
+        replica = self.replica_of(master)
+        f.start = now_ns()
+        master.kill()
+        try:
+            wait_until(lambda: replica.cmd("ROLE")[0] == "master", 30, "the replica's promotion")
+            f.note = f", {master.port} killed, {replica.port} promoted " \
+                     f"{(now_ns() - f.start) / 1e9:.1f} s later"
+        finally:
+            master.start(port=master.port)  # its nodes.conf: it rejoins, as a replica
+            self.in_sync(master)
+            f.end = now_ns()
+
+    def fault_master_restart(self, f, k):
+        master = self.owner(k.key)
+        f.start = now_ns()
+        try:
+            master.cmd("SHUTDOWN", "SAVE")  # saves everything, then closes: no reply
+        except (ConnectionError, OSError):
+            pass
+        master.proc.wait(timeout=30)
+        master.start(port=master.port)
+        replica = self.replica_of(master) if "role:master" in master.cmd(
+            "INFO", "replication") else master
+        self.in_sync(replica)
+        f.end = now_ns()
+        f.note = f", {master.port} back as a {master.cmd('ROLE')[0]}"
+
+    def fault_master_failover(self, f, k):
+        master = self.owner(k.key)
+        replica = self.replica_of(master)
+        f.start = now_ns()
+        replica.cmd("CLUSTER", "FAILOVER")
+        try:
+            wait_until(lambda: replica.cmd("ROLE")[0] == "master", 30, "the failover")
+            self.in_sync(master)
+        finally:
+            f.end = now_ns()
+        f.note = f", {replica.port} took over from {master.port}"
+
     # The checks -----------------------------------------------------------------------------
 
     def allowed(self, r):
@@ -736,7 +831,7 @@ class RandomRun:
                 ok |= f.kind.victim
             if not f.kind.others or r.ended < f.start or r.spawned > f.end + TTL_MS * 1e6:
                 continue
-            if f.kind.target == "server" or r.host == f.host:
+            if f.kind.target in ("server", "cluster") or r.host == f.host:
                 ok |= f.kind.others
         return ok
 
@@ -809,7 +904,9 @@ class RandomRun:
                 self.problems.append(f"{k.key}: sections alive after the run: {alive}")
 
         def leftovers():
-            keys = self.server.cmd("KEYS", "*")  # test-only: a private server, a few keys
+            # Test-only: private servers, a few keys; a Cluster's on each master.
+            keys = [x for n in (self.nodes or [self.server]) if n.proc.poll() is None
+                    and n.cmd("ROLE")[0] == "master" for x in n.cmd("KEYS", "*")]
             # The counters, and the ends of runs a re-sent end would find (a minute).
             return sorted(x for x in keys
                           if not x.endswith((":rlock:fence", ":rlock:history", ":rlock:ended")))

@@ -185,10 +185,10 @@ class Records(RedisTestCase):
 class HostClockAhead(RedisTestCase):
     """One host's clock 3 minutes ahead (libfaketime on rlock only, never on redis-server)."""
 
-    def ahead(self, host="fast-1"):
+    def ahead(self, host="fast-1", by="+3m"):
         if not os.path.exists(FAKETIME):
             self.fail(f"{FAKETIME} is missing: apt-get install libfaketime")
-        return rlock_env(self.server, RLOCK_HOSTNAME=host, LD_PRELOAD=FAKETIME, FAKETIME="+3m",
+        return rlock_env(self.server, RLOCK_HOSTNAME=host, LD_PRELOAD=FAKETIME, FAKETIME=by,
                          FAKETIME_DONT_RESET="1")
 
     def server_ms(self):
@@ -205,6 +205,20 @@ class HostClockAhead(RedisTestCase):
             finished = re.search(r"rlock_last_success_timestamp_seconds\{[^}]*\} (\S+)",
                                  f.read())
         self.assertGreater(float(finished.group(1)) * 1000, self.server_ms() + 120000)
+
+    def test_a_period_is_the_servers_even_when_the_host_names_another(self):
+        # A host two hours ahead names another hour than the server's at its first look
+        # (PeriodGuard::finished_run): it reads the server's hour again, finds the run, and
+        # ends without trying the lock (its fence stays).
+        self.assertEqual(self.run_rlock(["run", "--once-per", "hour", "k", "--", "true"],
+                                        env=rlock_env(self.server, RLOCK_HOSTNAME="ok-1")
+                                        ).returncode, 0)
+        fence = self.server.cmd("GET", "{k}:rlock:fence")
+        r = self.run_rlock(["run", "--once-per", "hour", "k", "--", "true"],
+                           env=self.ahead(by="+2h"))
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertIn("already run this period", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "{k}:rlock:fence"), fence)
 
     def test_times_are_the_servers(self):
         before = self.server_ms()

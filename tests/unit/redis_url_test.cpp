@@ -141,3 +141,26 @@ TEST_CASE("bad URLs name the part that is wrong and never the password") {
   CHECK(m.find("hunter2") == std::string::npos);
   CHECK(m.find("***") != std::string::npos);
 }
+
+TEST_CASE("a Cluster's seeds in one URL") {
+  auto seeds = parse_redis_seeds("rediss://app:p%2Cw@a:7000,b,[::1]:7002/0");
+  REQUIRE(seeds.size() == 3);
+  CHECK(seeds[0].host == "a");
+  CHECK(seeds[0].port == 7000);
+  CHECK(seeds[1].host == "b");
+  CHECK(seeds[1].port == 6379);
+  CHECK(seeds[2].host == "::1");
+  for (const auto& s : seeds) {
+    CHECK(s.scheme == RedisUrl::Scheme::tls);
+    CHECK(*s.user == "app");
+    CHECK(*s.password == "p,w");  // a comma in the password is no address
+  }
+  CHECK(parse_redis_seeds("redis://h:1").size() == 1);
+  CHECK(parse_redis_seeds("unix:///run/a,b.sock").front().path == "/run/a,b.sock");
+  CHECK(parse_redis_seeds("redis://u:a,b@h:1").front().password == "a,b");
+  CHECK_THROWS_WITH_AS(parse_redis_seeds("redis://a:1,,b:2"),
+                       "bad Redis URL 'redis://a:1,,b:2': an empty address in a list of "
+                       "Cluster seeds",
+                       Error);
+  CHECK_THROWS_AS(parse_redis_seeds("redis://a:1,b:x"), Error);
+}

@@ -3,30 +3,40 @@
 -- and, for a waiter, queues it. Returns {1, fence, now, start}, {0, value, pttl, block} or
 -- {-1, type}; or {0, value, pttl, block, sharers} while the lock is shared (--shared:
 -- sharing.lua). NOW is the server's clock, which the value's since= says too (taken_at); START
--- the ID of the run's start entry in HISTORY (KEYS[7], with ARGV[10] on: record_start), or ''.
+-- the ID of the run's start entry in HISTORY (KEYS[7], with ARGV[11] on: record_start), or ''.
+-- QUEUED (ARGV[10]) is '1' when an earlier attempt of ours may have queued us: only then is
+-- there a place of ours to leave when we take the lock.
+-- A lock another holds, asked for without waiting (MAX_BLOCK 0, `run -n`, the herd at :00):
+-- its value and PTTL, and nothing else, not even the clock, before the definitions of the used
+-- files (cmake/embed_lua.cmake), which cost Redis time at each call.
 -- Taking the lock and drawing its fence are one step: no fence number is spent on a failed
 -- attempt, and nobody sees the lock without its fence. pcall on GET turns a key of another
 -- type into a clean answer instead of a script error. A lock that is already ours (a retry
 -- after a lost reply) counts as acquired.
 -- Shared holders keep us out, looked at in this same step: between a look at their places and
 -- our SET, a shared acquire could take a place (shared_acquire.lua, in its own step, finds our
--- lock and waits). A lock never shared costs one EXISTS.
+-- lock and waits).
 local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local shared, shared_values, history = KEYS[5], KEYS[6], KEYS[7]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
 local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
-local retention = tonumber(ARGV[9])
+local retention, queued = tonumber(ARGV[9]), ARGV[10] == '1'
 
-local now = now_ms()
-prune_waiters(queue, alive, now)
 local v = redis.pcall('GET', lock)
 if type(v) == 'table' then return {-1, redis.call('TYPE', lock)['ok']} end
-if v and string.sub(v, 1, #owner_prefix) == owner_prefix then
+local ours = v and string.sub(v, 1, #owner_prefix) == owner_prefix
+if v and not ours and max_block == 0 then return {0, v, redis.call('PTTL', lock), 0} end
+-- (definitions)
+local now, now_us = clock()
+-- A lock with neither waiters nor sharers, the usual case, costs one EXISTS for both.
+local crowded = redis.call('EXISTS', alive, shared) > 0
+if crowded then prune_waiters(queue, alive, now) end
+if ours then
   redis.call('PEXPIRE', lock, ttl)
   dequeue(queue, alive, wake_prefix, token)
   local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
-  return {1, fence, now, started_entry(history, ARGV, 10, fence)}
+  return {1, fence, now, started_entry(history, ARGV, 11, fence)}
 end
 local pttl = -2
 local turn = true
@@ -41,7 +51,7 @@ elseif fair then
     pttl = math.max(0, tonumber(redis.call('ZSCORE', alive, first) or now) - now)
   end
 end
-if not v and turn and redis.call('EXISTS', shared) == 1 then
+if not v and turn and crowded and redis.call('EXISTS', shared) == 1 then
   local sharer, expiry, sharers = last_sharer(shared, shared_values, now)
   if sharer then
     -- The last shared release wakes us. Meanwhile our place in the queue keeps shared
@@ -55,9 +65,9 @@ if not v and turn and redis.call('EXISTS', shared) == 1 then
   end
 end
 if not v and turn then
-  local fence = next_fence(fence_key, retention)
+  local fence = next_fence(fence_key, retention, now_us)
   redis.call('SET', lock, taken_at(value, now) .. ' fence=' .. fence_text(fence), 'PX', ttl)
-  dequeue(queue, alive, wake_prefix, token)
-  return {1, fence, now, record_start(history, ARGV, 10, fence, now)}
+  if queued then dequeue(queue, alive, wake_prefix, token) end
+  return {1, fence, now, record_start(history, ARGV, 11, fence, now)}
 end
 return busy(queue, alive, token, now, v, pttl, max_block, fallback)

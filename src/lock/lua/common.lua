@@ -16,24 +16,34 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The server's clock in ms and in microseconds, from one TIME.
+local function clock()
+  local t = redis.call('TIME')
+  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return math.floor(us / 1000), us
+end
+
 -- The next fence of a lock: one more than the last, and never less than the server's clock in
--- microseconds. So a counter that is gone (expired after --retention, FLUSHALL, a restart
--- without data) starts again above every fence handed out before: each of those was at most
--- the clock at its acquisition, or one more than the fence before it within the same
+-- microseconds (CLOCK_US). So a counter that is gone (expired after --retention, FLUSHALL, a
+-- restart without data) starts again above every fence handed out before: each of those was at
+-- most the clock at its acquisition, or one more than the fence before it within the same
 -- microsecond. That holds as long as the server's clock does not step back. The counter is
 -- kept RETENTION ms after this use (0: for ever). Fences stay below 2^53 (until the year 2255),
 -- exact in a Lua number and in JSON; Lua would print them in exponent form, hence fence_text.
-local function next_fence(fence_key, retention)
-  local t = redis.call('TIME')
-  local clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local function next_fence(fence_key, retention, clock_us)
   local fence = redis.call('INCR', fence_key)
   -- Past 2^53 a Lua number is no longer exact, and two fences could come out equal.
   if fence >= 9007199254740992 then error(fence_key .. ' is past 2^53: not a fence counter') end
-  if fence < clock then
-    fence = clock
-    redis.call('SET', fence_key, string.format('%.0f', fence))
-  end
-  if retention > 0 then
+  if fence < clock_us then
+    -- The usual case (an acquisition a microsecond or more after the last): one SET, its
+    -- expiry with it.
+    fence = clock_us
+    if retention > 0 then
+      redis.call('SET', fence_key, string.format('%.0f', fence), 'PX', retention)
+    else
+      redis.call('SET', fence_key, string.format('%.0f', fence))
+    end
+  elseif retention > 0 then
     redis.call('PEXPIRE', fence_key, retention)
   else
     redis.call('PERSIST', fence_key)
@@ -61,6 +71,7 @@ local function prune_waiters(queue, alive, now)
 end
 
 local function wake_first(queue, alive, wake_prefix, now)
+  if redis.call('EXISTS', alive) == 0 then return end  -- no waiter: the usual case, one look
   prune_waiters(queue, alive, now)
   local first = redis.call('ZRANGE', queue, 0, 0)[1]
   if first then
@@ -82,11 +93,17 @@ local k_end_kept_ms = 60000
 
 local function ended(ends, what, token, now)
   redis.call('ZREMRANGEBYSCORE', ends, '-inf', now)
-  return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
+  return what ~= nil and redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
 end
 
-local function mark_ended(ends, what, token, now)
-  redis.call('ZADD', ends, now + k_end_kept_ms, what .. ' ' .. token)
+-- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD.
+local function mark_ended(ends, now, ...)
+  local members = {}
+  for _, mark in ipairs({...}) do
+    members[#members + 1] = now + k_end_kept_ms
+    members[#members + 1] = mark
+  end
+  redis.call('ZADD', ends, unpack(members))
   redis.call('PEXPIRE', ends, k_end_kept_ms)
 end
 
@@ -164,6 +181,29 @@ local function keep_history(history, retention)
   else
     redis.call('PERSIST', history)
   end
+end
+
+-- A run's end in the history, replacing its start entry (history_add.lua, and release.lua, where
+-- it rides with the release). ARGS from FIRST on: the run's token, the history's length and
+-- retention, the start entry's ID or '', then the entry's fields (none: the start is only
+-- removed). 1 and the end for its caller to record (mark_ended) once it has done the rest of
+-- its work, or 0 when this token's entry is there already (a delivery sent again). FIRST_TIME:
+-- the caller knows that no delivery of this entry ran before (release.lua found the lock ours,
+-- which one would have released): the ends are not looked up, only pruned.
+local function add_history(history, ends, args, first, now, first_time)
+  local token, max_length = args[first], tonumber(args[first + 1])
+  local retention, start = tonumber(args[first + 2]), args[first + 3]
+  if ended(ends, not first_time and 'history' or nil, token, now) then return 0 end
+  if start ~= '' then redis.call('XDEL', history, start) end
+  if #args < first + 4 then return 1 end
+  local fields = {unpack(args, first + 4)}
+  for i = 1, #fields - 1, 2 do
+    if fields[i] == 'since' and fields[i + 1] == '' then fields[i + 1] = rfc3339(now) end
+  end
+  redis.call('XADD', history, 'MAXLEN', max_length > 100 and '~' or '=', max_length, '*',
+             unpack(fields))
+  keep_history(history, retention)
+  return 1, 'history ' .. token
 end
 
 -- A run's start, recorded in the same step that takes the lock (or claims its period), so that

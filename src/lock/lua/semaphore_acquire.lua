@@ -8,7 +8,7 @@ local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV
 local fair, max_block, fallback = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
 local limit, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
 
-local now = now_ms()
+local now, now_us = clock()
 prune_waiters(queue, alive, now)
 expire_holders(sem, holders, now)
 if redis.call('TYPE', sem)['ok'] ~= 'zset' and redis.call('EXISTS', sem) == 1 then
@@ -30,7 +30,7 @@ if turn and fair then
   if rank then turn = rank < free else turn = redis.call('ZCARD', queue) < free end
 end
 if turn then
-  local fence = next_fence(fence_key, retention)
+  local fence = next_fence(fence_key, retention, now_us)
   redis.call('ZADD', sem, now + ttl, token)
   redis.call('HSET', holders, token, taken_at(value, now) .. ' fence=' .. fence_text(fence))
   keep_semaphore(sem, holders, now)

@@ -19,6 +19,6 @@ if not s or tonumber(s) <= now then
   end
   return ended(ends, 'release', token, now) and 1 or 0
 end
-mark_ended(ends, 'release', token, now)
+mark_ended(ends, now, 'release ' .. token)
 wake_first(queue, alive, wake_prefix, now)
 return 1

@@ -16,7 +16,7 @@ local queue, alive, sharing, history = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local max_block, fallback, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
-local now = now_ms()
+local now, now_us = clock()
 prune_waiters(queue, alive, now)
 redis.call('ZREMRANGEBYSCORE', sharing, '-inf', now)
 local t = redis.call('TYPE', shared)['ok']
@@ -58,7 +58,7 @@ if ahead then
   local place = math.max(0, tonumber(redis.call('ZSCORE', alive, ahead) or now) - now)
   return wait_as_sharer({0, '', place, 0}, place + 1)
 end
-local fence = next_fence(fence_key, retention)
+local fence = next_fence(fence_key, retention, now_us)
 redis.call('ZADD', shared, now + ttl, token)
 redis.call('HSET', values, token, taken_at(value, now) .. ' fence=' .. fence_text(fence))
 keep_semaphore(shared, values, now)

@@ -22,7 +22,7 @@ if not ours and redis.call('ZREM', shared, 'broken-' .. token) == 1 then
 elseif not ours then
   return ended(ends, 'release', token, now) and 1 or 0
 end
-if ours then mark_ended(ends, 'release', token, now) end
+if ours then mark_ended(ends, now, 'release ' .. token) end
 expire_holders(shared, values, now)
 if redis.call('ZCARD', shared) == 0 then wake_first(queue, alive, wake_prefix, now) end
 return ours and 1 or 0
