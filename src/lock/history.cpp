@@ -155,19 +155,19 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const 
 
 Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
   // One round trip as a rule: the slot this host's clock names is read with the server's
-  // clock, and read again only when the server's clock names another.
+  // clock, and read again only when the server's clock names another. TIME after the key's
+  // command goes to the key's node in a Cluster.
   auto host_ms =
       std::chrono::duration_cast<Millis>(std::chrono::system_clock::now().time_since_epoch());
   std::string guess = period_slot(period_, tz_, host_ms.count()).name;
   auto replies =
-      redis_.pipeline({{"TIME"}, {"HGETALL", helper_key(key_, "once:" + guess)}}, deadline);
+      redis_.pipeline({{"HGETALL", helper_key(key_, "once:" + guess)}, {"TIME"}}, deadline);
   if (!replies) return replies.failure();
-  if (replies->front().type == Reply::Type::error)
-    return redis_.server_failure(replies->front().str);
-  auto now_ms = server_time_ms(replies->front());
+  if (replies->back().type == Reply::Type::error) return redis_.server_failure(replies->back().str);
+  auto now_ms = server_time_ms(replies->back());
   if (!now_ms) return unexpected_reply("TIME");
   slot_ = period_slot(period_, tz_, *now_ms);
-  Result<Reply> reply = std::move(replies->back());
+  Result<Reply> reply = std::move(replies->front());
   if (slot_.name != guess)
     reply = redis_.call({"HGETALL", helper_key(key_, "once:" + slot_.name)}, deadline);
   if (!reply) return reply.failure();
@@ -175,7 +175,8 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
   std::map<std::string, std::string> f;
   for (size_t i = 0; i + 1 < reply->elements.size(); i += 2)
     f[reply->elements[i].str] = reply->elements[i + 1].str;
-  // As period_claim.lua judges it; a slot still "running" is the busy holder's own run.
+  // As period_claim.lua judges it; a slot still "running" is a run in progress, or one whose
+  // host died, which the claim tells apart.
   if (f.empty() || f["state"] == "running") return std::optional<SlotClaim>{};
   if (retry_failed_ && f["status"] != "0") return std::optional<SlotClaim>{};
   return std::optional<SlotClaim>{

@@ -103,7 +103,7 @@ public:
   // run again this period.
   Result<SlotClaim> claim(const Holder& holder, int64_t fence, const StartRecord& start,
                           TimePoint deadline);
-  // Without the lock (it was busy): the run this period already had, when it has ended and
+  // Without the lock (before trying it): the run this period already had, when it has ended and
   // keeps the job from running again (as claim() would say); nothing while it runs, when the
   // slot is free, or when --retry-failed would run a failed one again. Reads only.
   Result<std::optional<SlotClaim>> finished_run(TimePoint deadline);

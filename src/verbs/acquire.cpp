@@ -52,7 +52,9 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
   value.holder.group = pid && pid->leads_group();
   // Listening before the token is out: the script's release must find its keeper.
   Fd link = pid ? listen_for_release(lock.token()) : Fd();
-  WaitOutcome outcome = acquire(lock, encode_lock_value(value), options, signals);
+  auto sig = jitter_pause(options.key, options, signals);
+  WaitOutcome outcome = sig ? WaitOutcome{Interrupted{*sig}}
+                            : acquire(lock, encode_lock_value(value), options, signals);
   if (auto status = exit_unless_obtained(outcome, options)) return *status;
   const auto& got = std::get<Obtained>(outcome);
   auto give_back = [&] { (void)lock.release(Clock::now() + lock.command_timeout()); };

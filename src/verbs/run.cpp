@@ -479,13 +479,11 @@ public:
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
       lock_->record_start(
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
-    WaitOutcome outcome = Interrupted{0};
-    if (auto sig = jitter_pause(options_.key, options_, signals_))
-      outcome = Interrupted{*sig};
-    else if (auto done = period_done())
-      return done;  // a late-comer: the lock is not tried
-    else
-      outcome = acquire(*lock_, encode_lock_value(value), options_, signals_);
+    auto sig = jitter_pause(options_.key, options_, signals_);
+    // A --once-per host that comes after the period's run ends here, without trying the lock.
+    if (auto done = sig ? std::nullopt : period_done()) return done;
+    WaitOutcome outcome = sig ? WaitOutcome{Interrupted{*sig}}
+                              : acquire(*lock_, encode_lock_value(value), options_, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.

@@ -83,18 +83,20 @@ class Herd(RedisTestCase):
         self.assert_no_lock(key)
 
     def test_a_signal_during_the_jitter_ends_the_run_before_redis_hears_of_it(self):
-        log = self.path("jitter.err")
-        with open(log, "w") as err:
-            p = self.start(["-v", "run", "--jitter", "1h", "lock:later", "--", "true"],
-                           stderr=err)
+        for verb in (["run", "--jitter", "1h", "lock:later", "--", "true"],
+                     ["acquire", "--jitter", "1h", "lock:later"]):
+            with self.subTest(verb=verb[0]):
+                log = self.path(f"jitter-{verb[0]}.err")
+                with open(log, "w") as err:
+                    p = self.start(["-v", *verb], stderr=err)
 
-        def said(text):
-            with open(log) as f:
-                return text in f.read()
-        wait_until(lambda: said("first try in"), 10, "rlock to draw its pause")
-        os.kill(p.pid, signal.SIGTERM)
-        self.assertEqual(p.wait(timeout=10), 128 + signal.SIGTERM)
-        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+                def said(text):
+                    with open(log) as f:
+                        return text in f.read()
+                wait_until(lambda: said("first try in"), 10, "rlock to draw its pause")
+                os.kill(p.pid, signal.SIGTERM)
+                self.assertEqual(p.wait(timeout=10), 128 + signal.SIGTERM)
+                self.assertEqual(self.server.cmd("DBSIZE"), 0)
 
 if __name__ == "__main__":
     unittest.main()

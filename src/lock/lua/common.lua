@@ -91,9 +91,14 @@ end
 -- so the end of a run can be re-sent until it is answered, none lost, none applied twice.
 local k_end_kept_ms = 60000
 
-local function ended(ends, what, token, now)
+-- Drops the ends that are past keeping (their score).
+local function prune_ends(ends, now)
   redis.call('ZREMRANGEBYSCORE', ends, '-inf', now)
-  return what ~= nil and redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
+end
+
+local function ended(ends, what, token, now)
+  prune_ends(ends, now)
+  return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
 end
 
 -- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD.
@@ -193,7 +198,11 @@ end
 local function add_history(history, ends, args, first, now, first_time)
   local token, max_length = args[first], tonumber(args[first + 1])
   local retention, start = tonumber(args[first + 2]), args[first + 3]
-  if ended(ends, not first_time and 'history' or nil, token, now) then return 0 end
+  if first_time then
+    prune_ends(ends, now)
+  elseif ended(ends, 'history', token, now) then
+    return 0
+  end
   if start ~= '' then redis.call('XDEL', history, start) end
   if #args < first + 4 then return 1 end
   local fields = {unpack(args, first + 4)}

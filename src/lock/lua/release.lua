@@ -42,7 +42,7 @@ if history then
   if not ok then
     entry = type(entry) == 'table' and entry or {err = tostring(entry)}
   end
-  marks[#marks + 1] = mark
+  if mark then marks[#marks + 1] = mark end
   reply = {released, entry}
 end
 if #marks > 0 then mark_ended(ends, now, unpack(marks)) end
