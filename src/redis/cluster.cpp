@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "redis/redis_node.h"
 #include "util/log.h"
@@ -171,6 +172,7 @@ public:
       else
         units.back().end = i + 1;
     }
+    read_map_if_stale(deadline);
     for (Group& u : units) u.node = route(commands[u.begin], keyless);
     std::vector<Reply> replies(commands.size());
     std::vector<size_t> pending(units.size());
@@ -178,7 +180,8 @@ public:
     int redirects = 0;  // followed at once, since the last pause
     for (int again = 0; !pending.empty();) {
       std::vector<size_t> resend;
-      auto failed = run_units(commands, units, pending, replies, deadline, keyless, resend);
+      std::optional<Failure> unsent;  // why units in RESEND were not sent (no reply of theirs)
+      auto failed = run_units(commands, units, pending, replies, deadline, keyless, resend, unsent);
       if (failed) return *failed;
       bool pause = false;  // a refusal, or redirects that go on and on
       for (size_t u : pending) {
@@ -202,6 +205,7 @@ public:
       if (resend.empty()) break;
       if (pause) {
         if (pause_before_sending_again(again, deadline) == Paused::no_time) {
+          if (unsent) return explained(*unsent);
           if (redirects >= k_max_redirects)
             return Failure{Failure::Kind::protocol, name() + ": too many MOVED/ASK redirects"};
           // Refused until the deadline: the caller sees the refusal, and that it lasted.
@@ -226,6 +230,7 @@ public:
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+    read_map_if_stale(deadline);
     NodeRedis* node = route(argv, nullptr);
     bool asking = false;
     for (int redirects = 0, again = 0;;) {
@@ -342,13 +347,13 @@ private:
 
   // Sends every pending unit to its node, one round trip for all nodes; fills REPLIES. A node
   // that failed before anything reached it (a refused connection) while the map, read again,
-  // now names another for its units: those units are re-routed and added to RESEND, the
-  // replies of the other nodes kept. Any other failure is returned, the map read again first
-  // when a node failed, for the caller's next try.
+  // now names another for its units: those units are re-routed and added to RESEND, with the
+  // failure in UNSENT, the replies of the other nodes kept. Any other failure is returned, the map
+  // read again first when a node failed, for the caller's next try.
   std::optional<Failure> run_units(const std::vector<Argv>& commands, std::vector<Group>& units,
                                    const std::vector<size_t>& pending, std::vector<Reply>& replies,
                                    TimePoint deadline, NodeRedis* keyless,
-                                   std::vector<size_t>& resend) {
+                                   std::vector<size_t>& resend, std::optional<Failure>& unsent) {
     std::vector<NodeRedis*> nodes;
     std::vector<std::vector<Argv>> batches;
     std::vector<std::vector<std::pair<size_t, bool>>> where;  // per batch: command, is ASKING
@@ -385,6 +390,7 @@ private:
         units[u].node = elsewhere;
         units[u].asking = false;
         resend.push_back(u);
+        unsent = failure;
       }
     }
     return std::nullopt;
@@ -420,9 +426,13 @@ private:
   // most once per k_map_refresh_interval. Whether a map was read. A node that says it is no
   // Cluster node is passed over: several seeds are one Cluster's, and two servers that are not
   // one must never stand in for each other (each host could lock in a different one).
+  // A failure that could not be followed then (a map read less than the interval ago, or no
+  // time left: a command that timed out took its deadline) is kept, and the next call reads the
+  // map first (read_map_if_stale), so that a master that stops answering is followed too.
   bool refresh_after_failure(NodeRedis* failed, TimePoint deadline, const Failure& failure) {
     TimePoint now = Clock::now();
-    if (now < next_refresh_) return false;
+    stale_ = StaleMap{failed, failure};
+    if (now < next_refresh_ || now >= deadline) return false;
     next_refresh_ = now + k_map_refresh_interval;
     std::vector<NodeRedis*> others = seeds_;
     for (NodeRedis* n : known_)
@@ -431,12 +441,19 @@ private:
       if (n == failed) continue;
       if (Clock::now() >= deadline) break;
       if (!read_map(*n, deadline)) continue;
+      stale_.reset();
       if (seed_ == failed) seed_ = n;  // keyless commands go to a node that answers
       log(Level::debug, {"cluster_map", "",
                          failure.message + "; slot map read again from " + n->url().endpoint()});
       return true;
     }
     return false;
+  }
+
+  // Before sending: the map read again after a node's failure that could not be followed
+  // then (refresh_after_failure).
+  void read_map_if_stale(TimePoint deadline) {
+    if (stale_) refresh_after_failure(stale_->node, deadline, stale_->failure);
   }
 
   // After MOVED: the whole map, which has likely changed for more than one slot. The slot
@@ -522,13 +539,18 @@ private:
 
   std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
   std::map<NodeRedis*, std::unique_ptr<MasterView>> views_;  // for_each_primary's, per master
-  std::vector<NodeRedis*> seeds_;  // the URL's addresses
+  std::vector<NodeRedis*> seeds_;                            // the URL's addresses
   NodeRedis* seed_;                // the one keyless commands go to: the first that answers
   std::string name_;               // the URL, redacted
   std::vector<NodeRedis*> known_;  // every node a map named, masters and replicas
   std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
   std::string stray_;              // an address that has cluster support disabled
   TimePoint next_refresh_{};       // refresh_after_failure() not before
+  struct StaleMap {
+    NodeRedis* node;  // a node that failed since the map was last read
+    Failure failure;
+  };
+  std::optional<StaleMap> stale_;  // read_map_if_stale()
 };
 
 }  // namespace

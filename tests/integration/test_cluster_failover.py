@@ -1,6 +1,6 @@
-"""A Redis Cluster whose master dies (kill -9): rlock finds the promoted replica through the
-nodes it knows (docs/DESIGN.md "Cluster failover"), a holder keeps its lock, a waiter and -n
-runs reach the new master, and nothing runs twice."""
+"""A Redis Cluster whose master dies (kill -9) or stops answering (SIGSTOP): rlock finds the
+promoted replica through the nodes it knows (docs/DESIGN.md "Cluster failover"), a holder
+keeps its lock, a waiter and -n runs reach the new master, and nothing runs twice."""
 import json
 import os
 import re
@@ -43,7 +43,7 @@ def replica_of(nodes, master):
 
 class ClusterMasterKilled(unittest.TestCase):
     """Three masters, three replicas in sync, cluster-node-timeout 2000: the lock's master is
-    killed with kill -9 under a holder."""
+    killed with kill -9, or stopped, under a holder."""
 
     def setUp(self):
         self.nodes = start_cluster("--cluster-node-timeout", "2000", replicas=1)
@@ -74,6 +74,14 @@ class ClusterMasterKilled(unittest.TestCase):
         return text.count("renewed") + text.count("renewal recovered")
 
     def test_the_holder_keeps_its_lock_on_the_promoted_replica(self):
+        self.holder_keeps_its_lock(self.master.kill, status_through_the_dead_seed=True)
+
+    def test_a_master_that_stops_answering_is_followed_too(self):
+        # SIGSTOP: connections are still accepted (the kernel's backlog), commands time out,
+        # each taking its whole deadline, as with a host that dropped off the network.
+        self.holder_keeps_its_lock(self.master.freeze, status_through_the_dead_seed=False)
+
+    def holder_keeps_its_lock(self, end_master, status_through_the_dead_seed):
         go = self.path("go")
         # The holder's first seed is the master that dies: it sends no MOVED, so the map comes
         # from the other seed when that master is gone.
@@ -87,7 +95,7 @@ class ClusterMasterKilled(unittest.TestCase):
         wait_until(lambda: self.renewals("holder") >= 1, 20, "the holder's first renewal")
         wait_until(lambda: get_on(self.replica, KEY) == value, 10, "the key on the replica")
 
-        self.master.kill()
+        end_master()
         # A waiter started after the kill, whose first seed is the dead master.
         waiter = self.start(
             ["--redis", seeds, "run", "-w", "40s", KEY, "--", "sh", "-c",
@@ -106,8 +114,10 @@ class ClusterMasterKilled(unittest.TestCase):
         busy = run_rlock(["--redis", self.others[1].url, "run", "-n", KEY, "--", "true"],
                          env=rlock_env())
         self.assertEqual(busy.returncode, 75, busy.stderr)
-        # And the operator's view, through the dead master first: the holder, on its host.
-        status = run_rlock(["--redis", seeds, "status", KEY], env=rlock_env())
+        # And the operator's view (through the dead master first, when it refuses at once):
+        # the holder, on its host.
+        status = run_rlock(["--redis", seeds if status_through_the_dead_seed else
+                            self.others[0].url, "status", KEY], env=rlock_env())
         self.assertEqual(status.returncode, 0, status.stderr)
         self.assertRegex(status.stdout, rf"held +by {os.uname().nodename} pid {holder.pid} ")
         self.assertIsNone(waiter.poll(), self.read("waiter.err"))
