@@ -480,10 +480,13 @@ public:
       lock_->record_start(
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
     auto sig = jitter_pause(options_.key, options_, signals_);
+    std::optional<WaitOutcome> first;  // how the run ends before its first try, if it does
+    if (sig) first = Interrupted{*sig};
     // A --once-per host that comes after the period's run ends here, without trying the lock.
-    if (auto done = sig ? std::nullopt : period_done()) return done;
-    WaitOutcome outcome = sig ? WaitOutcome{Interrupted{*sig}}
-                              : acquire(*lock_, encode_lock_value(value), options_, signals_);
+    else if (auto done = period_done(); done && *done) return **done;
+    else if (!done && !options_.wait) first = done.failure();
+    WaitOutcome outcome =
+        first ? *first : acquire(*lock_, encode_lock_value(value), options_, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.
@@ -543,14 +546,22 @@ public:
   }
 
   // --once-per: the exit status when the period has had a run that keeps this one from running
-  // (PeriodGuard::finished_run, two plain reads); else, or when Redis fails us here, nothing.
-  std::optional<int> period_done() {
-    if (!options_.once_per) return std::nullopt;
+  // (PeriodGuard::finished_run, two plain reads); nothing when it has not, or when Redis failed
+  // us here in a way the lock's try may not see again (a refusal, an error: the try says it).
+  // A server that did not answer in time is the failure: a run that does not wait ends on it,
+  // as on its one try, so a server that hangs costs it one command timeout, not two. A run that
+  // waits gives this look no more than the wait (its last try's floor at least), then tries the
+  // lock until the wait ends.
+  Result<std::optional<int>> period_done() {
+    if (!options_.once_per) return std::optional<int>{};
     PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
                        options_.retry_failed);
-    auto done = period.finished_run(Clock::now() + lock_->command_timeout());
-    if (done && *done) return done_this_period(**done, period);
-    return std::nullopt;
+    Millis bound = lock_->command_timeout();
+    if (options_.wait) bound = std::min(bound, std::max(*options_.wait, k_last_attempt_floor));
+    auto done = period.finished_run(Clock::now() + bound);
+    if (!done && done.failure().kind == Failure::Kind::timeout) return done.failure();
+    if (done && *done) return std::optional<int>{done_this_period(**done, period)};
+    return std::optional<int>{};
   }
 
   // The period has had its run (that of CLAIM): said, and recorded with --record-skips.

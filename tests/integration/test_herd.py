@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import unittest
 
 from harness import RLOCK, RedisTestCase, rlock_env, wait_until
@@ -97,6 +98,24 @@ class Herd(RedisTestCase):
                 os.kill(p.pid, signal.SIGTERM)
                 self.assertEqual(p.wait(timeout=10), 128 + signal.SIGTERM)
                 self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+    def test_a_late_comer_against_a_hanging_server_waits_one_command_timeout(self):
+        # The look at the period is the run's one try when it does not wait: a server that
+        # hangs costs one command timeout (2 s), not the look's and then the lock's (4 s, and
+        # a release of what the lock's try might have taken, 6 s).
+        self.server.freeze()
+        try:
+            start = time.monotonic()
+            r = self.run_rlock(["run", "--command-timeout", "2s", "--once-per", "hour",
+                                "lock:hung", "--", "true"])
+            took = time.monotonic() - start
+        finally:
+            self.server.thaw()
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("timed out", r.stderr)
+        self.assertLess(took, 3.5, r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)  # the lock was never tried
+
 
 if __name__ == "__main__":
     unittest.main()
