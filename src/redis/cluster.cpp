@@ -114,6 +114,21 @@ constexpr int k_max_redirects = 5;
 // of CLUSTER SLOTS on the nodes that are left.
 constexpr Millis k_map_refresh_interval{500};
 
+// A node that failed us this recently is asked for the map after the others.
+constexpr Millis k_failed_of_late{10000};
+
+constexpr const char* k_no_cluster_node =
+    "address of the URL, is no Cluster node: the addresses of one URL are the seeds of one "
+    "Cluster, and Redlock's servers are given as several --redis";
+
+// MESSAGE (a failure's, which names its server NAME) from after "NAME: ", without spaces at
+// its end: "cannot connect to 10.0.0.5:6379: Connection refused" gives "Connection refused".
+std::string without_name(const std::string& name, std::string_view message) {
+  if (auto at = message.find(name + ": "); at != std::string_view::npos)
+    message.remove_prefix(at + name.size() + 2);
+  return std::string(message.substr(0, message.find_last_not_of(' ') + 1));
+}
+
 // Whether FAILURE says that a node, rather than rlock or its settings, failed: it refused the
 // connection, dropped it, or did not answer. A refused TLS handshake or rlock's own shortage
 // of descriptors is no reason to look for another node.
@@ -172,6 +187,7 @@ public:
       else
         units.back().end = i + 1;
     }
+    if (auto failure = map_of_seeds(deadline)) return *failure;
     read_map_if_stale(deadline);
     for (Group& u : units) u.node = route(commands[u.begin], keyless);
     std::vector<Reply> replies(commands.size());
@@ -230,6 +246,7 @@ public:
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+    if (auto failure = map_of_seeds(deadline)) return *failure;
     read_map_if_stale(deadline);
     NodeRedis* node = route(argv, nullptr);
     bool asking = false;
@@ -269,6 +286,7 @@ public:
   // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
   // the key before this finds it); until then, the seed, which then holds every key.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
+    if (auto failure = map_of_seeds(deadline)) return *failure;
     return route({"GET", key}, nullptr)->own_connection(key, deadline);
   }
 
@@ -282,7 +300,7 @@ public:
         cluster = true;
       if (!cluster) return cluster.failure();
       if (!*cluster) return f(*this);
-      if (slots_.empty() && !read_map(*seed_, deadline))
+      if (slots_.empty() && read_map(*seed_, deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }
     std::vector<NodeRedis*> masters;
@@ -316,11 +334,7 @@ private:
     if (refused.message.find("cluster support disabled") != std::string::npos ||
         refused.message.find("unknown command") != std::string::npos)
       return false;
-    auto reply = [&](const Failure& failure) {  // without the "NAME: " both start with
-      std::string_view m = failure.message;
-      if (m.starts_with(name() + ": ")) m.remove_prefix(name().size() + 2);
-      return std::string(m.substr(0, m.find_last_not_of(' ') + 1));
-    };
+    auto reply = [&](const Failure& failure) { return without_name(name(), failure.message); };
     return Failure{Failure::Kind::server,
                    name() + ": list needs INFO or CLUSTER SLOTS to tell a Cluster from a single " +
                        "server, and both were refused (" + reply(info.failure()) + "; " +
@@ -382,7 +396,7 @@ private:
         continue;
       }
       Failure failure = name_refused_command(*nodes[b], batches[b], results[b].failure());
-      if (!map_read_after(nodes[b], failure, deadline)) return explained(failure);
+      if (!resent_elsewhere(nodes[b], failure, deadline)) return explained(failure);
       for (size_t u : pending) {
         if (units[u].node != nodes[b]) continue;
         NodeRedis* elsewhere = route(commands[units[u].begin], keyless);
@@ -399,7 +413,7 @@ private:
   // After FAILURE at NODE: whether what failed there may go where the map, read again now,
   // says: NODE failed (not rlock, nor its settings), nothing of it was sent (a refused
   // connection: what may have run is the caller's to send again), and time is left.
-  bool map_read_after(NodeRedis* node, const Failure& failure, TimePoint deadline) {
+  bool resent_elsewhere(NodeRedis* node, const Failure& failure, TimePoint deadline) {
     if (!node_failed(failure) || !refresh_after_failure(node, deadline, failure)) return false;
     return failure.kind == Failure::Kind::connect && Clock::now() < deadline;
   }
@@ -407,25 +421,44 @@ private:
   // The same for ARGV alone (a blocking call): the node to send it to now, or nothing.
   NodeRedis* follow_failure(NodeRedis* node, const Argv& argv, const Failure& failure,
                             TimePoint deadline) {
-    if (!map_read_after(node, failure, deadline)) return nullptr;
+    if (!resent_elsewhere(node, failure, deadline)) return nullptr;
     NodeRedis* elsewhere = route(argv, nullptr);
     return elsewhere != node ? elsewhere : nullptr;
   }
 
-  // FAILURE, with why no other address of the URL stood in, when one is a single server.
+  // FAILURE, with why no other node stood in: those asked for the map in vain, and an address
+  // of the URL that is a single server.
   Failure explained(Failure failure) const {
-    if (!stray_.empty() && node_failed(failure))
-      failure.message += " (" + stray_ +
-                         ", another address of the URL, is no Cluster node: the addresses of "
-                         "one URL are the seeds of one Cluster, and Redlock's servers are "
-                         "given as several --redis)";
+    if (!node_failed(failure)) return failure;
+    if (!unreached_.empty()) failure.message += "; no slot map from " + unreached_;
+    if (!stray_.empty()) failure.message += " (" + stray_ + ", another " + k_no_cluster_node + ")";
     return failure;
   }
 
+  // Several seeds: the slot map, read before the first command, as a Cluster's clients do (the
+  // first command then goes straight to its key's master). A seed that answers as a single
+  // server is refused while it answers, not only once it is down: it could stand in for the
+  // Cluster on one host while another host, which cannot reach it, locks in the Cluster.
+  std::optional<Failure> map_of_seeds(TimePoint deadline) {
+    if (seeds_.size() < 2 || !slots_.empty()) return std::nullopt;
+    std::optional<Failure> first;
+    NodeRedis* from = first_map(seeds_, deadline, first);
+    if (!stray_.empty() && (from || !first || !node_failed(*first)))
+      return Failure{Failure::Kind::server, name() + ": " + stray_ + ", an " + k_no_cluster_node};
+    if (from) {
+      seed_ = from;  // keyless commands go to a node that answers
+      return std::nullopt;
+    }
+    if (first) return explained(*first);
+    return Failure{Failure::Kind::timeout, name() + ": no time left to read the slot map"};
+  }
+
   // After FAILURE at FAILED: the slot map anew from the first other node that gives one, at
-  // most once per k_map_refresh_interval. Whether a map was read. A node that says it is no
-  // Cluster node is passed over: several seeds are one Cluster's, and two servers that are not
-  // one must never stand in for each other (each host could lock in a different one).
+  // most once per k_map_refresh_interval. Whether a map was read. The nodes the last map named
+  // are asked before the seeds (a seed's name may be another name of the node that failed). A
+  // node that says it is no Cluster node is passed over: several seeds are one Cluster's, and
+  // two servers that are not one must never stand in for each other (each host could lock in a
+  // different one).
   // A failure that could not be followed then (a map read less than the interval ago, or no
   // time left: a command that timed out took its deadline) is kept, and the next call reads the
   // map first (read_map_if_stale), so that a master that stops answering is followed too.
@@ -434,26 +467,60 @@ private:
     stale_ = StaleMap{failed, failure};
     if (now < next_refresh_ || now >= deadline) return false;
     next_refresh_ = now + k_map_refresh_interval;
-    std::vector<NodeRedis*> others = seeds_;
-    for (NodeRedis* n : known_)
-      if (std::find(others.begin(), others.end(), n) == others.end()) others.push_back(n);
-    for (NodeRedis* n : others) {
-      if (n == failed) continue;
-      if (Clock::now() >= deadline) break;
-      if (!read_map(*n, deadline)) continue;
-      stale_.reset();
-      if (seed_ == failed) seed_ = n;  // keyless commands go to a node that answers
-      log(Level::debug, {"cluster_map", "",
-                         failure.message + "; slot map read again from " + n->url().endpoint()});
-      return true;
+    failed_at_[failed] = now;
+    std::vector<NodeRedis*> others;
+    for (const auto* nodes : {&known_, &seeds_})
+      for (NodeRedis* n : *nodes)
+        if (n != failed && std::find(others.begin(), others.end(), n) == others.end())
+          others.push_back(n);
+    std::optional<Failure> first = failure;
+    NodeRedis* from = first_map(std::move(others), deadline, first);
+    if (!from) return false;
+    stale_.reset();
+    if (seed_ == failed) seed_ = from;  // keyless commands go to a node that answers
+    log(Level::debug, {"cluster_map", "",
+                       failure.message + "; slot map read again from " + from->url().endpoint()});
+    return true;
+  }
+
+  // The first of CANDIDATES that gives the slot map (read_map), or null. Those that failed us
+  // of late are asked after the others, and each is given an equal share of the time left, so
+  // that one that does not answer cannot take it all. FIRST: the first failure, when it has
+  // none yet; the others' nodes are named in unreached_, for explained().
+  NodeRedis* first_map(std::vector<NodeRedis*> candidates, TimePoint deadline,
+                       std::optional<Failure>& first) {
+    TimePoint now = Clock::now();
+    std::stable_partition(candidates.begin(), candidates.end(), [&](NodeRedis* n) {
+      auto at = failed_at_.find(n);
+      return at == failed_at_.end() || now - at->second > k_failed_of_late;
+    });
+    unreached_.clear();
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      NodeRedis* n = candidates[i];
+      now = Clock::now();
+      if (now >= deadline) break;
+      auto share = (deadline - now) / static_cast<int>(candidates.size() - i);
+      auto not_read = read_map(*n, now + share);
+      if (!not_read) {
+        unreached_.clear();
+        return n;
+      }
+      if (node_failed(*not_read)) failed_at_[n] = Clock::now();
+      if (!first)
+        first = *not_read;
+      else if (stray_ != n->url().endpoint())  // said apart (explained())
+        unreached_ += (unreached_.empty() ? "" : ", ") + n->url().endpoint() + " (" +
+                      without_name(n->url().endpoint(), not_read->message) + ")";
     }
-    return false;
+    return nullptr;
   }
 
   // Before sending: the map read again after a node's failure that could not be followed
   // then (refresh_after_failure).
   void read_map_if_stale(TimePoint deadline) {
-    if (stale_) refresh_after_failure(stale_->node, deadline, stale_->failure);
+    if (!stale_) return;
+    StaleMap stale = *stale_;  // a copy: the refresh replaces or clears stale_
+    refresh_after_failure(stale.node, deadline, stale.failure);
   }
 
   // After MOVED: the whole map, which has likely changed for more than one slot. The slot
@@ -461,22 +528,23 @@ private:
   // node and given back, a migration's last step): else its commands would go to the seed,
   // which sends them back to TARGET.
   void learn(const Redirect& r, NodeRedis* target, TimePoint deadline) {
-    bool loaded = read_map(*target, deadline);
+    bool loaded = !read_map(*target, deadline);
     if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
     if (!loaded || !slots_[r.slot]) slots_[r.slot] = target;
   }
 
   // CLUSTER SLOTS of FROM into the map, every node it names (replicas too) known from then on.
-  // Whether FROM gave a map; one that has cluster support disabled is a single server, named
-  // in the failures that follow (stray_).
-  bool read_map(NodeRedis& from, TimePoint deadline) {
+  // Why FROM gave no map, or nothing; one that has cluster support disabled is a single
+  // server, named in the failures that follow (stray_).
+  std::optional<Failure> read_map(NodeRedis& from, TimePoint deadline) {
     auto reply = from.call({"CLUSTER", "SLOTS"}, deadline);
     if (!reply) {
       if (reply.failure().message.find("cluster support disabled") != std::string::npos)
         stray_ = from.url().endpoint();
-      return false;
+      return reply.failure();
     }
-    if (!reply->is_array()) return false;
+    if (!reply->is_array())
+      return Failure{Failure::Kind::protocol, from.name() + ": CLUSTER SLOTS: not a slot map"};
     std::vector<NodeRedis*> slots(k_cluster_slots, nullptr);
     for (const Reply& range : reply->elements) {
       const auto& e = range.elements;
@@ -498,7 +566,7 @@ private:
         slots[s] = master;
     }
     slots_ = std::move(slots);
-    return true;
+    return std::nullopt;
   }
 
   // The node at HOST:PORT, reached like TEMPLATE (scheme, user, password, TLS).
@@ -546,6 +614,8 @@ private:
   std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
   std::string stray_;              // an address that has cluster support disabled
   TimePoint next_refresh_{};       // refresh_after_failure() not before
+  std::map<NodeRedis*, TimePoint> failed_at_;  // when a node last failed us
+  std::string unreached_;  // the nodes the last refresh asked in vain, and why (explained())
   struct StaleMap {
     NodeRedis* node;  // a node that failed since the map was last read
     Failure failure;

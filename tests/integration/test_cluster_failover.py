@@ -78,14 +78,18 @@ class ClusterMasterKilled(unittest.TestCase):
 
     def test_a_master_that_stops_answering_is_followed_too(self):
         # SIGSTOP: connections are still accepted (the kernel's backlog), commands time out,
-        # each taking its whole deadline, as with a host that dropped off the network.
-        self.holder_keeps_its_lock(self.master.freeze, status_through_the_dead_seed=False)
+        # each taking its whole deadline, as with a host that dropped off the network. The
+        # first seed names that master by another name than the map's (localhost, 127.0.0.1):
+        # asked for the map first, it would take every deadline (the map's nodes come first).
+        self.holder_keeps_its_lock(self.master.freeze, status_through_the_dead_seed=False,
+                                   first_seed_host="localhost")
 
-    def holder_keeps_its_lock(self, end_master, status_through_the_dead_seed):
+    def holder_keeps_its_lock(self, end_master, status_through_the_dead_seed,
+                              first_seed_host="127.0.0.1"):
         go = self.path("go")
         # The holder's first seed is the master that dies: it sends no MOVED, so the map comes
         # from the other seed when that master is gone.
-        seeds = f"redis://127.0.0.1:{self.master.port},127.0.0.1:{self.others[0].port}"
+        seeds = f"redis://{first_seed_host}:{self.master.port},127.0.0.1:{self.others[0].port}"
         holder = self.start(
             ["-v", "--redis", seeds, "run", "--ttl", "15s", KEY, "--", "sh", "-c",
              f"touch {self.path('started')}; while [ ! -e {go} ]; do sleep 0.05; done; "
@@ -151,6 +155,31 @@ class SeedsOfNoCluster(unittest.TestCase):
         self.assertIn(f"127.0.0.1:{self.up.port}, another address of the URL, is no Cluster "
                       "node", r.stderr)
         self.assertEqual(self.up.cmd("DBSIZE"), 0)
+
+    def test_a_single_server_among_seeds_is_refused_while_it_answers(self):
+        # Else it would stand in for the Cluster on the hosts that reach it, while those that
+        # do not lock in the Cluster.
+        seeds = f"redis://127.0.0.1:{self.up.port},127.0.0.1:{self.down.port}"
+        for verb in (["run", "-n", "k", "--", "true"], ["status", "k"]):
+            with self.subTest(verb=verb[0]):
+                r = run_rlock(["--redis", seeds, *verb], env=rlock_env())
+                self.assertEqual(r.returncode, 69, r.stderr)
+                self.assertIn(f"127.0.0.1:{self.up.port}, an address of the URL, is no Cluster "
+                              "node", r.stderr)
+                self.assertEqual(self.up.cmd("DBSIZE"), 0)
+
+    def test_the_failure_names_every_seed_tried(self):
+        dead = [RedisServer() for _ in range(2)]
+        for d in dead:
+            self.addCleanup(d.stop)
+            d.kill()
+        seeds = ",".join(f"127.0.0.1:{s.port}" for s in [self.down, *dead])
+        r = run_rlock(["--redis", f"redis://{seeds}", "run", "-n", "k", "--", "true"],
+                      env=rlock_env())
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        for s in [self.down, *dead]:
+            self.assertIn(f"127.0.0.1:{s.port}", r.stderr)
 
     def test_seeds_are_not_one_of_several_redlock_nodes(self):
         r = run_rlock(["--redis", f"redis://:secret@127.0.0.1:{self.up.port},127.0.0.1:1",
