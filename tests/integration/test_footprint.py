@@ -63,6 +63,24 @@ class Retention(RedisTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(self.keys_without_expiry(), ["{k}:rlock:fence", "{k}:rlock:history"])
 
+    def test_the_ends_of_runs_past_keeping_go_with_every_release(self):
+        # The ends kept for a release sent again live a minute each, but their key's expiry
+        # moves on with every release: a lock in steady use must drop them as it goes, or its
+        # ends would grow for as long as it is used. An end a minute old is put there by hand.
+        now_ms = int(self.server.cmd("TIME")[0]) * 1000
+        for args in (["run", "--history-length", "0", "plain", "--", "true"],
+                     ["run", "plain", "--", "true"],
+                     ["run", "--shared", "--history-length", "0", "shared", "--", "true"],
+                     ["run", "--limit", "2", "--history-length", "0", "sem", "--", "true"]):
+            with self.subTest(args=args):
+                ends = "{%s}:rlock:ended" % args[-3]
+                self.server.cmd("ZADD", ends, now_ms - 1000, "release 00000000000000000000000000000000")
+                r = self.run_rlock(args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                members = self.server.cmd("ZRANGE", ends, 0, -1)
+                self.assertNotIn("release 00000000000000000000000000000000", members)
+                self.assertTrue(members)  # this run's end is there
+
     def test_a_lock_unused_past_its_retention_leaves_nothing(self):
         for key in ("a", "job:{7}"):
             r = self.run_rlock(["run", "--retention", "1s", key, "--", "true"])

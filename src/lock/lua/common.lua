@@ -101,8 +101,11 @@ local function ended(ends, what, token, now)
   return redis.call('ZSCORE', ends, what .. ' ' .. token) ~= false
 end
 
--- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD.
+-- Records the ends MARKS ('WHAT TOKEN', one or more) in one ZADD, the ends past keeping
+-- dropped first: the PEXPIRE of each mark keeps a lock in steady use from ever expiring ENDS, so
+-- every mark prunes, or ENDS would grow for as long as the lock is used.
 local function mark_ended(ends, now, ...)
+  prune_ends(ends, now)
   local members = {}
   for _, mark in ipairs({...}) do
     members[#members + 1] = now + k_end_kept_ms
@@ -194,15 +197,11 @@ end
 -- removed). 1 and the end for its caller to record (mark_ended) once it has done the rest of
 -- its work, or 0 when this token's entry is there already (a delivery sent again). FIRST_TIME:
 -- the caller knows that no delivery of this entry ran before (release.lua found the lock ours,
--- which one would have released): the ends are not looked up, only pruned.
+-- which one would have released): the ends are not looked up.
 local function add_history(history, ends, args, first, now, first_time)
   local token, max_length = args[first], tonumber(args[first + 1])
   local retention, start = tonumber(args[first + 2]), args[first + 3]
-  if first_time then
-    prune_ends(ends, now)
-  elseif ended(ends, 'history', token, now) then
-    return 0
-  end
+  if not first_time and ended(ends, 'history', token, now) then return 0 end
   if start ~= '' then redis.call('XDEL', history, start) end
   if #args < first + 4 then return 1 end
   local fields = {unpack(args, first + 4)}
