@@ -1,6 +1,7 @@
-// A server that may turn out to be a Redis Cluster. Until a MOVED reply says otherwise it is a
-// plain server; from then on each command goes to the master of its key's hash slot, learned
-// from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being migrated) is followed for
+// A server that may turn out to be a Redis Cluster. Reached through one address, it is a plain
+// server until a MOVED reply says otherwise; through several (one Cluster's seeds), the slot
+// map is read before the first command. From then on each command goes to the master of its
+// key's hash slot, learned from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being migrated) is followed for
 // the one command. Every key one lock touches shares the lock's slot (lock.h, helper_key), so a
 // lock's script runs on one node, as Cluster requires.
 //
@@ -12,7 +13,7 @@
 //
 // A master that dies answers nothing: no MOVED says where its slots went. A node that refuses
 // a connection, drops it or does not answer makes rlock read the slot map again from the other
-// nodes it knows (the URL's seeds, and every master and replica of the last map), at most once
+// nodes it knows (every master and replica of the last map, then the URL's seeds), at most once
 // per k_map_refresh_interval; once the Cluster has promoted a replica the map names it, and a
 // command that was never sent (the connection was refused) goes there at once. One that may
 // have run (a reply lost with the connection) is the caller's to send again, as with one
@@ -116,6 +117,9 @@ constexpr Millis k_map_refresh_interval{500};
 
 // A node that failed us this recently is asked for the map after the others.
 constexpr Millis k_failed_of_late{10000};
+
+// The least time a node is given to answer for the map while time is left (first_map).
+constexpr Millis k_least_share{250};
 
 constexpr const char* k_no_cluster_node =
     "address of the URL, is no Cluster node: the addresses of one URL are the seeds of one "
@@ -283,8 +287,9 @@ public:
   std::string name() const override { return name_; }
   Millis command_timeout() const override { return seed_->command_timeout(); }
 
-  // The master of KEY's slot as the slot map has it: learned from the first MOVED (a read of
-  // the key before this finds it); until then, the seed, which then holds every key.
+  // The master of KEY's slot as the slot map has it: read before the first command with
+  // several seeds, else learned from the first MOVED (a read of the key before this finds
+  // it); until then, the seed, which then holds every key.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
     if (auto failure = map_of_seeds(deadline)) return *failure;
     return route({"GET", key}, nullptr)->own_connection(key, deadline);
@@ -439,14 +444,24 @@ private:
   // first command then goes straight to its key's master). A seed that answers as a single
   // server is refused while it answers, not only once it is down: it could stand in for the
   // Cluster on one host while another host, which cannot reach it, locks in the Cluster.
+  // Seeds that refuse CLUSTER SLOTS itself (an ACL without it, a managed service that renamed
+  // CLUSTER) give no map: then MOVED teaches it, as with one seed.
   std::optional<Failure> map_of_seeds(TimePoint deadline) {
-    if (seeds_.size() < 2 || !slots_.empty()) return std::nullopt;
+    if (seeds_.size() < 2) return std::nullopt;
+    auto no_cluster = [&] {
+      return Failure{Failure::Kind::server, name() + ": " + stray_ + ", an " + k_no_cluster_node};
+    };
+    if (!stray_.empty()) return no_cluster();  // for as long as this process lives
+    if (!slots_.empty() || map_refused_) return std::nullopt;
     std::optional<Failure> first;
     NodeRedis* from = first_map(seeds_, deadline, first);
-    if (!stray_.empty() && (from || !first || !node_failed(*first)))
-      return Failure{Failure::Kind::server, name() + ": " + stray_ + ", an " + k_no_cluster_node};
+    if (!stray_.empty() && (from || !first || !node_failed(*first))) return no_cluster();
     if (from) {
       seed_ = from;  // keyless commands go to a node that answers
+      return std::nullopt;
+    }
+    if (first && first->kind == Failure::Kind::server) {
+      map_refused_ = true;
       return std::nullopt;
     }
     if (first) return explained(*first);
@@ -465,6 +480,7 @@ private:
   bool refresh_after_failure(NodeRedis* failed, TimePoint deadline, const Failure& failure) {
     TimePoint now = Clock::now();
     stale_ = StaleMap{failed, failure};
+    unreached_.clear();  // of an earlier refresh: not this failure's
     if (now < next_refresh_ || now >= deadline) return false;
     next_refresh_ = now + k_map_refresh_interval;
     failed_at_[failed] = now;
@@ -499,7 +515,12 @@ private:
       NodeRedis* n = candidates[i];
       now = Clock::now();
       if (now >= deadline) break;
-      auto share = (deadline - now) / static_cast<int>(candidates.size() - i);
+      // A floor, lest a healthy node on a loaded host (a new connection, TLS, AUTH) miss a
+      // share of a short deadline and go last for k_failed_of_late.
+      auto share = std::max<Clock::duration>((deadline - now) /
+                                                 static_cast<int>(candidates.size() - i),
+                                             std::min<Clock::duration>(deadline - now,
+                                                                       k_least_share));
       auto not_read = read_map(*n, now + share);
       if (!not_read) {
         unreached_.clear();
@@ -616,6 +637,7 @@ private:
   TimePoint next_refresh_{};       // refresh_after_failure() not before
   std::map<NodeRedis*, TimePoint> failed_at_;  // when a node last failed us
   std::string unreached_;  // the nodes the last refresh asked in vain, and why (explained())
+  bool map_refused_ = false;  // the seeds refuse CLUSTER SLOTS: MOVED teaches the map
   struct StaleMap {
     NodeRedis* node;  // a node that failed since the map was last read
     Failure failure;

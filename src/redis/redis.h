@@ -96,8 +96,9 @@ public:
 };
 
 // One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's
-// addresses, parse_redis_seeds): a MOVED reply switches to routing by hash slot. Connects
-// lazily and reconnects after a failure, on the next call.
+// addresses, parse_redis_seeds): a MOVED reply, or with several seeds the slot map read before
+// the first command, switches to routing by hash slot. Connects lazily and reconnects after a
+// failure, on the next call.
 std::unique_ptr<Redis> make_single_redis(const std::vector<RedisUrl>& seeds,
                                          const ConnectOptions& options);
 

@@ -551,7 +551,7 @@ public:
   // A server that did not answer in time is the failure: a run that does not wait ends on it,
   // as on its one try, so a server that hangs costs it one command timeout, not two. A run that
   // waits gives this look no more than the wait (its last try's floor at least), then tries the
-  // lock until the wait ends.
+  // lock for its wait, counted from then.
   Result<std::optional<int>> period_done() {
     if (!options_.once_per) return std::optional<int>{};
     PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,

@@ -138,6 +138,41 @@ class ClusterMasterKilled(unittest.TestCase):
         self.assertEqual([r["exit_status"] for r in runs], [0, 0], history.stdout)
 
 
+class SeedsOfOneClusterAndASingleServer(unittest.TestCase):
+    """A single server beside a Cluster's node in one URL: refused at every call of a process,
+    even once the Cluster's node has given the map."""
+
+    def setUp(self):
+        self.nodes = start_cluster()
+        self.addCleanup(lambda: [n.stop() for n in self.nodes])
+        self.single = RedisServer()
+        self.addCleanup(self.single.stop)
+
+    def test_the_single_server_is_refused_and_nothing_is_written(self):
+        seeds = f"redis://127.0.0.1:{self.single.port},127.0.0.1:{self.nodes[0].port}"
+        # --once-per: a first call (the look at the period) whose failure the run goes past,
+        # then the lock's try, in one process.
+        r = run_rlock(["--redis", seeds, "run", "--once-per", "hour", KEY, "--", "true"],
+                      env=rlock_env())
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn(f"127.0.0.1:{self.single.port}, an address of the URL, is no Cluster node",
+                      r.stderr)
+        for server in [self.single, *self.nodes]:
+            self.assertEqual(server.cmd("DBSIZE"), 0)
+
+    def test_seeds_that_refuse_cluster_slots_are_followed_by_moved(self):
+        # An ACL without CLUSTER (README "Least privilege" asks it for list only): no map
+        # before the first command, so MOVED teaches it, as with one seed.
+        for n in self.nodes:
+            n.cmd("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-cluster")
+        seeds = f"redis://app:pw@127.0.0.1:{self.nodes[0].port},127.0.0.1:{self.nodes[1].port}"
+        for key in ("lock:a", "lock:b", "lock:c"):
+            r = run_rlock(["--redis", seeds, "run", key, "--", "true"], env=rlock_env())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            owner = cluster_owner(self.nodes, key)
+            self.assertEqual(owner.cmd("EXISTS", "{%s}:rlock:history" % key), 1)
+
+
 class SeedsOfNoCluster(unittest.TestCase):
     """Several addresses in one URL are one Cluster's seeds: two single servers never stand in
     for each other, since two hosts could then lock in two places."""
