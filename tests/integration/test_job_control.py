@@ -193,9 +193,13 @@ class JobControl(RedisTestCase):
         self.assert_ticking()
         shown = self.term.screen().count("sh -c")
         self.term.line("fg")
-        # bash echoes the job's line as it brings it to the foreground: only then does Ctrl-Z
-        # reach the job (before, it reaches bash, which ignores it).
+        # bash echoes the job's line, then gives the job the terminal: only then does Ctrl-Z
+        # reach the job (before, it reaches bash, which ignores it). The terminal's foreground
+        # group says when, not the echo (a loaded CI once sent Ctrl-Z in between).
         wait_until(lambda: self.term.screen().count("sh -c") > shown, 20, "bash to run fg")
+        shell_group = os.getpgid(self.term.shell_pid())
+        wait_until(lambda: self.term.foreground_group() != shell_group, 20,
+                   "bash to give the job the terminal")
         self.term.keys("C-z")
         self.term.wait_screen("Stopped")
         self.assert_still()
