@@ -1,9 +1,9 @@
 // A server that may turn out to be a Redis Cluster. Reached through one address, it is a plain
 // server until a MOVED reply says otherwise; through several (one Cluster's seeds), the slot
 // map is read before the first command. From then on each command goes to the master of its
-// key's hash slot, learned from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being migrated) is followed for
-// the one command. Every key one lock touches shares the lock's slot (lock.h, helper_key), so a
-// lock's script runs on one node, as Cluster requires.
+// key's hash slot, learned from CLUSTER SLOTS and corrected by every MOVED. ASK (a slot being
+// migrated) is followed for the one command. Every key one lock touches shares the lock's slot
+// (lock.h, helper_key), so a lock's script runs on one node, as Cluster requires.
 //
 // Resharding is no outage: while a slot migrates, a lock's keys may be some on the source, some
 // on the destination, and its scripts (several keys) are refused with TRYAGAIN until the last
@@ -517,10 +517,9 @@ private:
       if (now >= deadline) break;
       // A floor, lest a healthy node on a loaded host (a new connection, TLS, AUTH) miss a
       // share of a short deadline and go last for k_failed_of_late.
-      auto share = std::max<Clock::duration>((deadline - now) /
-                                                 static_cast<int>(candidates.size() - i),
-                                             std::min<Clock::duration>(deadline - now,
-                                                                       k_least_share));
+      Clock::duration left = deadline - now;
+      auto share = std::max<Clock::duration>(left / static_cast<int>(candidates.size() - i),
+                                             std::min<Clock::duration>(left, k_least_share));
       auto not_read = read_map(*n, now + share);
       if (!not_read) {
         unreached_.clear();
@@ -636,7 +635,7 @@ private:
   std::string stray_;              // an address that has cluster support disabled
   TimePoint next_refresh_{};       // refresh_after_failure() not before
   std::map<NodeRedis*, TimePoint> failed_at_;  // when a node last failed us
-  std::string unreached_;  // the nodes the last refresh asked in vain, and why (explained())
+  std::string unreached_;     // the nodes the last refresh asked in vain, and why (explained())
   bool map_refused_ = false;  // the seeds refuse CLUSTER SLOTS: MOVED teaches the map
   struct StaleMap {
     NodeRedis* node;  // a node that failed since the map was last read

@@ -481,10 +481,14 @@ public:
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
     auto sig = jitter_pause(options_.key, options_, signals_);
     std::optional<WaitOutcome> first;  // how the run ends before its first try, if it does
-    if (sig) first = Interrupted{*sig};
-    // A --once-per host that comes after the period's run ends here, without trying the lock.
-    else if (auto done = period_done(); done && *done) return **done;
-    else if (!done && !options_.wait) first = done.failure();
+    if (sig) {
+      first = Interrupted{*sig};
+    } else if (auto done = period_done(); !done) {
+      if (!options_.wait) first = done.failure();  // its one try would have waited as long
+    } else if (*done) {
+      // A --once-per host that comes after the period's run ends here, without trying the lock.
+      return **done;
+    }
     WaitOutcome outcome =
         first ? *first : acquire(*lock_, encode_lock_value(value), options_, signals_);
     bool busy = std::holds_alternative<NotObtained>(outcome);
@@ -546,9 +550,9 @@ public:
   }
 
   // --once-per: the exit status when the period has had a run that keeps this one from running
-  // (PeriodGuard::finished_run, two plain reads); nothing when it has not, or when Redis failed
-  // us here in a way the lock's try may not see again (a refusal, an error: the try says it).
-  // A server that did not answer in time is the failure: a run that does not wait ends on it,
+  // (PeriodGuard::finished_run, two plain reads); nothing when it has not, or when Redis
+  // refused or failed the look (the lock's try meets the same and says it). A server that did
+  // not answer in time is the failure returned: a run that does not wait ends on it,
   // as on its one try, so a server that hangs costs it one command timeout, not two. A run that
   // waits gives this look no more than the wait (its last try's floor at least), then tries the
   // lock for its wait, counted from then.
