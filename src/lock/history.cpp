@@ -40,6 +40,7 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::lost: return "lost";
   case RunEnd::max_run: return "max-run";
   case RunEnd::hung: return "hung";
+  case RunEnd::stopped: return "stopped";
   case RunEnd::busy: return "busy";
   case RunEnd::done_this_period: return "done-this-period";
   case RunEnd::period_reset: return "period-reset";
@@ -250,10 +251,9 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
             std::to_string(r.exit_status),
             "end",
             r.end};
-  if (!r.period.empty()) {
-    args.push_back("period");
-    args.push_back(r.period);
-  }
+  for (const auto& [name, value] :
+       {std::pair{"period", &r.period}, {"by", &r.by}, {"reason", &r.reason}})
+    if (!value->empty()) args.insert(args.end(), {name, *value});
   return {&scripts::history_add,
           {helper_key(key, "history"), helper_key(key, "ended")},
           std::move(args)};
@@ -298,6 +298,10 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
       r.end = value;
     else if (name == "period")
       r.period = value;
+    else if (name == "by")
+      r.by = value;
+    else if (name == "reason")
+      r.reason = value;
   }
   return r;
 }

@@ -35,6 +35,7 @@ enum class RunEnd {
   lost,
   max_run,
   hung,
+  stopped,
   busy,
   done_this_period,
   period_reset,
@@ -52,6 +53,9 @@ struct RunRecord {
   int exit_status = 0;
   std::string end;     // run_end_name(), or what another version wrote
   std::string period;  // the --once-per slot, if any
+  // Who ended the run, and why: rlock stop's asker (stopped), release --force's (broken).
+  std::string by;      // USER@HOST
+  std::string reason;  // --reason, or empty
   std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
   std::string start;   // the ID of the run's start entry, which its end replaces (not recorded)
 

@@ -35,4 +35,8 @@ extern const Script period_reset;
 // A run's history entry, recorded once however often it is sent (history.cpp).
 extern const Script history_add;
 
+// rlock stop's requests to holders (stop_request.cpp).
+extern const Script stop;
+extern const Script stop_answer;
+
 }  // namespace rlock::scripts

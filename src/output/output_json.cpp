@@ -96,7 +96,9 @@ json run_json(const RunRecord& r) {
           {"held_ms", r.ended() ? json(r.held_ms) : json(nullptr)},
           {"exit_status", r.ended() ? json(r.exit_status) : json(nullptr)},
           {"end", r.end},
-          {"period", or_null(r.period)}};
+          {"period", or_null(r.period)},
+          {"by", or_null(r.by)},
+          {"reason", or_null(r.reason)}};
 }
 
 // The places of a semaphore or a shared lock, one object each.
@@ -299,6 +301,9 @@ std::string watch_event_json(const WatchEvent& e, WallTime now) {
   j["fence"] = subject ? or_null(subject->fence) : json(nullptr);
   j["acquired_at"] = subject ? json(format_rfc3339(subject->who.since)) : json(nullptr);
   j["broken"] = subject ? broken_json(subject->broken) : json(nullptr);
+  // How the holder's run ended (released, expired), when its history entry says: what the text
+  // form tells after "released by ...".
+  j["run"] = e.run ? run_json(*e.run) : json(nullptr);
   if (e.kind == Kind::state) j["lock"] = lock_json(view_lock(e.lock, now), false);
   return line(j);
 }

@@ -81,6 +81,11 @@ std::string result_text(const RunRecord& r) {
   // A run's start entry (history.h): it holds the lock, or its rlock died before its end.
   if (r.end == run_end_name(RunEnd::running)) return "running";
   if (r.end == run_end_name(RunEnd::no_end)) return "no end reported";
+  // Another host's words: escaped, and not so long that they hide the rest of the line.
+  if (!r.by.empty())
+    return printable(r.end) + " by " + printable(r.by) +
+           (r.reason.empty() ? "" : ": " + printable(r.reason, 120)) + " (" +
+           std::to_string(r.exit_status) + ")";
   return printable(r.end) + " (" + std::to_string(r.exit_status) + ")";
 }
 

@@ -14,6 +14,7 @@ enum ExitStatus : int {
   k_exit_lost = 76,         // lock lost while the child ran; the child was stopped
   k_exit_config = 78,       // configuration error (file, URL, TLS material)
   k_exit_hung = 79,         // the command stopped touching --heartbeat-file; it was stopped
+  k_exit_stopped = 80,      // rlock stop asked the run to end; the command was stopped
   k_exit_max_run = 124,     // the child ran past --max-run and was stopped
   k_exit_internal = 125,    // rlock's own failure (fork, out of memory ...)
   k_exit_not_executable = 126,

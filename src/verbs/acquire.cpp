@@ -65,7 +65,7 @@ int acquire_verb(const GlobalOptions& global, const RunOptions& options, bool js
     give_back();
     throw;
   }
-  if (pid && !start_keeper(lock, got, options, *pid, link, signals)) {
+  if (pid && !start_keeper(lock, got, options, *pid, link, signals, global)) {
     int err = errno;  // before the release's own calls
     give_back();
     throw system_call_error("cannot start the keeper of --while-pid", "fork", err, Call::spawning);

@@ -36,20 +36,21 @@ void check_password_file(const std::string& path) {
 
 }  // namespace
 
-std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
+std::unique_ptr<Redis> connect_redis(const GlobalOptions& global, bool again) {
   std::vector<std::string> texts = global.redis_urls;
   if (texts.empty()) texts.push_back(k_default_redis_url);
   // Under cron or systemd nothing names a Redis unless a config file does, and every host then
   // locks in its own: the job runs everywhere, silently. Said even with -q (cron lines use it);
   // on a terminal the person typing sees where they are, and inside an rlock run (RLOCK_KEY
   // set) the outer rlock has said it already.
-  if (global.redis_url_is_default && !::isatty(STDERR_FILENO) && !std::getenv("RLOCK_KEY"))
+  if (global.redis_url_is_default && !again && !::isatty(STDERR_FILENO) &&
+      !std::getenv("RLOCK_KEY"))
     log(Level::alert, {"default_redis", "",
                        "no Redis configured (--redis, RLOCK_REDIS_URL, or redis in a config file "
                        "such as /etc/rlock/config.toml): using this host's " +
                            texts.front() + ", which other hosts do not see"});
   const ConnectOptions& options = global.connect;
-  bool checked = false;
+  bool checked = again;  // a second Redis of the same process: checked and said once
   auto password = [&](bool url_has_one) {
     if (!options.password.file || url_has_one || checked) return;
     check_password_file(*options.password.file);
@@ -69,9 +70,8 @@ std::unique_ptr<Redis> connect_redis(const GlobalOptions& global) {
     password(seeds.front().password.has_value());
     if (texts.size() == 1) return make_single_redis(seeds, options);
     if (seeds.size() > 1)
-      throw Error(k_exit_config,
-                  "a Cluster's seeds (" + redact_url_text(text) +
-                      ") cannot be one of several Redlock nodes: give it alone");
+      throw Error(k_exit_config, "a Cluster's seeds (" + redact_url_text(text) +
+                                     ") cannot be one of several Redlock nodes: give it alone");
     urls.push_back(seeds.front());
   }
   return make_redlock_redis(urls, options);

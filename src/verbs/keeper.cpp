@@ -3,7 +3,8 @@
 // group, every process of it) lives, gives it back the moment they are gone, and on a loss
 // stops them as `rlock run` stops its command: the kill signal, then SIGKILL before the lease
 // could run out. `rlock release --token T` tells it (keeper_link.h),
-// so that a script's own release is not taken for a loss.
+// so that a script's own release is not taken for a loss. `rlock stop` stops PID the same way,
+// and the keeper gives the lock back once PID's group is gone.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include "lock/held_lock.h"
 #include "lock/lease.h"
 #include "lock/lock.h"
+#include "lock/stop_request.h"
 #include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"
@@ -41,9 +43,9 @@ void detach() {
 class Keeper {
 public:
   Keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
-         const Fd& link, SignalEvents& signals)
+         const Fd& link, SignalEvents& signals, const GlobalOptions& global)
       : lock_(lock), got_(got), options_(options), pid_(pid), link_(link), signals_(signals),
-        kill_after_(options.kill_after) {}
+        global_(global), kill_after_(options.kill_after) {}
 
   void run() {
     // The lease's keeping first: should it fail (no descriptor or thread for it), nothing has
@@ -51,6 +53,7 @@ public:
     LeaseKeeper lease(lock_, options_.ttl, got_.sent);
     lease.start();
     HeldLock held(lock_, options_.ttl, got_.sent);
+    std::unique_ptr<StopListener> stops = stop_listener();
     for (;;) {
       // PID, and the commands of its group when it leads one: the lock is held until the last
       // of them is gone, as `rlock run` holds it for its command's leftovers.
@@ -64,11 +67,13 @@ public:
       // Once PID has exited its pidfd stays readable: look at what is left of its group on the
       // interval instead.
       bool pid_running = !pid_.exited();
-      pollfd fds[4] = {{pid_running ? pid_.fd() : -1, POLLIN, 0},
+      pollfd fds[5] = {{pid_running ? pid_.fd() : -1, POLLIN, 0},
                        {link_.get(), POLLIN, 0},
                        {lease.wake_fd(), POLLIN, 0},
-                       {signals_.fd(), POLLIN, 0}};
-      ::poll(fds, 4, millis_until(next_look(lease, now, pid_running)));
+                       {signals_.fd(), POLLIN, 0},
+                       {stops ? stops->wake_fd() : -1, POLLIN, 0}};
+      ::poll(fds, 5, millis_until(next_look(lease, now, pid_running)));
+      if (fds[4].revents & POLLIN) stop_on_request(*stops, lease);
       if (fds[1].revents & POLLIN) {
         if (Fd request = stop_request(link_.get(), lock_.key()); request.valid()) {
           // The script's `rlock release --token` gives it back, right after the answer.
@@ -100,6 +105,28 @@ public:
   }
 
 private:
+  // rlock stop's listener, from the start (a script's lock is held for a while); none when
+  // it cannot be had: the lock is kept all the same.
+  std::unique_ptr<StopListener> stop_listener() {
+    try {
+      auto stops = std::make_unique<StopListener>([this] { return connect_redis(global_, true); },
+                                                  lock_.key(), lock_.token(), Millis(0));
+      stops->start();
+      return stops;
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+
+  // rlock stop: PID gets the asked signal (or the kill signal), SIGKILL after the asked
+  // kill-after (or ours), before the lease's end; the lock is given back once it is gone.
+  void stop_on_request(StopListener& stops, const LeaseKeeper& lease) {
+    auto request = stops.take();
+    if (!request || kill_at_) return;
+    pid_.signal(request->signal ? request->signal : options_.kill_signal);
+    kill_at_ = std::min(Clock::now() + request->kill_after.value_or(kill_after_), lease.deadline());
+  }
+
   // As `rlock run` judges its lease (judge_lease): a loss stops PID with the kill signal, and
   // SIGKILL lands by the lease's deadline, before the key can be anyone else's.
   void check_lease(const LeaseKeeper& lease, TimePoint now) {
@@ -134,6 +161,7 @@ private:
   const PidWatch& pid_;
   const Fd& link_;
   SignalEvents& signals_;
+  const GlobalOptions& global_;
   const Millis kill_after_;
   bool lost_ = false;
   std::optional<TimePoint> kill_at_;  // SIGKILL PID then, after a loss
@@ -152,7 +180,7 @@ void stop_unkept(const PidWatch& pid, const RunOptions& options, TimePoint deadl
 }  // namespace
 
 bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
-                  const Fd& link, SignalEvents& signals) {
+                  const Fd& link, SignalEvents& signals, const GlobalOptions& global) {
   // The keeper starts a thread of its own: it must be the fork of a process without others.
   stop_stderr_writer(k_exit_stderr_patience);
   pid_t child = ::fork();
@@ -160,7 +188,7 @@ bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, co
   if (child > 0) return true;
   detach();
   try {
-    Keeper(lock, got, options, pid, link, signals).run();
+    Keeper(lock, got, options, pid, link, signals, global).run();
   } catch (...) {
     // Out of descriptors, threads or memory: the lease cannot be kept.
     stop_unkept(pid, options, lease_deadline(got.sent, options.ttl));

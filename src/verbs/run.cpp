@@ -1,12 +1,6 @@
 // rlock run: hold KEY while a command runs. Joins the lock protocol (wait.h, lease.h) to the
 // child process (child.h); the child runs only while the lease holds.
-#include <poll.h>
-#include <signal.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <system_error>
 
 #include "lock/held_lock.h"
 #include "lock/history.h"
@@ -15,7 +9,6 @@
 #include "lock/lock_value.h"
 #include "output/metrics.h"
 #include "output/output.h"
-#include "process/bounded_call.h"
 #include "process/child.h"
 #include "process/heartbeat.h"
 #include "process/signals.h"
@@ -26,6 +19,8 @@
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
+#include "verbs/run_parts.h"
+#include "verbs/run_supervisor.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"
 
@@ -33,433 +28,15 @@ namespace rlock {
 
 namespace {
 
-// After the child's group was SIGKILLed, how long to wait for its last members to vanish
-// (a process in uninterruptible sleep dies only when it wakes) before reporting anyway.
-constexpr Millis k_group_exit_grace{2000};
-// Once the command has exited, how often to look whether its group is empty: soon at first,
-// then less often (each look may read /proc). A leftover that rlock became the parent of wakes
-// it (SIGCHLD) when it exits, sooner than this.
-constexpr Millis k_group_poll_first{10};
-constexpr Millis k_group_poll_max{1000};
-// A second SIGTERM or SIGINT at least this long after the first SIGKILLs the command's group.
-constexpr Millis k_second_stop_request_after{1000};
-// How soon to try again when the renewal thread could not be started.
-constexpr Millis k_keeper_retry{100};
 // Time allowed for each step of the way out (the period's record, the release, the history)
 // once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
 // then exit: scripts and systemd wait for rlock, not for a server that is not there.
 constexpr Millis k_quick_attempt{300};
 // How long the command's start may wait for rlock's stderr to take a waiter's last status line.
 constexpr Millis k_status_line_patience{100};
-// How long the metrics file may take to write (MetricsRecorder).
-constexpr Millis k_metrics_budget{2000};
-
-enum class End { exited, lost, max_run, hung };
-
-struct Outcome {
-  End end;
-  int child_status;
-  bool signalled;  // the command died of a signal (child_status 128+N); an exit(N) is not
-};
-
-// Watches the child, the lease and incoming signals until the child's whole process group has
-// ended: the command, and whatever it left running there (flock(1) keeps its lock while any
-// process that inherited it lives), which --leftovers kill stops instead.
-class Supervisor {
-public:
-  Supervisor(const RunOptions& options, Child& child, LeaseKeeper& keeper, SignalEvents& signals,
-             Terminal* terminal, Heartbeat* heartbeat, TimePoint started)
-      : options_(options), child_(child), keeper_(keeper), signals_(signals), terminal_(terminal),
-        heartbeat_(heartbeat), kill_after_(options.kill_after),
-        keeper_start_at_(keeper.start_due()) {
-    if (options.max_run) max_run_at_ = started + *options.max_run;
-  }
-
-  Outcome run() {
-    for (;;) {
-      TimePoint now = Clock::now();
-      notice_guardian(now);
-      if (child_status_ && group_done(now))
-        return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_};
-      decide(now);
-      wait_for_event(next_wake());
-    }
-  }
-
-private:
-  struct Stopping {
-    End why;
-    TimePoint kill_at;  // SIGKILL to the group at this point
-  };
-
-  // Once the command has exited: whether nothing of its group is left (or, after SIGKILL, what
-  // is left cannot die yet). The first time leftovers are found, says so and, with
-  // --leftovers kill, starts stopping them.
-  bool group_done(TimePoint now) {
-    int live = child_.live_group_members();
-    if (live == 0 || (killed_at_ && now >= *killed_at_ + k_group_exit_grace)) {
-      child_.reap();
-      return true;
-    }
-    if (!leftovers_found_) {
-      leftovers_found_ = true;
-      bool kill = options_.leftovers == RunOptions::Leftovers::kill;
-      std::string what = std::to_string(live) + (live == 1 ? " process" : " processes");
-      // Said on a terminal or with -v: under cron every line of stderr is mail.
-      log(::isatty(STDERR_FILENO) ? Level::info : Level::debug,
-          {"leftovers",
-           key(),
-           kill ? "the command exited; stopping the " + what + " it left in its process group"
-                : "the command exited; holding the lock until the " + what +
-                      " it left in its process group exit (--leftovers kill stops them)",
-           {{"processes", live}}});
-      if (kill && !stopping_) begin_stop(End::exited, now + kill_after_, options_.kill_signal);
-    }
-    return false;
-  }
-
-  // The guardian stopped the command at the lease's end because rlock did not (child.cpp):
-  // rlock was stopped or starved, and the lock may be another's now.
-  void notice_guardian(TimePoint now) {
-    if (lost_ || !child_.guardian_stopped_group()) return;
-    lost_ = true;
-    TimePoint deadline = keeper_.deadline();
-    auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
-    log(Level::error,
-        {"lost", key(),
-         std::string("lock lost: rlock was ") + (suspended_ ? "suspended" : "stopped or starved") +
-             " past its lease (" +
-             (deadline > now ? format_duration(gap) + " left"
-                             : "ended " + format_duration(gap) + " ago") +
-             "), so its guardian stopped the command; the lock may be another's now"});
-    begin_stop(End::lost, deadline, 0);
-  }
-
-  // While anything of the command's group runs, the lease, --max-run and the heartbeat hold
-  // for it.
-  void decide(TimePoint now) {
-    if (!keeper_.started() && now >= keeper_start_at_) start_keeper(now);
-    check_lease(now);
-    if (max_run_at_ && now >= *max_run_at_ && !stopping_) {
-      log(Level::error, {"max_run", key(),
-                         "the command ran past --max-run " + format_duration(*options_.max_run) +
-                             "; stopping it"});
-      begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
-    }
-    if (heartbeat_ && !stopping_ && now >= heartbeat_->deadline() && heartbeat_->stale(now)) {
-      log(Level::error, {"hung", key(),
-                         "the command has not touched " + heartbeat_->path() + " for " +
-                             format_duration(heartbeat_->stale_after()) +
-                             " (--stale-after); stopping it as hung"});
-      begin_stop(End::hung, now + kill_after_, options_.kill_signal);
-    }
-    if (stopping_ && !killed_at_ && now >= stopping_->kill_at) {
-      if (!child_status_)
-        log(Level::error, {"kill", key(), "the command is still running; sending KILL"});
-      kill_group(SIGKILL, now);
-    }
-  }
-
-  // A thread may not start (ulimit -u, out of memory): retry soon. A lease that nothing renews
-  // runs out, and the loss path below stops the command in time, so this never goes unsafe.
-  void start_keeper(TimePoint now) {
-    try {
-      keeper_.start();
-    } catch (const std::system_error& e) {
-      if (!keeper_failed_)
-        log(Level::warning,
-            {"renewal_thread", key(),
-             std::string("cannot start the renewal thread (") + e.what() + "); retrying"});
-      keeper_failed_ = true;
-      keeper_start_at_ = now + k_keeper_retry;
-    }
-  }
-
-  void check_lease(TimePoint now) {
-    if (lost_) return;
-    TimePoint deadline = keeper_.deadline();
-    LossVerdict v = judge_lease(keeper_.state(), deadline, now, kill_after_, ignore_loss());
-    if (v.act == LossVerdict::Act::go_on) return;
-    lost_ = true;
-    std::string why;
-    switch (v.why) {
-    case LossVerdict::Why::ran_out: why = "the lease ran out, e.g. rlock was frozen"; break;
-    case LossVerdict::Why::not_ours: why = "broken, gone, or another token holds it"; break;
-    case LossVerdict::Why::unreachable:
-    case LossVerdict::Why::none:
-      why = "no renewal succeeded; the lease ends in " +
-            format_duration(std::chrono::duration_cast<Millis>(deadline - now));
-      break;
-    }
-    switch (v.act) {
-    case LossVerdict::Act::go_on: return;
-    case LossVerdict::Act::ignore:
-      log(Level::error, {"lost_ignored", key(),
-                         "lock lost; --on-lost ignore: the command keeps running without it"});
-      return;
-    case LossVerdict::Act::kill_now:
-      log(Level::error, {"lost", key(), "lock lost (" + why + "); killing the command"});
-      begin_stop(End::lost, now, SIGKILL);
-      return;
-    case LossVerdict::Act::stop:
-      log(Level::error, {"lost", key(), "lock lost (" + why + "); stopping the command"});
-      begin_stop(End::lost, v.kill_at, options_.kill_signal);
-      return;
-    }
-  }
-
-  bool ignore_loss() const { return options_.on_lost == RunOptions::OnLost::ignore; }
-  TimePoint loss_threshold() const {
-    return rlock::loss_threshold(keeper_.deadline(), kill_after_, ignore_loss());
-  }
-
-  // Stops the command's group: SIG now (none when 0), SIGKILL at KILL_AT.
-  void begin_stop(End why, TimePoint kill_at, int sig) {
-    child_.stopping();  // the guardian's kill signal is not needed now; its SIGKILL still is
-    if (stopping_) {
-      // Already stopping for --max-run: a loss is the graver reason and may be more urgent.
-      stopping_->why = why;
-      stopping_->kill_at = std::min(stopping_->kill_at, kill_at);
-    } else {
-      stopping_ = Stopping{why, kill_at};
-    }
-    if (sig == 0) return;
-    if (sig == SIGKILL) {
-      kill_group(SIGKILL, Clock::now());
-      return;
-    }
-    child_.signal_group(sig);
-    child_.signal_group(SIGCONT);  // a stopped process must wake to act on the signal
-  }
-
-  void kill_group(int sig, TimePoint now) {
-    child_.signal_group(sig);
-    killed_at_ = now;
-  }
-
-  TimePoint next_wake() {
-    TimePoint now = Clock::now();
-    TimePoint next = now + std::chrono::hours(24);
-    if (!lost_) next = std::min(next, loss_threshold());
-    if (!keeper_.started()) next = std::min(next, keeper_start_at_);
-    if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
-    if (heartbeat_ && !stopping_) next = std::min(next, heartbeat_->deadline());
-    if (child_status_) {
-      next = std::min(next, now + group_poll_);
-      group_poll_ = std::min(group_poll_ * 2, k_group_poll_max);
-    }
-    if (stopping_ && !killed_at_) next = std::min(next, stopping_->kill_at);
-    return next;
-  }
-
-  void wait_for_event(TimePoint until) {
-    pollfd fds[2] = {{signals_.fd(), POLLIN, 0}, {keeper_.wake_fd(), POLLIN, 0}};
-    int n = ::poll(fds, 2, millis_until(until));
-    if (n <= 0) return;  // timeout or EINTR: decide() looks at the clock
-    if (fds[1].revents) keeper_.drain_wakeups();
-    while (auto sig = signals_.next()) {
-      if (*sig == SIGCHLD) {
-        collect_child();
-      } else if (*sig == SIGCONT) {
-        resume_child(Clock::now());
-      } else if (*sig == SIGTSTP) {
-        // rlock's group is the foreground one, not the command's (or `kill -TSTP`): the
-        // command stops first, and rlock with it (on_child_stopped).
-        child_.signal_group(SIGTSTP);
-      } else if ((*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())) {
-        // Asked twice to stop: the operator means it, whatever the command does with TERM.
-        if (!killed_at_)
-          log(Level::warning,
-              {"signal_kill", key(),
-               "SIG" + signal_name(*sig) + " again: killing the command's process group (KILL)"});
-        kill_group(SIGKILL, Clock::now());
-      } else {
-        // To the group while anything of it runs: leftovers hear it too.
-        log(Level::debug,
-            {"signal_forwarded", key(), "forwarding SIG" + signal_name(*sig) + " to the command"});
-        child_.signal_group(*sig);
-      }
-    }
-    // poll() above reaped the guardian if someone killed it.
-    if (auto how = child_.replace_dead_guardian())
-      log(Level::warning, {"guardian_replaced", key(),
-                           "the guardian process ended (status " + std::to_string(*how) +
-                               "); started another, so the command still dies with rlock"});
-  }
-
-  // Whether a SIGTERM or SIGINT is the second request to stop: one that comes soon after the
-  // first is the same request twice (a script's trap that signals rlock after its group was).
-  bool asked_again(TimePoint now) {
-    if (!asked_to_stop_) asked_to_stop_ = now;
-    return now - *asked_to_stop_ >= k_second_stop_request_after;
-  }
-
-  void collect_child() {
-    while (auto event = child_.poll()) {
-      if (event->kind == Child::Event::Kind::exited) {
-        child_status_ = event->status;
-        child_signalled_ = event->signalled;
-        return;
-      }
-      if (terminal_) on_child_stopped(event->status);
-    }
-  }
-
-  // Job control (rlock(1) "Job control"), as sudo does it for a command in a process group of
-  // its own: the shell's job is rlock, so rlock stops when its command stops and continues it
-  // when continued, handing it the terminal only while rlock is the foreground job.
-  void on_child_stopped(int stop_signal) {
-    if ((stop_signal == SIGTTIN || stop_signal == SIGTTOU) && terminal_->ours()) {
-      // It wants the terminal, and rlock has it (`fg` after `&`): give it over and go on.
-      resume_child(Clock::now());
-      return;
-    }
-    terminal_->take_back();
-    TimePoint now = Clock::now();
-    if (!lost_) {
-      auto left = std::chrono::duration_cast<Millis>(loss_threshold() - now);
-      log(Level::warning,
-          {"suspended",
-           key(),
-           "suspended with the command (SIG" + signal_name(stop_signal) +
-               "): the lock is not renewed while suspended; continue within " +
-               format_duration(std::max(left, Millis(0))) + " (fg or bg) or the run ends (76)",
-           {{"lease_left_ms", left.count()}}});
-    }
-    // Ctrl-Z reached only the command's group, which has the terminal; without rlock it would
-    // have stopped the whole job, so rlock stops its own group (a pipeline it is part of too).
-    suspended_ = true;
-    if (signals_.stop_self(stop_signal, stop_signal == SIGTSTP)) resume_child(Clock::now());
-  }
-
-  // rlock was continued (fg, bg, kill -CONT): the command goes on too, with the terminal when
-  // rlock is the foreground job; not when the lease ended meanwhile, when it is killed instead.
-  void resume_child(TimePoint now) {
-    notice_guardian(now);
-    check_lease(now);
-    if (killed_at_ || child_status_) return;
-    if (terminal_ && terminal_->ours()) terminal_->hand_to(child_.pid());
-    child_.signal_group(SIGCONT);
-  }
-
-  const std::string& key() const { return options_.key; }
-
-  const RunOptions& options_;
-  Child& child_;
-  LeaseKeeper& keeper_;
-  SignalEvents& signals_;
-  Terminal* terminal_;
-  Heartbeat* heartbeat_;  // --heartbeat-file, or null
-  const Millis kill_after_;
-  TimePoint keeper_start_at_;
-  bool keeper_failed_ = false;
-  std::optional<TimePoint> max_run_at_;
-  std::optional<Stopping> stopping_;
-  std::optional<TimePoint> killed_at_;
-  std::optional<TimePoint> asked_to_stop_;  // the first SIGTERM or SIGINT
-  std::optional<int> child_status_;
-  bool child_signalled_ = false;
-  bool suspended_ = false;  // by job control, with the command (on_child_stopped)
-  bool lost_ = false;
-  bool leftovers_found_ = false;
-  Millis group_poll_ = k_group_poll_first;
-};
-
-// Adds this run to --metrics-file when rlock is done with it, on every path out of run_verb,
-// after the release. A file that cannot be written is a warning: metrics never fail the job,
-// nor hold rlock (a frozen file system: bounded_call.h).
-struct MetricsRecorder {
-  explicit MetricsRecorder(const RunOptions& options) : path(options.metrics_file) {
-    m.key = options.key;
-    m.result = "error";
-  }
-  ~MetricsRecorder() {
-    if (!path) return;
-    if (acquired) m.hold_seconds = std::chrono::duration<double>(Clock::now() - *acquired).count();
-    m.finished_at =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    auto call = call_bounded([this] { return record_metrics(*path, m); }, k_metrics_budget);
-    std::string problem = call.text;
-    if (call.outcome == BoundedCall::Outcome::timed_out)
-      problem = *path + " not written within " + format_duration(k_metrics_budget) +
-                " (a file system that does not answer?)";
-    if (!problem.empty()) log_warning("--metrics-file: " + problem);
-  }
-  std::optional<std::string> path;
-  RunMetrics m;
-  std::optional<TimePoint> acquired;
-};
-
-std::vector<std::string> command_argv(const RunOptions& options) {
-  if (!options.shell_command) return options.command;
-  const char* shell = std::getenv("SHELL");
-  return {shell && *shell ? shell : "/bin/sh", "-c", *options.shell_command};
-}
-
-// The name that goes into the lock value and the history: the program, never its arguments nor
-// an assignment (`PGPASSWORD=... psql` is psql).
-std::string command_name(const RunOptions& options) {
-  if (!options.shell_command) return options.command.front();
-  return shell_command_name(*options.shell_command);
-}
-
-// A command that cannot run must not take the lock (and a typo must not keep others out): its
-// exit status when the exec form's ARGV cannot run, having said why. PROGRAM gets where the
-// command is, so that the child need not search again.
-std::optional<int> refuse_unrunnable(const RunOptions& options,
-                                     const std::vector<std::string>& argv, std::string* program) {
-  if (options.shell_command) return std::nullopt;  // the shell reports its own errors
-  if (is_assignment_word(argv.front())) {
-    // Not a program but a shell's assignment, whose value may be a secret: not printed.
-    std::string name = argv.front().substr(0, argv.front().find('='));
-    log_error(name + "=...: an assignment is not a command (run `env " + name +
-              "=... COMMAND`, or give the line to a shell with -c)");
-    return k_exit_not_found;
-  }
-  if (auto problem = check_command(argv.front(), program)) {
-    log_error(problem->message);
-    return problem->exit_status;
-  }
-  return std::nullopt;
-}
-
-// When the lease that the command starts on begins: at acquisition, unless the reply came back
-// so late (a paused or overloaded Redis) that less than half of it is left. The lease counts
-// from when the command was sent, so such a command would be killed as soon as it started:
-// renew first, counting from now. Nothing (the lock is to be given back) if that fails.
-std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent) {
-  if (Clock::now() < lease_deadline(acquire_sent, ttl) - ttl / 2) return acquire_sent;
-  TimePoint sent = Clock::now();
-  auto renewed = lock.renew(ttl, std::min(sent + lock.command_timeout(), sent + ttl / 2));
-  if (renewed && *renewed) {
-    log(Level::debug, {"renewed", lock.key(), "renewed at once: Redis answered late"});
-    return sent;
-  }
-  log_error(lock.key() + ": Redis answered too late to run the command on the lease (" +
-            (renewed ? std::string("the lock expired meanwhile") : renewed.failure().message) +
-            ")");
-  return std::nullopt;
-}
-
-// Appends to the key's history; a failure is one warning, never the job's.
-void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
-  if (options.history_length > 0)
-    send_history(redis, options.key,
-                 history_entry(options.key, record, options.history_length, options.retention));
-}
-
-// The nested run of a lock this process tree holds: become the command, which runs under the
-// outer rlock's lock and lease.
-int exec_straight_through(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  flush_stderr(k_exit_stderr_patience);  // what is queued would be lost with this process
-  ::execvp(args[0], args.data());
-  int err = errno;
-  log_error(argv[0] + ": " + std::strerror(err));
-  return err == ENOENT ? k_exit_not_found : k_exit_not_executable;
-}
+// When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
+// second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
+constexpr Millis k_stop_listen_after{500};
 
 // One run of the command under the lock, step by step (run_verb tells the order). Each step
 // returns the exit status when the run ends there. The members are declared in the order
@@ -627,14 +204,17 @@ public:
     return std::nullopt;
   }
 
-  // Renews the lease while the command's group runs; stops it on loss or --max-run.
-  Outcome supervise() {
-    // The Supervisor starts the renewal thread, which tells the guardian of every renewal.
+  // Renews the lease while the command's group runs; stops it on loss, --max-run or request.
+  Outcome supervise(StopListener::Connect connect) {
+    // The supervisor starts the renewal thread, which tells the guardian of every renewal.
     keeper_.emplace(*lock_, options_.ttl, *lease_from_,
                     [child = &*child_](TimePoint deadline) { child->extend_lease(deadline); });
-    Outcome end = Supervisor(options_, *child_, *keeper_, signals_, terminal_.get(),
-                             heartbeat_ ? &*heartbeat_ : nullptr, got_.sent)
-                      .run();
+    Outcome end =
+        supervise_command(options_,
+                          {*child_, *keeper_, signals_, terminal_.get(),
+                           heartbeat_ ? &*heartbeat_ : nullptr, stop_listener(std::move(connect))},
+                          got_.sent);
+    stops_.reset();
     keeper_->stop();
     metrics_.m.renewals = keeper_->renewals();
     metrics_.m.renewal_failures = keeper_->renewal_failures();
@@ -683,6 +263,19 @@ public:
   }
 
 private:
+  // Without descriptors for its pipes (ulimit -n) the run goes on, deaf to rlock stop: the
+  // operator's tool fails, not the job.
+  StopListener* stop_listener(StopListener::Connect connect) {
+    try {
+      stops_.emplace(std::move(connect), options_.key, lock_->token(), k_stop_listen_after);
+      return &*stops_;
+    } catch (const Error& e) {
+      log(Level::warning, {"stop_listener", options_.key,
+                           std::string(e.what()) + "; rlock stop will not reach this run"});
+      return nullptr;
+    }
+  }
+
   // The run's start entry START is in the history: its end replaces it, or, should the
   // command never start, the release removes it.
   std::optional<int> started(const std::string& start) {
@@ -717,6 +310,12 @@ private:
       record.exit_status = k_exit_hung;
       record.end = run_end_name(RunEnd::hung);
       break;
+    case End::stopped:
+      record.exit_status = k_exit_stopped;
+      record.end = run_end_name(RunEnd::stopped);
+      record.by = end.stop->by;
+      record.reason = end.stop->reason;
+      break;
     }
     return record;
   }
@@ -735,6 +334,7 @@ private:
   std::unique_ptr<Terminal> terminal_;
   std::optional<Child> child_;
   std::optional<LeaseKeeper> keeper_;
+  std::optional<StopListener> stops_;
 };
 
 }  // namespace
@@ -762,7 +362,8 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     if (auto status = run.take()) return *status;
     if (auto status = run.claim_period()) return *status;
     if (auto status = run.start_command(argv, program)) return *status;
-    return run.finish(run.supervise());
+    // rlock stop's listener connects on its own thread, once the command has run a while.
+    return run.finish(run.supervise([&global] { return connect_redis(global, true); }));
   } catch (Error& e) {
     // rlock's own failure (out of descriptors, say) names the lock; it was given back.
     if (e.exit_status() == k_exit_internal) e.set_key(options.key);
@@ -808,7 +409,8 @@ constexpr Command k_run_command = {
     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and "
     "RLOCK_HEARTBEAT_FILE).\n"
     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
-    "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 124 --max-run, 125 rlock "
+    "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 80 stopped (rlock stop), 124 "
+    "--max-run, 125 rlock "
     "failed, 126 not executable, 127 not found.",
     make_arguments<RunArgs>,
     /*takes_command=*/true};

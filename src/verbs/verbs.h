@@ -20,7 +20,8 @@ class Redis;
 class SignalEvents;
 
 // The Redis that GlobalOptions point at, with its password read (from a password file too).
-std::unique_ptr<Redis> connect_redis(const GlobalOptions& global);
+// AGAIN: a second one in the same process (a thread's own), which says nothing said before.
+std::unique_ptr<Redis> connect_redis(const GlobalOptions& global, bool again = false);
 
 // The exit status of a failure to reach Redis: 69, but 125 when rlock's own process ran out of
 // descriptors, processes or memory (Why::out_of_resources), which is no news of Redis.
@@ -47,8 +48,9 @@ void check_topology(const Redis& redis, const RunOptions& options);
 void check_token(const std::string& token);
 
 // acquire --while-pid (keeper.cpp): forks the detached keeper that holds GOT for as long as
-// PID lives, told of a release through LINK. False when the fork failed.
+// PID lives, told of a release through LINK, and of rlock stop through a connection of its own
+// to GLOBAL's Redis. False when the fork failed.
 bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
-                  const Fd& link, SignalEvents& signals);
+                  const Fd& link, SignalEvents& signals, const GlobalOptions& global);
 
 }  // namespace rlock

@@ -459,7 +459,7 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
         # Options before the verb, and their values, are not taken for it.
         self.assertIn("--redis", self.complete("rlock", "--re"))
-        self.assertEqual(self.complete("rlock", "--redis", "redis://h", "st"), {"status"})
+        self.assertEqual(self.complete("rlock", "--redis", "redis://h", "st"), {"status", "stop"})
         self.assertEqual(self.complete("rlock", "-q", "--redis", "redis://h", "release", "k",
                                        "--n"), {"--now"})
         self.assertEqual(self.complete("rlock", "--on-lost", ""), {"kill", "ignore"})

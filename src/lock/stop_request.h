@@ -1,0 +1,116 @@
+// Stop requests (rlock stop): an operator on any host asks the holder of a lock to stop its
+// command, and the holder acts within a second, however long its renewals are apart.
+//
+// Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
+//   {KEY}:rlock:stop-TOKEN      the request to the holder of TOKEN: a list of one, which that
+//                               holder's rlock BLPOPs while its command runs (StopListener),
+//                               so that a holder nobody asks sends Redis nothing more. It
+//                               expires when its asker stops waiting for an answer (stop.lua).
+//   {KEY}:rlock:stopping-TOKEN  the holder's answer, which the asker BLPOPs: pushed only while
+//                               the asker still waits (stop_answer.lua), so that a holder that
+//                               comes back later never acts on a request given up on.
+// The lock given back is the end.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "redis/redis.h"
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/error.h"
+#include "util/fd.h"
+
+namespace rlock {
+
+struct StopRequest {
+  std::string by;      // USER@HOST of whoever asked
+  std::string at;      // when, by the server's clock (RFC 3339)
+  std::string reason;  // --reason, or empty
+  int signal = 0;      // --signal: the holder's --kill-signal instead (0: the holder's own)
+  std::optional<Millis> kill_after;  // --kill-after: the holder's own instead
+  int64_t until_ms = 0;  // the server's clock when the asker gives up waiting for an answer
+};
+
+// "by=alice@ops-1 at=... until=... signal=15 kill_after=5000 reason=db maintenance": the reason
+// last, as it may hold spaces; the others never do.
+std::string encode_stop_request(const StopRequest& request);
+std::optional<StopRequest> decode_stop_request(std::string_view text);
+
+// "alice@ops-1: db maintenance", or "alice@ops-1" without a reason: who stopped a run, and why.
+std::string stopped_by_text(const std::string& by, const std::string& reason);
+
+// A holder asked to stop (ask_to_stop).
+struct StopAsked {
+  std::string token;
+  std::string value;  // its lock value
+  Millis pttl{0};     // its lease left on the server
+};
+struct StopAsk {
+  // string (held alone), semaphore, shared; none (free), broken (a tombstone of release
+  // --force), foreign (no rlock lock: TYPE in foreign_type, a plain string's value in value).
+  std::string kind;
+  std::vector<StopAsked> asked;  // empty: no holder (or not TOKEN's)
+  std::string value;
+  std::string foreign_type;
+};
+
+// Asks the holders of KEY (only TOKEN's, when not empty) to stop, with REQUEST; each request
+// is given up on ANSWER_WITHIN from now, by the server's clock. Under Redlock every node gets
+// it.
+Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::string& token,
+                            const StopRequest& request, Millis answer_within, TimePoint deadline);
+
+// Waits until UNTIL for the answers of the holders of TOKENS; returns those that answered.
+Result<std::vector<std::string>> await_stop_answers(Redis& redis, const std::string& key,
+                                                    std::vector<std::string> tokens,
+                                                    TimePoint until);
+
+// Listens for a stop request to the holder of TOKEN, on a thread and a connection of its own
+// (CONNECT makes it there), from DELAY after start() on: a command that ends sooner never costs
+// Redis a connection, and a request made meanwhile waits in its list. wake_fd() becomes
+// readable when a request came; take() returns it. Destruction ends the wait at once.
+class StopListener {
+public:
+  using Connect = std::function<std::unique_ptr<Redis>()>;
+  StopListener(Connect connect, std::string key, std::string token, Millis delay);
+  ~StopListener();
+  StopListener(const StopListener&) = delete;
+  StopListener& operator=(const StopListener&) = delete;
+
+  // Throws std::system_error when the thread cannot start (ulimit -u): the caller goes on
+  // without (a stop is then not heard).
+  void start();
+  int wake_fd() const { return wake_read_.get(); }
+  // The request that came, once (drains wake_fd()).
+  std::optional<StopRequest> take();
+
+private:
+  void run();
+  // Waits on Redis for a request until one comes, is answered, or the listener is ended.
+  void listen(Redis& redis);
+  // Takes REQUEST on SERVER, unless its asker gave up on it: whether to act on it.
+  bool answer(Redis& server, const StopRequest& request);
+  // Whether the listener was ended while waiting up to FOR_HOW_LONG.
+  bool ended_within(Millis for_how_long);
+
+  Connect connect_;
+  std::string key_;
+  std::string list_;
+  std::string answer_;
+  Millis delay_;
+  Fd wake_read_, wake_write_;  // the request came
+  Fd end_read_, end_write_;    // the listener is to end
+  std::mutex mutex_;
+  std::optional<StopRequest> request_;
+  std::thread thread_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,205 @@
+// rlock stop KEY: ask whoever holds KEY, on any host, to stop its command, and wait until the
+// lock is given back (stop_request.h).
+#include <algorithm>
+#include <thread>
+
+#include "lock/lock.h"
+#include "lock/lock_value.h"
+#include "lock/stop_request.h"
+#include "output/output.h"
+#include "process/signals.h"
+#include "util/log.h"
+#include "verbs/command.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+namespace {
+
+// How long a holder has to answer: its rlock listens from half a second into the run and
+// answers at once, so one that has not within this is away (its host down or cut off, its
+// rlock frozen, or an rlock older than stop). The server refuses a later answer.
+constexpr Millis k_answer_within{5000};
+// How much longer than that the asker waits for an answer the server took in time.
+constexpr Millis k_answer_margin{1000};
+// How long to wait for the lock to be given back once the request was taken, unless --within.
+constexpr Millis k_default_within{60000};
+// How often to look whether the lock was given back.
+constexpr Millis k_look_every{50};
+// A reason longer than this is refused: it is for a history line, not a report.
+constexpr size_t k_reason_most = 500;
+
+struct StopOptions {
+  std::string token;  // "": every holder
+  std::string reason;
+  int signal = 0;  // 0: each holder's own --kill-signal
+  std::optional<Millis> kill_after;
+  Millis within = k_default_within;
+};
+
+// One holder asked, and how far it has come.
+struct Asked {
+  StopAsked holder;
+  std::optional<Millis> taken_after, released_after;
+};
+
+LockMode mode_of(const std::string& kind) {
+  if (kind == "semaphore") return k_any_semaphore;
+  if (kind == "shared") return k_shared_place;
+  return {};
+}
+
+// Waits for the answers of ASKED (the server refuses them once k_answer_within has passed),
+// then until those that answered gave the lock back, within WITHIN of their answer; a failure
+// to look is returned.
+std::optional<Failure> follow(Redis& redis, const std::string& key, const std::string& kind,
+                              std::vector<Asked>& asked, Millis within) {
+  TimePoint began = Clock::now();
+  std::vector<std::string> tokens;
+  for (const Asked& a : asked) tokens.push_back(a.holder.token);
+  auto answered = await_stop_answers(redis, key, tokens, began + k_answer_within + k_answer_margin);
+  if (!answered) return answered.failure();
+  TimePoint now = Clock::now();
+  for (Asked& a : asked)
+    if (std::find(answered->begin(), answered->end(), a.holder.token) != answered->end())
+      a.taken_after = std::chrono::duration_cast<Millis>(now - began);
+  for (;;) {
+    bool waiting = false;
+    for (Asked& a : asked) {
+      if (!a.taken_after || a.released_after) continue;
+      auto lock = make_lock(redis, key, a.holder.token, mode_of(kind));
+      auto held = lock->holds(Clock::now() + redis.command_timeout());
+      if (!held) return held.failure();
+      Millis since = std::chrono::duration_cast<Millis>(Clock::now() - began);
+      if (!*held)
+        a.released_after = since;
+      else
+        waiting = waiting || since < *a.taken_after + within;
+    }
+    if (!waiting) return std::nullopt;
+    std::this_thread::sleep_for(k_look_every);
+  }
+}
+
+// What became of one holder asked; its exit status.
+int report(const std::string& key, const Asked& a) {
+  std::string who = describe_holder(a.holder.value, a.holder.pttl);
+  if (!a.taken_after) {
+    log_error(key + ": " + who + " did not answer within " + format_duration(k_answer_within) +
+              " (its host down or cut off, its rlock stopped, or an rlock without stop); the "
+              "request was withdrawn. rlock release --force " +
+              key + " breaks the lock, which stays taken until that holder's lease ends");
+    return k_exit_busy;
+  }
+  if (!a.released_after) {
+    log_error(key + ": " + who + " answered after " + format_duration(*a.taken_after) +
+              " but still holds the lock (its command or what it left running does not end?)");
+    return k_exit_busy;
+  }
+  write_stdout(key + ": stopped " + who + "; the lock was given back after " +
+               format_duration(*a.released_after) + "\n");
+  return k_exit_ok;
+}
+
+}  // namespace
+
+int stop_verb(const GlobalOptions& global, const std::string& key, const StopOptions& options) {
+  if (!options.token.empty()) check_token(options.token);
+  auto redis = connect_redis(global);
+  Holder me = current_holder("");
+  StopRequest request{me.user + "@" + me.host, "-", options.reason, options.signal,
+                      options.kill_after};
+  std::replace(request.by.begin(), request.by.end(), ' ', '_');
+  auto asked = ask_to_stop(*redis, key, options.token, request, k_answer_within,
+                           Clock::now() + redis->command_timeout());
+  if (!asked) return unavailable(asked.failure());
+  if (asked->kind == "foreign") {
+    log_error(key + ": not an rlock lock: " +
+              (asked->foreign_type == "string"
+                   ? "another program's (value \"" + printable(asked->value, 40) + "\")"
+                   : "the key holds a " + asked->foreign_type) +
+              "; nothing asked");
+    return k_exit_unavailable;
+  }
+  if (asked->kind == "broken") {
+    write_stdout(key + ": already broken (release --force); its holder is stopping: " +
+                 describe_holder(asked->value, Millis(-1)) + "\n");
+    return k_exit_not_held;
+  }
+  if (asked->asked.empty()) {
+    if (asked->kind == "none" || options.token.empty())
+      write_stdout(key + ": free; nothing to stop\n");
+    else
+      log_error(key + ": no holder with that token; nothing asked");
+    return k_exit_not_held;
+  }
+  std::vector<Asked> all;
+  for (const StopAsked& a : asked->asked) all.push_back({a, std::nullopt, std::nullopt});
+  if (auto failure = follow(*redis, key, asked->kind, all, options.within))
+    return unavailable(*failure);
+  int status = k_exit_ok;
+  for (const Asked& a : all) status = std::max(status, report(key, a));
+  return status;
+}
+
+namespace {
+
+struct StopArgs : Arguments {
+  std::string key;
+  std::optional<std::string> token, reason, signal, kill_after, within;
+
+  int run(const Invocation& in) override {
+    StopOptions o;
+    o.token = token.value_or("");
+    o.reason = reason.value_or("");
+    if (o.reason.size() > k_reason_most)
+      throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
+    if (signal) {
+      auto sig = parse_signal(*signal);
+      if (!sig)
+        throw usage_error("--signal: '" + *signal + "' is not a signal (TERM, INT, 15 ...)");
+      o.signal = *sig;
+    }
+    if (kill_after) {
+      auto d = parse_duration(*kill_after);
+      if (!d || d->count() <= 0)
+        throw usage_error("--kill-after: '" + *kill_after + "' is not a duration above 0 (5s)");
+      o.kill_after = *d;
+    }
+    if (within) {
+      auto d = parse_duration(*within);
+      if (!d) throw usage_error("--within: '" + *within + "' is not a duration (1m, 30s)");
+      o.within = *d;
+    }
+    return stop_verb(in.resolved.global, in.key(key), o);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&StopArgs::key>("KEY", k_key_help).must(),
+    option<&StopArgs::reason>("--reason", "why, for the history and watch", "TEXT"),
+    option<&StopArgs::token>("--token",
+                             "only the holder with this token (a semaphore or shared lock: "
+                             "default every holder)",
+                             "T"),
+    option<&StopArgs::signal>("--signal", "send SIG, not the holder's --kill-signal", "SIG"),
+    option<&StopArgs::kill_after>("--kill-after",
+                                  "KILL after D, not after the holder's --kill-after", "D"),
+    option<&StopArgs::within>("--within",
+                              "how long to wait for the lock to be given back (default 1m)", "D")};
+
+}  // namespace
+
+constexpr Command k_stop_command = {
+    "stop",
+    "stop the command that holds KEY, on any host",
+    "KEY [--reason TEXT] [--token T] [--signal SIG] [--kill-after D]",
+    {k_options, k_connection},
+    "The holder sends the signal to its command's process group within a second, KILL after\n"
+    "the kill-after, gives the lock back, records the run as stopped by you, and exits 80.\n"
+    "Exit status: 0 stopped and given back, 1 nothing held (or not by --token), 69 Redis "
+    "unreachable or not a lock, 75 the holder did not answer within 5s or still holds it; "
+    "64 usage, 78 configuration, 125 rlock failed.",
+    make_arguments<StopArgs>};
+
+}  // namespace rlock

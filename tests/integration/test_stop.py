@@ -1,0 +1,191 @@
+"""rlock stop: an operator on one host stops the job another host runs, within a second, and
+the record says who and why (man rlock, "stop"). Three hosts simulated with RLOCK_HOSTNAME."""
+import json
+import os
+import pwd
+import signal
+import subprocess
+import time
+import unittest
+
+from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+
+KEY = "lock:job"
+ME = pwd.getpwuid(os.geteuid()).pw_name
+
+# A job that records the signals it gets and exits 3 on TERM, as a careful script does.
+TRAPPING = ('trap \'echo TERM >> "$T/signals"; exit 3\' TERM; '
+            'trap \'echo INT >> "$T/signals"; exit 4\' INT; '
+            'echo $$ > "$T/started"; while :; do sleep 0.05; done')
+
+
+class Stop(RedisTestCase):
+
+    def host(self, name, **extra):
+        return rlock_env(self.server, RLOCK_HOSTNAME=name, T=self.tmp, **extra)
+
+    def start_job(self, host="web-1", args=(), started="started", text=TRAPPING, **kw):
+        proc = self.start(["run", *args, KEY, "-c", text.replace("/started", "/" + started)],
+                          env=self.host(host), **kw)
+        self.wait_file(started)
+        return proc
+
+    def signals(self):
+        try:
+            with open(self.path("signals")) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
+    def history(self):
+        r = self.run_rlock(["history", "--json", KEY])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["runs"]
+
+    def test_a_job_held_on_another_host_is_stopped_within_a_second_and_recorded(self):
+        holder = self.start_job()
+        watch = self.start(["watch", "--json", KEY], env=self.host("web-3"))
+        wait_until(lambda: json.loads(watch.stdout.readline())["event"] == "state", 10, "watch")
+        asked = time.monotonic()
+        stop = self.start(["stop", KEY, "--reason", "db maintenance"], env=self.host("ops-1"))
+        # Its rlock renews every 10s (ttl 30s): a stop acted on at a renewal comes far later.
+        wait_until(lambda: self.signals(), 3.0, "TERM to the job")
+        self.assertLess(time.monotonic() - asked, 3.0)
+        self.assertEqual(self.signals(), ["TERM"])
+        out, err = stop.communicate(timeout=30)
+        self.assertEqual(stop.returncode, 0, err)
+        self.assertIn("stopped web-1 pid", out)
+        self.assertIn("given back", out)
+        holder.wait(timeout=10)
+        said = holder.stderr.read()
+        self.assertEqual(holder.returncode, 80, said)
+        self.assertIn(f"stop requested by {ME}@ops-1: db maintenance; sending SIGTERM", said)
+        self.assert_no_lock(KEY)
+        # Nothing is left of the request.
+        self.assertEqual(self.server.cmd("KEYS", "*stop-*"), [])
+        run = self.history()[0]
+        self.assertEqual((run["end"], run["exit_status"], run["by"], run["reason"]),
+                         ("stopped", 80, f"{ME}@ops-1", "db maintenance"))
+        r = self.run_rlock(["history", KEY])
+        self.assertIn(f"stopped by {ME}@ops-1: db maintenance (80)", r.stdout)
+
+        def released():
+            line = watch.stdout.readline()
+            event = json.loads(line)
+            return event if event["event"] == "released" else None
+        event = wait_until(released, 10, "watch's released event")
+        self.assertEqual((event["run"]["end"], event["run"]["exit_status"], event["run"]["by"]),
+                         ("stopped", 80, f"{ME}@ops-1"))
+
+    def test_a_stop_that_signal_and_kill_after_override_reaches_every_holder(self):
+        # A semaphore's two holders on two hosts: both asked, each with INT instead of its TERM.
+        first = self.start_job("web-1", ["--limit", "2"], "started-1")
+        second = self.start_job("web-2", ["--limit", "2"], "started-2")
+        r = self.run_rlock(["stop", KEY, "--signal", "INT", "--kill-after", "2s"],
+                           env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("stopped web-"), 2, r.stdout)
+        for proc in (first, second):
+            proc.wait(timeout=10)
+            self.assertEqual(proc.returncode, 80)
+        self.assertEqual(self.signals(), ["INT", "INT"])
+        self.assertEqual(self.server.cmd("ZCARD", "{lock:job}:rlock:sem"), 0)
+
+    def test_a_job_that_ignores_the_signal_is_killed_after_the_kill_after(self):
+        holder = self.start_job(text='trap "" TERM; echo $$ > "$T/started"; '
+                                     'while :; do sleep 0.05; done')
+        began = time.monotonic()
+        r = self.run_rlock(["stop", KEY, "--kill-after", "1s"], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        holder.wait(timeout=10)
+        self.assertEqual(holder.returncode, 80)
+        self.assertIn("sending KILL", holder.stderr.read())
+        self.assertGreaterEqual(time.monotonic() - began, 1.0)
+        self.assert_no_lock(KEY)
+
+    def test_a_holder_that_does_not_answer_is_named_and_the_request_withdrawn(self):
+        said = open(self.path("said"), "w+")
+        self.addCleanup(said.close)
+        holder = self.start_job(stderr=said)
+        # The holder listens from half a second into its run: its BLPOP is on the server, which
+        # hands it the request even while rlock is frozen.
+        wait_until(lambda: "cmd=blpop" in self.server.cmd("CLIENT", "LIST"), 5,
+                   "the holder's listener")
+        os.kill(holder.pid, signal.SIGSTOP)  # rlock frozen: its command runs on
+        try:
+            r = self.run_rlock(["stop", KEY, "--reason", "x"], env=self.host("ops-1"))
+            self.assertEqual(r.returncode, 75, r.stderr)
+            self.assertIn("did not answer within 5s", r.stderr)
+            self.assertIn("rlock release --force " + KEY, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            # Withdrawn: the holder, continued later, must not act on a request given up on.
+            self.assertEqual(self.server.cmd("KEYS", "*stop-*"), [])
+        finally:
+            os.kill(holder.pid, signal.SIGCONT)
+        # Continued, it finds the request it was handed given up on, and runs on.
+        def said_so():
+            with open(self.path("said")) as f:
+                return "its asker gave up" in f.read()
+        wait_until(said_so, 10, "the holder to find the request given up on")
+        self.assertIsNotNone(self.server.cmd("GET", KEY))
+        self.assertIsNone(holder.poll())
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=10)
+        self.assertEqual(holder.returncode, 3)  # the job's own: TERM forwarded, not a stop
+        self.assertEqual(self.history()[0]["end"], "exited")
+
+    def test_a_script_that_holds_the_lock_with_acquire_while_pid_is_stopped(self):
+        script = self.path("script.sh")
+        with open(script, "w") as f:
+            f.write(f"""#!/bin/sh
+trap 'echo TERM >> "$T/signals"; exit 3' TERM
+{RLOCK} acquire {KEY} --while-pid $$ > /dev/null || exit 9
+echo $$ > "$T/started"
+while :; do sleep 0.05; done
+""")
+        os.chmod(script, 0o755)
+        proc = subprocess.Popen([script], env=self.host("web-2", PATH=os.environ["PATH"]),
+                                start_new_session=True)
+        self.procs.append(proc)
+        self.wait_file("started")
+        r = self.run_rlock(["stop", KEY, "--reason", "maintenance"], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("stopped web-2 pid", r.stdout)
+        self.assertEqual(proc.wait(timeout=10), 3)
+        self.assertEqual(self.signals(), ["TERM"])
+        self.assert_no_lock(KEY)
+
+    def test_nothing_to_stop(self):
+        r = self.run_rlock(["stop", KEY])
+        self.assertEqual((r.returncode, r.stdout), (1, KEY + ": free; nothing to stop\n"))
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+        # Another program's lock is not rlock's to stop.
+        self.server.cmd("SET", "other", "someone else's", "PX", "30000")
+        r = self.run_rlock(["stop", "other"])
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("not an rlock lock", r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 1)
+        # A holder of another token is not asked.
+        holder = self.start_job()
+        r = self.run_rlock(["stop", KEY, "--token", "0" * 32])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no holder with that token", r.stderr)
+        self.assertEqual(self.server.cmd("KEYS", "*stop-*"), [])
+        self.assertIsNone(holder.poll())
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=10)
+        self.assertEqual(holder.returncode, 3)
+
+    def test_bad_input_changes_nothing(self):
+        for args, what in ((["--signal", "NOPE"], "--signal"), (["--kill-after", "0"], "--kill-after"),
+                           (["--token", "xyz"], "--token"), (["--reason", "x" * 501], "--reason"),
+                           (["--within", "soon"], "--within")):
+            r = self.run_rlock(["stop", KEY] + args)
+            self.assertEqual(r.returncode, 64, (args, r.stderr))
+            self.assertIn(what, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
