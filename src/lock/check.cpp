@@ -147,7 +147,7 @@ CheckWindow check_window(const Period& every, const std::optional<std::string>& 
 
 bool is_run(const RunRecord& r) {
   return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
-         r.end != run_end_name(RunEnd::period_reset);
+         r.end != run_end_name(RunEnd::period_reset) && r.end != run_end_name(RunEnd::paused);
 }
 
 bool is_success(const RunRecord& r) {
@@ -188,6 +188,8 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   auto locks = read_locks(redis, {key});
   if (!locks) return locks.failure();
   out.running = holders_now(locks->front());
+  out.pause = locks->front().pause;
+  out.pause_pttl = locks->front().pause_pttl;
   // A start entry: the run that holds the lock (out.running says so), or one that died
   // without saying how it ended, a failure (settle_starts).
   std::vector<int64_t> held = held_fences(locks->front());
@@ -209,9 +211,11 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
       ++out.runs_in_window;
       if (!success) ++out.failures_in_window;
     }
+    // The failures since the last success (newest first): an ok check names them.
+    if (!success && !out.last_success) out.failures_since.push_back(run);
   }
 
-  if (!out.ok()) {
+  if (!out.succeeded()) {
     auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);
     if (!slot) return slot.failure();
     if (*slot) {

@@ -49,8 +49,15 @@ struct CheckResult {
   int entries_read = 0;                 // history entries read, skips included: 0 means no history
   std::vector<Holder> running;          // who holds the lock now: the job is running
   std::vector<std::string> unanswered;  // Redlock nodes that did not answer (redacted names)
+  // The runs that failed after the newest success (all of them without one), newest first.
+  std::vector<CheckedRun> failures_since;
+  // rlock pause (pause.h): no run is due while it lasts, so the check is no alarm.
+  std::string pause;
+  Millis pause_pttl{-2};
 
-  bool ok() const { return last_success && last_success->in_window; }
+  bool paused() const { return !pause.empty(); }
+  bool succeeded() const { return last_success && last_success->in_window; }
+  bool ok() const { return succeeded() || paused(); }
 };
 
 // Reads what KEY's history (every node's, under Redlock), its lock and, when the history has no

@@ -42,6 +42,7 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::hung: return "hung";
   case RunEnd::stopped: return "stopped";
   case RunEnd::busy: return "busy";
+  case RunEnd::paused: return "paused";
   case RunEnd::done_this_period: return "done-this-period";
   case RunEnd::period_reset: return "period-reset";
   case RunEnd::running: return "running";

@@ -127,7 +127,7 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
       wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_),
       ends_key_(helper_key(key_, "ended")),
       shared_key_(helper_key(key_, "shared")),
-      shared_values_key_(helper_key(key_, "shared-values")) {}
+      shared_values_key_(helper_key(key_, "shared-values")), pause_key_(helper_key(key_, "pause")) {}
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {
   auto reply = eval(redis_, scripts::leave_queue, {queue_key_, alive_key_}, {token_, wake_prefix_},
@@ -166,6 +166,10 @@ Result<AcquireOutcome> Lock::acquire_outcome(Result<Reply> reply, const std::str
     }
     return AcquireOutcome{got};
   }
+  case 2:
+    // Paused (rlock pause): the pause's text in place of a holder's value.
+    if (e.size() != 4 || !e[1].is_string() || !e[2].is_integer() || !e[3].is_integer()) break;
+    return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer), 0, true}};
   case 0:
     // A fifth element: the shared holders that keep us out (--shared).
     if (e.size() < 4 || e.size() > 5 || !e[1].is_string() || !e[2].is_integer() ||

@@ -17,6 +17,8 @@
 //   {KEY}:rlock:shared-values   shared holders' values (hash token -> value)
 //   {KEY}:rlock:shared-waiters  the waiters of the queue that want to share (zset token ->
 //                           end of their place); every other waiter wants the lock alone
+//   {KEY}:rlock:pause       a pause (rlock pause, pause.h): nobody takes the lock while it
+//                           lives; it expires at the pause's end
 //   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
 //                           -> expiry in ms, a minute on): an end sent again finds the first
 #pragma once
@@ -78,6 +80,8 @@ struct Busy {
   // Shared holders that keep us out (--shared; VALUE is one of theirs); 0: none, or the lock
   // is held alone.
   int64_t sharers = 0;
+  // The key is paused (rlock pause): VALUE is the pause's text (pause.h), PTTL its time left.
+  bool paused = false;
 };
 struct WrongType {
   std::string type;  // the key holds a hash, a list ...: not a lock
@@ -217,6 +221,7 @@ protected:
   const std::string ends_key_;  // the ends of runs applied, by token (common.lua)
   // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.
   const std::string shared_key_, shared_values_key_;
+  const std::string pause_key_;  // rlock pause (pause.h): nobody takes the lock while it lives
   std::optional<StartRecord> start_;
 };
 

@@ -58,7 +58,8 @@ public:
     TimePoint started = Clock::now();
     auto replies =
         eval_on_all(redis_, scripts::acquire,
-                    {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_},
+                    {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_,
+                     pause_key_},
                     {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
                      "0", "0", std::to_string(mode_.retention.count())},
                     deadline, Enough{quorum(), acquired_yes});
@@ -79,8 +80,8 @@ public:
         ++acquired;
         if (e[1].integer > fence && e.size() > 2 && e[2].is_integer()) taken_ms = e[2].integer;
         fence = std::max(fence, e[1].integer);
-      } else if (e[0].integer == 0 && e.size() >= 4 && !busy) {
-        busy = Busy{e[1].str, Millis(e[2].integer), Millis(0)};
+      } else if ((e[0].integer == 0 || e[0].integer == 2) && e.size() >= 4 && !busy) {
+        busy = Busy{e[1].str, Millis(e[2].integer), Millis(0), 0, e[0].integer == 2};
       } else if (e[0].integer == -1 && !wrong) {
         wrong = WrongType{e[1].str};
       }

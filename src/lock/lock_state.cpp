@@ -161,6 +161,8 @@ struct LockReads {
   size_t shared = k_not_asked;            // a shared lock's places, by expiry
   size_t shared_values = k_not_asked;     // their values
   size_t history = k_not_asked;           // the newest runs (XREVRANGE)
+  size_t pause = k_not_asked;             // a pause (rlock pause: GET)
+  size_t pause_pttl = k_not_asked;        // its time left (PTTL)
 };
 
 void ask_value(Pipeline& p, LockReads& r, const std::string& key) {
@@ -194,6 +196,8 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   ask_waiters_and_history(p, r, key);
   r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
   r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
+  r.pause = p.add({"GET", helper_key(key, "pause")});
+  r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
   return r;
 }
 
@@ -205,6 +209,7 @@ std::optional<RunRecord> last_run(const LockState& s, const Reply& history) {
   for (const Reply& entry : history.elements) {
     auto run = decode_history_entry(entry);
     if (!run || run->end == run_end_name(RunEnd::busy) ||
+        run->end == run_end_name(RunEnd::paused) ||
         run->end == run_end_name(RunEnd::done_this_period) ||
         run->end == run_end_name(RunEnd::period_reset))
       continue;
@@ -232,6 +237,11 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
   if (const Reply* pttl = p[r.pttl]) {
     if (pttl->type == Reply::Type::error) return redis.server_failure(pttl->str);
     if (pttl->is_integer()) s.pttl = Millis(pttl->integer);
+  }
+  if (const Reply* pause = p[r.pause]; pause && pause->is_string()) {
+    s.pause = pause->str;
+    if (const Reply* left = p[r.pause_pttl]; left && left->is_integer())
+      s.pause_pttl = Millis(left->integer);
   }
   if (const Reply* kept = p[r.fence_pttl]; kept && kept->is_integer())
     s.fence_counter_pttl = Millis(kept->integer);

@@ -58,6 +58,8 @@ struct LockState {
   std::vector<SemaphoreHolder> semaphore;
   std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
   std::optional<RunRecord> last_run;    // the newest run of the key's history, not running
+  std::string pause;                    // rlock pause's text (pause.h), or empty: not paused
+  Millis pause_pttl{-2};                // the pause's time left
   int64_t now_ms = 0;                   // the server's clock when it was read
 };
 
@@ -66,7 +68,7 @@ struct LockState {
 // (settle_starts in history.h).
 std::vector<int64_t> held_fences(const LockState& s);
 
-// The state of each of KEYS, in one round trip.
+// The state of each of KEYS, in one round trip, with its pause.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
 
 // A lock `list` found, before its state is read: its name, the server it is on, and what a

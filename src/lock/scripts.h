@@ -39,4 +39,8 @@ extern const Script history_add;
 extern const Script stop;
 extern const Script stop_answer;
 
+// rlock pause and resume (pause.cpp).
+extern const Script pause;
+extern const Script resume;
+
 }  // namespace rlock::scripts

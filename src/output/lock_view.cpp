@@ -54,6 +54,9 @@ LockView view_lock(const LockState& s, WallTime now) {
   v.fence_counter_kept = s.fence_counter_pttl;
   v.history_kept = s.history_pttl;
   v.last_run = s.last_run;
+  v.pause_raw = s.pause;
+  v.pause_ttl = s.pause_pttl;
+  if (!s.pause.empty()) v.pause = decode_pause(s.pause);
   if (s.last_run) {
     // Its entry's ID: the server's clock at its end (at its start, for one that reported none).
     WallTime ended(Millis(history_entry_ms(s.last_run->id)));

@@ -11,6 +11,7 @@
 
 #include "lock/history.h"
 #include "lock/lock_state.h"
+#include "lock/pause.h"
 #include "lock/lock_value.h"
 #include "util/duration.h"
 #include "util/wall_time.h"
@@ -56,6 +57,9 @@ struct LockView {
   Millis history_kept{-2};
   std::optional<RunRecord> last_run;  // the newest run that ran
   Millis last_run_ago{0};             // since it ended, >= 0
+  std::optional<PauseInfo> pause;     // rlock pause: nobody takes it until PAUSE.until
+  std::string pause_raw;              // the pause's text, also when it does not decode
+  Millis pause_ttl{-2};
 };
 
 // The value V as shown at NOW.

@@ -37,14 +37,35 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+// "; since then 2 failed: exit 3 on web-1 at ..., lost (76) on web-2 at ...": what an ok
+// check would hide, the newest three named.
+std::string failures_since_text(const CheckResult& r) {
+  if (r.failures_since.empty()) return "";
+  size_t n = r.failures_since.size();
+  std::string out = "; since then " + std::to_string(n) + " failed: ";
+  for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)
+    out += (i ? ", " : "") + checked_run_text(r.failures_since[i]);
+  return n > 3 ? out + ", ..." : out;
+}
+
 // The verdict: ok, or why not.
 std::string check_verdict(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {
+  if (r.paused()) {
+    // No run is due while it lasts; what came before is said all the same.
+    std::string out =
+        paint(style, "33", pause_text(r.pause, r.pause_pttl)) + " (no run is due meanwhile)";
+    if (r.last_success)
+      out += ", last success " + server_time_text(r.last_success->ended_ms) + " on " +
+             printable(r.last_success->record.holder.host);
+    return out + failures_since_text(r);
+  }
   if (r.ok()) {
     const CheckedRun& s = *r.last_success;
     std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +
                       " on " + printable(s.record.holder.host) + " (exit 0 after " +
                       format_duration(Millis(s.record.held_ms)) + ")";
-    return s.from_period ? out + " (this period's --once-per record)" : out;
+    if (s.from_period) out += " (this period's --once-per record)";
+    return out + failures_since_text(r);
   }
   if (r.entries_read == 0 && !r.last_run)
     return "no run recorded (history is written by rlock run; --history-length 0 disables it)";

@@ -125,6 +125,18 @@ json queue_json(const std::vector<QueuedWaiter>& queue) {
 
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
 // the queue, the fence counter and how long what rlock keeps of the lock is kept.
+// rlock pause: who, when, until when, why; null when not paused.
+json pause_json(const std::string& raw, Millis ttl) {
+  if (raw.empty()) return nullptr;
+  auto pause = decode_pause(raw);
+  if (!pause) return {{"text", raw}, {"ttl_ms", ms_or_null(ttl)}};
+  return {{"by", pause->by},
+          {"paused_at", pause->at},
+          {"until", pause->until},
+          {"reason", or_null(pause->reason)},
+          {"ttl_ms", ms_or_null(ttl)}};
+}
+
 json lock_json(const LockView& v, bool inspect) {
   json j;
   j["key"] = v.key;
@@ -145,6 +157,7 @@ json lock_json(const LockView& v, bool inspect) {
     j["history_ttl_ms"] = ms_or_null(v.history_kept);
   }
   j["last_run"] = v.last_run ? run_json(*v.last_run) : json(nullptr);
+  j["pause"] = pause_json(v.pause_raw, v.pause_ttl);
   return j;
 }
 
@@ -223,6 +236,8 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
     running.push_back(one);
   }
   bool period = !r.window.name.empty();
+  json failures = json::array();
+  for (const CheckedRun& f : r.failures_since) failures.push_back(checked_run_json(f));
   return document({{"key", o.key},
                    {"every", o.every_text},
                    {"tz", period ? json(o.tz.value_or("UTC")) : json(nullptr)},
@@ -232,6 +247,8 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
                    {"ok", r.ok()},
                    {"last_success", checked_run_json(r.last_success)},
                    {"last_run", checked_run_json(r.last_run)},
+                   {"failures_since", failures},
+                   {"pause", pause_json(r.pause, r.pause_pttl)},
                    {"runs_in_window", r.runs_in_window},
                    {"failures_in_window", r.failures_in_window},
                    {"history_entries", r.entries_read},

@@ -83,8 +83,10 @@ std::string state_word(const LockView& v, const OutputStyle& style) {
 
 std::string state_text(const LockView& v, const OutputStyle& style) {
   std::string details = lock_details(v);
-  if (details.empty()) return state_word(v, style);
-  return state_word(v, style) + (v.kind == LockState::Kind::broken ? ": " : "  ") + details;
+  std::string out = state_word(v, style);
+  if (!details.empty()) out += (v.kind == LockState::Kind::broken ? ": " : "  ") + details;
+  if (!v.pause_raw.empty()) out += "  " + paint(style, "33", pause_text(v.pause_raw, v.pause_ttl));
+  return out;
 }
 
 std::string broken_text(const LockValue& v, Millis pttl) {

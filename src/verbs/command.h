@@ -45,13 +45,13 @@ struct Option {
   // "-n,--count"; an argument's name in capitals ("KEY", "PATTERN"); nullptr for a setting,
   // whose flags are its own.
   const char* names = nullptr;
-  const char* help = nullptr;       // nullptr: the setting's own
+  const char* help = nullptr;  // nullptr: the setting's own
   Into into = Into::setting;
-  const char* setting = nullptr;    // Into::setting: the setting's name (a test checks each)
+  const char* setting = nullptr;         // Into::setting: the setting's name (a test checks each)
   void* (*field)(Arguments&) = nullptr;  // a field of the command's Arguments
-  const char* type_name = nullptr;  // the value in help ("N", "T"); a setting's is its own
+  const char* type_name = nullptr;       // the value in help ("N", "T"); a setting's is its own
   bool required = false;
-  bool hidden = false;  // not in the help nor the completions (flock's refused options)
+  bool hidden = false;   // not in the help nor the completions (flock's refused options)
   int min = 0, max = 0;  // a number's range, when max > min
 
   constexpr Option must() const {
@@ -92,13 +92,20 @@ template <class C, class T> struct MemberOf<T C::*> {
   using Type = T;
 };
 template <class T> constexpr Into into_for() {
-  if constexpr (std::is_same_v<T, bool>) return Into::flag;
-  else if constexpr (std::is_same_v<T, std::string>) return Into::text;
-  else if constexpr (std::is_same_v<T, std::optional<std::string>>) return Into::optional_text;
-  else if constexpr (std::is_same_v<T, std::vector<std::string>>) return Into::texts;
-  else if constexpr (std::is_same_v<T, int>) return Into::number;
-  else if constexpr (std::is_same_v<T, std::optional<int>>) return Into::optional_number;
-  else static_assert(sizeof(T) == 0, "an option's field is bool, int, a string or their like");
+  if constexpr (std::is_same_v<T, bool>)
+    return Into::flag;
+  else if constexpr (std::is_same_v<T, std::string>)
+    return Into::text;
+  else if constexpr (std::is_same_v<T, std::optional<std::string>>)
+    return Into::optional_text;
+  else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+    return Into::texts;
+  else if constexpr (std::is_same_v<T, int>)
+    return Into::number;
+  else if constexpr (std::is_same_v<T, std::optional<int>>)
+    return Into::optional_number;
+  else
+    static_assert(sizeof(T) == 0, "an option's field is bool, int, a string or their like");
 }
 }  // namespace detail
 
@@ -108,13 +115,12 @@ template <auto field>
 constexpr Option option(const char* names, const char* help, const char* type_name = nullptr) {
   using M = detail::MemberOf<decltype(field)>;
   static_assert(std::is_base_of_v<Arguments, typename M::Class>);
-  return Option{.names = names,
-                .help = help,
-                .into = detail::into_for<typename M::Type>(),
-                .field = [](Arguments& a) -> void* {
-                  return &(static_cast<typename M::Class&>(a).*field);
-                },
-                .type_name = type_name};
+  return Option{
+      .names = names,
+      .help = help,
+      .into = detail::into_for<typename M::Type>(),
+      .field = [](Arguments& a) -> void* { return &(static_cast<typename M::Class&>(a).*field); },
+      .type_name = type_name};
 }
 
 // An option that cli.cpp acts on itself (Into::config_file ...).
@@ -162,8 +168,8 @@ struct Command {
   std::array<std::span<const Option>, 4> options;  // groups of options, in help's order
   const char* footer;  // ends with the command's exit statuses (test_docs.py checks them)
   std::unique_ptr<Arguments> (*make)();  // nullptr: `help`, which cli.cpp answers itself
-  bool takes_command = false;    // "-- COMMAND [ARG...]" (run)
-  bool reads_settings = true;    // false: no config file nor environment is read (completion)
+  bool takes_command = false;            // "-- COMMAND [ARG...]" (run)
+  bool reads_settings = true;  // false: no config file nor environment is read (completion)
 };
 
 // Help texts several commands share.
@@ -199,7 +205,8 @@ inline constexpr Option k_connection[] = {
 // -E, -c and -s are the same options; -x is the default. What has no meaning for a lock in
 // Redis is refused with what rlock offers instead (not -u: it is --redis here, as in redis-cli).
 inline constexpr Option k_waiting[] = {
-    driver_option("-n,--no-wait,--nonblock,--nb", Into::no_wait, "fail at once when held (default)"),
+    driver_option("-n,--no-wait,--nonblock,--nb", Into::no_wait,
+                  "fail at once when held (default)"),
     setting("wait"),
     setting("jitter"),
     setting("conflict-exit-code"),
@@ -230,7 +237,7 @@ const Command* find_command(std::string_view name);
 // Each command's entry, in its own file.
 extern const Command k_run_command, k_status_command, k_inspect_command, k_history_command,
     k_check_command, k_watch_command, k_list_command, k_acquire_command, k_extend_command,
-    k_release_command, k_stop_command, k_reset_period_command, k_config_command, k_completion_command,
-    k_help_command;
+    k_release_command, k_stop_command, k_pause_command, k_resume_command, k_reset_period_command,
+    k_config_command, k_completion_command, k_help_command;
 
 }  // namespace rlock

@@ -7,6 +7,7 @@
 #include "lock/lease.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
+#include "lock/pause.h"
 #include "output/metrics.h"
 #include "output/output.h"
 #include "process/child.h"
@@ -75,9 +76,7 @@ public:
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
               ? "error"
               : "busy";
-      if (busy && options_.record_skips)
-        record_history(redis_, options_,
-                       skipped_run(holder_, lock_->token(), RunEnd::busy, *status));
+      if (busy && options_.record_skips) record_skip(std::get<NotObtained>(outcome), *status);
       return status;
     }
     got_ = std::get<Obtained>(outcome);
@@ -263,6 +262,17 @@ public:
   }
 
 private:
+  // --record-skips: a run kept out by a holder, or by a pause (who paused, and why).
+  void record_skip(const NotObtained& busy, int status) {
+    RunRecord r = skipped_run(holder_, lock_->token(), busy.paused ? RunEnd::paused : RunEnd::busy,
+                              status);
+    if (auto pause = busy.paused ? decode_pause(busy.holder_value) : std::nullopt) {
+      r.by = pause->by;
+      r.reason = pause->reason;
+    }
+    record_history(redis_, options_, r);
+  }
+
   // Without descriptors for its pipes (ulimit -n) the run goes on, deaf to rlock stop: the
   // operator's tool fails, not the job.
   StopListener* stop_listener(StopListener::Connect connect) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "lock/lock_value.h"
+#include "lock/pause.h"
 #include "output/output.h"
 #include "process/signals.h"
 #include "util/log.h"
@@ -20,7 +21,12 @@ int unavailable(const Failure& failure) {
 
 std::optional<int> exit_unless_obtained(const WaitOutcome& outcome, const RunOptions& options) {
   if (auto* busy = std::get_if<NotObtained>(&outcome)) {
-    if (busy->holder_value.empty() && options.shared)
+    if (busy->paused)
+      log(Level::info, {"paused",
+                        options.key,
+                        pause_text(busy->holder_value, busy->pttl),
+                        {{"ttl_ms", busy->pttl.count()}}});
+    else if (busy->holder_value.empty() && options.shared)
       log(Level::info, {"busy", options.key,
                         "busy: a request for the lock alone came first, and shared requests "
                         "queue behind it"});

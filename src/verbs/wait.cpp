@@ -7,6 +7,7 @@
 #include <random>
 
 #include "lock/lock.h"
+#include "lock/pause.h"
 #include "output/output.h"
 #include "process/signals.h"
 #include "process/terminal.h"
@@ -66,7 +67,7 @@ public:
         if (auto* wrong = std::get_if<WrongType>(&*attempt)) return NotALock{wrong->type};
         busy_ = std::get<Busy>(*attempt);
         busy_seen_ = Clock::now();
-        if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl, busy_.sharers});
+        if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl, busy_.sharers, busy_.paused});
         auto sig = lock_.redis().node_count() > 1 ? pause() : block(busy_.block);
         if (sig) return give_up(Interrupted{*sig});
       } else {
@@ -195,7 +196,8 @@ private:
     Millis since_seen = std::chrono::duration_cast<Millis>(Clock::now() - busy_seen_);
     Millis pttl =
         busy_.pttl.count() >= 0 ? std::max(Millis(0), busy_.pttl - since_seen) : busy_.pttl;
-    std::string holder = !busy_.value.empty()
+    std::string holder = busy_.paused ? pause_text(busy_.value, pttl)
+                         : !busy_.value.empty()
                              ? "held by " + describe_holders(busy_.value, pttl, busy_.sharers)
                          : lock_.mode().shared ? "waiting behind a request for the lock alone"
                                                : "free, waiting for our turn";

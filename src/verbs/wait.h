@@ -43,6 +43,7 @@ struct NotObtained {
   std::string holder_value;  // raw value of the last holder seen
   Millis pttl;
   int64_t sharers = 0;  // the lock was shared by this many holders (--shared); 0: held alone
+  bool paused = false;  // rlock pause: HOLDER_VALUE is the pause's text, PTTL its time left
 };
 struct Interrupted {
   int signo;

@@ -16,7 +16,7 @@ from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, w
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 VERBS = ["run", "status", "inspect", "history", "check", "watch", "list", "acquire", "extend",
-         "release", "reset-period", "config", "completion", "help"]
+         "release", "stop", "pause", "resume", "reset-period", "config", "completion", "help"]
 # The commands that take options beyond --help.
 WITH_OPTIONS = VERBS[:-2]
 SHELLS = {"bash": "rlock.bash", "zsh": "rlock.zsh", "fish": "rlock.fish"}
@@ -443,7 +443,7 @@ class BashCompletion(unittest.TestCase):
         self.assertEqual(self.complete("rlock", "co"), {"completion", "config"})
         self.assertEqual(self.complete("rlock", "c"), {"check", "completion", "config"})
         self.assertEqual(self.complete("rlock", "check", "k", "--e"), {"--every"})
-        self.assertEqual(self.complete("rlock", "re"), {"release", "reset-period"})
+        self.assertEqual(self.complete("rlock", "re"), {"release", "reset-period", "resume"})
         self.assertEqual(self.complete("rlock", "reset-period", "k", "--o"), {"--once-per"})
         self.assertIn("--tls", self.complete("rlock", "status", "--t"))
         self.assertIn("-u", self.complete("rlock", "list", "-"))

@@ -541,6 +541,11 @@ MUTANTS = [
     ("a stop acted on after its asker gave up",
      [("src/lock/lua/stop_answer.lua", "if now_ms() > deadline then return 0 end", "")],
      ['test_stop.Stop.test_a_holder_that_does_not_answer_is_named_and_the_request_withdrawn']),
+    ("a pause the acquire does not look at",
+     [("src/lock/lua/acquire.lua",
+       "local stop = paused(pause, queue, alive, token, now, max_block)\nif stop then return stop end",
+       "")],
+     ['test_pause.Pause.test_a_paused_key_runs_nothing_on_any_host_until_resumed']),
 ]
 
 

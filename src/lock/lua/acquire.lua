@@ -2,8 +2,9 @@
 -- Takes the (mutex) lock if it is free and, with --fair, it is our turn; else says who holds it
 -- and, for a waiter, queues it. Returns {1, fence, now, start}, {0, value, pttl, block} or
 -- {-1, type}; or {0, value, pttl, block, sharers} while the lock is shared (--shared:
--- sharing.lua). NOW is the server's clock, which the value's since= says too (taken_at); START
--- the ID of the run's start entry in HISTORY (KEYS[7], with ARGV[11] on: record_start), or ''.
+-- sharing.lua); or {2, pause, pttl, block} while PAUSE (KEYS[7]) says nobody takes it (common.lua).
+-- NOW is the server's clock, which the value's since= says too (taken_at); START the ID of the
+-- run's start entry in HISTORY (KEYS[8], with ARGV[11] on: record_start), or ''.
 -- QUEUED (ARGV[10]) is '1' when an earlier attempt of ours may have queued us: only then is
 -- there a place of ours to leave when we take the lock.
 -- A lock another holds, asked for without waiting (MAX_BLOCK 0, `run -n`, the herd at :00):
@@ -17,7 +18,7 @@
 -- our SET, a shared acquire could take a place (shared_acquire.lua, in its own step, finds our
 -- lock and waits).
 local lock, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local shared, shared_values, history = KEYS[5], KEYS[6], KEYS[7]
+local shared, shared_values, pause, history = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local value, ttl, owner_prefix, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wake_prefix, fair = ARGV[5], ARGV[6] == '1'
 local max_block, fallback = tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -38,6 +39,8 @@ if ours then
   local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 11, fence)}
 end
+local stop = paused(pause, queue, alive, token, now, max_block)
+if stop then return stop end
 local pttl = -2
 local turn = true
 if v then

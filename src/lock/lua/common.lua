@@ -143,6 +143,21 @@ local function enqueue(queue, alive, token, now, block)
   redis.call('PEXPIRE', alive, keep)
 end
 
+-- A pause (rlock pause, pause.h): nobody takes the lock while the key PAUSE lives. The answer
+-- to a caller that finds one: {2, the pause's text, its pttl, block}, nil when there is none.
+-- A waiter joins the queue and blocks until the pause ends, or resume wakes the first waiter.
+local function paused(pause, queue, alive, token, now, max_block)
+  local p = redis.call('GET', pause)
+  if not p then return nil end
+  local pttl = redis.call('PTTL', pause)
+  local block = 0
+  if max_block > 0 then
+    block = math.max(1, math.min(pttl + 1, max_block))
+    enqueue(queue, alive, token, now, block)
+  end
+  return {2, p, pttl, block}
+end
+
 -- The answer to a caller that did not get the lock: who holds it (value, pttl) and, when it
 -- waits (MAX_BLOCK > 0), how long to block; a waiter joins the queue here.
 local function busy(queue, alive, token, now, value, pttl, max_block, fallback)

@@ -1,9 +1,9 @@
 -- uses: common.lua, slots.lua
 -- Takes a slot of the semaphore if one is free (and, with --fair, it is our turn): the answers
--- of acquire.lua (with its start entry in HISTORY, KEYS[6], ARGV[10] on). Busy names the holder
--- whose slot frees first.
+-- of acquire.lua (with its start entry in HISTORY, KEYS[7], ARGV[10] on; PAUSE KEYS[6]). Busy
+-- names the holder whose slot frees first.
 local sem, holders, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local history = KEYS[6]
+local pause, history = KEYS[6], KEYS[7]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local fair, max_block, fallback = ARGV[5] == '1', tonumber(ARGV[6]), tonumber(ARGV[7])
 local limit, retention = tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -22,6 +22,8 @@ if redis.call('ZSCORE', sem, token) then
   local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 10, fence)}
 end
+local stop = paused(pause, queue, alive, token, now, max_block)
+if stop then return stop end
 local free = limit - redis.call('ZCARD', sem)
 local turn = free > 0
 if turn and fair then

@@ -2,7 +2,8 @@
 -- Takes a shared place of the lock (--shared) when nobody holds it alone and no waiter that
 -- wants it alone came before us; the answers of acquire.lua: {1, fence}, {-1, type}, or
 -- {0, value, pttl, block, sharers} (the value is empty when a waiter ahead keeps us out); taken:
--- {1, fence, now, start}, with the start entry in HISTORY (KEYS[8], ARGV[8] on: common.lua).
+-- {1, fence, now, start}, with the start entry in HISTORY (KEYS[9], ARGV[8] on: common.lua);
+-- {2, pause, pttl, block} while PAUSE (KEYS[8]) says nobody takes it.
 -- One step closes these races:
 --  * an exclusive acquire between our look at the lock key and our ZADD would hold the lock
 --    together with us (acquire.lua, in its own step, finds our place and waits);
@@ -12,7 +13,7 @@
 --    queued without knowing what it wants.
 -- A place that is already ours (a retry after a lost reply) counts as acquired.
 local lock, shared, values, fence_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local queue, alive, sharing, history = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local queue, alive, sharing, pause, history = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local max_block, fallback, retention = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 
@@ -46,6 +47,8 @@ if redis.call('ZSCORE', shared, token) then
   local fence = tonumber(string.match(held, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 8, fence)}
 end
+local stop = paused(pause, queue, alive, token, now, max_block)
+if stop then return stop end
 if v then
   -- Held alone (or a tombstone of release --force, or another program's lock).
   local pttl = redis.call('PTTL', lock)

@@ -1,0 +1,137 @@
+// rlock pause KEY --for D | --until TIME: nobody takes KEY's lock, on any host, until then
+// (pause.h); rlock resume (resume.cpp) ends it sooner.
+#include "lock/pause.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "lock/lock_value.h"
+#include "output/output.h"
+#include "util/log.h"
+#include "verbs/command.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+namespace {
+
+// A reason longer than this is refused: it is for a status line, not a report.
+constexpr size_t k_reason_most = 500;
+
+// TEXT as a time: "10:30" or "10:30:00" (this host's local time, the next such moment),
+// "2026-12-24 18:00" or "2026-12-24T18:00[:00]" (local time), or the same ending in Z (UTC).
+std::optional<WallTime> parse_until(const std::string& text) {
+  std::tm tm{};
+  bool utc = !text.empty() && text.back() == 'Z';
+  std::string t = utc ? text.substr(0, text.size() - 1) : text;
+  std::replace(t.begin(), t.end(), ' ', 'T');
+  auto whole = [&](const char* format) {
+    tm = {};
+    const char* end = ::strptime(t.c_str(), format, &tm);
+    return end && *end == '\0';
+  };
+  bool clock_only = false;
+  if (whole("%H:%M") || whole("%H:%M:%S")) {
+    if (utc) return std::nullopt;
+    clock_only = true;
+  } else if (!whole("%Y-%m-%dT%H:%M") && !whole("%Y-%m-%dT%H:%M:%S")) {
+    return std::nullopt;
+  }
+  std::time_t now = std::time(nullptr);
+  if (clock_only) {
+    std::tm today{};
+    ::localtime_r(&now, &today);
+    tm.tm_year = today.tm_year;
+    tm.tm_mon = today.tm_mon;
+    tm.tm_mday = today.tm_mday;
+  }
+  tm.tm_isdst = -1;
+  std::time_t at = utc ? ::timegm(&tm) : std::mktime(&tm);
+  if (at == -1) return std::nullopt;
+  if (clock_only && at <= now) {
+    ++tm.tm_mday;  // the next such moment: tomorrow's
+    tm.tm_isdst = -1;
+    at = std::mktime(&tm);
+  }
+  return WallTime(std::chrono::seconds(at));
+}
+
+struct PauseOptions {
+  PauseEnd end;
+  std::string reason;
+};
+
+}  // namespace
+
+int pause_verb(const GlobalOptions& global, const std::string& key, const PauseOptions& options) {
+  auto redis = connect_redis(global);
+  Holder me = current_holder("");
+  PauseInfo pause{me.user + "@" + me.host, "-", "-", options.reason};
+  std::replace(pause.by.begin(), pause.by.end(), ' ', '_');
+  auto paused =
+      pause_lock(*redis, key, pause, options.end, Clock::now() + redis->command_timeout());
+  if (!paused) return unavailable(paused.failure());
+  if (paused->ended_already) {
+    log_error(key + ": --until is not after the Redis server's time now; nothing changed");
+    return k_exit_usage;
+  }
+  std::string line = key + ": " + pause_text(paused->text, paused->pttl);
+  if (!paused->replaced.empty())
+    line += "; it replaces the pause before (" + pause_text(paused->replaced, Millis(-1)) + ")";
+  if (paused->held) line += "; the run that holds it goes on (rlock stop " + key + " ends it)";
+  write_stdout(line + "\n");
+  return k_exit_ok;
+}
+
+namespace {
+
+struct PauseArgs : Arguments {
+  std::string key;
+  std::optional<std::string> for_, until, reason;
+
+  int run(const Invocation& in) override {
+    PauseOptions o;
+    if (for_.has_value() == until.has_value())
+      throw usage_error("give --for D or --until TIME (how long the pause lasts)");
+    if (for_) {
+      auto d = parse_duration(*for_);
+      if (!d || d->count() <= 0)
+        throw usage_error("--for: '" + *for_ + "' is not a duration above 0 (30m, 2h)");
+      o.end.after = *d;
+    } else {
+      o.end.at = parse_until(*until);
+      if (!o.end.at)
+        throw usage_error("--until: '" + *until +
+                          "' is not a time (10:30, 2026-12-24 18:00, 2026-12-24T17:00:00Z)");
+    }
+    o.reason = reason.value_or("");
+    if (o.reason.size() > k_reason_most)
+      throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
+    return pause_verb(in.resolved.global, in.key(key), o);
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&PauseArgs::key>("KEY", k_key_help).must(),
+    option<&PauseArgs::for_>("--for", "pause for D from now (by the Redis server's clock)", "D"),
+    option<&PauseArgs::until>("--until",
+                              "pause until TIME: 10:30 (the next), 2026-12-24 18:00 (local), "
+                              "2026-12-24T17:00:00Z",
+                              "TIME"),
+    option<&PauseArgs::reason>("--reason", "why, shown to every run it keeps out", "TEXT")};
+
+}  // namespace
+
+constexpr Command k_pause_command = {
+    "pause",
+    "keep every host's runs of KEY from starting, for a while",
+    "KEY --for D [--reason TEXT]\nKEY --until TIME [--reason TEXT]",
+    {k_options, k_connection},
+    "While paused, rlock run KEY exits 75 (-E changes it) with one line naming the pause; a\n"
+    "--wait run waits through it. A command already running is not touched (rlock stop).\n"
+    "The pause ends by itself, leaving nothing in Redis, or with rlock resume KEY.\n"
+    "Exit status: 0 paused, 69 Redis unreachable; 64 usage, 78 configuration, 125 rlock "
+    "failed.",
+    make_arguments<PauseArgs>};
+
+}  // namespace rlock

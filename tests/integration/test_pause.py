@@ -1,0 +1,128 @@
+"""rlock pause and resume: a paused key runs nothing on any host, says so in one line, and
+leaves nothing behind when the pause ends (man rlock, "pause"). Three hosts simulated with
+RLOCK_HOSTNAME."""
+import json
+import os
+import pwd
+import signal
+import unittest
+
+from harness import RedisTestCase, rlock_env, wait_until
+
+KEY = "lock:job"
+PAUSE = "{lock:job}:rlock:pause"
+ME = pwd.getpwuid(os.geteuid()).pw_name
+
+
+class Pause(RedisTestCase):
+
+    def host(self, name):
+        return rlock_env(self.server, RLOCK_HOSTNAME=name, T=self.tmp)
+
+    def ran(self):
+        try:
+            with open(self.path("ran")) as f:
+                return f.read().split()
+        except FileNotFoundError:
+            return []
+
+    def run_job(self, host, *args):
+        return self.run_rlock(["run", *args, KEY, "-c", f'echo {host} >> "$T/ran"'],
+                              env=self.host(host))
+
+    def test_a_paused_key_runs_nothing_on_any_host_until_resumed(self):
+        r = self.run_rlock(["pause", KEY, "--for", "10m", "--reason", "db maintenance"],
+                           env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"paused by {ME}@ops-1 until ", r.stdout)
+        for host, args, status in (("web-1", [], 75), ("web-2", ["-E", "0"], 0),
+                                   ("web-3", ["--limit", "2"], 75), ("web-1", ["--shared"], 75),
+                                   ("web-2", ["--record-skips"], 75)):
+            r = self.run_job(host, *args)
+            self.assertEqual(r.returncode, status, (host, args, r.stderr))
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertRegex(lines[0], rf"^rlock: {KEY}: paused by {ME}@ops-1 until \S+, "
+                                       r"[\dms.]+ from now: db maintenance$")
+        self.assertEqual(self.ran(), [])
+        self.assertIsNone(self.server.cmd("GET", KEY))
+        # What the operator views say.
+        r = self.run_rlock(["status", KEY])
+        self.assertIn(f"paused by {ME}@ops-1 until", r.stdout)
+        r = self.run_rlock(["inspect", "--json", KEY])
+        pause = json.loads(r.stdout)["pause"]
+        self.assertEqual((pause["by"], pause["reason"]), (f"{ME}@ops-1", "db maintenance"))
+        self.assertGreater(pause["ttl_ms"], 500_000)
+        # No run is due: check is no alarm, though nothing ever succeeded.
+        r = self.run_rlock(["check", KEY, "--every", "5m"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("paused by", r.stdout)
+        r = self.run_rlock(["history", "--json", KEY])
+        skip = json.loads(r.stdout)["runs"][0]
+        self.assertEqual((skip["end"], skip["by"], skip["reason"], skip["exit_status"]),
+                         ("paused", f"{ME}@ops-1", "db maintenance", 75))
+        # Resumed: runs go again, and check is an alarm again.
+        r = self.run_rlock(["resume", KEY], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("resumed", r.stdout)
+        self.assertIsNone(self.server.cmd("GET", PAUSE))
+        self.assertEqual(self.run_rlock(["check", KEY, "--every", "5m"]).returncode, 1)
+        self.assertEqual(self.run_job("web-3").returncode, 0)
+        self.assertEqual(self.ran(), ["web-3"])
+        r = self.run_rlock(["resume", KEY])
+        self.assertEqual((r.returncode, r.stdout), (1, KEY + ": not paused; nothing changed\n"))
+
+    def test_a_waiting_run_waits_through_the_pause_and_resume_wakes_it(self):
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "10m"]).returncode, 0)
+        waiter = self.start(["run", "--wait", "1m", KEY, "-c", 'echo waiter >> "$T/ran"'],
+                            env=self.host("web-2"))
+        wait_until(lambda: self.server.cmd("ZCARD", "{lock:job}:rlock:queue") == 1, 10,
+                   "the waiter in the queue")
+        self.assertEqual(self.ran(), [])
+        self.assertEqual(self.run_rlock(["resume", KEY]).returncode, 0)
+        # Woken by the resume, not by its next look (it blocks until the pause's end, 10m).
+        self.assertEqual(waiter.wait(timeout=10), 0, waiter.stderr.read())
+        self.assertEqual(self.ran(), ["waiter"])
+
+    def test_a_pause_ends_by_itself_and_leaves_nothing(self):
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "1s"]).returncode, 0)
+        self.assertEqual(self.run_job("web-1").returncode, 75)
+        # A waiter blocks until the pause's end, then runs.
+        r = self.run_job("web-2", "--wait", "30s")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.ran(), ["web-2"])
+        # The pause was its one key, and it expired with it.
+        self.assertEqual(self.server.cmd("KEYS", "*pause*"), [])
+
+    def test_a_run_already_going_is_not_touched(self):
+        holder = self.start(["run", KEY, "-c", 'echo $$ > "$T/started"; read x; exit 0'],
+                            env=self.host("web-1"), stdin=__import__("subprocess").PIPE)
+        self.wait_file("started")
+        r = self.run_rlock(["pause", KEY, "--until", "23:59"], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("the run that holds it goes on (rlock stop lock:job ends it)", r.stdout)
+        self.assertIsNone(holder.poll())
+        holder.stdin.close()
+        self.assertEqual(holder.wait(timeout=10), 0)
+        self.assert_no_lock(KEY)
+        self.assertIsNotNone(self.server.cmd("GET", PAUSE))
+        self.assertEqual(self.run_job("web-2").returncode, 75)
+
+    def test_bad_input_changes_nothing(self):
+        for args, what in (([], "--for D or --until TIME"),
+                           (["--for", "1m", "--until", "10:00"], "--for D or --until TIME"),
+                           (["--for", "0s"], "--for"), (["--for", "soon"], "--for"),
+                           (["--until", "25:99"], "--until"), (["--until", "tomorrow"], "--until"),
+                           (["--for", "1m", "--reason", "x" * 501], "--reason")):
+            r = self.run_rlock(["pause", KEY] + args)
+            self.assertEqual(r.returncode, 64, (args, r.stderr))
+            self.assertIn(what, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        r = self.run_rlock(["pause", KEY, "--until", "2020-01-01T00:00:00Z"])
+        self.assertEqual(r.returncode, 64, r.stderr)
+        self.assertIn("not after the Redis server's time", r.stderr)
+        self.assertEqual(self.server.cmd("DBSIZE"), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
