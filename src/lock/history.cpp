@@ -38,6 +38,7 @@ const char* run_end_name(RunEnd end) {
   case RunEnd::exited: return "exited";
   case RunEnd::signalled: return "signalled";
   case RunEnd::lost: return "lost";
+  case RunEnd::broken: return "broken";
   case RunEnd::max_run: return "max-run";
   case RunEnd::hung: return "hung";
   case RunEnd::stopped: return "stopped";

@@ -33,6 +33,7 @@ enum class RunEnd {
   exited,
   signalled,
   lost,
+  broken,
   max_run,
   hung,
   stopped,
@@ -54,8 +55,8 @@ struct RunRecord {
   int exit_status = 0;
   std::string end;     // run_end_name(), or what another version wrote
   std::string period;  // the --once-per slot, if any
-  // Who ended the run, and why: rlock stop's asker (stopped), the pause that kept it out
-  // (paused, with --record-skips).
+  // Who ended the run, and why: rlock stop's asker (stopped), release --force's (broken), the
+  // pause that kept it out (paused, with --record-skips).
   std::string by;      // USER@HOST
   std::string reason;  // --reason, or empty
   std::string token;   // the run's own (not recorded): an entry sent again finds the first by it

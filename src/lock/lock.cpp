@@ -18,8 +18,8 @@ bool is_helper_key(std::string_view key) {
   size_t at = key.rfind(":rlock:");
   if (at == std::string_view::npos) return false;
   std::string_view kind = key.substr(at + 7);
-  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "ended", "shared",
-                             "shared-values", "shared-waiters"})
+  for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "ended",
+                             "shared", "shared-values", "shared-waiters"})
     if (kind == k) return true;
   return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
 }
@@ -39,8 +39,8 @@ Result<BreakOutcome> lock_broken(const Reply& reply) {
   const auto& e = reply.elements;
   if (!reply.is_array() || (e.size() != 1 && e.size() != 4)) return unexpected_reply("break_lock");
   BreakOutcome out{e[0].str, {}, 0};
-  if (e.size() == 4) out.broken.push_back(Broken{"", e[1].str, Millis(e[2].integer),
-                                                 what_of(e[3].str)});
+  if (e.size() == 4)
+    out.broken.push_back(Broken{"", e[1].str, Millis(e[2].integer), what_of(e[3].str)});
   return out;
 }
 
@@ -63,10 +63,9 @@ Result<BreakOutcome> slots_broken(const Reply& reply) {
 
 }  // namespace
 
-Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
-                                const BreakRequest& request) {
+Result<BreakOutcome> break_lock(Redis& redis, const std::string& key, const BreakRequest& request) {
   TimePoint deadline = Clock::now() + redis.command_timeout();
-  std::string breaker = tombstone_fields();
+  std::string breaker = tombstone_fields(request.reason);
   std::string wake_prefix = helper_key(key, "wake-");
   Argv lock_keys{key, helper_key(key, "queue"), helper_key(key, "alive")};
   Argv lock_args{wake_prefix, breaker, request.token, request.now ? "1" : "0"};
@@ -120,14 +119,28 @@ std::unique_ptr<Lock> make_lock(Redis& redis, std::string key, std::string token
   return make_mutex_lock(redis, std::move(key), std::move(token), mode);
 }
 
+Result<std::optional<Breaking>> broken_by(Redis& redis, const std::string& key,
+                                          const std::string& token, TimePoint deadline) {
+  auto replies = redis.pipeline({{"GET", key},
+                                 {"HGET", helper_key(key, "holders"), "broken-" + token},
+                                 {"HGET", helper_key(key, "shared-values"), "broken-" + token}},
+                                deadline);
+  if (!replies) return replies.failure();
+  for (const Reply& r : *replies) {
+    auto value = r.is_string() ? decode_lock_value(r.str) : std::nullopt;
+    if (value && value->broken && value->token == token) return value->broken;
+  }
+  return std::optional<Breaking>{};
+}
+
 Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
     : redis_(redis), key_(std::move(key)), token_(std::move(token)), mode_(mode),
       owner_prefix_(owner_prefix(token_)), fence_key_(helper_key(key_, "fence")),
       queue_key_(helper_key(key_, "queue")), alive_key_(helper_key(key_, "alive")),
       wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_),
-      ends_key_(helper_key(key_, "ended")),
-      shared_key_(helper_key(key_, "shared")),
-      shared_values_key_(helper_key(key_, "shared-values")), pause_key_(helper_key(key_, "pause")) {}
+      ends_key_(helper_key(key_, "ended")), shared_key_(helper_key(key_, "shared")),
+      shared_values_key_(helper_key(key_, "shared-values")), pause_key_(helper_key(key_, "pause")) {
+}
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {
   auto reply = eval(redis_, scripts::leave_queue, {queue_key_, alive_key_}, {token_, wake_prefix_},

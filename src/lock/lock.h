@@ -29,6 +29,7 @@
 #include <string_view>
 #include <variant>
 
+#include "lock/lock_value.h"
 #include "redis/redis.h"
 #include "util/clock.h"
 #include "util/duration.h"
@@ -107,6 +108,7 @@ struct BreakRequest {
   std::string token;  // only the lock, or the semaphore place, this token holds ("": any)
   bool all = false;   // every place of a semaphore
   bool now = false;   // delete at once, rather than leave a tombstone until the holder stops
+  std::string reason;  // why (--reason), in the tombstone and the broken run's history
 };
 
 // A lock, or a semaphore place, that `release --force` found.
@@ -224,6 +226,11 @@ protected:
   const std::string pause_key_;  // rlock pause (pause.h): nobody takes the lock while it lives
   std::optional<StartRecord> start_;
 };
+
+// Who broke TOKEN's hold of KEY (release --force), as the tombstone in its place says: the
+// lock's, a semaphore's or a shared lock's; nothing when no tombstone of TOKEN's is there.
+Result<std::optional<Breaking>> broken_by(Redis& redis, const std::string& key,
+                                          const std::string& token, TimePoint deadline);
 
 // The lock KEY for TOKEN, of the kind REDIS and MODE call for (see Lock).
 std::unique_ptr<Lock> make_lock(Redis& redis, std::string key, std::string token,

@@ -151,6 +151,8 @@ std::optional<LockValue> decode_lock_value(std::string_view text) {
       v.holder.since = *t;
     } else if (name == "broken_by" && v.broken) {
       v.broken->by = *value;
+    } else if (name == "broken_reason" && v.broken) {
+      v.broken->reason = *value;
     } else if (name == "broken_at" && v.broken) {
       auto t = parse_rfc3339(*value);
       if (!t) return std::nullopt;
@@ -213,9 +215,32 @@ Liveness holder_liveness(const Holder& h) {
   return live_processes_in_group(h.pid) > 0 ? Liveness::group_running : Liveness::gone;
 }
 
-std::string tombstone_fields() {
+std::optional<int64_t> holder_command_pid(const Holder& h) {
+  if (holder_liveness(h) != Liveness::running) return std::nullopt;
+  std::string task = "/proc/" + std::to_string(h.pid) + "/task/" + std::to_string(h.pid);
+  auto children = read_small_file((task + "/children").c_str(), 4096);
+  if (!children) return std::nullopt;
+  std::optional<int64_t> command;
+  bool guarded = false;  // rlock run's: its guardian is a child too
+  const char* p = children->c_str();
+  for (char* end; *p;) {
+    long long child = std::strtoll(p, &end, 10);
+    if (end == p) break;
+    p = end;
+    auto comm = read_small_file(("/proc/" + std::to_string(child) + "/comm").c_str(), 64);
+    if (comm && comm->rfind("rlock-guardian", 0) == 0)
+      guarded = true;
+    else if (!command)
+      command = child;
+  }
+  return guarded ? command : std::nullopt;
+}
+
+std::string tombstone_fields(const std::string& reason) {
   Holder me = current_holder("");
-  return " broken_by=" + escape(me.user + "@" + me.host) + " broken_at=" + format_rfc3339(me.since);
+  std::string out =
+      " broken_by=" + escape(me.user + "@" + me.host) + " broken_at=" + format_rfc3339(me.since);
+  return reason.empty() ? out : out + " broken_reason=" + escape(reason);
 }
 
 Holder current_holder(std::string_view cmd) {

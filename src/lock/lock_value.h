@@ -15,7 +15,7 @@
 // `release --force` leaves a tombstone in its place until the broken holder has surely stopped:
 //
 //   rlock/1 broken 7f3c... host=web-2 pid=4121 ... fence=17 broken_by=alice@ops-1
-//   broken_at=2026-11-30T03:40:00.000Z
+//   broken_at=2026-11-30T03:40:00.000Z broken_reason=hung%20on%20the%20db
 //
 // that is, the old value after "broken", or "-" for another program's, and who broke it when.
 // No token can be "broken", so no holder takes it for its own; older rlocks see another
@@ -58,6 +58,7 @@ struct Holder {
 struct Breaking {
   std::string by;  // USER@HOST
   WallTime at{};
+  std::string reason;  // release --force --reason, or empty
 };
 
 struct LockValue {
@@ -87,8 +88,9 @@ std::string encode_lock_value(const LockValue& v);
 std::optional<LockValue> decode_lock_value(std::string_view text);
 
 // The fields a tombstone ends with: " broken_by=USER@HOST broken_at=T" for this process's user
-// and host, now (the break script puts them after the old value).
-std::string tombstone_fields();
+// and host, now (the break script puts them after the old value), and " broken_reason=R" with
+// REASON, when given.
+std::string tombstone_fields(const std::string& reason = "");
 
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
@@ -108,6 +110,11 @@ enum class Liveness {
 // time, so that a reused pid is not taken for it; for a group's lock (group=1), by what is left
 // of the group once the pid is gone. A group's id is no one else's while the group exists.
 Liveness holder_liveness(const Holder& h);
+
+// The pid of the command that the `rlock run` of H runs, when H runs on this host and in this
+// PID namespace (liveness running): the child of H's pid that is not its guardian. Nothing
+// elsewhere, or for another holder (a script's lock of `acquire --while-pid`).
+std::optional<int64_t> holder_command_pid(const Holder& h);
 
 // Process PID as the holder, for `rlock acquire`, which exits at once: the script that called
 // it (our parent, or --while-pid's) is what holds the lock. Its name comes from /proc.

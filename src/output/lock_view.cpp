@@ -28,6 +28,7 @@ HolderView view_holder(const LockValue& v, WallTime now) {
   h.broken = v.broken;
   if (v.broken) h.broken_ago = std::max(Millis(0), now - v.broken->at);
   h.held = std::max(Millis(0), now - v.holder.since);
+  if (h.liveness == Liveness::running && !v.broken) h.command_pid = holder_command_pid(v.holder);
   return h;
 }
 

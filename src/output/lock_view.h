@@ -28,6 +28,7 @@ struct HolderView {
   std::optional<Breaking> broken;  // a tombstone: who broke the lock, when
   Millis broken_ago{0};            // since then, >= 0
   Millis held{0};                  // since who.since, >= 0
+  std::optional<int64_t> command_pid;  // its command's, on this host (holder_command_pid)
 };
 
 // One place of a semaphore (--limit) or of a shared lock (--shared) that has not expired.

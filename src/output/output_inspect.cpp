@@ -40,6 +40,13 @@ void add_holder(Rows& rows, const LockView& v) {
                                     ", user " + printable(h.who.user));
     rows.emplace_back("holder alive", alive_text(h, v.ttl));
     rows.emplace_back("command", printable(h.who.cmd));
+    // What an engineer logged in on the holder's host looks for: the job's own pid.
+    if (h.command_pid)
+      rows.emplace_back("command pid", std::to_string(*h.command_pid) + " (in " +
+                                           printable(h.who.host) + "'s process table)");
+    else if (h.liveness == Liveness::unknown && !h.who.host.empty())
+      rows.emplace_back("command pid", "known on " + printable(h.who.host) +
+                                           " (run rlock inspect there)");
     rows.emplace_back("acquired at",
                       format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
     rows.emplace_back("token", h.token);

@@ -71,10 +71,11 @@ json liveness_json(Liveness liveness) {
   return nullptr;
 }
 
-// A tombstone's "broken": {"by", "at"}; null for a lock that was not broken.
+// A tombstone's "broken": {"by", "at", "reason"}; null for a lock that was not broken.
 json broken_json(const std::optional<Breaking>& broken) {
   if (!broken) return nullptr;
-  return {{"by", broken->by}, {"at", format_rfc3339(broken->at)}};
+  return {
+      {"by", broken->by}, {"at", format_rfc3339(broken->at)}, {"reason", or_null(broken->reason)}};
 }
 
 // The fields of J that say who holds it (H: the value is rlock's), null for another client's.
@@ -82,6 +83,7 @@ void set_holder(json& j, const std::optional<HolderView>& h) {
   j["holder"] = h ? holder_json(h->who) : json(nullptr);
   j["holder_alive"] = h ? alive_json(h->liveness) : json(nullptr);
   j["holder_liveness"] = h ? liveness_json(h->liveness) : json(nullptr);
+  j["command_pid"] = h && h->command_pid ? json(*h->command_pid) : json(nullptr);
   j["fence"] = h ? or_null(h->fence) : json(nullptr);
   j["acquired_at"] = h ? json(format_rfc3339(h->who.since)) : json(nullptr);
   j["broken"] = h ? broken_json(h->broken) : json(nullptr);

@@ -59,8 +59,9 @@ std::string broken_whose(const HolderView& h) {
 
 // "broken by alice@ops-1 3s ago; free once it has stopped, in 8.2s at the latest"
 std::string breaker_text(const HolderView& h, Millis ttl) {
-  return "broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) +
-         " ago; free once it has stopped, in " + format_duration(std::max(Millis(0), ttl)) +
+  std::string why = h.broken->reason.empty() ? "" : " (" + printable(h.broken->reason, 120) + ")";
+  return "broken by " + printable(h.broken->by) + " " + format_duration(h.broken_ago) + " ago" +
+         why + "; free once it has stopped, in " + format_duration(std::max(Millis(0), ttl)) +
          " at the latest";
 }
 

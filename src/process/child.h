@@ -1,6 +1,6 @@
 // The command rlock runs: its own process group, its environment, and a guardian process that
 // stops the whole group if rlock dies, even by SIGKILL of rlock's whole process group, and at
-// the end of the lease it is told of if rlock cannot act itself (stopped, hung, starved; child.cpp
+// the end of the lease it is told of if rlock cannot act itself (stopped, hung, starved; guardian.h
 // argues how). Knows nothing of Redis: a lease is only a point on the monotonic clock here.
 #pragma once
 
@@ -71,7 +71,7 @@ public:
   // Whether the guardian acted on the lease's end: rlock was not there to (stopped or starved).
   bool guardian_stopped_group() const;
 
-  struct GuardedLease;  // what the guardian shares with rlock (child.cpp)
+  struct GuardedLease;  // what the guardian shares with rlock (guardian.h)
 
   struct Event {
     enum class Kind { exited, stopped } kind;

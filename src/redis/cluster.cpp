@@ -27,8 +27,8 @@
 #include <map>
 #include <optional>
 
+#include "redis/cluster_map.h"
 #include "redis/redis_node.h"
-#include "util/log.h"
 
 namespace rlock {
 
@@ -110,43 +110,6 @@ namespace {
 // a refused one is (a slot map that changes under us in mid-reshard).
 constexpr int k_max_redirects = 5;
 
-// How often a process may read the slot map again after connection failures: a dead master is
-// noticed by every command sent to it, and a fleet of waiters must not turn that into a storm
-// of CLUSTER SLOTS on the nodes that are left.
-constexpr Millis k_map_refresh_interval{500};
-
-// A node that failed us this recently is asked for the map after the others.
-constexpr Millis k_failed_of_late{10000};
-
-// The least time a node is given to answer for the map while time is left (first_map).
-constexpr Millis k_least_share{250};
-
-constexpr const char* k_no_cluster_node =
-    "address of the URL, is no Cluster node: the addresses of one URL are the seeds of one "
-    "Cluster, and Redlock's servers are given as several --redis";
-
-// MESSAGE (a failure's, which names its server NAME) from after "NAME: ", without spaces at
-// its end: "cannot connect to 10.0.0.5:6379: Connection refused" gives "Connection refused".
-std::string without_name(const std::string& name, std::string_view message) {
-  if (auto at = message.find(name + ": "); at != std::string_view::npos)
-    message.remove_prefix(at + name.size() + 2);
-  return std::string(message.substr(0, message.find_last_not_of(' ') + 1));
-}
-
-// Whether FAILURE says that a node, rather than rlock or its settings, failed: it refused the
-// connection, dropped it, or did not answer. A refused TLS handshake or rlock's own shortage
-// of descriptors is no reason to look for another node.
-bool node_failed(const Failure& failure) {
-  switch (failure.why) {
-  case Failure::Why::tls_refused:
-  case Failure::Why::refused_command:
-  case Failure::Why::out_of_resources: return false;
-  default: break;
-  }
-  return failure.kind == Failure::Kind::connect || failure.kind == Failure::Kind::io ||
-         failure.kind == Failure::Kind::timeout;
-}
-
 enum class Paused { over, no_time, interrupted };
 
 // Sleeps until the pause before the AGAIN-th sending is over. No time: that would leave none
@@ -166,12 +129,8 @@ Paused pause_before_sending_again(int again, TimePoint deadline, int interrupt_f
 class ClusterAwareRedis final : public Redis {
 public:
   // SEEDS: one URL's addresses (parse_redis_seeds), all of one Cluster when more than one.
-  ClusterAwareRedis(const std::vector<RedisUrl>& seeds, const ConnectOptions& options) {
-    for (const RedisUrl& url : seeds) seeds_.push_back(node_at(url.host, url.port, url, options));
-    seed_ = seeds_.front();
-    name_ = seed_->name();
-    for (size_t i = 1; i < seeds_.size(); ++i) name_ += "," + seeds_[i]->url().endpoint();
-  }
+  ClusterAwareRedis(const std::vector<RedisUrl>& seeds, const ConnectOptions& options)
+      : map_(seeds, options) {}
 
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
@@ -191,8 +150,8 @@ public:
       else
         units.back().end = i + 1;
     }
-    if (auto failure = map_of_seeds(deadline)) return *failure;
-    read_map_if_stale(deadline);
+    if (auto failure = map_.map_of_seeds(deadline)) return *failure;
+    map_.read_map_if_stale(deadline);
     for (Group& u : units) u.node = route(commands[u.begin], keyless);
     std::vector<Reply> replies(commands.size());
     std::vector<size_t> pending(units.size());
@@ -210,9 +169,8 @@ public:
         const Reply& first = replies[unit.begin];
         if (first.type != Reply::Type::error) continue;
         if (auto redirect = parse_redirect(first.str)) {
-          NodeRedis* target =
-              node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
-          if (!redirect->ask) learn(*redirect, target, deadline);
+          NodeRedis* target = map_.node_at(redirect->host, redirect->port);
+          if (!redirect->ask) map_.learn(*redirect, target, deadline);
           unit.node = target;
           unit.asking = redirect->ask;
           if (redirects >= k_max_redirects) pause = true;
@@ -225,7 +183,7 @@ public:
       if (resend.empty()) break;
       if (pause) {
         if (pause_before_sending_again(again, deadline) == Paused::no_time) {
-          if (unsent) return explained(*unsent);
+          if (unsent) return map_.explained(*unsent);
           if (redirects >= k_max_redirects)
             return Failure{Failure::Kind::protocol, name() + ": too many MOVED/ASK redirects"};
           // Refused until the deadline: the caller sees the refusal, and that it lasted.
@@ -250,8 +208,8 @@ public:
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
-    if (auto failure = map_of_seeds(deadline)) return *failure;
-    read_map_if_stale(deadline);
+    if (auto failure = map_.map_of_seeds(deadline)) return *failure;
+    map_.read_map_if_stale(deadline);
     NodeRedis* node = route(argv, nullptr);
     bool asking = false;
     for (int redirects = 0, again = 0;;) {
@@ -259,7 +217,7 @@ public:
                           : node->blocking_send({argv}, deadline, interrupt_fd);
       if (!reply) {
         NodeRedis* elsewhere = follow_failure(node, argv, reply.failure(), deadline);
-        if (!elsewhere) return explained(reply.failure());
+        if (!elsewhere) return map_.explained(reply.failure());
         node = elsewhere;
         asking = false;
         continue;
@@ -268,8 +226,8 @@ public:
       auto redirect = parse_redirect(reply->str);
       asking = false;
       if (redirect && redirects++ < k_max_redirects) {
-        node = node_at(redirect->host, redirect->port, seed_->url(), seed_->options());
-        if (!redirect->ask) learn(*redirect, node, deadline);
+        node = map_.node_at(redirect->host, redirect->port);
+        if (!redirect->ask) map_.learn(*redirect, node, deadline);
         asking = redirect->ask;
       } else if (redirect || refused_for_now(reply->str)) {
         Paused paused = pause_before_sending_again(again++, deadline, interrupt_fd);
@@ -284,34 +242,31 @@ public:
     }
   }
 
-  std::string name() const override { return name_; }
-  Millis command_timeout() const override { return seed_->command_timeout(); }
+  std::string name() const override { return map_.name(); }
+  Millis command_timeout() const override { return map_.seed()->command_timeout(); }
 
   // The master of KEY's slot as the slot map has it: read before the first command with
   // several seeds, else learned from the first MOVED (a read of the key before this finds
   // it); until then, the seed, which then holds every key.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
-    if (auto failure = map_of_seeds(deadline)) return *failure;
+    if (auto failure = map_.map_of_seeds(deadline)) return *failure;
     return route({"GET", key}, nullptr)->own_connection(key, deadline);
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
-    if (slots_.empty()) {
+    if (!map_.known()) {
       auto cluster = seed_is_cluster(deadline);
       // A seed that is down: the map from another one, which must be a Cluster node.
       if (!cluster && node_failed(cluster.failure()) &&
-          refresh_after_failure(seed_, deadline, cluster.failure()))
+          map_.refresh_after_failure(map_.seed(), deadline, cluster.failure()))
         cluster = true;
       if (!cluster) return cluster.failure();
       if (!*cluster) return f(*this);
-      if (slots_.empty() && read_map(*seed_, deadline))
+      if (!map_.known() && map_.read_map(*map_.seed(), deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }
-    std::vector<NodeRedis*> masters;
-    for (NodeRedis* n : slots_)
-      if (n && std::find(masters.begin(), masters.end(), n) == masters.end()) masters.push_back(n);
-    for (NodeRedis* m : masters) {
+    for (NodeRedis* m : map_.masters()) {
       // Kept as long as this Redis: callers may hold on to the Redis& they were given
       // (list reads its batches after the scan, find_locks' FoundLocks::servers).
       auto& view = views_[m];
@@ -329,10 +284,10 @@ private:
   // clients all need it; a server that refuses CLUSTER too is a single one, unless it refuses
   // by ACL (NOPERM), which a Cluster may do as well: that is said, not guessed.
   Result<bool> seed_is_cluster(TimePoint deadline) {
-    auto info = seed_->call({"INFO", "cluster"}, deadline);
+    auto info = map_.seed()->call({"INFO", "cluster"}, deadline);
     if (info) return info->str.find("cluster_enabled:1") != std::string::npos;
     if (info.failure().kind != Failure::Kind::server) return info.failure();
-    auto slots = seed_->call({"CLUSTER", "SLOTS"}, deadline);
+    auto slots = map_.seed()->call({"CLUSTER", "SLOTS"}, deadline);
     if (slots) return true;
     const Failure& refused = slots.failure();
     if (refused.kind != Failure::Kind::server) return refused;
@@ -358,10 +313,9 @@ private:
   // serves, to the seed.
   NodeRedis* route(const Argv& argv, NodeRedis* keyless) {
     auto key = command_key(argv);
-    if (!key) return keyless ? keyless : seed_;
-    if (slots_.empty()) return seed_;
-    NodeRedis* n = slots_[key_slot(*key)];
-    return n ? n : seed_;
+    if (!key) return keyless ? keyless : map_.seed();
+    NodeRedis* n = map_.master_of(*key);
+    return n ? n : map_.seed();
   }
 
   // Sends every pending unit to its node, one round trip for all nodes; fills REPLIES. A node
@@ -401,11 +355,11 @@ private:
         continue;
       }
       Failure failure = name_refused_command(*nodes[b], batches[b], results[b].failure());
-      if (!resent_elsewhere(nodes[b], failure, deadline)) return explained(failure);
+      if (!resent_elsewhere(nodes[b], failure, deadline)) return map_.explained(failure);
       for (size_t u : pending) {
         if (units[u].node != nodes[b]) continue;
         NodeRedis* elsewhere = route(commands[units[u].begin], keyless);
-        if (elsewhere == nodes[b]) return explained(failure);
+        if (elsewhere == nodes[b]) return map_.explained(failure);
         units[u].node = elsewhere;
         units[u].asking = false;
         resend.push_back(u);
@@ -419,7 +373,7 @@ private:
   // says: NODE failed (not rlock, nor its settings), nothing of it was sent (a refused
   // connection: what may have run is the caller's to send again), and time is left.
   bool resent_elsewhere(NodeRedis* node, const Failure& failure, TimePoint deadline) {
-    if (!node_failed(failure) || !refresh_after_failure(node, deadline, failure)) return false;
+    if (!node_failed(failure) || !map_.refresh_after_failure(node, deadline, failure)) return false;
     return failure.kind == Failure::Kind::connect && Clock::now() < deadline;
   }
 
@@ -429,178 +383,6 @@ private:
     if (!resent_elsewhere(node, failure, deadline)) return nullptr;
     NodeRedis* elsewhere = route(argv, nullptr);
     return elsewhere != node ? elsewhere : nullptr;
-  }
-
-  // FAILURE, with why no other node stood in: those asked for the map in vain, and an address
-  // of the URL that is a single server.
-  Failure explained(Failure failure) const {
-    if (!node_failed(failure)) return failure;
-    if (!unreached_.empty()) failure.message += "; no slot map from " + unreached_;
-    if (!stray_.empty()) failure.message += " (" + stray_ + ", another " + k_no_cluster_node + ")";
-    return failure;
-  }
-
-  // Several seeds: the slot map, read before the first command, as a Cluster's clients do (the
-  // first command then goes straight to its key's master). A seed that answers as a single
-  // server is refused while it answers, not only once it is down: it could stand in for the
-  // Cluster on one host while another host, which cannot reach it, locks in the Cluster.
-  // Seeds that refuse CLUSTER SLOTS itself (an ACL without it, a managed service that renamed
-  // CLUSTER) give no map: then MOVED teaches it, as with one seed.
-  std::optional<Failure> map_of_seeds(TimePoint deadline) {
-    if (seeds_.size() < 2) return std::nullopt;
-    auto no_cluster = [&] {
-      return Failure{Failure::Kind::server, name() + ": " + stray_ + ", an " + k_no_cluster_node};
-    };
-    if (!stray_.empty()) return no_cluster();  // for as long as this process lives
-    if (!slots_.empty() || map_refused_) return std::nullopt;
-    std::optional<Failure> first;
-    NodeRedis* from = first_map(seeds_, deadline, first);
-    if (!stray_.empty() && (from || !first || !node_failed(*first))) return no_cluster();
-    if (from) {
-      seed_ = from;  // keyless commands go to a node that answers
-      return std::nullopt;
-    }
-    if (first && first->kind == Failure::Kind::server) {
-      map_refused_ = true;
-      return std::nullopt;
-    }
-    if (first) return explained(*first);
-    return Failure{Failure::Kind::timeout, name() + ": no time left to read the slot map"};
-  }
-
-  // After FAILURE at FAILED: the slot map anew from the first other node that gives one, at
-  // most once per k_map_refresh_interval. Whether a map was read. The nodes the last map named
-  // are asked before the seeds (a seed's name may be another name of the node that failed). A
-  // node that says it is no Cluster node is passed over: several seeds are one Cluster's, and
-  // two servers that are not one must never stand in for each other (each host could lock in a
-  // different one).
-  // A failure that could not be followed then (a map read less than the interval ago, or no
-  // time left: a command that timed out took its deadline) is kept, and the next call reads the
-  // map first (read_map_if_stale), so that a master that stops answering is followed too.
-  bool refresh_after_failure(NodeRedis* failed, TimePoint deadline, const Failure& failure) {
-    TimePoint now = Clock::now();
-    stale_ = StaleMap{failed, failure};
-    unreached_.clear();  // of an earlier refresh: not this failure's
-    if (now < next_refresh_ || now >= deadline) return false;
-    next_refresh_ = now + k_map_refresh_interval;
-    failed_at_[failed] = now;
-    std::vector<NodeRedis*> others;
-    for (const auto* nodes : {&known_, &seeds_})
-      for (NodeRedis* n : *nodes)
-        if (n != failed && std::find(others.begin(), others.end(), n) == others.end())
-          others.push_back(n);
-    std::optional<Failure> first = failure;
-    NodeRedis* from = first_map(std::move(others), deadline, first);
-    if (!from) return false;
-    stale_.reset();
-    if (seed_ == failed) seed_ = from;  // keyless commands go to a node that answers
-    log(Level::debug, {"cluster_map", "",
-                       failure.message + "; slot map read again from " + from->url().endpoint()});
-    return true;
-  }
-
-  // The first of CANDIDATES that gives the slot map (read_map), or null. Those that failed us
-  // of late are asked after the others, and each is given an equal share of the time left, so
-  // that one that does not answer cannot take it all. FIRST: the first failure, when it has
-  // none yet; the others' nodes are named in unreached_, for explained().
-  NodeRedis* first_map(std::vector<NodeRedis*> candidates, TimePoint deadline,
-                       std::optional<Failure>& first) {
-    TimePoint now = Clock::now();
-    std::stable_partition(candidates.begin(), candidates.end(), [&](NodeRedis* n) {
-      auto at = failed_at_.find(n);
-      return at == failed_at_.end() || now - at->second > k_failed_of_late;
-    });
-    unreached_.clear();
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      NodeRedis* n = candidates[i];
-      now = Clock::now();
-      if (now >= deadline) break;
-      // A floor, lest a healthy node on a loaded host (a new connection, TLS, AUTH) miss a
-      // share of a short deadline and go last for k_failed_of_late.
-      Clock::duration left = deadline - now;
-      auto share = std::max<Clock::duration>(left / static_cast<int>(candidates.size() - i),
-                                             std::min<Clock::duration>(left, k_least_share));
-      auto not_read = read_map(*n, now + share);
-      if (!not_read) {
-        unreached_.clear();
-        return n;
-      }
-      if (node_failed(*not_read)) failed_at_[n] = Clock::now();
-      if (!first)
-        first = *not_read;
-      else if (stray_ != n->url().endpoint())  // said apart (explained())
-        unreached_ += (unreached_.empty() ? "" : ", ") + n->url().endpoint() + " (" +
-                      without_name(n->url().endpoint(), not_read->message) + ")";
-    }
-    return nullptr;
-  }
-
-  // Before sending: the map read again after a node's failure that could not be followed
-  // then (refresh_after_failure).
-  void read_map_if_stale(TimePoint deadline) {
-    if (!stale_) return;
-    StaleMap stale = *stale_;  // a copy: the refresh replaces or clears stale_
-    refresh_after_failure(stale.node, deadline, stale.failure);
-  }
-
-  // After MOVED: the whole map, which has likely changed for more than one slot. The slot
-  // itself goes to TARGET also when TARGET's map has it unassigned (a slot taken away from a
-  // node and given back, a migration's last step): else its commands would go to the seed,
-  // which sends them back to TARGET.
-  void learn(const Redirect& r, NodeRedis* target, TimePoint deadline) {
-    bool loaded = !read_map(*target, deadline);
-    if (slots_.empty()) slots_.assign(k_cluster_slots, nullptr);
-    if (!loaded || !slots_[r.slot]) slots_[r.slot] = target;
-  }
-
-  // CLUSTER SLOTS of FROM into the map, every node it names (replicas too) known from then on.
-  // Why FROM gave no map, or nothing; one that has cluster support disabled is a single
-  // server, named in the failures that follow (stray_).
-  std::optional<Failure> read_map(NodeRedis& from, TimePoint deadline) {
-    auto reply = from.call({"CLUSTER", "SLOTS"}, deadline);
-    if (!reply) {
-      if (reply.failure().message.find("cluster support disabled") != std::string::npos)
-        stray_ = from.url().endpoint();
-      return reply.failure();
-    }
-    if (!reply->is_array())
-      return Failure{Failure::Kind::protocol, from.name() + ": CLUSTER SLOTS: not a slot map"};
-    std::vector<NodeRedis*> slots(k_cluster_slots, nullptr);
-    for (const Reply& range : reply->elements) {
-      const auto& e = range.elements;
-      if (e.size() < 3 || !e[0].is_integer() || !e[1].is_integer()) continue;
-      NodeRedis* master = nullptr;
-      for (size_t i = 2; i < e.size(); ++i) {
-        const auto& node = e[i].elements;
-        if (!e[i].is_array() || node.size() < 2 || !node[1].is_integer()) continue;
-        std::string host = node[0].str;
-        if (host.empty() || host == "?") host = from.url().host;  // "the address you asked"
-        NodeRedis* n =
-            node_at(host, static_cast<int>(node[1].integer), seed_->url(), seed_->options());
-        if (std::find(known_.begin(), known_.end(), n) == known_.end()) known_.push_back(n);
-        if (i == 2) master = n;
-      }
-      if (!master) continue;
-      for (int64_t s = std::max<int64_t>(0, e[0].integer);
-           s <= std::min<int64_t>(k_cluster_slots - 1, e[1].integer); ++s)
-        slots[s] = master;
-    }
-    slots_ = std::move(slots);
-    return std::nullopt;
-  }
-
-  // The node at HOST:PORT, reached like TEMPLATE (scheme, user, password, TLS).
-  NodeRedis* node_at(const std::string& host, int port, const RedisUrl& like,
-                     const ConnectOptions& options) {
-    std::string endpoint = host + ":" + std::to_string(port);
-    auto& slot = nodes_[endpoint];
-    if (!slot) {
-      RedisUrl url = like;
-      url.host = host;
-      url.port = port;
-      slot = std::make_unique<NodeRedis>(url, options);
-    }
-    return slot.get();
   }
 
   // One master as a SCAN sees it (for_each_primary): SCAN, which has no key, pages through
@@ -625,23 +407,8 @@ private:
     NodeRedis& master_;
   };
 
-  std::map<std::string, std::unique_ptr<NodeRedis>> nodes_;
+  SlotMap map_;
   std::map<NodeRedis*, std::unique_ptr<MasterView>> views_;  // for_each_primary's, per master
-  std::vector<NodeRedis*> seeds_;                            // the URL's addresses
-  NodeRedis* seed_;                // the one keyless commands go to: the first that answers
-  std::string name_;               // the URL, redacted
-  std::vector<NodeRedis*> known_;  // every node a map named, masters and replicas
-  std::vector<NodeRedis*> slots_;  // empty: not known to be a Cluster
-  std::string stray_;              // an address that has cluster support disabled
-  TimePoint next_refresh_{};       // refresh_after_failure() not before
-  std::map<NodeRedis*, TimePoint> failed_at_;  // when a node last failed us
-  std::string unreached_;     // the nodes the last refresh asked in vain, and why (explained())
-  bool map_refused_ = false;  // the seeds refuse CLUSTER SLOTS: MOVED teaches the map
-  struct StaleMap {
-    NodeRedis* node;  // a node that failed since the map was last read
-    Failure failure;
-  };
-  std::optional<StaleMap> stale_;  // read_map_if_stale()
 };
 
 }  // namespace

@@ -16,10 +16,13 @@ struct ReleaseOptions {
   bool force = false;  // break it whoever holds it (only TOKEN's, when given)
   bool now = false;    // with FORCE: delete, not a tombstone
   bool all = false;    // with FORCE: every place of a semaphore
+  std::string reason;  // with FORCE: why, in the tombstone and the broken run's history
 };
 
 // How long a keeper has to say it stopped renewing: it answers at once unless it is stuck.
 constexpr Millis k_tell_keeper_timeout{1000};
+// A reason longer than this is refused: it is for a status line, not a report.
+constexpr size_t k_reason_most = 500;
 
 int give_back(Redis& redis, const std::string& key, const std::string& token) {
   check_token(token);
@@ -75,9 +78,9 @@ int report(const std::string& key, const Broken& b, bool shared) {
                  "; nothing changed\n");
     return k_exit_ok;
   case Broken::What::other:
-    log_error(b.value.empty() ? what + ": no place is held by that token; nothing changed"
-                              : what + ": held by " + whose +
-                                    ", not by that token; nothing changed");
+    log_error(b.value.empty()
+                  ? what + ": no place is held by that token; nothing changed"
+                  : what + ": held by " + whose + ", not by that token; nothing changed");
     return k_exit_not_held;
   case Broken::What::no_expiry:
     log_error(what + ": held by " + whose +
@@ -89,7 +92,8 @@ int report(const std::string& key, const Broken& b, bool shared) {
 }
 
 int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& options) {
-  auto outcome = break_lock(redis, key, {options.token.value_or(""), options.all, options.now});
+  auto outcome = break_lock(redis, key,
+                            {options.token.value_or(""), options.all, options.now, options.reason});
   if (!outcome) return unavailable(outcome.failure());
   if (outcome->type == "none") {
     write_stdout(key + ": was free; nothing to release\n");
@@ -117,8 +121,13 @@ int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& o
 
 int release_verb(const GlobalOptions& global, const std::string& key,
                  const ReleaseOptions& options) {
-  if (!options.force && (options.now || options.all))
-    throw usage_error(std::string(options.now ? "--now" : "--all") + " goes with --force");
+  if (!options.force && (options.now || options.all || !options.reason.empty()))
+    throw usage_error(std::string(options.now   ? "--now"
+                                  : options.all ? "--all"
+                                                : "--reason") +
+                      " goes with --force");
+  if (options.reason.size() > k_reason_most)
+    throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
   if (!options.force && !options.token) throw usage_error("give --token T, or --force");
   if (options.all && options.token) throw usage_error("give --token T or --all, not both");
   if (options.token) check_token(*options.token);
@@ -135,9 +144,11 @@ struct ReleaseArgs : Arguments {
   bool force = false;
   bool now = false;
   bool all = false;
+  std::optional<std::string> reason;
 
   int run(const Invocation& in) override {
-    return release_verb(in.resolved.global, in.key(key), {token, force, now, all});
+    return release_verb(in.resolved.global, in.key(key),
+                        {token, force, now, all, reason.value_or("")});
   }
 };
 
@@ -151,14 +162,18 @@ constexpr Option k_options[] = {
                               "with --force: free it at once (the holder is known to be dead)"),
     option<&ReleaseArgs::all>("--all",
                               "with --force: every place of a semaphore (--limit) or shared lock "
-                              "(--shared)")};
+                              "(--shared)"),
+    option<&ReleaseArgs::reason>("--reason",
+                                 "with --force: why, shown with the tombstone and recorded with "
+                                 "the broken run",
+                                 "TEXT")};
 
 }  // namespace
 
 constexpr Command k_release_command = {
     "release",
     "give a lock back, or break anyone's",
-    "KEY --token T\nKEY --force [--token T | --all] [--now]",
+    "KEY --token T\nKEY --force [--token T | --all] [--now] [--reason TEXT]",
     {k_options, k_connection},
     "--force leaves a tombstone: nobody takes the lock until its holder has surely\n"
     "stopped (its rlock notices at its next renewal and stops the command; cut off\n"

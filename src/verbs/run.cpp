@@ -234,6 +234,7 @@ public:
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == End::lost && !lost_to_another;
+    if (end.end == End::lost && lost_to_another) record_breaker(record);
     auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
     if (period_) {
       // Before the release: the next holder must find this period's run finished, not running.
@@ -262,10 +263,21 @@ public:
   }
 
 private:
+  // A lock lost to release --force: the run is recorded as broken, by whom and why, as the
+  // tombstone in its place says (one read, on this rare way out only).
+  void record_breaker(RunRecord& record) {
+    auto breaking =
+        broken_by(redis_, options_.key, lock_->token(), Clock::now() + lock_->command_timeout());
+    if (!breaking || !*breaking) return;
+    record.end = run_end_name(RunEnd::broken);
+    record.by = (*breaking)->by;
+    record.reason = (*breaking)->reason;
+  }
+
   // --record-skips: a run kept out by a holder, or by a pause (who paused, and why).
   void record_skip(const NotObtained& busy, int status) {
-    RunRecord r = skipped_run(holder_, lock_->token(), busy.paused ? RunEnd::paused : RunEnd::busy,
-                              status);
+    RunRecord r =
+        skipped_run(holder_, lock_->token(), busy.paused ? RunEnd::paused : RunEnd::busy, status);
     if (auto pause = busy.paused ? decode_pause(busy.holder_value) : std::nullopt) {
       r.by = pause->by;
       r.reason = pause->reason;

@@ -88,7 +88,7 @@ private:
     return false;
   }
 
-  // The guardian stopped the command at the lease's end because rlock did not (child.cpp):
+  // The guardian stopped the command at the lease's end because rlock did not (guardian.h):
   // rlock was stopped or starved, and the lock may be another's now.
   void notice_guardian(TimePoint now) {
     if (lost_ || !child_.guardian_stopped_group()) return;

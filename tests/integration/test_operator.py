@@ -91,11 +91,19 @@ class Operator(RedisTestCase):
         self.assertIs(doc["locks"][0]["holder_alive"], True)
         self.assertEqual(doc["locks"][0]["holder_liveness"], "running")
         self.assertIn("holder alive   yes", self.run_rlock(["inspect", "k"]).stdout)
+        # On its host the command's own pid is shown: rlock's child, the sh it runs.
+        pid = doc["locks"][0]["command_pid"]
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+        self.assertIn("(sh)", stat)
+        self.assertEqual(int(stat.rsplit(")", 1)[1].split()[1]), p.pid)  # its parent: rlock
+        self.assertIn(f"command pid    {pid} (in ", self.run_rlock(["inspect", "k"]).stdout)
         # From another host's point of view: unknown.
         other = self.run_rlock(["inspect", "--json", "k"],
                                env=rlock_env(self.server, RLOCK_HOSTNAME="elsewhere"))
         self.assertIsNone(json.loads(other.stdout)["holder_alive"])
         self.assertIsNone(json.loads(other.stdout)["holder_liveness"])
+        self.assertIsNone(json.loads(other.stdout)["command_pid"])
         # Gone: its process was SIGKILLed (the guardian takes the command with it).
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=10)

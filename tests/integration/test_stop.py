@@ -155,6 +155,30 @@ while :; do sleep 0.05; done
         self.assertEqual(self.signals(), ["TERM"])
         self.assert_no_lock(KEY)
 
+    def test_a_forced_break_is_recorded_with_who_and_why(self):
+        # release --force, for a holder that cannot be asked: its rlock learns at its next
+        # renewal (ttl/3), stops the job as a loss (76), and its run says who broke it and why.
+        holder = self.start_job(args=["--ttl", "3s"])
+        watch = self.start(["watch", "--json", KEY], env=self.host("web-3"))
+        wait_until(lambda: json.loads(watch.stdout.readline())["event"] == "state", 10, "watch")
+        r = self.run_rlock(["release", KEY, "--force", "--reason", "hung on the db"],
+                           env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_rlock(["status", KEY])
+        self.assertIn(f"broken by {ME}@ops-1", r.stdout)
+        self.assertIn("(hung on the db)", r.stdout)
+        self.assertEqual(holder.wait(timeout=10), 76)
+        run = self.history()[0]
+        self.assertEqual((run["end"], run["exit_status"], run["by"], run["reason"]),
+                         ("broken", 76, f"{ME}@ops-1", "hung on the db"))
+
+        def broken():
+            event = json.loads(watch.stdout.readline())
+            return event if event["event"] == "broken" else None
+        event = wait_until(broken, 10, "watch's broken event")
+        self.assertEqual((event["broken"]["by"], event["broken"]["reason"]),
+                         (f"{ME}@ops-1", "hung on the db"))
+
     def test_nothing_to_stop(self):
         r = self.run_rlock(["stop", KEY])
         self.assertEqual((r.returncode, r.stdout), (1, KEY + ": free; nothing to stop\n"))

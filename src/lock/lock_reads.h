@@ -1,0 +1,75 @@
+// How the operator views read locks (lock_state.cpp, lock_list.cpp): commands pipelined in
+// one round trip, each reply found again by name, and a lock's state decoded from them.
+// Private to src/lock/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lock/lock_state.h"
+
+namespace rlock {
+
+inline constexpr size_t k_not_asked = SIZE_MAX;
+
+// Commands sent in one round trip. Each reply is found again by the index add() gave its
+// command, which the caller keeps under a name (LockReads), never by counting positions.
+class Pipeline {
+public:
+  size_t add(Argv argv) {
+    commands_.push_back(std::move(argv));
+    return commands_.size() - 1;
+  }
+  bool empty() const { return commands_.empty(); }
+  Result<Unit> run(Redis& redis) {
+    auto replies = redis.pipeline(commands_, Clock::now() + redis.command_timeout());
+    if (!replies) return replies.failure();
+    replies_ = std::move(*replies);
+    return Unit{};
+  }
+  // The reply to the command added as AT; nullptr when it was not asked.
+  const Reply* operator[](size_t at) const { return at == k_not_asked ? nullptr : &replies_[at]; }
+
+private:
+  std::vector<Argv> commands_;
+  std::vector<Reply> replies_;
+};
+
+// What a Pipeline asks about one lock, each reply under its name; k_not_asked for what the
+// caller needs not show.
+struct LockReads {
+  size_t type = k_not_asked;              // TYPE KEY
+  size_t value = k_not_asked;             // GET KEY
+  size_t pttl = k_not_asked;              // PTTL KEY
+  size_t fence = k_not_asked;             // the fence counter (GET)
+  size_t fence_pttl = k_not_asked;        // how long it is kept (PTTL)
+  size_t history_pttl = k_not_asked;      // how long the history is kept (PTTL)
+  size_t alive = k_not_asked;             // the waiters' places, by expiry
+  size_t queue = k_not_asked;             // the waiters in arrival order
+  size_t sharers = k_not_asked;           // the waiters that want to share (--shared)
+  size_t semaphore = k_not_asked;         // the semaphore's places, by expiry
+  size_t semaphore_values = k_not_asked;  // their values
+  size_t shared = k_not_asked;            // a shared lock's places, by expiry
+  size_t shared_values = k_not_asked;     // their values
+  size_t history = k_not_asked;           // the newest runs (XREVRANGE)
+  size_t pause = k_not_asked;             // a pause (rlock pause: GET)
+  size_t pause_pttl = k_not_asked;        // its time left (PTTL)
+};
+
+// GET and PTTL of KEY.
+void ask_value(Pipeline& p, LockReads& r, const std::string& key);
+// A semaphore's and a shared lock's places, and their values.
+void ask_places(Pipeline& p, LockReads& r, const std::string& key);
+// The waiters' places and the newest runs of the history.
+void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key);
+
+// The state of KEY from what R asked in P, at the server's NOW_MS. TYPE is the key's type when
+// R did not ask it (a look before did). A reply not asked leaves its part of the state empty.
+Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::string& type,
+                              const Pipeline& p, const LockReads& r, int64_t now_ms);
+
+// The server's clock from the TIME reply AT of P.
+Result<int64_t> server_now(Redis& redis, const Pipeline& p, size_t at);
+
+}  // namespace rlock
