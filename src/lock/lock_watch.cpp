@@ -134,6 +134,7 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     if (now.waiters != last.waiters)
       event(l, now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters =
           last.waiters;
+    look_at_pause(l, last, since);
   }
   holder_run_ = run_of(l, now.value);
   last_ = now;
@@ -211,6 +212,19 @@ void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
       event(l, Kind::overdue);
       said_overdue_ = true;
     }
+  }
+}
+
+void LockWatch::look_at_pause(Look& l, const LockState& last, Millis since) {
+  const LockState& now = l.now;
+  if (!now.pause.empty() && now.pause != last.pause) {
+    event(l, Kind::paused).ttl = now.pause_pttl;
+  } else if (now.pause.empty() && !last.pause.empty()) {
+    // Resumed, or its time was up: the time it had left at the last look tells.
+    WatchEvent& e = event(l, Kind::resumed);
+    bool ran_out = last.pause_pttl.count() >= 0 && last.pause_pttl - since <= k_timing_margin;
+    e.evidence = ran_out ? Evidence::ttl : Evidence::none;
+    e.raw = last.pause;
   }
 }
 

@@ -55,6 +55,8 @@ struct WatchEvent {
     place_taken,   // a place of a semaphore (--limit) or of a shared lock (--shared)
     place_released,
     place_expired,
+    paused,   // rlock pause (pause.h): nobody takes it until the pause ends; or a new pause
+    resumed,  // the pause ended: rlock resume, or its time was up (ttl evidence)
   };
   // What says whether a holder (or a place) was released or expired.
   enum class Evidence {
@@ -120,6 +122,7 @@ private:
   // renewed late, overdue.
   void look_at_holder(Look& l, const LockState& last, Millis since);
   // The places of a semaphore or a shared lock taken or given up since LAST.
+  void look_at_pause(Look& l, const LockState& last, Millis since);
   void look_at_places(Look& l, const LockState& last, Millis since);
   // The runs of RUNS that no look saw: each took the lock and gave it back between two looks.
   // Adds their events to OUT, in the order they ran.

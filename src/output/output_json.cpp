@@ -177,6 +177,8 @@ const char* watch_event_name(WatchEvent::Kind kind) {
   case WatchEvent::Kind::place_taken: return "place_taken";
   case WatchEvent::Kind::place_released: return "place_released";
   case WatchEvent::Kind::place_expired: return "place_expired";
+  case WatchEvent::Kind::paused: return "paused";
+  case WatchEvent::Kind::resumed: return "resumed";
   }
   return "";
 }
@@ -323,6 +325,7 @@ std::string watch_event_json(const WatchEvent& e, WallTime now) {
   // How the holder's run ended (released, expired), when its history entry says: what the text
   // form tells after "released by ...".
   j["run"] = e.run ? run_json(*e.run) : json(nullptr);
+  j["pause"] = pause_json(e.lock.pause, e.lock.pause_pttl);
   if (e.kind == Kind::state) j["lock"] = lock_json(view_lock(e.lock, now), false);
   return line(j);
 }

@@ -163,6 +163,11 @@ std::string watch_text(const WatchEvent& e, WallTime now, const OutputStyle& sty
   case Kind::place_taken:
   case Kind::place_released:
   case Kind::place_expired: return place_event_text(e, style);
+  case Kind::paused: return paint(style, "33", pause_text(e.lock.pause, e.lock.pause_pttl));
+  case Kind::resumed:
+    return paint(style, "32", "resumed") + ": the pause ended" +
+           (e.evidence == WatchEvent::Evidence::ttl ? " (its time was up)" : "") + "; it was " +
+           pause_text(e.raw, Millis(-1));
   }
   return "";
 }

@@ -67,8 +67,19 @@ public:
       // A --once-per host that comes after the period's run ends here, without trying the lock.
       return **done;
     }
+    // A --once-per waiter woken by the period's run, as it ends, is done: it never takes the
+    // lock only to give it back (watch would show it as a run).
+    std::optional<int> done_meanwhile;
+    auto still_wanted = [&] {
+      if (!options_.once_per) return true;
+      auto done = period_done();
+      if (done && *done) done_meanwhile = **done;
+      return !done_meanwhile;
+    };
     WaitOutcome outcome =
-        first ? *first : acquire(*lock_, encode_lock_value(value), options_, signals_);
+        first ? *first
+              : acquire(*lock_, encode_lock_value(value), options_, signals_, still_wanted);
+    if (done_meanwhile) return *done_meanwhile;
     bool busy = std::holds_alternative<NotObtained>(outcome);
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.

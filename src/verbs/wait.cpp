@@ -38,8 +38,9 @@ std::string blpop_seconds(Millis d) {
 
 class Waiter {
 public:
-  Waiter(Lock& lock, SignalEvents& signals, std::optional<Millis> wait)
-      : lock_(lock), signals_(signals), start_(Clock::now()) {
+  Waiter(Lock& lock, SignalEvents& signals, std::optional<Millis> wait,
+         const std::function<bool()>& still_wanted)
+      : lock_(lock), signals_(signals), still_wanted_(still_wanted), start_(Clock::now()) {
     if (!wait)
       give_up_ = start_;
     else if (*wait != Millis::max())
@@ -67,9 +68,14 @@ public:
         if (auto* wrong = std::get_if<WrongType>(&*attempt)) return NotALock{wrong->type};
         busy_ = std::get<Busy>(*attempt);
         busy_seen_ = Clock::now();
-        if (out_of_time()) return give_up(NotObtained{busy_.value, busy_.pttl, busy_.sharers, busy_.paused});
+        NotObtained busy{busy_.value, busy_.pttl, busy_.sharers, busy_.paused};
+        if (out_of_time()) return give_up(busy);
         auto sig = lock_.redis().node_count() > 1 ? pause() : block(busy_.block);
         if (sig) return give_up(Interrupted{*sig});
+        if (still_wanted_ && !still_wanted_()) {
+          busy.unwanted = true;
+          return give_up(busy);
+        }
       } else {
         if (auto out = retry_or_give_up(attempt.failure())) return *out;
       }
@@ -224,6 +230,7 @@ private:
 
   Lock& lock_;
   SignalEvents& signals_;
+  const std::function<bool()>& still_wanted_;
   TimePoint start_;
   std::optional<TimePoint> give_up_;  // nullopt: for ever
   bool reached_ = false;  // an attempt may have run in Redis: there may be something to undo
@@ -258,8 +265,8 @@ std::optional<int> jitter_pause(const std::string& key, const RunOptions& option
 }
 
 WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
-                    SignalEvents& signals) {
-  return Waiter(lock, signals, options.wait).run(value, options.ttl);
+                    SignalEvents& signals, const std::function<bool()>& still_wanted) {
+  return Waiter(lock, signals, options.wait, still_wanted).run(value, options.ttl);
 }
 
 }  // namespace rlock

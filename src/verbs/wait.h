@@ -3,6 +3,7 @@
 // release pushes to, so a waiter gets the lock within a round trip of its release.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -42,8 +43,9 @@ struct Obtained {
 struct NotObtained {
   std::string holder_value;  // raw value of the last holder seen
   Millis pttl;
-  int64_t sharers = 0;  // the lock was shared by this many holders (--shared); 0: held alone
-  bool paused = false;  // rlock pause: HOLDER_VALUE is the pause's text, PTTL its time left
+  int64_t sharers = 0;    // the lock was shared by this many holders (--shared); 0: held alone
+  bool paused = false;    // rlock pause: HOLDER_VALUE is the pause's text, PTTL its time left
+  bool unwanted = false;  // the caller's still_wanted() said no (--once-per: the period's done)
 };
 struct Interrupted {
   int signo;
@@ -62,8 +64,10 @@ std::optional<int> jitter_pause(const std::string& key, const RunOptions& option
 // Millis::max() for no limit. Within it a failure that worth_retrying() is tried again with
 // backoff. A forwarded signal read from SIGNALS ends the wait as Interrupted. After a failed or
 // interrupted wait nothing of ours is left in Redis (a lost reply to a successful attempt is
-// undone with a release, and we leave the queue).
+// undone with a release, and we leave the queue). STILL_WANTED, when given, is asked after
+// each wait for a wake-up, before the next attempt: false ends the wait (NotObtained, unwanted)
+// without taking the lock, as when a --once-per waiter's period had its run meanwhile.
 WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
-                    SignalEvents& signals);
+                    SignalEvents& signals, const std::function<bool()>& still_wanted = {});
 
 }  // namespace rlock

@@ -132,7 +132,7 @@ private:
       // The queue (waiters), a semaphore's and a shared lock's places. The waiters' liveness
       // zset changes at each --fair waiter's look (twice a second): the queue's own expiry,
       // renewed at the same time, is event enough.
-      for (const char* helper : {"queue", "sem", "shared"})
+      for (const char* helper : {"queue", "sem", "shared", "pause"})
         sub->channels[prefix + helper_key(keys_[i], helper)] = {i, false};
     }
     for (Subscription& sub : subscriptions_) {

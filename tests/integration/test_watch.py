@@ -257,6 +257,51 @@ class WatchMixin:
             self.assertIn(f": exit {status}", released)
         self.interrupt(lines)
 
+    def test_a_pause_and_its_end_are_told(self):
+        lines = self.watch(KEY)
+        lines.event("state")
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "10m", "--reason", "db"]).returncode, 0)
+        paused = lines.event("paused")[-1]
+        self.assertEqual((paused["pause"]["reason"], paused["state"]), ("db", "free"))
+        self.assertEqual(self.run_rlock(["resume", KEY]).returncode, 0)
+        resumed = lines.event("resumed")[-1]
+        self.assertIsNone(resumed["pause"])
+        self.assertIsNone(resumed["evidence"])
+        # One that ends by itself: its time was up.
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "1s"]).returncode, 0)
+        lines.event("paused")
+        self.assertEqual(lines.event("resumed")[-1]["evidence"], "ttl")
+        self.interrupt(lines)
+
+    def test_once_per_waiters_that_find_the_period_done_are_no_runs(self):
+        # Hosts that wait (--wait) behind the period's run are woken as it ends, find the period
+        # done and exit 75 without taking the lock: the watch tells one run, not one per host.
+        lines = self.watch(KEY)
+        lines.event("state")
+        once = ["--once-per", "day", "--record-skips"]
+        holder = self.start(["run", *once, KEY, "--", "cat"],
+                            stdin=subprocess.PIPE)
+        lines.event("taken")
+        waiters = [self.start(["run", *once, "--wait", "30s", KEY, "--", "true"],
+                              env=rlock_env(self.server, RLOCK_HOSTNAME=f"web-{i}"))
+                   for i in range(3)]
+        wait_until(lambda: self.server.cmd("ZCARD", "{lock:life}:rlock:queue") == 3, 10,
+                   "three waiters")
+        fence = self.server.cmd("GET", "{lock:life}:rlock:fence")
+        holder.stdin.close()
+        self.assertEqual(holder.wait(timeout=10), 0)
+        for w in waiters:
+            self.assertEqual(w.wait(timeout=10), 75)
+            self.assertIn("already run this period", w.stderr.read())
+        # None of them took the lock: no fence was drawn, and the next taken is the next run's.
+        self.assertEqual(self.server.cmd("GET", "{lock:life}:rlock:fence"), fence)
+        token = self.run_rlock(["acquire", KEY]).stdout.strip()
+        events = lines.event("taken")
+        self.assertEqual([e["event"] for e in events if e["event"] in ("taken", "released")],
+                         ["released", "taken"], events)
+        self.run_rlock(["release", KEY, "--token", token])
+        self.interrupt(lines)
+
     def test_a_reader_that_goes_away_ends_it_quietly(self):
         # `rlock watch k | head -1`: the next line finds no reader (EPIPE): exit 0, no error.
         p = self.start(["watch", KEY], stdout=subprocess.PIPE)

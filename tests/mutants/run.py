@@ -546,6 +546,12 @@ MUTANTS = [
        "local stop = paused(pause, queue, alive, token, now, max_block)\nif stop then return stop end",
        "")],
      ['test_pause.Pause.test_a_paused_key_runs_nothing_on_any_host_until_resumed']),
+    ("a --once-per waiter woken by the period's end takes the lock all the same",
+     [("src/verbs/run.cpp", "      if (!options_.once_per) return true;", "      return true;")],
+     ['test_watch.WatchWithNotifications.test_once_per_waiters_that_find_the_period_done_are_no_runs']),
+    ("a pause's end not told by watch",
+     [("src/verbs/watch.cpp", '{"queue", "sem", "shared", "pause"}', '{"queue", "sem", "shared"}')],
+     ['test_watch.WatchWithNotifications.test_a_pause_and_its_end_are_told']),
 ]
 
 
