@@ -93,7 +93,7 @@ constexpr size_t k_read_batch = 500;
 // candidate (most fence counters belong to locks that are free now), then one EXISTS for the
 // places of those without a key (a semaphore's and a shared lock's are in one Cluster slot).
 Result<Unit> look_at(Redis& redis, uint32_t server,
-                     const std::vector<std::pair<std::string, bool>>& candidates,
+                     const std::vector<std::pair<std::string, bool>>& candidates, bool all,
                      std::vector<FoundLock>& out) {
   Pipeline types;
   std::vector<size_t> type;
@@ -120,13 +120,15 @@ Result<Unit> look_at(Redis& redis, uint32_t server,
   for (const auto& [i, at] : exists)
     if (places[at]->integer > 0)
       out.push_back({candidates[i].first, server, FoundLock::Seen::places, false});
+    else if (all)
+      out.push_back({candidates[i].first, server, FoundLock::Seen::free, false});
   return Unit{};
 }
 
 // rlock's locks on one server: every lock rlock took has a fence counter (kept --retention
 // after its last use), so SCAN for those, letting the server match the names, and look only
 // at the locks they name. Nothing is read of unrelated keys, whatever their number or size.
-Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& pattern,
+Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& pattern, bool all,
                               std::vector<FoundLock>& out) {
   // A counter "{K}:rlock:fence" is K's, or the lock "{K}"'s (a key that is its own hash tag):
   // the second only when that key is there, since the two would share a semaphore's keys.
@@ -147,7 +149,7 @@ Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& 
       std::vector<std::pair<std::string, bool>> batch(
           candidates.begin() + from,
           candidates.begin() + std::min(candidates.size(), from + k_read_batch));
-      if (auto looked = look_at(redis, server, batch, out); !looked) return looked.failure();
+      if (auto looked = look_at(redis, server, batch, all, out); !looked) return looked.failure();
     }
   } while (cursor != "0");
   return Unit{};
@@ -179,9 +181,9 @@ Result<Unit> find_foreign_locks(Redis& redis, uint32_t server, const std::string
 }
 
 // The locks on one server (one primary of a Cluster, one node of Redlock).
-Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pattern,
+Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pattern, bool all,
                             std::vector<FoundLock>& out) {
-  if (auto found = find_rlock_locks(redis, server, pattern, out); !found) return found;
+  if (auto found = find_rlock_locks(redis, server, pattern, all, out); !found) return found;
   if (pattern != "*") {
     // A lock of rlock's that matches is found both ways: find_locks keeps the first.
     if (auto found = find_foreign_locks(redis, server, pattern, out); !found) return found;
@@ -194,10 +196,11 @@ Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pa
 LockReads ask_found(Pipeline& p, const FoundLock& f) {
   LockReads r;
   if (f.seen == FoundLock::Seen::other) r.type = p.add({"TYPE", f.key});
-  if (f.seen != FoundLock::Seen::places) ask_value(p, r, f.key);
+  if (f.seen != FoundLock::Seen::places && f.seen != FoundLock::Seen::free) ask_value(p, r, f.key);
   if (f.foreign) return r;
   if (f.seen == FoundLock::Seen::places) ask_places(p, r, f.key);
   ask_waiters_and_history(p, r, f.key);
+  if (f.seen == FoundLock::Seen::free) ask_pause(p, r, f.key);
   return r;
 }
 
@@ -205,7 +208,8 @@ LockReads ask_found(Pipeline& p, const FoundLock& f) {
 const char* seen_type(const FoundLock& f) {
   switch (f.seen) {
   case FoundLock::Seen::value: return "string";
-  case FoundLock::Seen::places: return "none";
+  case FoundLock::Seen::places:
+  case FoundLock::Seen::free: return "none";
   case FoundLock::Seen::other: return "";  // asked again
   }
   return "";
@@ -213,13 +217,14 @@ const char* seen_type(const FoundLock& f) {
 
 }  // namespace
 
-Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern) {
+Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern, bool all) {
   FoundLocks found;
+  found.all = all;
   auto scanned = redis.for_each_primary(
       [&](Redis& server) -> Result<Unit> {
         std::vector<FoundLock> here;
         auto index = static_cast<uint32_t>(found.servers.size());
-        if (auto done = find_on_server(server, index, pattern, here); !done) return done;
+        if (auto done = find_on_server(server, index, pattern, all, here); !done) return done;
         found.servers.push_back(&server);
         found.locks.insert(found.locks.end(), std::make_move_iterator(here.begin()),
                            std::make_move_iterator(here.end()));
@@ -262,7 +267,10 @@ Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, 
       auto s = decode_lock(redis, f.key, seen_type(f), p, r, *now_ms);
       if (!s) return s.failure();
       // Free since the look (or another program's lock that lost its expiry): not listed.
-      if (s->kind == LockState::Kind::free) continue;
+      // Free since it was found, or free when found (--all): shown with --all when it has a
+      // history or a pause, the failing job whose lock is free.
+      if (s->kind == LockState::Kind::free && (!found.all || (!s->last_run && s->pause.empty())))
+        continue;
       if (f.foreign && s->kind == LockState::Kind::foreign && s->pttl.count() < 0) continue;
       states[i - from] = std::move(*s);
     }

@@ -61,8 +61,7 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   ask_waiters_and_history(p, r, key);
   r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
   r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
-  r.pause = p.add({"GET", helper_key(key, "pause")});
-  r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
+  ask_pause(p, r, key);
   return r;
 }
 
@@ -97,6 +96,11 @@ void ask_places(Pipeline& p, LockReads& r, const std::string& key) {
   r.semaphore_values = p.add({"HGETALL", helper_key(key, "holders")});
   r.shared = p.add({"ZRANGE", helper_key(key, "shared"), "0", "-1", "WITHSCORES"});
   r.shared_values = p.add({"HGETALL", helper_key(key, "shared-values")});
+}
+
+void ask_pause(Pipeline& p, LockReads& r, const std::string& key) {
+  r.pause = p.add({"GET", helper_key(key, "pause")});
+  r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
 }
 
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key) {

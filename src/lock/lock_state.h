@@ -79,6 +79,7 @@ struct FoundLock {
     value,   // the key is a string: a lock's value, rlock's or another program's
     places,  // no key, but a semaphore's or a shared lock's places
     other,   // a key of another type: not a lock
+    free,    // neither: a free lock, for list --all (shown when it has a history or a pause)
   };
   std::string key;
   uint32_t server = 0;  // in FoundLocks::servers
@@ -91,14 +92,16 @@ struct FoundLocks {
   // live as long as the Redis does): each of a Cluster's primaries, each Redlock node.
   std::vector<Redis*> servers;
   std::vector<FoundLock> locks;  // sorted by key, each key once
+  bool all = false;              // free locks too (list --all)
 };
 
 // Every lock whose key matches PATTERN (a Redis glob): rlock's locks and semaphores, found by
 // their fence counters, and, when PATTERN is not "*", plain strings with an expiry that match
 // it (other software's locks). Found with SCAN, never KEYS; rlock's helper keys are left out,
 // and no value is read of a key that is neither. A lock on several Redlock nodes is the first
-// node's.
-Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern);
+// node's. ALL: free locks too (list --all), which read_found_locks() gives when they have a
+// history or a pause.
+Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern, bool all = false);
 
 // The state of FOUND's locks, in their order, handed to EACH a batch at a time, as each batch
 // is read: a few pipelined commands per lock, one round trip per batch and server, the next

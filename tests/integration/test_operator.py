@@ -171,6 +171,27 @@ class Operator(RedisTestCase):
         doc = json.loads(self.run_rlock(["inspect", "--json", "k"]).stdout)
         self.assertIsNone(doc["holder_alive"])
 
+    def test_list_all_shows_free_locks_with_their_last_run(self):
+        # A job that failed and gave its lock back is invisible to list; --all shows it.
+        self.assertEqual(self.run_rlock(["run", "job:failing", "--", "sh", "-c", "exit 3"]).returncode, 3)
+        self.assertEqual(self.run_rlock(["run", "job:fine", "--", "true"]).returncode, 0)
+        self.assertEqual(self.run_rlock(["run", "--history-length", "0", "job:quiet", "--", "true"])
+                         .returncode, 0)
+        self.assertEqual(self.run_rlock(["pause", "job:quiet", "--for", "1m"]).returncode, 0)
+        self.assertEqual(self.run_rlock(["list"]).stdout, "")
+        r = self.run_rlock(["list", "--all"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual([l.split()[0] for l in lines], ["job:failing", "job:fine", "job:quiet"])
+        self.assertRegex(lines[0], r"^job:failing\s+free  last run: exit 3 on ")
+        self.assertIn("paused by", lines[2])
+        doc = json.loads(self.run_rlock(["list", "--all", "--json", "job:f*"]).stdout)
+        self.assertEqual([(l["key"], l["state"], l["last_run"]["exit_status"]) for l in doc["locks"]],
+                         [("job:failing", "free", 3), ("job:fine", "free", 0)])
+        # A free lock with neither a history nor a pause is left out.
+        self.server.cmd("DEL", "{job:quiet}:rlock:pause")
+        self.assertNotIn("job:quiet", self.run_rlock(["list", "--all"]).stdout)
+
     def test_list_finds_locks_among_20000_unrelated_keys_with_scan(self):
         c = self.server.client()
         # 20,000 unrelated keys, strings with and without TTL and hashes, some under the prefix.
