@@ -19,9 +19,11 @@ bool is_helper_key(std::string_view key) {
   if (at == std::string_view::npos) return false;
   std::string_view kind = key.substr(at + 7);
   for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "ended",
-                             "shared", "shared-values", "shared-waiters"})
+                             "shared", "shared-values", "shared-waiters", "pause"})
     if (kind == k) return true;
-  return kind.substr(0, 5) == "wake-" || kind.substr(0, 5) == "once:";
+  for (std::string_view prefix : {"wake-", "once:", "stop-", "stopping-"})
+    if (kind.starts_with(prefix)) return true;
+  return false;
 }
 
 namespace {
@@ -180,8 +182,11 @@ Result<AcquireOutcome> Lock::acquire_outcome(Result<Reply> reply, const std::str
     return AcquireOutcome{got};
   }
   case 2:
-    // Paused (rlock pause): the pause's text in place of a holder's value.
-    if (e.size() != 4 || !e[1].is_string() || !e[2].is_integer() || !e[3].is_integer()) break;
+    // Paused (rlock pause): the pause's text in place of a holder's value (and, for a shared
+    // place, no sharers).
+    if (e.size() < 4 || e.size() > 5 || !e[1].is_string() || !e[2].is_integer() ||
+        !e[3].is_integer())
+      break;
     return AcquireOutcome{Busy{e[1].str, Millis(e[2].integer), Millis(e[3].integer), 0, true}};
   case 0:
     // A fifth element: the shared holders that keep us out (--shared).

@@ -135,12 +135,16 @@ Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& 
   const std::string glob = fnmatch_pattern(pattern);
   std::string cursor = "0";
   do {
-    auto page =
-        scan_page(redis, cursor, "*:rlock:fence", "string", Clock::now() + redis.command_timeout());
+    // With ALL, pauses too (a key paused before it was ever used has no counter): one glob
+    // for both, "*:rlock:fence" and "*:rlock:pause" (and nothing else rlock names).
+    auto page = scan_page(redis, cursor, all ? "*:rlock:[fp][ea][nu][cs]e" : "*:rlock:fence",
+                          "string", Clock::now() + redis.command_timeout());
     if (!page) return page.failure();
     std::vector<std::pair<std::string, bool>> candidates;  // key, whether an alias
-    for (const std::string& fence : *page) {
-      std::vector<std::string> owners = helper_owners(fence, "fence");
+    for (const std::string& helper : *page) {
+      bool pause = helper.ends_with(":rlock:pause");
+      if (!pause && !helper.ends_with(":rlock:fence")) continue;
+      std::vector<std::string> owners = helper_owners(helper, pause ? "pause" : "fence");
       for (size_t i = 0; i < owners.size(); ++i)
         if (::fnmatch(glob.c_str(), owners[i].c_str(), 0) == 0)
           candidates.emplace_back(std::move(owners[i]), i > 0);
@@ -192,15 +196,15 @@ Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pa
 }
 
 // What to read of F, by what its look saw: another program's lock is its value alone; a key
-// of another type is read as status reads it, type first.
-LockReads ask_found(Pipeline& p, const FoundLock& f) {
+// of another type is read as status reads it, type first. ALL (list --all): its pause too.
+LockReads ask_found(Pipeline& p, const FoundLock& f, bool all) {
   LockReads r;
   if (f.seen == FoundLock::Seen::other) r.type = p.add({"TYPE", f.key});
   if (f.seen != FoundLock::Seen::places && f.seen != FoundLock::Seen::free) ask_value(p, r, f.key);
   if (f.foreign) return r;
   if (f.seen == FoundLock::Seen::places) ask_places(p, r, f.key);
   ask_waiters_and_history(p, r, f.key);
-  if (f.seen == FoundLock::Seen::free) ask_pause(p, r, f.key);
+  if (all) ask_pause(p, r, f.key);
   return r;
 }
 
@@ -256,7 +260,7 @@ Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, 
     for (size_t i = from; i < to; ++i) {
       if (found.locks[i].server != server) continue;
       if (time == k_not_asked) time = p.add({"TIME"});
-      reads.emplace_back(i, ask_found(p, found.locks[i]));
+      reads.emplace_back(i, ask_found(p, found.locks[i], found.all));
     }
     if (p.empty()) continue;
     if (auto done = p.run(redis); !done) return done.failure();

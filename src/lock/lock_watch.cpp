@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lock/check.h"
 #include "lock/history.h"
 
 namespace rlock {
@@ -52,13 +53,6 @@ std::pair<bool, Evidence> ending(const std::vector<std::string>& hints,
   if (std::find(hints.begin(), hints.end(), k_outage_hint) != hints.end())
     return {true, Evidence::outage};
   return {ran_out, Evidence::ttl};
-}
-
-// Whether a history entry is of a run: skipped ones (--record-skips) and resets say nothing
-// of who held the lock.
-bool is_run(const RunRecord& r) {
-  return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
-         r.end != run_end_name(RunEnd::period_reset);
 }
 
 // How many fences of holders seen a watch remembers: a run's history entry may come a look

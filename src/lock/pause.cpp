@@ -2,6 +2,7 @@
 
 #include "lock/lock.h"
 #include "lock/scripts.h"
+#include "util/log.h"
 #include "util/text.h"
 
 namespace rlock {
@@ -81,15 +82,21 @@ Result<Paused> pause_lock(Redis& redis, const std::string& key, const PauseInfo&
     if (!reply) return reply.failure();
     return decode_paused(*reply);
   }
-  // Redlock: every node, so that no quorum forms while it lasts; a node that failed is named.
+  // Redlock: every node, so that no quorum forms while it lasts. A node that fails is named,
+  // and the others keep the pause: a failure only when none took it.
   std::optional<Paused> first;
+  std::optional<Failure> failure;
   for (auto& reply : eval_on_all(redis, scripts::pause, keys, args, deadline, {})) {
-    if (!reply) return reply.failure();
-    auto paused = decode_paused(*reply);
-    if (!paused) return paused.failure();
+    auto paused = reply ? decode_paused(*reply) : Result<Paused>(reply.failure());
+    if (!paused) {
+      log_warning("pause: " + paused.failure().message);
+      failure = paused.failure();
+      continue;
+    }
     if (!first) first = *paused;
     first->held = first->held || paused->held;
   }
+  if (!first) return *failure;
   return *first;
 }
 
@@ -97,14 +104,23 @@ Result<std::optional<std::string>> resume_lock(Redis& redis, const std::string& 
                                                TimePoint deadline) {
   Argv keys{helper_key(key, "pause"), helper_key(key, "queue"), helper_key(key, "alive")};
   Argv args{helper_key(key, "wake-")};
+  // Every node, also past one that fails (it is named): a node left paused keeps out only
+  // its own copy, and its pause ends at its time.
   std::optional<std::string> was;
+  std::optional<Failure> failure;
+  size_t answered = 0;
   for (size_t i = 0; i < redis.node_count(); ++i) {
     auto reply = eval(redis.node(i), scripts::resume, keys, args, deadline);
-    if (!reply) return reply.failure();
-    if (!reply->is_array() || reply->elements.empty()) return unexpected_reply("the resume script");
+    if (!reply || !reply->is_array() || reply->elements.empty()) {
+      failure = reply ? unexpected_reply("the resume script") : reply.failure();
+      if (redis.node_count() > 1) log_warning("resume: " + failure->message);
+      continue;
+    }
+    ++answered;
     if (reply->elements[0].integer == 1 && reply->elements.size() == 2 && !was)
       was = reply->elements[1].str;
   }
+  if (answered == 0) return *failure;
   return was;
 }
 

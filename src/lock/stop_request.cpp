@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 
 #include "lock/lock.h"
@@ -21,6 +22,11 @@ namespace {
 // that stopped answering without closing its connection (a frozen Cluster master replaced by
 // its replica), and the cost is one command a minute.
 constexpr Millis k_listen_slice{60000};
+// Under Redlock, how often an asker looks for its answers (no node can wake it).
+constexpr Millis k_answer_look{50};
+// How long the end of a run waits for the listener's thread to end (at once, unless it is
+// held up on a server that does not answer: then it is left to end by itself).
+constexpr Millis k_join_patience{200};
 // After a failure, how soon the listener connects again, doubling up to the most.
 constexpr Millis k_listen_retry_first{250};
 constexpr Millis k_listen_retry_most{5000};
@@ -97,140 +103,204 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
                             const StopRequest& request, Millis answer_within, TimePoint deadline) {
   Argv keys{key, helper_key(key, "sem"), helper_key(key, "holders"), helper_key(key, "shared"),
             helper_key(key, "shared-values")};
-  Argv args{helper_key(key, "stop-"), encode_stop_request(request), token,
+  Argv args{helper_key(key, "stop-"),
+            encode_stop_request(request),
+            token,
             std::to_string(std::max<int64_t>(1, answer_within.count())),
-            helper_key(key, "stopping-")};
+            helper_key(key, "stopping-"),
+            "0"};
   if (redis.node_count() == 1) {
     auto reply = eval(redis, scripts::stop, keys, args, deadline);
     if (!reply) return reply.failure();
     return decode_ask(*reply);
   }
-  // Redlock: each node holds its own copy of the lock; the holder listens on one of them.
-  // The answer is that of the nodes that have the holder, the first that replied otherwise.
+  // Redlock: each node holds its own copy of the lock, and the holder listens on one of them,
+  // which may have missed its copy (a restart without data): a holder found on any node is
+  // asked on every node. The answer is that of the nodes that have the holder.
   auto replies = eval_on_all(redis, scripts::stop, keys, args, deadline, {});
   std::optional<StopAsk> best;
   std::optional<Failure> failure;
-  for (auto& reply : replies) {
-    if (!reply) {
-      failure = reply.failure();
+  std::vector<std::vector<std::string>> asked_on(replies.size());
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i]) {
+      failure = replies[i].failure();
       continue;
     }
-    auto ask = decode_ask(*reply);
+    auto ask = decode_ask(*replies[i]);
     if (!ask) return ask.failure();
+    for (const StopAsked& a : ask->asked) asked_on[i].push_back(a.token);
     if (!best || (best->asked.empty() && !ask->asked.empty())) best = *ask;
   }
   if (!best) return *failure;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    if (!replies[i]) continue;
+    for (const StopAsked& a : best->asked) {
+      if (std::find(asked_on[i].begin(), asked_on[i].end(), a.token) != asked_on[i].end()) continue;
+      Argv everywhere = args;
+      everywhere[2] = a.token;
+      everywhere.back() = "1";
+      (void)eval(redis.node(i), scripts::stop, keys, everywhere, deadline);
+    }
+  }
   return *best;
 }
 
-Result<std::vector<std::string>> await_stop_answers(Redis& redis, const std::string& key,
-                                                    std::vector<std::string> tokens,
-                                                    TimePoint until) {
-  std::vector<std::string> answered;
+Result<std::vector<std::pair<std::string, TimePoint>>>
+await_stop_answers(Redis& redis, const std::string& key, std::vector<std::string> tokens,
+                   TimePoint until, int interrupt_fd) {
+  std::vector<std::pair<std::string, TimePoint>> answered;
   while (!tokens.empty()) {
     TimePoint now = Clock::now();
     if (now >= until) break;
-    Argv pop{"BLPOP"};
-    for (const std::string& t : tokens) pop.push_back(answer_key(key, t));
     Millis left = std::chrono::ceil<Millis>(until - now);
-    std::optional<Reply> reply;
+    std::optional<std::string> list;  // whose answer came
     if (redis.node_count() == 1) {
+      Argv pop{"BLPOP"};
+      for (const std::string& t : tokens) pop.push_back(answer_key(key, t));
       pop.push_back(std::to_string(left.count() / 1000.0));
-      auto r = redis.blocking_call(pop, until + redis.command_timeout(), -1);
+      auto r = redis.blocking_call(pop, until + redis.command_timeout(), interrupt_fd);
       if (!r) return r.failure();
-      reply = *r;
+      if (r->is_array() && r->elements.size() == 2) list = r->elements[0].str;
     } else {
-      // Redlock: no blocking command (a node's list is its own); each node is looked at in turn,
-      // and the answer is on the node the holder listens on.
-      for (size_t i = 0; i < redis.node_count() && !(reply && reply->is_array()); ++i)
+      // Redlock: no blocking command (a node's list is its own): each node is looked at in
+      // turn, the answer being on the node the holder listens on.
+      for (size_t i = 0; i < redis.node_count() && !list; ++i)
         for (const std::string& t : tokens)
           if (auto r = redis.node(i).call({"LPOP", answer_key(key, t)}, now + left);
               r && r->is_string()) {
-            reply = Reply{};
-            reply->type = Reply::Type::array;
-            reply->elements = {Reply{}, *r};
-            reply->elements[0].str = answer_key(key, t);
+            list = answer_key(key, t);
             break;
           }
-      if (!reply) std::this_thread::sleep_for(std::min(left, Millis(50)));
+      pollfd p{interrupt_fd, POLLIN, 0};
+      if (!list && ::poll(&p, interrupt_fd < 0 ? 0 : 1,
+                          static_cast<int>(std::min(left, k_answer_look).count())) > 0)
+        return Failure{Failure::Kind::interrupted, redis.name() + ": interrupted"};
     }
-    if (!reply || !reply->is_array() || reply->elements.size() != 2) continue;
-    std::string list = reply->elements[0].str;
-    auto it = std::find_if(tokens.begin(), tokens.end(),
-                           [&](const std::string& t) { return answer_key(key, t) == list; });
+    auto it = std::find_if(tokens.begin(), tokens.end(), [&](const std::string& t) {
+      return list && answer_key(key, t) == *list;
+    });
     if (it == tokens.end()) continue;
-    answered.push_back(*it);
+    answered.emplace_back(*it, Clock::now());
     tokens.erase(it);
   }
   return answered;
 }
 
+Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
+                                    const std::vector<std::string>& tokens, TimePoint deadline) {
+  Argv del{"DEL"};
+  for (const std::string& t : tokens) del.push_back(list_key(key, t));
+  if (tokens.empty()) return Unit{};
+  for (size_t i = 0; i < redis.node_count(); ++i)
+    if (auto r = redis.node(i).call(del, deadline); !r) return r.failure();
+  return Unit{};
+}
+
+// Shared by the listener and its thread, which may outlive it (~StopListener).
+struct StopListener::State {
+  Connect connect;
+  std::string key, list, answer;
+  Millis delay;
+  Fd wake_read, wake_write;  // the request came
+  Fd end_read, end_write;    // the listener is to end
+  std::mutex mutex;
+  std::condition_variable ended;
+  bool done = false;  // the thread has returned
+  std::optional<StopRequest> request;
+
+  void run();
+  // Waits on Redis for a request until one comes, is answered, or the listener is ended.
+  void listen(Redis& redis);
+  // Takes REQUEST on SERVER, unless its asker gave up on it: whether to act on it.
+  bool take_on(Redis& server, const StopRequest& request);
+  // Whether the listener was ended while waiting up to FOR_HOW_LONG.
+  bool ended_within(Millis for_how_long);
+};
+
 StopListener::StopListener(Connect connect, std::string key, std::string token, Millis delay)
-    : connect_(std::move(connect)), key_(std::move(key)), list_(list_key(key_, token)),
-      answer_(answer_key(key_, token)), delay_(delay) {
+    : state_(std::make_shared<State>()) {
+  State& s = *state_;
+  s.connect = std::move(connect);
+  s.key = std::move(key);
+  s.list = list_key(s.key, token);
+  s.answer = answer_key(s.key, token);
+  s.delay = delay;
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
     throw system_call_error("cannot listen for stop requests", "pipe2");
-  wake_read_.reset(p[0]);
-  wake_write_.reset(p[1]);
+  s.wake_read.reset(p[0]);
+  s.wake_write.reset(p[1]);
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
     throw system_call_error("cannot listen for stop requests", "pipe2");
-  end_read_.reset(p[0]);
-  end_write_.reset(p[1]);
+  s.end_read.reset(p[0]);
+  s.end_write.reset(p[1]);
 }
 
 StopListener::~StopListener() {
   if (!thread_.joinable()) return;
   char c = 1;
-  (void)!::write(end_write_.get(), &c, 1);
-  thread_.join();
+  (void)!::write(state_->end_write.get(), &c, 1);
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (state_->ended.wait_for(lock, k_join_patience, [this] { return state_->done; })) {
+    lock.unlock();
+    thread_.join();
+  } else {
+    thread_.detach();  // it ends by itself, holding the state it shares
+  }
 }
 
 void StopListener::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([state = state_] {
+    state->run();
+    std::lock_guard<std::mutex> guard(state->mutex);
+    state->done = true;
+    state->ended.notify_all();
+  });
 }
+
+int StopListener::wake_fd() const { return state_->wake_read.get(); }
 
 std::optional<StopRequest> StopListener::take() {
   char buf[16];
-  while (::read(wake_read_.get(), buf, sizeof buf) > 0) {}
-  std::lock_guard<std::mutex> guard(mutex_);
-  return std::exchange(request_, std::nullopt);
+  while (::read(state_->wake_read.get(), buf, sizeof buf) > 0) {}
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  return std::exchange(state_->request, std::nullopt);
 }
 
-bool StopListener::ended_within(Millis for_how_long) {
-  pollfd fd{end_read_.get(), POLLIN, 0};
+bool StopListener::State::ended_within(Millis for_how_long) {
+  pollfd fd{end_read.get(), POLLIN, 0};
   int n;
   do n = ::poll(&fd, 1, static_cast<int>(for_how_long.count()));
   while (n < 0 && errno == EINTR);
   return n > 0;
 }
 
-void StopListener::run() {
-  if (ended_within(delay_)) return;
-  std::unique_ptr<Redis> redis;
+void StopListener::State::run() {
+  if (ended_within(delay)) return;
+  // Nothing of the listener may end the run: what it cannot do (a connection, TLS, memory)
+  // costs only rlock stop its reach.
   try {
-    redis = connect_();
+    std::unique_ptr<Redis> redis = connect();
+    listen(*redis);
   } catch (const std::exception& e) {
-    log(Level::warning, {"stop_listener", key_,
+    log(Level::warning, {"stop_listener", key,
                          std::string("cannot listen for stop requests (") + e.what() +
                              "); rlock stop will not reach this run"});
-    return;
   }
-  listen(*redis);
 }
 
-void StopListener::listen(Redis& redis) {
+void StopListener::State::listen(Redis& redis) {
   size_t node = 0;  // Redlock: the node listened on, the next after a failure
   Millis retry = k_listen_retry_first;
   for (;;) {
     Redis& server = redis.node(node % redis.node_count());
     auto reply = server.blocking_call(
-        {"BLPOP", list_, std::to_string(k_listen_slice.count() / 1000)},
-        Clock::now() + k_listen_slice + server.command_timeout(), end_read_.get());
+        {"BLPOP", list, std::to_string(k_listen_slice.count() / 1000)},
+        Clock::now() + k_listen_slice + server.command_timeout(), end_read.get());
     if (!reply) {
       if (reply.failure().kind == Failure::Kind::interrupted) return;
       log(Level::debug,
-          {"stop_listener", key_, "listening for stop requests: " + reply.failure().message});
+          {"stop_listener", key, "listening for stop requests: " + reply.failure().message});
       ++node;
       if (ended_within(retry)) return;
       retry = std::min(retry * 2, k_listen_retry_most);
@@ -238,31 +308,30 @@ void StopListener::listen(Redis& redis) {
     }
     retry = k_listen_retry_first;
     if (!reply->is_array() || reply->elements.size() != 2) continue;  // the slice ended
-    auto request = decode_stop_request(reply->elements[1].str);
-    if (!request) {
-      log(Level::warning, {"stop_request", key_, "ignored a stop request it cannot read"});
+    auto got = decode_stop_request(reply->elements[1].str);
+    if (!got) {
+      log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
       continue;
     }
-    if (!answer(server, *request)) continue;
+    if (!take_on(server, *got)) continue;
     {
-      std::lock_guard<std::mutex> guard(mutex_);
-      request_ = std::move(request);
+      std::lock_guard<std::mutex> guard(mutex);
+      request = std::move(got);
     }
     char c = 1;
-    (void)!::write(wake_write_.get(), &c, 1);
+    (void)!::write(wake_write.get(), &c, 1);
     return;  // the run ends now; one request is enough
   }
 }
 
-bool StopListener::answer(Redis& server, const StopRequest& request) {
-  auto taken =
-      eval(server, scripts::stop_answer, {answer_}, {std::to_string(request.until_ms), "taken"},
-           Clock::now() + server.command_timeout());
+bool StopListener::State::take_on(Redis& server, const StopRequest& got) {
+  auto taken = eval(server, scripts::stop_answer, {answer}, {std::to_string(got.until_ms), "taken"},
+                    Clock::now() + server.command_timeout());
   if (taken && taken->integer == 1) return true;
   // Given up on (this rlock was frozen, or cut off, past the asker's wait), or unanswerable:
   // the asker has said the holder did not answer, and named release --force.
-  log(Level::warning, {"stop_request", key_,
-                       "ignored a stop request by " + request.by + " made at " + request.at + ": " +
+  log(Level::warning, {"stop_request", key,
+                       "ignored a stop request by " + got.by + " made at " + got.at + ": " +
                            (taken ? std::string("its asker gave up waiting for this run's answer")
                                   : "could not answer it (" + taken.failure().message + ")")});
   return false;

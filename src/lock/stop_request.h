@@ -12,7 +12,6 @@
 // The lock given back is the end.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -68,15 +67,24 @@ struct StopAsk {
 Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::string& token,
                             const StopRequest& request, Millis answer_within, TimePoint deadline);
 
-// Waits until UNTIL for the answers of the holders of TOKENS; returns those that answered.
-Result<std::vector<std::string>> await_stop_answers(Redis& redis, const std::string& key,
-                                                    std::vector<std::string> tokens,
-                                                    TimePoint until);
+// Waits until UNTIL for the answers of the holders of TOKENS: those that answered, and when.
+// INTERRUPT_FD (when not -1) readable first: a failure of kind interrupted.
+Result<std::vector<std::pair<std::string, TimePoint>>>
+await_stop_answers(Redis& redis, const std::string& key, std::vector<std::string> tokens,
+                   TimePoint until, int interrupt_fd);
+
+// Takes back the requests to the holders of TOKENS that have not taken them yet, so that none
+// acts on a request its asker gave up on (interrupted).
+Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
+                                    const std::vector<std::string>& tokens, TimePoint deadline);
 
 // Listens for a stop request to the holder of TOKEN, on a thread and a connection of its own
 // (CONNECT makes it there), from DELAY after start() on: a command that ends sooner never costs
 // Redis a connection, and a request made meanwhile waits in its list. wake_fd() becomes
-// readable when a request came; take() returns it. Destruction ends the wait at once.
+// readable when a request came; take() returns it. Destruction ends the wait: the thread is
+// joined, unless it is held up on a server that does not answer (a Cluster's map being read
+// again, a Sentinel failover), which would hold up the run's end: then it is left to end by
+// itself, with the state it shares.
 class StopListener {
 public:
   using Connect = std::function<std::unique_ptr<Redis>()>;
@@ -88,28 +96,14 @@ public:
   // Throws std::system_error when the thread cannot start (ulimit -u): the caller goes on
   // without (a stop is then not heard).
   void start();
-  int wake_fd() const { return wake_read_.get(); }
+  int wake_fd() const;
   // The request that came, once (drains wake_fd()).
   std::optional<StopRequest> take();
 
-private:
-  void run();
-  // Waits on Redis for a request until one comes, is answered, or the listener is ended.
-  void listen(Redis& redis);
-  // Takes REQUEST on SERVER, unless its asker gave up on it: whether to act on it.
-  bool answer(Redis& server, const StopRequest& request);
-  // Whether the listener was ended while waiting up to FOR_HOW_LONG.
-  bool ended_within(Millis for_how_long);
+  struct State;  // what the thread works with (stop_request.cpp)
 
-  Connect connect_;
-  std::string key_;
-  std::string list_;
-  std::string answer_;
-  Millis delay_;
-  Fd wake_read_, wake_write_;  // the request came
-  Fd end_read_, end_write_;    // the listener is to end
-  std::mutex mutex_;
-  std::optional<StopRequest> request_;
+private:
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

@@ -125,8 +125,6 @@ json queue_json(const std::vector<QueuedWaiter>& queue) {
   return out;
 }
 
-// One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
-// the queue, the fence counter and how long what rlock keeps of the lock is kept.
 // rlock pause: who, when, until when, why; null when not paused.
 json pause_json(const std::string& raw, Millis ttl) {
   if (raw.empty()) return nullptr;
@@ -139,6 +137,8 @@ json pause_json(const std::string& raw, Millis ttl) {
           {"ttl_ms", ms_or_null(ttl)}};
 }
 
+// One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
+// the queue, the fence counter and how long what rlock keeps of the lock is kept.
 json lock_json(const LockView& v, bool inspect) {
   json j;
   j["key"] = v.key;

@@ -256,13 +256,14 @@ public:
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {
     if (!map_.known()) {
-      auto cluster = seed_is_cluster(deadline);
+      auto seen = seed_is_cluster(deadline);
       // A seed that is down: the map from another one, which must be a Cluster node.
-      if (!cluster && node_failed(cluster.failure()) &&
-          map_.refresh_after_failure(map_.seed(), deadline, cluster.failure()))
-        cluster = true;
-      if (!cluster) return cluster.failure();
-      if (!*cluster) return f(*this);
+      bool cluster = seen && *seen;
+      if (!seen && !(node_failed(seen.failure()) &&
+                     map_.refresh_after_failure(map_.seed(), deadline, seen.failure())))
+        return seen.failure();
+      if (!seen) cluster = true;
+      if (!cluster) return f(*this);
       if (!map_.known() && map_.read_map(*map_.seed(), deadline))
         return Failure{Failure::Kind::protocol, name() + ": cannot read the cluster's slots"};
     }

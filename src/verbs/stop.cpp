@@ -1,7 +1,7 @@
 // rlock stop KEY: ask whoever holds KEY, on any host, to stop its command, and wait until the
 // lock is given back (stop_request.h).
 #include <algorithm>
-#include <thread>
+#include <csignal>
 
 #include "lock/lock.h"
 #include "lock/lock_value.h"
@@ -11,6 +11,7 @@
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 
@@ -40,6 +41,7 @@ struct StopOptions {
 // One holder asked, and how far it has come.
 struct Asked {
   StopAsked holder;
+  std::string who;  // the holder as it was when asked (describe_holder)
   std::optional<Millis> taken_after, released_after;
 };
 
@@ -49,27 +51,38 @@ LockMode mode_of(const std::string& kind) {
   return {};
 }
 
+// How a wait of rlock stop ended early: a failure to look, or a signal (its exit status).
+struct Cut {
+  std::optional<Failure> failure;
+  int status = 0;
+};
+
 // Waits for the answers of ASKED (the server refuses them once k_answer_within has passed),
-// then until those that answered gave the lock back, within WITHIN of their answer; a failure
-// to look is returned.
-std::optional<Failure> follow(Redis& redis, const std::string& key, const std::string& kind,
-                              std::vector<Asked>& asked, Millis within) {
+// then until those that answered gave the lock back, within WITHIN of their answer. A signal
+// takes back the requests not taken yet: none is acted on after its asker gave up.
+std::optional<Cut> follow(Redis& redis, const std::string& key, const std::string& kind,
+                          std::vector<Asked>& asked, Millis within, SignalEvents& signals) {
   TimePoint began = Clock::now();
   std::vector<std::string> tokens;
   for (const Asked& a : asked) tokens.push_back(a.holder.token);
-  auto answered = await_stop_answers(redis, key, tokens, began + k_answer_within + k_answer_margin);
-  if (!answered) return answered.failure();
-  TimePoint now = Clock::now();
-  for (Asked& a : asked)
-    if (std::find(answered->begin(), answered->end(), a.holder.token) != answered->end())
-      a.taken_after = std::chrono::duration_cast<Millis>(now - began);
+  auto answered = await_stop_answers(redis, key, tokens, began + k_answer_within + k_answer_margin,
+                                     signals.fd());
+  if (!answered && answered.failure().kind == Failure::Kind::interrupted) {
+    (void)withdraw_stop_requests(redis, key, tokens, Clock::now() + redis.command_timeout());
+    return Cut{std::nullopt,
+               exit_status_for_signal(signals.next_request_to_stop().value_or(SIGINT))};
+  }
+  if (!answered) return Cut{answered.failure()};
+  for (const auto& [token, at] : *answered)
+    for (Asked& a : asked)
+      if (a.holder.token == token) a.taken_after = std::chrono::duration_cast<Millis>(at - began);
   for (;;) {
     bool waiting = false;
     for (Asked& a : asked) {
       if (!a.taken_after || a.released_after) continue;
       auto lock = make_lock(redis, key, a.holder.token, mode_of(kind));
       auto held = lock->holds(Clock::now() + redis.command_timeout());
-      if (!held) return held.failure();
+      if (!held) return Cut{held.failure()};
       Millis since = std::chrono::duration_cast<Millis>(Clock::now() - began);
       if (!*held)
         a.released_after = since;
@@ -77,26 +90,28 @@ std::optional<Failure> follow(Redis& redis, const std::string& key, const std::s
         waiting = waiting || since < *a.taken_after + within;
     }
     if (!waiting) return std::nullopt;
-    std::this_thread::sleep_for(k_look_every);
+    // Taken, so acted on: a signal now ends only our wait.
+    if (auto sig = sleep_interruptible(Clock::now() + k_look_every, signals))
+      return Cut{std::nullopt, exit_status_for_signal(*sig)};
   }
 }
 
 // What became of one holder asked; its exit status.
 int report(const std::string& key, const Asked& a) {
-  std::string who = describe_holder(a.holder.value, a.holder.pttl);
   if (!a.taken_after) {
-    log_error(key + ": " + who + " did not answer within " + format_duration(k_answer_within) +
-              " (its host down or cut off, its rlock stopped, or an rlock without stop); the "
-              "request was withdrawn. rlock release --force " +
+    log_error(key + ": " + a.who + " did not answer within " + format_duration(k_answer_within) +
+              ": its rlock is away (its host down or cut off, rlock frozen) or does not listen (a "
+              "lock of rlock acquire without --while-pid, a run kept for --min-hold, an rlock "
+              "older than stop); the request was withdrawn. rlock release --force " +
               key + " breaks the lock, which stays taken until that holder's lease ends");
     return k_exit_busy;
   }
   if (!a.released_after) {
-    log_error(key + ": " + who + " answered after " + format_duration(*a.taken_after) +
+    log_error(key + ": " + a.who + " answered after " + format_duration(*a.taken_after) +
               " but still holds the lock (its command or what it left running does not end?)");
     return k_exit_busy;
   }
-  write_stdout(key + ": stopped " + who + "; the lock was given back after " +
+  write_stdout(key + ": stopped " + a.who + "; the lock was given back after " +
                format_duration(*a.released_after) + "\n");
   return k_exit_ok;
 }
@@ -105,6 +120,7 @@ int report(const std::string& key, const Asked& a) {
 
 int stop_verb(const GlobalOptions& global, const std::string& key, const StopOptions& options) {
   if (!options.token.empty()) check_token(options.token);
+  SignalEvents signals;  // Ctrl-C takes back what was asked (follow)
   auto redis = connect_redis(global);
   Holder me = current_holder("");
   StopRequest request{me.user + "@" + me.host, "-", options.reason, options.signal,
@@ -134,9 +150,12 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
     return k_exit_not_held;
   }
   std::vector<Asked> all;
-  for (const StopAsked& a : asked->asked) all.push_back({a, std::nullopt, std::nullopt});
-  if (auto failure = follow(*redis, key, asked->kind, all, options.within))
-    return unavailable(*failure);
+  for (const StopAsked& a : asked->asked)
+    all.push_back({a, describe_holder(a.value, a.pttl), std::nullopt, std::nullopt});
+  if (auto cut = follow(*redis, key, asked->kind, all, options.within, signals)) {
+    if (cut->failure) return unavailable(*cut->failure);
+    return cut->status;
+  }
   int status = k_exit_ok;
   for (const Asked& a : all) status = std::max(status, report(key, a));
   return status;
@@ -193,7 +212,7 @@ constexpr Option k_options[] = {
 constexpr Command k_stop_command = {
     "stop",
     "stop the command that holds KEY, on any host",
-    "KEY [--reason TEXT] [--token T] [--signal SIG] [--kill-after D]",
+    "KEY [--reason TEXT] [--token T] [--signal SIG] [--kill-after D] [--within D]",
     {k_options, k_connection},
     "The holder sends the signal to its command's process group within a second, KILL after\n"
     "the kill-after, gives the lock back, records the run as stopped by you, and exits 80.\n"

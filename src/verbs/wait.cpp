@@ -17,17 +17,6 @@ namespace rlock {
 
 namespace {
 
-// Sleeps until UNTIL; returns the signal that cut the sleep short, if any.
-std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
-  for (;;) {
-    if (auto sig = signals.next_request_to_stop()) return sig;
-    int timeout = millis_until(until);
-    if (timeout == 0) return std::nullopt;
-    pollfd p{signals.fd(), POLLIN, 0};
-    ::poll(&p, 1, timeout);
-  }
-}
-
 // BLPOP's timeout in seconds, with millisecond precision (Redis 6 and later).
 std::string blpop_seconds(Millis d) {
   char buf[32];
@@ -72,10 +61,7 @@ public:
         if (out_of_time()) return give_up(busy);
         auto sig = lock_.redis().node_count() > 1 ? pause() : block(busy_.block);
         if (sig) return give_up(Interrupted{*sig});
-        if (still_wanted_ && !still_wanted_()) {
-          busy.unwanted = true;
-          return give_up(busy);
-        }
+        if (still_wanted_ && !still_wanted_()) return give_up(busy);
       } else {
         if (auto out = retry_or_give_up(attempt.failure())) return *out;
       }
@@ -262,6 +248,16 @@ std::optional<int> jitter_pause(const std::string& key, const RunOptions& option
       {"jitter", key,
        "first try in " + format_duration(drawn) + " (--jitter " + format_duration(*jitter) + ")"});
   return sleep_interruptible(Clock::now() + drawn, signals);
+}
+
+std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals) {
+  for (;;) {
+    if (auto sig = signals.next_request_to_stop()) return sig;
+    int timeout = millis_until(until);
+    if (timeout == 0) return std::nullopt;
+    pollfd p{signals.fd(), POLLIN, 0};
+    ::poll(&p, 1, timeout);
+  }
 }
 
 WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,

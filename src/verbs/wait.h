@@ -43,9 +43,8 @@ struct Obtained {
 struct NotObtained {
   std::string holder_value;  // raw value of the last holder seen
   Millis pttl;
-  int64_t sharers = 0;    // the lock was shared by this many holders (--shared); 0: held alone
-  bool paused = false;    // rlock pause: HOLDER_VALUE is the pause's text, PTTL its time left
-  bool unwanted = false;  // the caller's still_wanted() said no (--once-per: the period's done)
+  int64_t sharers = 0;  // the lock was shared by this many holders (--shared); 0: held alone
+  bool paused = false;  // rlock pause: HOLDER_VALUE is the pause's text, PTTL its time left
 };
 struct Interrupted {
   int signo;
@@ -54,6 +53,9 @@ struct NotALock {
   std::string type;
 };
 using WaitOutcome = std::variant<Obtained, NotObtained, Interrupted, NotALock, Failure>;
+
+// Sleeps until UNTIL; returns the signal (one that ends a process) that cut the sleep short.
+std::optional<int> sleep_interruptible(TimePoint until, SignalEvents& signals);
 
 // OPTIONS' jitter (--jitter) on KEY: a random pause in [0, jitter) before the first try, so
 // that a herd's hosts draw apart. The signal read from SIGNALS that cut it short, if one did.
@@ -65,8 +67,8 @@ std::optional<int> jitter_pause(const std::string& key, const RunOptions& option
 // backoff. A forwarded signal read from SIGNALS ends the wait as Interrupted. After a failed or
 // interrupted wait nothing of ours is left in Redis (a lost reply to a successful attempt is
 // undone with a release, and we leave the queue). STILL_WANTED, when given, is asked after
-// each wait for a wake-up, before the next attempt: false ends the wait (NotObtained, unwanted)
-// without taking the lock, as when a --once-per waiter's period had its run meanwhile.
+// each wait for a wake-up, before the next attempt: false ends the wait (NotObtained) without
+// taking the lock, as when a --once-per waiter's period had its run meanwhile.
 WaitOutcome acquire(Lock& lock, const std::string& value, const RunOptions& options,
                     SignalEvents& signals, const std::function<bool()>& still_wanted = {});
 

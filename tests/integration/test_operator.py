@@ -191,6 +191,15 @@ class Operator(RedisTestCase):
         # A free lock with neither a history nor a pause is left out.
         self.server.cmd("DEL", "{job:quiet}:rlock:pause")
         self.assertNotIn("job:quiet", self.run_rlock(["list", "--all"]).stdout)
+        # A key paused before it was ever used, and a held one that is paused, are shown.
+        self.assertEqual(self.run_rlock(["pause", "job:new", "--for", "1m"]).returncode, 0)
+        p, _ = self.hold("job:held")
+        self.assertEqual(self.run_rlock(["pause", "job:held", "--for", "1m"]).returncode, 0)
+        lines = self.run_rlock(["list", "--all"]).stdout.splitlines()
+        self.assertEqual([l.split()[0] for l in lines],
+                         ["job:failing", "job:fine", "job:held", "job:new"])
+        self.assertIn("paused by", lines[2])
+        self.assertRegex(lines[3], r"^job:new\s+free  paused by ")
 
     def test_list_finds_locks_among_20000_unrelated_keys_with_scan(self):
         c = self.server.client()

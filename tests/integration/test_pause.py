@@ -84,6 +84,21 @@ class Pause(RedisTestCase):
         self.assertEqual(waiter.wait(timeout=10), 0, waiter.stderr.read())
         self.assertEqual(self.ran(), ["waiter"])
 
+    def test_resume_wakes_every_waiter_of_a_semaphore(self):
+        # Three places, three waiters: all get in at the resume, not one then the others at
+        # the pause's end (10m).
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "10m"]).returncode, 0)
+        waiters = [self.start(["run", "--limit", "3", "--wait", "1m", KEY, "-c",
+                               f'echo web-{i} >> "$T/ran"; sleep 4'], env=self.host(f"web-{i}"))
+                   for i in range(3)]
+        wait_until(lambda: self.server.cmd("ZCARD", "{lock:job}:rlock:queue") == 3, 10,
+                   "three waiters")
+        self.assertEqual(self.run_rlock(["resume", KEY]).returncode, 0)
+        # Together: one woken alone would let the next in only at its release, 4s on.
+        wait_until(lambda: len(self.ran()) == 3, 3, "the three runs")
+        for w in waiters:
+            self.assertEqual(w.wait(timeout=10), 0)
+
     def test_a_pause_ends_by_itself_and_leaves_nothing(self):
         self.assertEqual(self.run_rlock(["pause", KEY, "--for", "1s"]).returncode, 0)
         self.assertEqual(self.run_job("web-1").returncode, 75)

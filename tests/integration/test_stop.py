@@ -134,6 +134,16 @@ class Stop(RedisTestCase):
         self.assertEqual(holder.returncode, 3)  # the job's own: TERM forwarded, not a stop
         self.assertEqual(self.history()[0]["end"], "exited")
 
+    def test_ctrl_c_takes_back_a_request_not_taken_yet(self):
+        # A lock of rlock acquire without --while-pid: nothing listens for the request.
+        token = self.run_rlock(["acquire", KEY], env=self.host("web-1")).stdout.strip()
+        stop = self.start(["stop", KEY], env=self.host("ops-1"))
+        wait_until(lambda: self.server.cmd("KEYS", "*:rlock:stop-*"), 5, "the request")
+        stop.send_signal(signal.SIGINT)
+        self.assertEqual(stop.wait(timeout=10), 130)
+        self.assertEqual(self.server.cmd("KEYS", "*:rlock:stop-*"), [])
+        self.assertEqual(self.run_rlock(["release", KEY, "--token", token]).returncode, 0)
+
     def test_a_script_that_holds_the_lock_with_acquire_while_pid_is_stopped(self):
         script = self.path("script.sh")
         with open(script, "w") as f:

@@ -552,6 +552,14 @@ MUTANTS = [
     ("a pause's end not told by watch",
      [("src/verbs/watch.cpp", '{"queue", "sem", "shared", "pause"}', '{"queue", "sem", "shared"}')],
      ['test_watch.WatchWithNotifications.test_a_pause_and_its_end_are_told']),
+    ("an interrupted stop leaves its request",
+     [("src/verbs/stop.cpp",
+       "    (void)withdraw_stop_requests(redis, key, tokens, Clock::now() + redis.command_timeout());\n",
+       "")],
+     ['test_stop.Stop.test_ctrl_c_takes_back_a_request_not_taken_yet']),
+    ("resume wakes only the first waiter",
+     [("src/lock/lua/resume.lua", "redis.call('ZRANGE', queue, 0, -1)", "redis.call('ZRANGE', queue, 0, 0)")],
+     ['test_pause.Pause.test_resume_wakes_every_waiter_of_a_semaphore']),
 ]
 
 

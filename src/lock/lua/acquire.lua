@@ -2,7 +2,8 @@
 -- Takes the (mutex) lock if it is free and, with --fair, it is our turn; else says who holds it
 -- and, for a waiter, queues it. Returns {1, fence, now, start}, {0, value, pttl, block} or
 -- {-1, type}; or {0, value, pttl, block, sharers} while the lock is shared (--shared:
--- sharing.lua); or {2, pause, pttl, block} while PAUSE (KEYS[7]) says nobody takes it (common.lua).
+-- sharing.lua); or {2, pause, pttl, block} while PAUSE (KEYS[7]) says nobody takes a free lock
+-- (common.lua).
 -- NOW is the server's clock, which the value's since= says too (taken_at); START the ID of the
 -- run's start entry in HISTORY (KEYS[8], with ARGV[11] on: record_start), or ''.
 -- QUEUED (ARGV[10]) is '1' when an earlier attempt of ours may have queued us: only then is
@@ -39,8 +40,10 @@ if ours then
   local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 11, fence)}
 end
-local stop = paused(pause, queue, alive, token, now, max_block)
-if stop then return stop end
+if not v then
+  local stop = paused(pause, queue, alive, token, now, max_block)
+  if stop then return stop end
+end
 local pttl = -2
 local turn = true
 if v then

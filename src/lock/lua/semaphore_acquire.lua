@@ -1,7 +1,7 @@
 -- uses: common.lua, slots.lua
 -- Takes a slot of the semaphore if one is free (and, with --fair, it is our turn): the answers
--- of acquire.lua (with its start entry in HISTORY, KEYS[7], ARGV[10] on; PAUSE KEYS[6]). Busy
--- names the holder whose slot frees first.
+-- of acquire.lua (with its start entry in HISTORY, KEYS[7], ARGV[10] on; PAUSE KEYS[6], looked
+-- at when a place is free). Busy names the holder whose slot frees first.
 local sem, holders, fence_key, queue, alive = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local pause, history = KEYS[6], KEYS[7]
 local value, ttl, token, wake_prefix = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
@@ -22,9 +22,11 @@ if redis.call('ZSCORE', sem, token) then
   local fence = tonumber(string.match(v, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 10, fence)}
 end
-local stop = paused(pause, queue, alive, token, now, max_block)
-if stop then return stop end
 local free = limit - redis.call('ZCARD', sem)
+if free > 0 then
+  local stop = paused(pause, queue, alive, token, now, max_block)
+  if stop then return stop end
+end
 local turn = free > 0
 if turn and fair then
   -- In arrival order: the first FREE waiters may take a slot, a newcomer only past them all.

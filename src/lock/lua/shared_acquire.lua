@@ -47,12 +47,16 @@ if redis.call('ZSCORE', shared, token) then
   local fence = tonumber(string.match(held, ' fence=(%d+)$') or '0')
   return {1, fence, now, started_entry(history, ARGV, 8, fence)}
 end
-local stop = paused(pause, queue, alive, token, now, max_block)
-if stop then return stop end
 if v then
   -- Held alone (or a tombstone of release --force, or another program's lock).
   local pttl = redis.call('PTTL', lock)
   return wait_as_sharer({0, v, pttl, 0}, block_for(v, pttl, max_block, fallback))
+end
+-- Nobody holds it alone: a pause keeps it free, and a waiter queues as one that shares.
+local p = redis.call('GET', pause)
+if p then
+  local pttl = redis.call('PTTL', pause)
+  return wait_as_sharer({2, p, pttl, 0}, pttl + 1)
 end
 local ahead = exclusive_waiter_ahead(queue, sharing, redis.call('ZRANK', queue, token))
 if ahead then

@@ -8,14 +8,15 @@
 -- never acts on it. A newer request replaces an older one not taken yet.
 -- The asker's clock is not trusted: at= in REQUEST becomes the server's now.
 -- KEYS: the lock, a semaphore's places and their values, a shared lock's places and their
--- values. TOKEN (if not ''): only that holder.
+-- values. TOKEN (if not ''): only that holder; with EVERYWHERE ('1', Redlock), asked whatever
+-- this node holds.
 -- Returns {kind, token, value, pttl, ...} for the holders asked, kind being 'string' (a lock
 -- held alone), 'semaphore' or 'shared'; {kind} with none asked; {'none'} for a free lock;
 -- {'broken', value} for a tombstone left by release --force; {'foreign', type} for a key that
 -- is no rlock lock (a plain string: value, then its pttl).
 local lock, sem, sem_values, shared, shared_values = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, request, token, expiry = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local answer_prefix = ARGV[5]
+local answer_prefix, everywhere = ARGV[5], ARGV[6] == '1'
 local clock = now_ms()
 request = string.gsub(request, ' at=[^ ]*', ' at=' .. rfc3339(clock), 1)
 request = string.gsub(request, ' until=[^ ]*', ' until=' .. string.format('%.0f', clock + expiry), 1)
@@ -39,6 +40,13 @@ local function ask_places(kind, places, values)
       ask(out, member, redis.call('HGET', values, member) or '', tonumber(live[i + 1]) - clock)
     end
   end
+  return out
+end
+
+-- Redlock: TOKEN holds the lock on other nodes, and its holder may listen on this one.
+if everywhere then
+  local out = {'string'}
+  ask(out, token, '', 0)
   return out
 end
 
