@@ -63,8 +63,6 @@ void ask_value(Pipeline& p, LockReads& r, const std::string& key);
 void ask_places(Pipeline& p, LockReads& r, const std::string& key);
 // The waiters' places and the newest runs of the history.
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key);
-// The key's pause (rlock pause) and its time left.
-void ask_pause(Pipeline& p, LockReads& r, const std::string& key);
 
 // The state of KEY from what R asked in P, at the server's NOW_MS. TYPE is the key's type when
 // R did not ask it (a look before did). A reply not asked leaves its part of the state empty.

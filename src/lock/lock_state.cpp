@@ -6,6 +6,7 @@
 
 #include "lock/lock.h"
 #include "lock/lock_reads.h"
+#include "lock/pause.h"
 
 namespace rlock {
 
@@ -61,7 +62,8 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   ask_waiters_and_history(p, r, key);
   r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
   r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
-  ask_pause(p, r, key);
+  r.pause = p.add({"GET", helper_key(key, "pause")});
+  r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
   return r;
 }
 
@@ -98,11 +100,6 @@ void ask_places(Pipeline& p, LockReads& r, const std::string& key) {
   r.shared_values = p.add({"HGETALL", helper_key(key, "shared-values")});
 }
 
-void ask_pause(Pipeline& p, LockReads& r, const std::string& key) {
-  r.pause = p.add({"GET", helper_key(key, "pause")});
-  r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
-}
-
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key) {
   r.alive = p.add({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
   // The newest run that ran is among the last few: skipped runs and resets are passed over.
@@ -129,6 +126,9 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
     s.pause = pause->str;
     if (const Reply* left = p[r.pause_pttl]; left && left->is_integer())
       s.pause_pttl = Millis(left->integer);
+    else if (auto pause = decode_pause(s.pause))  // not asked (list): its until= tells
+      if (auto until = parse_rfc3339(pause->until))
+        s.pause_pttl = Millis(std::max<int64_t>(0, until->time_since_epoch().count() - now_ms));
   }
   if (const Reply* kept = p[r.fence_pttl]; kept && kept->is_integer())
     s.fence_counter_pttl = Millis(kept->integer);

@@ -44,7 +44,10 @@ Result<StopAsk> decode_ask(const Reply& reply) {
   const auto& e = reply.elements;
   StopAsk out;
   out.kind = e[0].str;
-  if (out.kind == "broken" && e.size() >= 2) out.value = e[1].str;
+  if (out.kind == "broken" && e.size() >= 3) {
+    out.value = e[1].str;
+    out.broken_pttl = Millis(e[2].integer);
+  }
   if (out.kind == "foreign" && e.size() >= 2) {
     out.foreign_type = e[1].str;
     if (e.size() >= 3) out.value = e[2].str;

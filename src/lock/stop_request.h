@@ -59,6 +59,7 @@ struct StopAsk {
   std::vector<StopAsked> asked;  // empty: no holder (or not TOKEN's)
   std::string value;
   std::string foreign_type;
+  Millis broken_pttl{-1};  // broken: the tombstone's time left
 };
 
 // Asks the holders of KEY (only TOKEN's, when not empty) to stop, with REQUEST; each request

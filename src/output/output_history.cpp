@@ -42,7 +42,9 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
 std::string failures_since_text(const CheckResult& r) {
   if (r.failures_since.empty()) return "";
   size_t n = r.failures_since.size();
-  std::string out = "; since then " + std::to_string(n) + " failed: ";
+  std::string out =
+      (r.last_success ? "; since then " : "; ") + std::to_string(n) +
+      (r.last_success ? " failed: " : (n == 1 ? " run, failed: " : " runs, all failed: "));
   for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)
     out += (i ? ", " : "") + checked_run_text(r.failures_since[i]);
   return n > 3 ? out + ", ..." : out;

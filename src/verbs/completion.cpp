@@ -162,7 +162,9 @@ std::string bash() {
       "# typed), when Redis answers within a second; nothing when it does not.\n"
       "_rlock_keys() {\n"
       "    local keys\n"
-      "    keys=$(" + std::string(k_keys_from_list) + " \"$cur*\" 2>/dev/null |\n"
+      "    keys=$(" +
+      std::string(k_keys_from_list) +
+      " \"$cur*\" 2>/dev/null |\n"
       "        awk '{print $1}')\n"
       "    COMPREPLY=($(compgen -W \"$keys\" -- \"$cur\"))\n"
       "}\n\n"
@@ -204,7 +206,8 @@ std::string bash() {
   for (const Flag& f : options_before_any_command())
     before.insert(before.end(), f.names.begin(), f.names.end());
   out +=
-      "    local before=\"" + join(before) + "\"\n\n"
+      "    local before=\"" + join(before) +
+      "\"\n\n"
       "    # The command is the first word that names one whose options the words before it are\n"
       "    # (options every command takes may come before it: rlock --redis URL status KEY).\n"
       "    local i verb=\"\" dashdash=0\n"
@@ -213,7 +216,8 @@ std::string bash() {
       "            dashdash=$i\n"
       "            break\n"
       "        fi\n"
-      "        if [[ -z $verb && \" $verbs \" == *\" ${words[i]} \"* ]] && _rlock_before \"${words[i]}\" $i; then\n"
+      "        if [[ -z $verb && \" $verbs \" == *\" ${words[i]} \"* ]] && _rlock_before "
+      "\"${words[i]}\" $i; then\n"
       "            verb=${words[i]}\n"
       "        fi\n"
       "    done\n\n"
@@ -230,28 +234,27 @@ std::string bash() {
   std::map<std::string, std::vector<std::string>> by_action;
   for (const auto& [name, hint] : hints) by_action[bash_value_action(hint)].push_back(name);
   for (const auto& [action, names] : by_action)
-    out += "            " + join(names, " | ") + ")\n                " + action + "\n                ;;\n";
-  out +=
-      "        esac\n"
-      "        return\n"
-      "    fi\n\n"
-      "    if [[ -z $verb ]]; then\n"
-      "        if [[ $cur == -* ]]; then\n"
-      "            COMPREPLY=($(compgen -W \"$before -h --help --version\" -- \"$cur\"))\n"
-      "        else\n"
-      "            COMPREPLY=($(compgen -W \"$verbs\" -- \"$cur\"))\n"
-      "        fi\n"
-      "        return\n"
-      "    fi\n\n"
-      "    if [[ $cur == -* ]]; then\n"
-      "        COMPREPLY=($(compgen -W \"${_rlock_options[$verb]} -h --help\" -- \"$cur\"))\n"
-      "        return\n"
-      "    fi\n"
-      "    case $verb in\n";
+    out += "            " + join(names, " | ") + ")\n                " + action +
+           "\n                ;;\n";
+  out += "        esac\n"
+         "        return\n"
+         "    fi\n\n"
+         "    if [[ -z $verb ]]; then\n"
+         "        if [[ $cur == -* ]]; then\n"
+         "            COMPREPLY=($(compgen -W \"$before -h --help --version\" -- \"$cur\"))\n"
+         "        else\n"
+         "            COMPREPLY=($(compgen -W \"$verbs\" -- \"$cur\"))\n"
+         "        fi\n"
+         "        return\n"
+         "    fi\n\n"
+         "    if [[ $cur == -* ]]; then\n"
+         "        COMPREPLY=($(compgen -W \"${_rlock_options[$verb]} -h --help\" -- \"$cur\"))\n"
+         "        return\n"
+         "    fi\n"
+         "    case $verb in\n";
   for (const Command* c : all_commands()) {
     std::string action;
-    if (c->name == "help")
-      action = "COMPREPLY=($(compgen -W \"${verbs% help}\" -- \"$cur\"))";
+    if (c->name == "help") action = "COMPREPLY=($(compgen -W \"${verbs% help}\" -- \"$cur\"))";
     for (const Option* a : arguments_of(*c))
       if (Hint h = hint_for_argument(*c, *a); h.kind != Hint::Kind::none) {
         action = bash_value_action(h);
@@ -311,7 +314,8 @@ std::string zsh() {
       "# Lock keys from `rlock list`, when Redis answers within a second.\n"
       "_rlock_keys() {\n"
       "  local -a keys\n"
-      "  keys=(${(f)\"$(" + std::string(k_keys_from_list) +
+      "  keys=(${(f)\"$(" +
+      std::string(k_keys_from_list) +
       " \"$PREFIX*\" 2>/dev/null | awk '{print $1}')\"})\n"
       "  compadd -a keys\n"
       "}\n\n";
@@ -328,8 +332,9 @@ std::string zsh() {
       std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
       Hint h = hint_for_argument(*c, *a);
       bool many = a->into == Into::texts;
-      out += "    " + quoted((many ? std::string("*") : std::to_string(++n)) +
-                             zsh_action(h, lower)) + " \\\n";
+      out += "    " +
+             quoted((many ? std::string("*") : std::to_string(++n)) + zsh_action(h, lower)) +
+             " \\\n";
     }
     if (c->name == "help") out += "    '1:command:(" + join(verb_names()) + ")' \\\n";
     if (c->takes_command) out += "    '*::command:_normal' \\\n";
@@ -347,9 +352,9 @@ std::string zsh() {
   for (const Command* c : all_commands())
     described.push_back(std::string(c->name) + "\\:\"" + c->summary + "\"");
   out += quoted("1:command:((" + join(described) + "))") + " \\\n    '*::arg:->args'\n"
-         "  case $state in\n"
-         "    args)\n"
-         "      case $words[1] in\n";
+                                                           "  case $state in\n"
+                                                           "    args)\n"
+                                                           "      case $words[1] in\n";
   for (const Command* c : all_commands()) {
     std::string fn = std::string(c->name);
     std::replace(fn.begin(), fn.end(), '-', '_');
@@ -395,11 +400,15 @@ std::string fish() {
       "# fish completion for rlock(1), printed by `rlock completion fish` from the commands'\n"
       "# declarations (src/verbs/*.cpp): regenerate it, never edit it.\n\n"
       "function __rlock_no_verb\n"
-      "    not __fish_seen_subcommand_from " + verbs + "\n"
+      "    not __fish_seen_subcommand_from " +
+      verbs +
+      "\n"
       "end\n\n"
       "# Lock keys from `rlock list`, when Redis answers within a second.\n"
       "function __rlock_keys\n"
-      "    " + std::string(k_keys_from_list) + " (commandline -ct)'*' 2>/dev/null |\n"
+      "    " +
+      std::string(k_keys_from_list) +
+      " (commandline -ct)'*' 2>/dev/null |\n"
       "        string replace -r '\\s.*' ''\n"
       "end\n\n"
       "complete -c rlock -f\n";

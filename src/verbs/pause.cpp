@@ -46,8 +46,12 @@ std::optional<WallTime> parse_until(const std::string& text) {
     tm.tm_mday = today.tm_mday;
   }
   tm.tm_isdst = -1;
+  std::tm asked = tm;
   std::time_t at = utc ? ::timegm(&tm) : std::mktime(&tm);
-  if (at == -1) return std::nullopt;
+  // mktime makes February 30th March 2nd: a date that does not exist is refused instead.
+  if (at == -1 || tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon ||
+      tm.tm_year != asked.tm_year || tm.tm_hour != asked.tm_hour || tm.tm_min != asked.tm_min)
+    return std::nullopt;
   if (clock_only && at <= now) {
     ++tm.tm_mday;  // the next such moment: tomorrow's
     tm.tm_isdst = -1;
@@ -91,18 +95,22 @@ struct PauseArgs : Arguments {
 
   int run(const Invocation& in) override {
     PauseOptions o;
-    if (for_.has_value() == until.has_value())
+    if (for_ && until) throw usage_error("give --for D or --until TIME, not both");
+    if (!for_ && !until)
       throw usage_error("give --for D or --until TIME (how long the pause lasts)");
     if (for_) {
-      auto d = parse_duration(*for_);
-      if (!d || d->count() <= 0)
-        throw usage_error("--for: '" + *for_ + "' is not a duration above 0 (30m, 2h)");
-      o.end.after = *d;
+      o.end.after = positive_duration("--for", *for_);
     } else {
       o.end.at = parse_until(*until);
       if (!o.end.at)
         throw usage_error("--until: '" + *until +
                           "' is not a time (10:30, 2026-12-24 18:00, 2026-12-24T17:00:00Z)");
+      // By this host's clock; the server's says the rest (pause_verb).
+      auto now = std::chrono::system_clock::now();
+      if (*o.end.at <= now) throw usage_error("--until: '" + *until + "' is past");
+      if (*o.end.at - now > k_max_duration)
+        throw usage_error("--until: '" + *until + "' is too far: at most " +
+                          format_duration(k_max_duration) + " on");
     }
     o.reason = reason.value_or("");
     if (o.reason.size() > k_reason_most)
@@ -127,8 +135,9 @@ constexpr Command k_pause_command = {
     "keep every host's runs of KEY from starting, for a while",
     "KEY --for D [--reason TEXT]\nKEY --until TIME [--reason TEXT]",
     {k_options, k_connection},
-    "While paused, rlock run KEY exits 75 (-E changes it) with one line naming the pause; a\n"
-    "--wait run waits through it. A command already running is not touched (rlock stop).\n"
+    "While paused, rlock run KEY exits 75 (-E changes it) with one line naming the pause\n"
+    "(none with -q); a --wait run waits through it. A command already running is not\n"
+    "touched (rlock stop).\n"
     "The pause ends by itself, leaving nothing in Redis, or with rlock resume KEY.\n"
     "Exit status: 0 paused, 69 Redis unreachable; 64 usage, 78 configuration, 125 rlock "
     "failed.",

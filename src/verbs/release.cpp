@@ -126,6 +126,9 @@ int release_verb(const GlobalOptions& global, const std::string& key,
                                   : options.all ? "--all"
                                                 : "--reason") +
                       " goes with --force");
+  if (options.now && !options.reason.empty())
+    throw usage_error("--reason goes with --force without --now: the broken holder learns it from "
+                      "the tombstone, which --now does not leave");
   if (options.reason.size() > k_reason_most)
     throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
   if (!options.force && !options.token) throw usage_error("give --token T, or --force");

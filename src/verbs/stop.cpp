@@ -139,7 +139,7 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
   }
   if (asked->kind == "broken") {
     write_stdout(key + ": already broken (release --force); its holder is stopping: " +
-                 describe_holder(asked->value, Millis(-1)) + "\n");
+                 describe_holder(asked->value, asked->broken_pttl) + "\n");
     return k_exit_not_held;
   }
   if (asked->asked.empty()) {
@@ -179,17 +179,8 @@ struct StopArgs : Arguments {
         throw usage_error("--signal: '" + *signal + "' is not a signal (TERM, INT, 15 ...)");
       o.signal = *sig;
     }
-    if (kill_after) {
-      auto d = parse_duration(*kill_after);
-      if (!d || d->count() <= 0)
-        throw usage_error("--kill-after: '" + *kill_after + "' is not a duration above 0 (5s)");
-      o.kill_after = *d;
-    }
-    if (within) {
-      auto d = parse_duration(*within);
-      if (!d) throw usage_error("--within: '" + *within + "' is not a duration (1m, 30s)");
-      o.within = *d;
-    }
+    if (kill_after) o.kill_after = positive_duration("--kill-after", *kill_after);
+    if (within) o.within = positive_duration("--within", *within);
     return stop_verb(in.resolved.global, in.key(key), o);
   }
 };

@@ -96,6 +96,16 @@ void check_topology(const Redis& redis, const RunOptions& options) {
                       "replicas in common");
 }
 
+Millis positive_duration(const char* flag, const std::string& text) {
+  if (duration_too_long(text))
+    throw usage_error(std::string(flag) + ": '" + text + "' is too long: at most " +
+                      format_duration(k_max_duration));
+  auto d = parse_duration(text);
+  if (!d || d->count() <= 0)
+    throw usage_error(std::string(flag) + ": '" + text + "' is not a duration above 0 (30s, 2h)");
+  return *d;
+}
+
 void check_token(const std::string& token) {
   if (!is_token(token))
     throw usage_error("--token: '" + token + "' is not an rlock token (32 hex digits)");

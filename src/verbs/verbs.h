@@ -46,6 +46,8 @@ LockMode lock_mode(const RunOptions& options);
 void check_topology(const Redis& redis, const RunOptions& options);
 // Usage error unless TOKEN looks like one rlock makes.
 void check_token(const std::string& token);
+// TEXT as a duration above 0 for option FLAG ("--for"), or a usage error that says why.
+Millis positive_duration(const char* flag, const std::string& text);
 
 // acquire --while-pid (keeper.cpp): forks the detached keeper that holds GOT for as long as
 // PID lives, told of a release through LINK, and of rlock stop through a connection of its own

@@ -133,9 +133,16 @@ class Pause(RedisTestCase):
             self.assertEqual(r.returncode, 64, (args, r.stderr))
             self.assertIn(what, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-        r = self.run_rlock(["pause", KEY, "--until", "2020-01-01T00:00:00Z"])
-        self.assertEqual(r.returncode, 64, r.stderr)
-        self.assertIn("not after the Redis server's time", r.stderr)
+        for until, what in (("2020-01-01T00:00:00Z", "is past"), ("2027-02-30 10:00", "not a time"),
+                            ("2026-06-31T10:00:00Z", "not a time"), ("2040-01-01T00:00:00Z", "too far")):
+            r = self.run_rlock(["pause", KEY, "--until", until])
+            self.assertEqual(r.returncode, 64, r.stderr)
+            self.assertIn(what, r.stderr)
+        for args in (["--for", "3661d"], ["--for", "1m", "--until", "10:00"]):
+            r = self.run_rlock(["pause", KEY] + args)
+            self.assertEqual(r.returncode, 64, r.stderr)
+        self.assertIn("too long", self.run_rlock(["pause", KEY, "--for", "3661d"]).stderr)
+        self.assertIn("not both", self.run_rlock(["pause", KEY, "--for", "1m", "--until", "10:00"]).stderr)
         self.assertEqual(self.server.cmd("DBSIZE"), 0)
 
 

@@ -171,6 +171,11 @@ while :; do sleep 0.05; done
         holder = self.start_job(args=["--ttl", "3s"])
         watch = self.start(["watch", "--json", KEY], env=self.host("web-3"))
         wait_until(lambda: json.loads(watch.stdout.readline())["event"] == "state", 10, "watch")
+        # --now leaves no tombstone to carry a reason: refused, nothing changed.
+        r = self.run_rlock(["release", KEY, "--force", "--now", "--reason", "x"])
+        self.assertEqual(r.returncode, 64, r.stderr)
+        self.assertIn("--reason goes with --force without --now", r.stderr)
+        self.assertIsNone(holder.poll())
         r = self.run_rlock(["release", KEY, "--force", "--reason", "hung on the db"],
                            env=self.host("ops-1"))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -213,7 +218,8 @@ while :; do sleep 0.05; done
     def test_bad_input_changes_nothing(self):
         for args, what in ((["--signal", "NOPE"], "--signal"), (["--kill-after", "0"], "--kill-after"),
                            (["--token", "xyz"], "--token"), (["--reason", "x" * 501], "--reason"),
-                           (["--within", "soon"], "--within")):
+                           (["--within", "soon"], "--within"), (["--within", "0"], "--within"),
+                           (["--kill-after", "3661d"], "too long")):
             r = self.run_rlock(["stop", KEY] + args)
             self.assertEqual(r.returncode, 64, (args, r.stderr))
             self.assertIn(what, r.stderr)

@@ -15,5 +15,9 @@ text = string.gsub(text, ' at=[^ ]*', ' at=' .. rfc3339(now), 1)
 text = string.gsub(text, ' until=[^ ]*', ' until=' .. rfc3339(ends), 1)
 local was = redis.call('GET', pause) or ''
 redis.call('SET', pause, text, 'PX', ends - now)
-local held = redis.call('EXISTS', lock, sem, shared) > 0 and 1 or 0
+-- Held by a run of rlock's (not a tombstone, nor another program's key): it goes on.
+local v = redis.pcall('GET', lock)
+local held = (type(v) == 'string' and string.match(v, '^rlock/1 %x+ ') ~= nil)
+    or redis.call('EXISTS', sem, shared) > 0
+held = held and 1 or 0
 return {1, text, ends - now, was, held}

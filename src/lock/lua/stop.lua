@@ -12,7 +12,7 @@
 -- this node holds.
 -- Returns {kind, token, value, pttl, ...} for the holders asked, kind being 'string' (a lock
 -- held alone), 'semaphore' or 'shared'; {kind} with none asked; {'none'} for a free lock;
--- {'broken', value} for a tombstone left by release --force; {'foreign', type} for a key that
+-- {'broken', value, pttl} for a tombstone left by release --force; {'foreign', type} for a key that
 -- is no rlock lock (a plain string: value, then its pttl).
 local lock, sem, sem_values, shared, shared_values = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, request, token, expiry = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -53,7 +53,7 @@ end
 local t = redis.call('TYPE', lock)['ok']
 if t == 'string' then
   local v = redis.call('GET', lock)
-  if string.sub(v, 1, 15) == 'rlock/1 broken ' then return {'broken', v} end
+  if string.sub(v, 1, 15) == 'rlock/1 broken ' then return {'broken', v, redis.call('PTTL', lock)} end
   local holder = string.match(v, '^rlock/1 (%x+) ')
   if not holder then return {'foreign', t, v, redis.call('PTTL', lock)} end
   local out = {'string'}
