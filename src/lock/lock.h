@@ -105,9 +105,9 @@ constexpr Millis replica_wait(Millis ttl) {
 
 // What `release --force` is to break.
 struct BreakRequest {
-  std::string token;  // only the lock, or the semaphore place, this token holds ("": any)
-  bool all = false;   // every place of a semaphore
-  bool now = false;   // delete at once, rather than leave a tombstone until the holder stops
+  std::string token;   // only the lock, or the semaphore place, this token holds ("": any)
+  bool all = false;    // every place of a semaphore
+  bool now = false;    // delete at once, rather than leave a tombstone until the holder stops
   std::string reason;  // why (--reason), in the tombstone and the broken run's history
 };
 
@@ -129,15 +129,14 @@ struct Broken {
 struct BreakOutcome {
   std::string type;  // "none": free; "string": a lock; "zset": a semaphore; else not a lock
   std::vector<Broken> broken;
-  int places = 0;  // a semaphore given neither a token nor --all: how many places it has
+  int places = 0;       // a semaphore given neither a token nor --all: how many places it has
   bool shared = false;  // the places are a shared lock's (--shared), not a semaphore's
 };
 
 // Breaks KEY (a lock, or the places of a semaphore or of a shared lock) whoever holds it, as
 // REQUEST says; with Redlock, on every node (the node whose lock had the most time left is
 // reported).
-Result<BreakOutcome> break_lock(Redis& redis, const std::string& key,
-                                const BreakRequest& request);
+Result<BreakOutcome> break_lock(Redis& redis, const std::string& key, const BreakRequest& request);
 
 // For renewing or releasing a semaphore slot by its token, where the limit does not matter.
 inline constexpr LockMode k_any_semaphore{2, false};

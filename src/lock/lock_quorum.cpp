@@ -1,11 +1,10 @@
-// Redlock (docs/DESIGN.md "Topologies", redlock.h): the mutex's scripts on every independent node at once,
-// believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release goes
-// to every node whatever the quorum said: one whose reply was lost may hold it too.
-// Every operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so
-// many said no that none can. A node that is down or black-holed costs no time while a quorum
-// answers, and one that answers later is counted as failed for that operation (exchange(),
-// redis_node.h). The acquire's undo and the release still go to it: its late take is then
-// given back.
+// Redlock (docs/DESIGN.md "Topologies", redlock.h): the mutex's scripts on every independent node
+// at once, believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release
+// goes to every node whatever the quorum said: one whose reply was lost may hold it too. Every
+// operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so many said no
+// that none can. A node that is down or black-holed costs no time while a quorum answers, and one
+// that answers later is counted as failed for that operation (exchange(), redis_node.h). The
+// acquire's undo and the release still go to it: its late take is then given back.
 #include <algorithm>
 
 #include "lock/lease.h"
@@ -56,13 +55,12 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>&, TimePoint deadline) override {
     TimePoint started = Clock::now();
-    auto replies =
-        eval_on_all(redis_, scripts::acquire,
-                    {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_,
-                     pause_key_},
-                    {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0",
-                     "0", "0", std::to_string(mode_.retention.count())},
-                    deadline, Enough{quorum(), acquired_yes});
+    auto replies = eval_on_all(
+        redis_, scripts::acquire,
+        {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_, pause_key_},
+        {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0",
+         std::to_string(mode_.retention.count())},
+        deadline, Enough{quorum(), acquired_yes});
     size_t acquired = 0;
     int64_t fence = 0, taken_ms = 0;  // the largest fence, and its node's clock
     std::optional<Busy> busy;

@@ -20,8 +20,8 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>& wait,
                                      TimePoint deadline) override {
-    Argv keys{key_,       places_key_,  values_key_, fence_key_, queue_key_,
-              alive_key_, sharing_key_, pause_key_};
+    Argv keys{key_,       places_key_, values_key_,  fence_key_,
+              queue_key_, alive_key_,  sharing_key_, pause_key_};
     Argv args{value,
               std::to_string(ttl.count()),
               token_,

@@ -28,8 +28,8 @@ struct SemaphoreHolder {
 // One rlock process waiting for a lock, in arrival order.
 struct QueuedWaiter {
   std::string token;
-  Millis waiting{0};  // since it arrived
-  Millis place{0};    // how long its place lasts unless it renews it; <= 0: it died, or is late
+  Millis waiting{0};    // since it arrived
+  Millis place{0};      // how long its place lasts unless it renews it; <= 0: it died, or is late
   bool shares = false;  // it wants to share the lock (--shared), else to hold it alone
 };
 

@@ -97,12 +97,12 @@ Holder current_holder(std::string_view cmd);
 
 // What runs of a holder, as told on its own host.
 enum class Liveness {
-  unknown,        // another host, another boot, or a value without boot and pstart
+  unknown,              // another host, another boot, or a value without boot and pstart
   other_pid_namespace,  // this host and boot, another PID namespace (a container): unknown too
-  running,        // its process runs
-  group_running,  // its process is gone, but the lock is held for its process group, and a
-                  // process of that group still runs
-  gone,           // its process (and, for a group's lock, every process of the group) is gone
+  running,              // its process runs
+  group_running,        // its process is gone, but the lock is held for its process group, and a
+                        // process of that group still runs
+  gone,                 // its process (and, for a group's lock, every process of the group) is gone
 };
 
 // Judged on this host only (same host name, same boot) and from the holder's own PID namespace

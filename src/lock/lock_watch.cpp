@@ -158,7 +158,7 @@ WatchEvent& LockWatch::event(Look& l, Kind kind) const {
 }
 
 WatchEvent& LockWatch::gone(Look& l, bool place, const std::string& raw,
-                             const std::optional<LockValue>& value, Millis ttl, Millis since) {
+                            const std::optional<LockValue>& value, Millis ttl, Millis since) {
   auto run = run_of(l, value);
   auto [expired, evidence] = ending(l.hints, value, run, ttl, since);
   WatchEvent& e = event(l, place ? (expired ? Kind::place_expired : Kind::place_released)

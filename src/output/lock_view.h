@@ -11,8 +11,8 @@
 
 #include "lock/history.h"
 #include "lock/lock_state.h"
-#include "lock/pause.h"
 #include "lock/lock_value.h"
+#include "lock/pause.h"
 #include "util/duration.h"
 #include "util/wall_time.h"
 
@@ -25,9 +25,9 @@ struct HolderView {
   Liveness liveness = Liveness::unknown;  // told once, as holder_liveness() judges it
   std::string token;                      // "": a tombstone of another program's lock
   std::optional<int64_t> fence;
-  std::optional<Breaking> broken;  // a tombstone: who broke the lock, when
-  Millis broken_ago{0};            // since then, >= 0
-  Millis held{0};                  // since who.since, >= 0
+  std::optional<Breaking> broken;      // a tombstone: who broke the lock, when
+  Millis broken_ago{0};                // since then, >= 0
+  Millis held{0};                      // since who.since, >= 0
   std::optional<int64_t> command_pid;  // its command's, on this host (holder_command_pid)
 };
 

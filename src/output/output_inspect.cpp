@@ -45,8 +45,8 @@ void add_holder(Rows& rows, const LockView& v) {
       rows.emplace_back("command pid", std::to_string(*h.command_pid) + " (in " +
                                            printable(h.who.host) + "'s process table)");
     else if (h.liveness == Liveness::unknown && !h.who.host.empty())
-      rows.emplace_back("command pid", "known on " + printable(h.who.host) +
-                                           " (run rlock inspect there)");
+      rows.emplace_back("command pid",
+                        "known on " + printable(h.who.host) + " (run rlock inspect there)");
     rows.emplace_back("acquired at",
                       format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
     rows.emplace_back("token", h.token);

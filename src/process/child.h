@@ -35,9 +35,9 @@ class Child {
 public:
   struct Spec {
     std::vector<std::string> argv;
-    std::vector<std::string> env;  // "NAME=value" added to (or replacing in) our environment
+    std::vector<std::string> env;    // "NAME=value" added to (or replacing in) our environment
     std::vector<std::string> unset;  // NAMEs of our environment the command does not get
-    std::string path;              // the program, found already; empty: search $PATH for argv[0]
+    std::string path;                // the program, found already; empty: search $PATH for argv[0]
     // The lease the guardian keeps the command within, from before it starts; none: the
     // command may outlive the lease (--on-lost ignore).
     struct Lease {

@@ -1,5 +1,6 @@
-// Exit statuses: the contract of man/rlock.1 EXIT STATUS, in one place. man/rlock.1 (EXIT STATUS) and the README
-// carry the same table; tests/integration/test_docs.py checks that they agree with this enum.
+// Exit statuses: the contract of man/rlock.1 EXIT STATUS, in one place. man/rlock.1 (EXIT STATUS)
+// and the README carry the same table; tests/integration/test_docs.py checks that they agree with
+// this enum.
 #pragma once
 
 namespace rlock {
