@@ -24,9 +24,11 @@ namespace {
 constexpr Millis k_listen_slice{60000};
 // Under Redlock, how often an asker looks for its answers (no node can wake it).
 constexpr Millis k_answer_look{50};
-// How long the end of a run waits for the listener's thread to end (at once, unless it is
-// held up on a server that does not answer: then it is left to end by itself).
-constexpr Millis k_join_patience{200};
+// How long the end of a run waits for the listener's thread to end: at once, as everything it
+// waits on watches its end (a connection being made too), unless it is held up on a server
+// that does not answer (a Cluster's map read again, a Sentinel failover): then it is left to
+// end by itself, with its state and settings its own.
+constexpr Millis k_join_patience{1000};
 // After a failure, how soon the listener connects again, doubling up to the most.
 constexpr Millis k_listen_retry_first{250};
 constexpr Millis k_listen_retry_most{5000};
@@ -284,7 +286,7 @@ void StopListener::State::run() {
   // costs only rlock stop its reach.
   try {
     std::unique_ptr<Redis> redis = connect();
-    listen(*redis);
+    if (!ended_within(Millis(0))) listen(*redis);
   } catch (const std::exception& e) {
     log(Level::warning, {"stop_listener", key,
                          std::string("cannot listen for stop requests (") + e.what() +

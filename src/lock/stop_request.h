@@ -80,7 +80,8 @@ Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
                                     const std::vector<std::string>& tokens, TimePoint deadline);
 
 // Listens for a stop request to the holder of TOKEN, on a thread and a connection of its own
-// (CONNECT makes it there), from DELAY after start() on: a command that ends sooner never costs
+// (CONNECT makes it there, and may own nothing of the caller's: the thread may outlive it),
+// from DELAY after start() on: a command that ends sooner never costs
 // Redis a connection, and a request made meanwhile waits in its list. wake_fd() becomes
 // readable when a request came; take() returns it. Destruction ends the wait: the thread is
 // joined, unless it is held up on a server that does not answer (a Cluster's map being read

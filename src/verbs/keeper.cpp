@@ -109,8 +109,9 @@ private:
   // it cannot be had: the lock is kept all the same.
   std::unique_ptr<StopListener> stop_listener() {
     try {
-      auto stops = std::make_unique<StopListener>([this] { return connect_redis(global_, true); },
-                                                  lock_.key(), lock_.token(), Millis(0));
+      auto stops =
+          std::make_unique<StopListener>([global = global_] { return connect_redis(global, true); },
+                                         lock_.key(), lock_.token(), Millis(0));
       stops->start();
       return stops;
     } catch (const std::exception&) {

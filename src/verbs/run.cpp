@@ -395,8 +395,9 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     if (auto status = run.take()) return *status;
     if (auto status = run.claim_period()) return *status;
     if (auto status = run.start_command(argv, program)) return *status;
-    // rlock stop's listener connects on its own thread, once the command has run a while.
-    return run.finish(run.supervise([&global] { return connect_redis(global, true); }));
+    // rlock stop's listener connects on its own thread, once the command has run a while, with
+    // settings of its own: the thread may outlive this frame (StopListener).
+    return run.finish(run.supervise([global] { return connect_redis(global, true); }));
   } catch (Error& e) {
     // rlock's own failure (out of descriptors, say) names the lock; it was given back.
     if (e.exit_status() == k_exit_internal) e.set_key(options.key);
