@@ -39,6 +39,10 @@ extern const Script history_add;
 extern const Script stop;
 extern const Script stop_answer;
 
+// A run's kept output (kept_output.cpp).
+extern const Script output_start;
+extern const Script output_append;
+
 // rlock pause and resume (pause.cpp).
 extern const Script pause;
 extern const Script resume;

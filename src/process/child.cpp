@@ -106,6 +106,8 @@ struct ChildStart {
   int terminal_fd;  // -1: not the terminal's foreground job
   int guard_fd;
   int exec_error_fd;
+  int stdout_fd;  // -1: rlock's
+  int stderr_fd;
 };
 
 // The child between creation and exec: its own process group (the terminal's foreground one),
@@ -124,6 +126,9 @@ int child_main(void* arg) {
   msg[0] = k_guard_pgid;
   std::memcpy(msg + 1, &self, sizeof self);
   write_all(c->guard_fd, msg, sizeof msg);
+  // dup2 leaves the copy without O_CLOEXEC: the command keeps it, and only it.
+  if (c->stdout_fd >= 0) ::dup2(c->stdout_fd, STDOUT_FILENO);
+  if (c->stderr_fd >= 0) ::dup2(c->stderr_fd, STDERR_FILENO);
   c->signals->restore_for_child();
   ::execvpe(c->file, c->argv, c->envp);
   int err = errno;
@@ -211,7 +216,9 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
                    ::getpid(),
                    terminal ? terminal->fd() : -1,
                    guard_write_.get(),
-                   exec_write.get()};
+                   exec_write.get(),
+                   spec.stdout_fd,
+                   spec.stderr_fd};
   pid_ = spawn_child(start);
   // Both sides set the group and the terminal, so neither order of running can race.
   ::setpgid(pid_, pid_);

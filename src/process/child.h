@@ -46,6 +46,10 @@ public:
       Millis kill_after;
     };
     std::optional<Lease> lease;
+    // The command's stdout and stderr instead of rlock's (the output capture's pipes, made
+    // O_CLOEXEC); -1: rlock's own.
+    int stdout_fd = -1;
+    int stderr_fd = -1;
   };
 
   // Forks the guardian, then the child in a new process group (the terminal's foreground group

@@ -61,6 +61,11 @@ std::optional<std::string_view> command_key(const Argv& argv) {
   for (const char* keyless : {"TIME", "SCAN", "WAIT", "INFO", "PING", "ROLE", "CLUSTER", "ASKING",
                               "AUTH", "SELECT", "SCRIPT", "SENTINEL", "DBSIZE"})
     if (name == keyless) return std::nullopt;
+  if (name == "XREAD") {  // XREAD [COUNT N] [BLOCK MS] STREAMS KEY ... ID ...
+    for (size_t i = 1; i + 1 < argv.size(); ++i)
+      if (argv[i] == "STREAMS") return argv[i + 1];
+    return std::nullopt;
+  }
   if (argv.size() < 2) return std::nullopt;
   return argv[1];
 }

@@ -110,12 +110,12 @@ const Needed k_needed[] = {
        if (argv.size() < 4) return {"EVAL", "return 0", "0"};
        return {"EVAL", "return 0", "1", argv[3]};
      }},
-    {"XADD", "to record each run in the lock's history",
+    {"XADD", "to record each run in the lock's history (and its kept output)",
      [](const Argv& argv) -> Argv {
        return {"XADD", argv.size() > 1 ? argv[1] : "x", "0-0", "probe", "0"};  // refused: 0-0
      }},
     {"XREVRANGE", "to read the lock's history", as_sent},
-    {"XRANGE", "to read the lock's history", as_sent},
+    {"XRANGE", "to read a run's kept output (logs)", as_sent},
     {"INFO", "to tell a Cluster from a single server", as_sent},
     {"SCAN", "to find the locks", as_sent},
 };

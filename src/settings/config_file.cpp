@@ -31,7 +31,8 @@ std::optional<std::string> scalar_text(const toml::node& node, SettingKind kind)
     return std::nullopt;
   }
   if (kind == SettingKind::duration || kind == SettingKind::wait ||
-      kind == SettingKind::exit_code || kind == SettingKind::count || kind == SettingKind::signal) {
+      kind == SettingKind::exit_code || kind == SettingKind::count || kind == SettingKind::signal ||
+      kind == SettingKind::size) {
     if (auto i = node.value_exact<int64_t>()) return std::to_string(*i);
   }
   if (kind == SettingKind::duration || kind == SettingKind::wait) {
@@ -52,6 +53,7 @@ const char* expected(SettingKind kind) {
   case SettingKind::wait: return "a duration such as \"30s\"";
   case SettingKind::exit_code:
   case SettingKind::count: return "an integer";
+  case SettingKind::size: return "a size such as \"1M\"";
   default: return "a string";
   }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <csignal>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ namespace rlock {
 
 inline constexpr Millis k_default_ttl{30'000};
 inline constexpr Millis k_default_retention{30LL * 24 * 3600 * 1000};
+// The most --keep-output takes: Redis keeps at most this for each of a key's kept runs
+// (k_kept_runs, lock/kept_output.h).
+inline constexpr uint64_t k_max_keep_output = uint64_t(16) << 20;
+inline constexpr uint64_t k_min_keep_output = 1024;
 
 struct GlobalOptions {
   std::vector<std::string> redis_urls;
@@ -57,6 +62,7 @@ struct RunOptions {
   // --retention: how long a lock's fence counter and history outlive its last use; 0: for ever.
   Millis retention = k_default_retention;
   int history_length = 100;  // --history-length: entries kept; 0: no history
+  uint64_t keep_output = 0;  // --keep-output: the last bytes of the output kept; 0: none
 };
 
 // rlock check KEY --every PERIOD.

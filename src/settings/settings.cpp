@@ -4,6 +4,7 @@
 #include "process/signals.h"
 #include "redis/redis_url.h"
 #include "redis/sentinel.h"
+#include "util/byte_size.h"
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/period.h"
@@ -191,6 +192,18 @@ void apply_tz(const SettingValue& v, Resolved& r) {
     v.bad("unknown time zone '" + *r.run.tz + "' (a tzdata name such as Europe/Berlin)");
 }
 
+void apply_keep_output(const SettingValue& v, Resolved& r) {
+  const std::string& text = v.single();
+  auto size = parse_byte_size(text);
+  if (!size) v.bad("'" + text + "' is not a size (64k, 1M, 16MiB; 0 keeps nothing)");
+  if (*size > k_max_keep_output)
+    v.bad("'" + text + "' is too large: at most " + format_byte_size(k_max_keep_output));
+  if (*size > 0 && *size < k_min_keep_output)
+    v.bad("'" + text + "' is too small: at least " + format_byte_size(k_min_keep_output) +
+          " (0 keeps nothing)");
+  r.run.keep_output = *size;
+}
+
 void apply_metrics_file(const SettingValue& v, Resolved& r) {
   r.run.metrics_file = v.single();
   if (r.run.metrics_file->empty()) v.bad("empty path");
@@ -209,7 +222,8 @@ const std::vector<SettingInfo>& all_settings() {
   static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
       {"redis", "-u,--redis", K::list, k_default_redis_url, "URL",
-       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), unix:///path[?db=N], "
+       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), "
+       "unix:///path[?db=N], "
        "redis://host:port,host:port... (a Cluster's seeds) or "
        "redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
        "$RLOCK_REDIS_URL, else the config file's redis, else redis://127.0.0.1:6379)",
@@ -322,6 +336,10 @@ const std::vector<SettingInfo>& all_settings() {
       {"record-skips", "--record-skips", K::flag, "false", nullptr,
        "record busy and already-done runs in the history too",
        [](V v, Resolved& r) { r.run.record_skips = v.flag(); }},
+      {"keep-output", "--keep-output", K::size, nullptr, "SIZE",
+       "keep the last SIZE bytes of the command's stdout and stderr in Redis, for rlock logs "
+       "(64k, 1M; at most 16M); a terminal is left out",
+       apply_keep_output},
       {"retention", "--retention", K::wait, retention.c_str(), "D",
        "how long a lock's fence counter and history outlive its last use (default 30d), or inf",
        apply_retention},
@@ -458,6 +476,7 @@ void check_value(const std::string& name, const RawValue& value) {
   case SettingKind::wait:
   case SettingKind::exit_code:
   case SettingKind::count:
+  case SettingKind::size:
   case SettingKind::signal:
   case SettingKind::on_lost: info->apply(v, scratch); return;
   default:

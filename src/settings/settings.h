@@ -35,6 +35,7 @@ enum class SettingKind {
   wait,
   exit_code,
   count,
+  size,
   signal,
   on_lost,
   flag,

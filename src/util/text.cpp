@@ -1,8 +1,8 @@
 #include "util/text.h"
 
 #include <cctype>
-
 #include <cstdio>
+#include <utility>
 
 namespace rlock {
 
@@ -149,6 +149,63 @@ std::string terminal_safe(std::string_view text, size_t max_chars) {
       out.append(text.substr(i, len));
       i += len;
     }
+  }
+  return out;
+}
+
+namespace {
+
+// Whether TEXT[I..] is the start of a UTF-8 sequence that the bytes after TEXT would complete.
+bool cut_sequence(std::string_view text, size_t i) {
+  auto c = static_cast<unsigned char>(text[i]);
+  size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  if (len == 0 || i + len <= text.size()) return false;
+  for (size_t k = i + 1; k < text.size(); ++k)
+    if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string OutputEscaper::feed(std::string_view piece) {
+  std::string text = std::exchange(held_, std::string()) + std::string(piece);
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    if (c == '\r' && i + 1 == text.size()) break;  // the next piece says whether a \n follows
+    if (c == '\r' && text[i + 1] == '\n') {
+      out += "\r\n";
+      i += 2;
+      continue;
+    }
+    size_t len = utf8_sequence_length(text, i);
+    if (len == 0 && cut_sequence(text, i)) break;
+    bool c1 = len == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (len == 0 || len == 1 || c1) {
+      out += "\\x";
+      append_hex(out, c);
+      ++i;
+    } else {
+      out.append(text, i, len);
+      i += len;
+    }
+  }
+  held_ = text.substr(i);
+  return out;
+}
+
+std::string OutputEscaper::finish() {
+  std::string out;
+  for (unsigned char c : std::exchange(held_, std::string())) {
+    out += "\\x";
+    append_hex(out, c);
   }
   return out;
 }

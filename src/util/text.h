@@ -33,6 +33,20 @@ size_t utf8_sequence_length(std::string_view text, size_t i);
 // one), the rest becomes "...".
 std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos);
 
+// A command's output for the operator's terminal, piece by piece (rlock logs shows another
+// host's): as terminal_safe, except that newlines and tabs stay, and a carriage return right
+// before a newline. A UTF-8 sequence or a "\r\n" cut between two pieces is judged whole.
+class OutputEscaper {
+public:
+  // PIECE made safe, but for its last bytes when they may begin what the next piece ends.
+  std::string feed(std::string_view piece);
+  // What feed() held back, the output having ended.
+  std::string finish();
+
+private:
+  std::string held_;
+};
+
 // TEXT as a JSON string literal, quotes included; bytes that are not valid UTF-8 become U+FFFD.
 std::string json_string(std::string_view text);
 

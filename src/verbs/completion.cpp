@@ -35,6 +35,7 @@ Hint hint_for_value(const Option& option) {
   if (type == "SIG") return {K::words, "TERM INT HUP QUIT KILL USR1 USR2"};
   if (type == "URL") return {K::words, "redis:// rediss:// unix:// redis-sentinel://"};
   if (type == "PERIOD") return {K::words, "hour day week month 1h 1d"};
+  if (setting && setting->kind == SettingKind::size) return {K::words, "64k 256k 1M 4M 16M"};
   if (setting && setting->kind == SettingKind::wait) return {K::words, "inf 10s 1m 10m 1d 30d"};
   return {K::none, ""};
 }

@@ -20,6 +20,7 @@
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
+#include "verbs/run_output.h"
 #include "verbs/run_parts.h"
 #include "verbs/run_supervisor.h"
 #include "verbs/verbs.h"
@@ -169,9 +170,10 @@ public:
     return options_.conflict_exit_code;
   }
 
-  // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment.
-  std::optional<int> start_command(const std::vector<std::string>& argv,
-                                   const std::string& program) {
+  // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment; with
+  // --keep-output, its output goes through rlock to Redis, on a connection CONNECT makes.
+  std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program,
+                                   const StopListener::Connect& connect) {
     Child::Spec spec{argv,
                      {"RLOCK_KEY=" + options_.key, "RLOCK_TOKEN=" + lock_->token(),
                       "RLOCK_FENCE=" + std::to_string(got_.fence),
@@ -201,16 +203,24 @@ public:
       if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     // A waiter's status line is cleared before the command may write to the same terminal.
     if (::isatty(STDERR_FILENO)) flush_stderr(k_status_line_patience);
+    Holder holder = holder_;
+    holder.since = WallTime(Millis(got_.taken_ms));
+    output_ = RunOutput::make(options_, connect, got_.fence,
+                              encode_lock_value({lock_->token(), holder, got_.fence,
+                                                 options_.ttl.count(), std::nullopt}));
+    if (output_) output_->into(spec);
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
     // In the terminal's foreground only when rlock is: a background job's command stays there.
     child_.emplace(spec, signals_, terminal_ && terminal_->ours() ? terminal_.get() : nullptr);
     if (auto problem = child_->exec_problem()) {
+      output_.reset();
       if (terminal_) terminal_->take_back();
       held_->release();
       log_error(problem->message);
       return problem->exit_status;
     }
+    if (output_) output_->start();
     return std::nullopt;
   }
 
@@ -238,6 +248,11 @@ public:
   // for --min-hold; returns rlock's exit status.
   int finish(const Outcome& end) {
     RunRecord record = record_of(end);
+    // The output's end is kept before the lock is given back: whoever follows it sees it end
+    // before the lock is free.
+    if (output_)
+      output_->finish(record.end, record.exit_status, options_.kill_after,
+                      Clock::now() + lock_->command_timeout());
     metrics_.m.end = record.end == run_end_name(RunEnd::exited)
                          ? (record.exit_status == 0 ? "success" : "failure")
                          : record.end;
@@ -365,6 +380,7 @@ private:
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
   std::unique_ptr<Terminal> terminal_;
+  std::unique_ptr<RunOutput> output_;
   std::optional<Child> child_;
   std::optional<LeaseKeeper> keeper_;
   std::optional<StopListener> stops_;
@@ -389,15 +405,19 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   try {
     auto redis = connect_redis(global);
     check_topology(*redis, options);
+    if (options.keep_output > 0 && redis->node_count() > 1)
+      throw usage_error("--keep-output needs one Redis: Redlock's servers have no one place to "
+                        "keep the output in");
     if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
     Run run(options, *redis, std::move(heartbeat));
     if (auto status = run.take()) return *status;
     if (auto status = run.claim_period()) return *status;
-    if (auto status = run.start_command(argv, program)) return *status;
-    // rlock stop's listener connects on its own thread, once the command has run a while, with
-    // settings of its own: the thread may outlive this frame (StopListener).
-    return run.finish(run.supervise([global] { return connect_redis(global, true); }));
+    // rlock stop's listener and the output's keeper connect on their own threads, with
+    // settings of their own: the threads may outlive this frame (StopListener, OutputKeeper).
+    StopListener::Connect connect = [global] { return connect_redis(global, true); };
+    if (auto status = run.start_command(argv, program, connect)) return *status;
+    return run.finish(run.supervise(connect));
   } catch (Error& e) {
     // rlock's own failure (out of descriptors, say) names the lock; it was given back.
     if (e.exit_status() == k_exit_internal) e.set_key(options.key);

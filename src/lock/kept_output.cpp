@@ -1,0 +1,386 @@
+#include "lock/kept_output.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+
+#include "lock/lock.h"
+#include "lock/scripts.h"
+#include "util/log.h"
+
+namespace rlock {
+
+namespace {
+
+// The most one stream entry holds: a 16th of SIZE, so that trimming whole entries keeps at least
+// 15/16 of SIZE; not over 64 KiB.
+constexpr size_t k_piece_most = 64 * 1024;
+constexpr size_t k_piece_least = 64;
+// A send that has taken this long means a slow Redis: what is dropped meanwhile is said.
+constexpr Millis k_slow_send{1000};
+// At most one send this often: what a command prints in between goes in one command.
+constexpr Millis k_send_every{100};
+// After a failure, how soon to send again, doubling up to the most.
+constexpr Millis k_retry_first{250};
+constexpr Millis k_retry_most{5000};
+// At the run's end, how soon to send again after a failure.
+constexpr Millis k_end_retry{50};
+// Once sending failed (Redis away), what the end of the run gives the last send.
+constexpr Millis k_failing_finish{300};
+// How long finish() waits past its deadline for the thread's last call to give up.
+constexpr Millis k_finish_margin{100};
+
+std::string stream_key(const std::string& key, int64_t fence) {
+  return helper_key(key, "output-") + std::to_string(fence);
+}
+
+// "1234-1" -> 1234.
+uint64_t id_offset(const std::string& id) { return std::strtoull(id.c_str(), nullptr, 10); }
+
+// The first ID after ID ("" before the first): IDs are "OFFSET-SEQ".
+std::string next_id(const std::string& id) {
+  if (id.empty()) return "-";
+  size_t dash = id.find('-');
+  return id.substr(0, dash) + "-" +
+         std::to_string(std::strtoull(id.c_str() + dash + 1, nullptr, 10) + 1);
+}
+
+// An XRANGE reply (or a stream's entries in an XREAD reply) as pieces and the end.
+Result<OutputRead> decode_entries(const Reply& entries, const std::string& after) {
+  OutputRead out;
+  out.last_id = after;
+  if (entries.is_nil()) return out;
+  if (!entries.is_array()) return unexpected_reply("the kept output");
+  for (const Reply& e : entries.elements) {
+    if (!e.is_array() || e.elements.size() != 2 || !e.elements[1].is_array())
+      return unexpected_reply("the kept output");
+    out.last_id = e.elements[0].str;
+    const auto& f = e.elements[1].elements;
+    uint64_t offset = id_offset(out.last_id);
+    if (f.size() == 2 && (f[0].str == "o" || f[0].str == "e")) {
+      out.pieces.push_back({offset, f[0].str == "o" ? 1 : 2, f[1].str});
+      continue;
+    }
+    OutputEnd end{offset, "", 0, 0};
+    for (size_t i = 0; i + 1 < f.size(); i += 2) {
+      if (f[i].str == "end") end.end = f[i + 1].str;
+      if (f[i].str == "status") end.status = std::atoi(f[i + 1].str.c_str());
+      if (f[i].str == "skipped") end.skipped = std::strtoull(f[i + 1].str.c_str(), nullptr, 10);
+    }
+    if (!end.end.empty()) out.end = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline) {
+  auto reply = redis.call({"ZREVRANGE", helper_key(key, "outputs"), "0", "-1"}, deadline);
+  if (!reply) return reply.failure();
+  if (!reply->is_array()) return unexpected_reply("the kept runs");
+  std::vector<KeptRun> runs;
+  for (const Reply& m : reply->elements) {
+    size_t space = m.str.find(' ');
+    if (space == std::string::npos) continue;
+    runs.push_back({std::atoll(m.str.c_str()), decode_lock_value(m.str.substr(space + 1))});
+  }
+  return runs;
+}
+
+Result<OutputBounds> output_bounds(Redis& redis, const std::string& key, int64_t fence,
+                                   TimePoint deadline) {
+  std::string stream = stream_key(key, fence);
+  auto replies = redis.pipeline(
+      {{"XRANGE", stream, "-", "+", "COUNT", "1"}, {"XREVRANGE", stream, "+", "-", "COUNT", "1"}},
+      deadline);
+  if (!replies) return replies.failure();
+  OutputBounds out;
+  for (const Reply& r : *replies)
+    if (r.type == Reply::Type::error) return redis.server_failure(r.str);
+  auto first = decode_entries((*replies)[0], "");
+  auto last = decode_entries((*replies)[1], "");
+  if (!first) return first.failure();
+  if (!last) return last.failure();
+  if (!first->last_id.empty()) out.first = id_offset(first->last_id);
+  out.end = last->end;
+  return out;
+}
+
+Result<OutputRead> read_output(Redis& redis, const std::string& key, int64_t fence,
+                               const std::string& after, size_t count, TimePoint deadline) {
+  auto reply = redis.call(
+      {"XRANGE", stream_key(key, fence), next_id(after), "+", "COUNT", std::to_string(count)},
+      deadline);
+  if (!reply) return reply.failure();
+  return decode_entries(*reply, after);
+}
+
+Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fence,
+                                const std::string& after, size_t count, Millis block) {
+  auto reply = redis.blocking_call({"XREAD", "COUNT", std::to_string(count), "BLOCK",
+                                    std::to_string(block.count()), "STREAMS",
+                                    stream_key(key, fence), after.empty() ? "0-0" : after},
+                                   Clock::now() + block + redis.command_timeout(), -1);
+  if (!reply) return reply.failure();
+  // [[stream, entries]], or nil when nothing came.
+  if (reply->is_array() && reply->elements.size() == 1 && reply->elements[0].is_array() &&
+      reply->elements[0].elements.size() == 2)
+    return decode_entries(reply->elements[0].elements[1], after);
+  return decode_entries(Reply{}, after);
+}
+
+// Shared by the keeper and its thread, which may outlive it (~OutputKeeper).
+struct OutputKeeper::State {
+  Connect connect;
+  std::string key, stream, index, member, fence;
+  uint64_t size = 0;
+  size_t piece_bytes = k_piece_most;
+  Millis retention{0};
+
+  std::mutex mutex;
+  std::condition_variable wake;  // output came, or the run ended
+  std::condition_variable done_cv;
+  std::deque<OutputPiece> pending;  // not sent yet: the newest SIZE bytes at most
+  uint64_t pending_bytes = 0;
+  uint64_t taken = 0;      // the output's length so far
+  uint64_t confirmed = 0;  // Redis has the output up to here
+  uint64_t skipped = 0;    // dropped unsent
+  uint64_t missed = 0;     // dropped unsent while sending failed or was slow
+  bool failing = false;
+  std::optional<TimePoint> sending_since;  // a send is on its way
+  bool ending = false;
+  std::string end;
+  int status = 0;
+  TimePoint finish_by{};
+  bool done = false;
+  bool end_sent = false;
+  bool pushed_out = false;
+  std::string failure;
+
+  void run();
+  // Appends BYTES at the back, in pieces of piece_bytes at most (mutex held).
+  void append(int stream, std::string_view bytes, uint64_t offset);
+  // Drops the oldest pending bytes past SIZE (mutex held).
+  void trim();
+  // Sends BATCH (and, with END, the end) in one command: the script's reply.
+  Result<Reply> send(Redis& redis, const std::deque<OutputPiece>& batch, bool with_end,
+                     TimePoint deadline);
+  // Waits RETRY (less once the run ends); false when the run's end gave up on sending.
+  bool wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry);
+  TimePoint call_deadline(Redis& redis) {
+    std::lock_guard<std::mutex> guard(mutex);
+    return ending ? finish_by : Clock::now() + redis.command_timeout();
+  }
+};
+
+void OutputKeeper::State::append(int stream, std::string_view bytes, uint64_t offset) {
+  while (!bytes.empty()) {
+    if (pending.empty() || pending.back().stream != stream ||
+        pending.back().bytes.size() >= piece_bytes)
+      pending.push_back({offset, stream, {}});
+    OutputPiece& last = pending.back();
+    size_t n = std::min(bytes.size(), piece_bytes - last.bytes.size());
+    last.bytes.append(bytes.substr(0, n));
+    bytes.remove_prefix(n);
+    offset += n;
+    pending_bytes += n;
+  }
+}
+
+void OutputKeeper::State::trim() {
+  bool slow = failing || (sending_since && Clock::now() - *sending_since >= k_slow_send);
+  while (pending_bytes > size) {
+    OutputPiece& first = pending.front();
+    uint64_t n = std::min<uint64_t>(first.bytes.size(), pending_bytes - size);
+    skipped += n;
+    if (slow) missed += n;
+    pending_bytes -= n;
+    if (n == first.bytes.size()) {
+      pending.pop_front();
+    } else {
+      first.bytes.erase(0, n);
+      first.offset += n;
+    }
+  }
+}
+
+Result<Reply> OutputKeeper::State::send(Redis& redis, const std::deque<OutputPiece>& batch,
+                                        bool with_end, TimePoint deadline) {
+  Argv args{fence, std::to_string(size), std::to_string(retention.count())};
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    args.push_back(with_end ? std::to_string(taken) : "");
+    args.push_back(end);
+    args.push_back(std::to_string(status));
+    args.push_back(std::to_string(skipped));
+  }
+  for (const OutputPiece& p : batch) {
+    args.push_back(std::to_string(p.offset));
+    args.push_back(p.stream == 1 ? "o" : "e");
+    args.push_back(p.bytes);
+  }
+  return eval(redis, scripts::output_append, {stream, index}, args, deadline);
+}
+
+bool OutputKeeper::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry) {
+  if (!ending) wake.wait_for(lock, retry, [this] { return ending; });
+  if (!ending) return true;
+  // The run's end tries again soon (on a new connection: the last one timed out), until it
+  // gives up.
+  wake.wait_until(lock, std::min(finish_by, Clock::now() + k_end_retry));
+  return Clock::now() < finish_by;
+}
+
+void OutputKeeper::State::run() {
+  std::unique_ptr<Redis> redis;
+  try {
+    redis = connect();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> guard(mutex);
+    failing = true;
+    failure = e.what();
+    return;
+  }
+  bool entered = false;
+  TimePoint next_send{};
+  Millis retry = k_retry_first;
+  for (;;) {
+    std::optional<Failure> failed;
+    std::deque<OutputPiece> batch;
+    bool with_end = false;
+    if (!entered) {
+      auto r = eval(*redis, scripts::output_start, {index},
+                    {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
+                     helper_key(key, "output-")},
+                    call_deadline(*redis));
+      if (r)
+        entered = true;
+      else
+        failed = r.failure();
+    }
+    if (entered) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [this] { return ending || !pending.empty(); });
+        if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
+        batch.swap(pending);
+        pending_bytes = 0;
+        with_end = ending;
+        sending_since = Clock::now();
+      }
+      next_send = Clock::now() + k_send_every;
+      auto r = send(*redis, batch, with_end, call_deadline(*redis));
+      std::lock_guard<std::mutex> guard(mutex);
+      sending_since.reset();
+      if (r && r->integer == -1) {
+        pushed_out = true;
+        return;
+      }
+      if (r) {
+        failing = false;
+        retry = k_retry_first;
+        if (!batch.empty()) confirmed = batch.back().offset + batch.back().bytes.size();
+        if (with_end) {
+          end_sent = true;
+          confirmed = taken;
+          return;
+        }
+        continue;
+      }
+      failed = r.failure();
+      // Not sent, or not known to be: it goes back in front, to be sent again (the script
+      // adds no entry twice), and the newest SIZE bytes stay.
+      for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+        pending_bytes += it->bytes.size();
+        pending.push_front(std::move(*it));
+      }
+    }
+    std::unique_lock<std::mutex> lock(mutex);
+    failing = true;
+    failure = failed->message;
+    trim();
+    log(Level::debug, {"keep_output", key, "keeping the command's output: " + failure});
+    if (!wait_to_retry(lock, retry)) return;
+    retry = std::min(retry * 2, k_retry_most);
+  }
+}
+
+OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fence,
+                           const std::string& value, uint64_t size, Millis retention)
+    : state_(std::make_shared<State>()) {
+  State& s = *state_;
+  s.connect = std::move(connect);
+  s.key = key;
+  s.fence = std::to_string(fence);
+  s.stream = stream_key(key, fence);
+  s.index = helper_key(key, "outputs");
+  s.member = s.fence + " " + value;
+  s.size = size;
+  s.piece_bytes = std::clamp<size_t>(size / 16, k_piece_least, k_piece_most);
+  s.retention = retention;
+}
+
+OutputKeeper::~OutputKeeper() {
+  if (!thread_.joinable()) return;
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (!state_->ending) {
+    // Not finished (an exception): the thread gives up at once.
+    state_->ending = true;
+    state_->finish_by = Clock::now();
+    state_->wake.notify_all();
+  }
+  if (state_->done_cv.wait_until(lock, state_->finish_by + k_finish_margin,
+                                 [this] { return state_->done; })) {
+    lock.unlock();
+    thread_.join();
+  } else {
+    lock.unlock();
+    thread_.detach();  // held up on a server that does not answer: it ends by itself
+  }
+}
+
+void OutputKeeper::start() {
+  thread_ = std::thread([state = state_] {
+    state->run();
+    std::lock_guard<std::mutex> guard(state->mutex);
+    state->done = true;
+    state->done_cv.notify_all();
+  });
+}
+
+void OutputKeeper::take(int stream, std::string_view bytes) {
+  if (bytes.empty()) return;
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  State& s = *state_;
+  if (s.ending) return;
+  s.append(stream, bytes, s.taken);
+  s.taken += bytes.size();
+  s.trim();
+  s.wake.notify_one();
+}
+
+OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, TimePoint deadline) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (!s.ending) {
+    s.ending = true;
+    s.end = end;
+    s.status = status;
+    s.finish_by = s.failing ? std::min(deadline, Clock::now() + k_failing_finish) : deadline;
+    s.wake.notify_all();
+  }
+  if (thread_.joinable())
+    s.done_cv.wait_until(lock, s.finish_by + k_finish_margin, [&] { return s.done; });
+  Report r;
+  r.total = s.taken;
+  uint64_t window = std::min(s.taken, s.size);
+  r.unkept = s.end_sent ? 0 : std::min(window, s.taken - s.confirmed);
+  r.missed = s.missed;
+  r.pushed_out = s.pushed_out;
+  r.failure = s.failure;
+  return r;
+}
+
+}  // namespace rlock

@@ -1,0 +1,123 @@
+// A run's output kept in Redis (rlock run --keep-output SIZE), for rlock logs on any host.
+//
+// Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
+//   {KEY}:rlock:outputs       the runs whose output is kept: a sorted set of the newest
+//                             k_kept_runs, scored by fence; a member is "FENCE " and the run's
+//                             lock value (its holder: host, pid, user, since, command)
+//   {KEY}:rlock:output-FENCE  that run's output: a stream whose entry IDs are byte offsets
+//                             ("OFFSET-1" holds the output from its OFFSET-th byte on), field o
+//                             (stdout) or e (stderr), trimmed to the last SIZE bytes; once the
+//                             run has ended, its last entry has fields end (as the history says
+//                             it: exited, stopped ...), status, and skipped (bytes no follower
+//                             was sent: Redis was slow, or the output came faster than it is
+//                             sent)
+// Both live as long as the lock's history (--retention). Offsets as IDs make a resend after a
+// lost reply harmless (an entry already there is not added again), trimming by bytes one
+// command, and every gap visible to a reader.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lock/lock_value.h"
+#include "redis/redis.h"
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/error.h"
+
+namespace rlock {
+
+// How many runs of a key have their output kept: a run's start pushes the oldest out.
+inline constexpr int k_kept_runs = 5;
+
+// Bytes of a command's output from its OFFSET-th byte on, from stdout (1) or stderr (2).
+struct OutputPiece {
+  uint64_t offset = 0;
+  int stream = 1;
+  std::string bytes;
+};
+
+// How a run ended, as its output's last entry says it.
+struct OutputEnd {
+  uint64_t offset = 0;  // the output's length
+  std::string end;      // run_end_name(): exited, signalled, stopped ...
+  int status = 0;       // rlock's exit status
+  uint64_t skipped = 0;
+};
+
+// A run whose output is kept.
+struct KeptRun {
+  int64_t fence = 0;
+  std::optional<LockValue> value;  // its holder, when the member decodes
+};
+
+// The runs of KEY whose output is kept, newest first.
+Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline);
+
+struct OutputRead {
+  std::vector<OutputPiece> pieces;
+  std::optional<OutputEnd> end;
+  std::string last_id;  // of the last entry read: where the next read goes on
+};
+// The bounds of FENCE's kept output: where its first kept byte is, and how it ended, if it has.
+struct OutputBounds {
+  std::optional<uint64_t> first;  // the offset of the first entry kept; none: no entry yet
+  std::optional<OutputEnd> end;
+};
+Result<OutputBounds> output_bounds(Redis& redis, const std::string& key, int64_t fence,
+                                   TimePoint deadline);
+
+// The entries of FENCE's output after the entry AFTER ("" from the first kept), at most COUNT.
+Result<OutputRead> read_output(Redis& redis, const std::string& key, int64_t fence,
+                               const std::string& after, size_t count, TimePoint deadline);
+// The same, waiting up to BLOCK on the server for an entry to come (XREAD BLOCK): none came
+// when it returns no piece and no end.
+Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fence,
+                                const std::string& after, size_t count, Millis block);
+
+// Sends a run's output to Redis as it comes, on a thread and a connection of its own, so that
+// a Redis that is slow or away never holds up the command (take() never waits on it) nor the
+// lease: while it cannot send, it keeps only the newest SIZE bytes, the ones to be kept, and
+// drops the rest, counting them. At most one send every 100 ms: a command that prints fast
+// costs Redis ten commands a second, each at most SIZE bytes.
+class OutputKeeper {
+public:
+  using Connect = std::function<std::unique_ptr<Redis>()>;
+  // The run of FENCE, whose lock value (holder) is VALUE, keeps SIZE bytes for RETENTION.
+  OutputKeeper(Connect connect, const std::string& key, int64_t fence, const std::string& value,
+               uint64_t size, Millis retention);
+  ~OutputKeeper();
+  OutputKeeper(const OutputKeeper&) = delete;
+  OutputKeeper& operator=(const OutputKeeper&) = delete;
+
+  // Starts the thread, which first enters the run among the kept ones. Throws
+  // std::system_error when it cannot start: the caller goes on without.
+  void start();
+  // BYTES of stream 1 or 2, next in the output. From any thread; never waits on Redis.
+  void take(int stream, std::string_view bytes);
+
+  struct Report {
+    uint64_t total = 0;       // the output's length
+    uint64_t unkept = 0;      // of its last SIZE bytes, those Redis did not get by the end
+    uint64_t missed = 0;      // dropped while sending failed or was slow: no follower saw them
+    bool pushed_out = false;  // newer runs pushed this one out of the kept runs
+    std::string failure;      // the last failure to send, if any
+  };
+  // The output has ended, the run as END with exit status STATUS: sends what is left and the
+  // end, by DEADLINE (sooner when sending was failing: Redis is away), and says how it went.
+  Report finish(const std::string& end, int status, TimePoint deadline);
+
+  struct State;  // what the thread works with (kept_output.cpp)
+
+private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,64 @@
+// The command's stdout and stderr on their way through rlock (rlock run --keep-output): each
+// that is open and not a terminal becomes a pipe, which a thread of rlock's reads and writes on
+// to where it went before (a file, cron's mail, the journal's socket), handing a copy of every
+// byte to KEEP. Knows nothing of Redis.
+//
+// - The command meets the same backpressure as without rlock: a chunk is read only once the
+//   last one was written on. A destination nobody reads stops the command, as it would have.
+// - Nothing the thread does blocks on the destination (a pipe is written through a
+//   non-blocking description of its own, a socket with MSG_DONTWAIT), so the end of a run
+//   never hangs on one: finish() gives up at its deadline and says how much it dropped.
+// - A destination that is gone (EPIPE: `| head`) closes the pipe, so that the command gets
+//   SIGPIPE or EPIPE on its next write, as it would have.
+// - When stdout and stderr lead to the same place (2>&1, cron), they share one pipe: the order
+//   of their bytes is exact. Otherwise each is its own pipe, in the order rlock reads them.
+// - A terminal is left to the command (its colours, prompts and job control need it): nothing
+//   of it is kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <thread>
+
+#include "util/clock.h"
+#include "util/duration.h"
+#include "util/fd.h"
+
+namespace rlock {
+
+class OutputCapture {
+public:
+  // STREAM 1 (stdout) or 2 (stderr; 1 when both share a pipe), and the bytes just read.
+  using Keep = std::function<void(int stream, std::string_view bytes)>;
+
+  // Looks at rlock's stdout and stderr and makes a pipe for each to capture. Throws Error
+  // (resources.h) when it cannot.
+  explicit OutputCapture(Keep keep);
+  ~OutputCapture();
+  OutputCapture(const OutputCapture&) = delete;
+  OutputCapture& operator=(const OutputCapture&) = delete;
+
+  // The command's end of the pipe for its stdout (1) or stderr (2); -1: not captured (closed,
+  // or a terminal), the command gets rlock's.
+  int command_fd(int stream) const;
+  // Whether FD (1 or 2) is a terminal, left to the command.
+  bool terminal(int stream) const;
+
+  // Once the command has started: closes the command's ends here and starts the thread.
+  // Throws std::system_error when the thread cannot start.
+  void start();
+  // The command's process group is done. Reads what it wrote until the pipes end (a process
+  // it started outside its group may hold them open: until DEADLINE then) and writes it on
+  // by DEADLINE. Returns how many bytes it read but could not write on in time.
+  uint64_t finish(TimePoint deadline);
+
+  struct State;  // what the thread works with (output_capture.cpp)
+
+private:
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace rlock

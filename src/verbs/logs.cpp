@@ -1,0 +1,232 @@
+// rlock logs KEY: the output a run kept (rlock run --keep-output; kept_output.h), from any host;
+// with -f, as it comes.
+#include <cstdlib>
+
+#include "lock/kept_output.h"
+#include "lock/lock_state.h"
+#include "output/output.h"
+#include "output/output_text.h"
+#include "util/byte_size.h"
+#include "util/log.h"
+#include "util/stderr_writer.h"
+#include "util/text.h"
+#include "verbs/command.h"
+#include "verbs/verbs.h"
+
+namespace rlock {
+
+namespace {
+
+// How many entries one read asks for: at most 64 KiB each.
+constexpr size_t k_read_count = 64;
+// How long one XREAD of -f blocks on the server before rlock looks whether the run still
+// holds the lock (a run whose rlock was killed never writes its end).
+constexpr Millis k_follow_slice{5000};
+// How long the output waits for the header to be written first.
+constexpr Millis k_header_patience{100};
+
+struct LogsOptions {
+  std::optional<int> run;        // --run N: the Nth newest kept run
+  std::optional<int64_t> fence;  // --fence F
+  bool follow = false;
+  bool raw = false;
+};
+
+// Prints pieces of one run's output, escaped unless --raw, and says where bytes are missing.
+class Printer {
+public:
+  Printer(const std::string& key, bool raw) : key_(key), raw_(raw) {}
+
+  void print(const OutputRead& read) {
+    std::string out;
+    for (const OutputPiece& p : read.pieces) {
+      if (next_ && p.offset > *next_)
+        gap(out, p.offset - *next_,
+            "not kept here (Redis was slow or away, or the output came "
+            "faster than it was sent)");
+      out += raw_ ? p.bytes : escaper_.feed(p.bytes);
+      next_ = p.offset + p.bytes.size();
+    }
+    if (read.end) {
+      if (next_ && read.end->offset > *next_)
+        gap(out, read.end->offset - *next_, "at the end not kept (Redis was away)");
+      if (!raw_) out += escaper_.finish();
+    }
+    if (!out.empty()) write_stdout(out);
+  }
+  void from(uint64_t offset) { next_ = offset; }
+
+private:
+  // Said on stderr, in its place among the output: what went before goes out first.
+  void gap(std::string& out, uint64_t bytes, const std::string& why) {
+    if (!raw_) out += escaper_.finish();
+    if (!out.empty()) write_stdout(out);
+    out.clear();
+    write_stderr("rlock: " + printable(key_) + ": " + format_byte_size(bytes) + " " + why + "\n");
+  }
+
+  const std::string& key_;
+  bool raw_;
+  OutputEscaper escaper_;
+  std::optional<uint64_t> next_;  // where the next piece should begin
+};
+
+// "ended: exit 3", "stopped (80)" ...: END as the history says a run's end.
+std::string end_text(const OutputEnd& end) {
+  RunRecord r;
+  r.end = end.end;
+  r.exit_status = end.status;
+  return result_text(r);
+}
+
+// KEY's run of fence F on web-1 pid 412 (report.sh), started ...: exit 3; the last 1.0 MiB of
+// 3.2 MiB kept.
+std::string header(const std::string& key, const KeptRun& run, const OutputBounds& b) {
+  std::string out = printable(key) + ": run of fence " + std::to_string(run.fence);
+  if (run.value) {
+    const Holder& h = run.value->holder;
+    out += " on " + printable(h.host) + " pid " + std::to_string(h.pid) + " (" + printable(h.cmd) +
+           "), started " + format_rfc3339(h.since);
+  }
+  uint64_t first = b.first.value_or(0);
+  if (b.end) {
+    out += ": " + end_text(*b.end);
+    uint64_t total = b.end->offset;
+    out += total == 0   ? "; it printed nothing"
+           : first == 0 ? "; all of its " + format_byte_size(total) + " kept"
+                        : "; its last " + format_byte_size(total - first) + " of " +
+                              format_byte_size(total) + " kept";
+  } else {
+    out += ": running, or its rlock ended without a word";
+    if (first > 0) out += "; the first " + format_byte_size(first) + " not kept";
+  }
+  return out;
+}
+
+// Whether the run of FENCE still holds KEY; nothing when Redis cannot say.
+std::optional<bool> still_held(Redis& redis, const std::string& key, int64_t fence) {
+  auto states = read_locks(redis, {key});
+  if (!states || states->empty()) return std::nullopt;
+  for (int64_t f : held_fences(states->front()))
+    if (f == fence) return true;
+  return false;
+}
+
+int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {
+  auto redis = connect_redis(global);
+  auto deadline = [&] { return Clock::now() + redis->command_timeout(); };
+  auto runs = kept_runs(*redis, key, deadline());
+  if (!runs) return unavailable(runs.failure());
+  if (runs->empty()) {
+    write_stderr("rlock: " + printable(key) +
+                 ": no output kept (a run keeps its own with --keep-output SIZE)\n");
+    return k_exit_not_held;
+  }
+  const KeptRun* run = &runs->front();
+  if (o.fence) {
+    run = nullptr;
+    for (const KeptRun& r : *runs)
+      if (r.fence == *o.fence) run = &r;
+  } else if (o.run) {
+    run = static_cast<size_t>(*o.run) <= runs->size() ? &(*runs)[*o.run - 1] : nullptr;
+  }
+  if (!run) {
+    write_stderr("rlock: " + printable(key) + ": " +
+                 (o.fence ? "no output kept of fence " + std::to_string(*o.fence)
+                          : "only " + std::to_string(runs->size()) + " runs' output kept") +
+                 " (newest first: fence " + std::to_string(runs->front().fence) + ")\n");
+    return k_exit_not_held;
+  }
+  auto bounds = output_bounds(*redis, key, run->fence, deadline());
+  if (!bounds) return unavailable(bounds.failure());
+  write_stderr(header(key, *run, *bounds) + "\n");
+  flush_stderr(k_header_patience);  // before the output, on a terminal that shows both
+
+  Printer printer(key, o.raw);
+  if (bounds->first) printer.from(*bounds->first);
+  OutputRead read;
+  do {
+    auto more = read_output(*redis, key, run->fence, read.last_id, k_read_count, deadline());
+    if (!more) return unavailable(more.failure());
+    read = std::move(*more);
+    printer.print(read);
+  } while (read.pieces.size() + (read.end ? 1 : 0) == k_read_count);
+  if (read.end || bounds->end || !o.follow) return k_exit_ok;
+
+  for (;;) {
+    auto more = await_output(*redis, key, run->fence, read.last_id, k_read_count, k_follow_slice);
+    if (!more) return unavailable(more.failure());
+    std::string last = read.last_id;
+    read = std::move(*more);
+    if (read.last_id.empty()) read.last_id = last;
+    printer.print(read);
+    if (read.end) {
+      write_stderr("rlock: " + printable(key) + ": the run ended: " + end_text(*read.end) + "\n");
+      return k_exit_ok;
+    }
+    if (!read.pieces.empty()) continue;
+    // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
+    // more.
+    if (still_held(*redis, key, run->fence) == false) {
+      auto again = read_output(*redis, key, run->fence, read.last_id, k_read_count, deadline());
+      if (again && (!again->pieces.empty() || again->end)) {
+        read = std::move(*again);
+        printer.print(read);
+        if (read.end) return k_exit_ok;
+        continue;
+      }
+      write_stderr("rlock: " + printable(key) +
+                   ": the run no longer holds the lock and kept no end: its rlock was killed, "
+                   "or Redis lost the end\n");
+      return k_exit_ok;
+    }
+  }
+}
+
+struct LogsArgs : Arguments {
+  std::string key;
+  std::optional<int> nth;
+  std::optional<std::string> fence;
+  bool follow = false, raw = false;
+
+  int run(const Invocation& in) override {
+    LogsOptions o{nth, std::nullopt, follow, raw};
+    if (nth && fence) throw usage_error("give --run or --fence, not both");
+    if (fence) {
+      char* end = nullptr;
+      long long f = std::strtoll(fence->c_str(), &end, 10);
+      if (fence->empty() || *end || f <= 0)
+        throw usage_error("--fence: '" + printable(*fence) + "' is not a fence (a number " +
+                          "history shows)");
+      o.fence = f;
+    }
+    try {
+      return logs_verb(in.resolved.global, in.key(key), o);
+    } catch (const StdoutClosed&) {
+      return k_exit_ok;  // `rlock logs k | head`: its reader has what it wanted
+    }
+  }
+};
+
+constexpr Option k_options[] = {
+    option<&LogsArgs::key>("KEY", k_key_help).must(),
+    option<&LogsArgs::nth>("--run", "the Nth newest run (default 1, the latest)", "N")
+        .range(1, k_kept_runs),
+    option<&LogsArgs::fence>("--fence", "the run of fence F (history shows it)", "F"),
+    option<&LogsArgs::follow>("-f,--follow", "print the output as it comes, until the run ends"),
+    option<&LogsArgs::raw>("--raw", "print control characters as they are, not escaped (\\x1b)")};
+
+}  // namespace
+
+constexpr Command k_logs_command = {
+    "logs",
+    "print the output a run kept (run --keep-output), from any host",
+    "KEY [--run N | --fence F] [-f] [--raw]",
+    {k_options, k_connection},
+    "The output goes to stdout, control characters escaped (--raw: as they are); the run's\n"
+    "host, fence and end go to stderr first. The output of the last 5 runs is kept.\n"
+    "Exit status: 0 printed, 1 no output kept (of that run), 69 Redis unreachable; 64 usage, "
+    "78 configuration, 125 rlock failed.",
+    make_arguments<LogsArgs>};
+
+}  // namespace rlock

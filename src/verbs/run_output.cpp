@@ -1,0 +1,85 @@
+#include "verbs/run_output.h"
+
+#include <system_error>
+
+#include "util/byte_size.h"
+#include "util/log.h"
+
+namespace rlock {
+
+RunOutput::RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper)
+    : options_(options), keeper_(std::move(keeper)),
+      capture_([keeper = keeper_](int stream, std::string_view bytes) {
+        keeper->take(stream, bytes);
+      }) {}
+
+std::unique_ptr<RunOutput> RunOutput::make(const RunOptions& options, OutputKeeper::Connect connect,
+                                           int64_t fence, const std::string& value) {
+  if (options.keep_output == 0) return nullptr;
+  auto out = std::make_unique<RunOutput>(
+      options, std::make_shared<OutputKeeper>(std::move(connect), options.key, fence, value,
+                                              options.keep_output, options.retention));
+  const OutputCapture& c = out->capture_;
+  bool out_tty = c.terminal(1), err_tty = c.terminal(2);
+  if (out_tty || err_tty) {
+    bool none = c.command_fd(1) < 0 && c.command_fd(2) < 0;
+    std::string which = out_tty && err_tty ? "stdout and stderr are a terminal"
+                        : out_tty          ? "stdout is a terminal"
+                                           : "stderr is a terminal";
+    log(Level::info, {"keep_output", options.key,
+                      "--keep-output: " + which + ", left to the command: " +
+                          (none      ? std::string("nothing is kept")
+                           : out_tty ? "only stderr is kept"
+                                     : "only stdout is kept")});
+    if (none) return nullptr;
+  }
+  return out;
+}
+
+void RunOutput::into(Child::Spec& spec) const {
+  spec.stdout_fd = capture_.command_fd(1);
+  spec.stderr_fd = capture_.command_fd(2);
+}
+
+void RunOutput::start() {
+  // Without a thread (ulimit -u) the command's output still goes where it goes; only the
+  // keeping is given up, and said.
+  try {
+    keeper_->start();
+    keeping_ = true;
+  } catch (const std::system_error& e) {
+    log(Level::warning, {"keep_output", options_.key,
+                         std::string("cannot keep the command's output (") + e.what() + ")"});
+  }
+  capture_.start();
+}
+
+void RunOutput::finish(const std::string& end, int status, Millis drain, TimePoint deadline) {
+  if (uint64_t dropped = capture_.finish(Clock::now() + drain))
+    log(Level::warning,
+        {"output_dropped", options_.key,
+         format_byte_size(dropped) + " of the command's output could not be written on within " +
+             format_duration(drain) + " (nobody read it) and were dropped"});
+  if (!keeping_) return;
+  OutputKeeper::Report r = keeper_->finish(end, status, deadline);
+  std::string kept = format_byte_size(std::min(r.total, options_.keep_output));
+  if (r.pushed_out)
+    log(Level::warning, {"keep_output", options_.key,
+                         "the command's output is no longer kept: " + std::to_string(k_kept_runs) +
+                             " newer runs pushed this run out"});
+  else if (r.unkept > 0)
+    log(Level::warning,
+        {"keep_output", options_.key,
+         "Redis did not take the end of the command's output (" + r.failure +
+             "): " + format_byte_size(r.unkept) + " of its last " + kept + " are not kept"});
+  else if (r.missed > 0)
+    log(Level::warning,
+        {"keep_output", options_.key,
+         "Redis was slow or away" +
+                             (r.failure.empty() ? "" : " (" + r.failure + ")") + ": " + format_byte_size(r.missed) +
+             " of the command's output were never sent, and rlock logs -f did "
+             "not show them; its last " +
+             kept + " are kept"});
+}
+
+}  // namespace rlock

@@ -1,0 +1,44 @@
+// rlock run --keep-output SIZE: the command's output through rlock's capture
+// (process/output_capture.h) to the keeper that sends it to Redis (lock/kept_output.h), and
+// what the run says of it: what was left to a terminal, what Redis did not get.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "lock/kept_output.h"
+#include "process/child.h"
+#include "process/output_capture.h"
+#include "settings/options.h"
+
+namespace rlock {
+
+class RunOutput {
+public:
+  // The capture for OPTIONS, for the run of FENCE with lock value VALUE (nothing without
+  // --keep-output, or when stdout and stderr are both terminals, which is said); CONNECT makes
+  // the keeper's connection, on its thread.
+  static std::unique_ptr<RunOutput> make(const RunOptions& options, OutputKeeper::Connect connect,
+                                         int64_t fence, const std::string& value);
+
+  // The command's stdout and stderr go to the capture's pipes.
+  void into(Child::Spec& spec) const;
+  // Once the command has started: the capture reads, the keeper sends.
+  void start();
+  // The command's group is done, the run ended as END with exit status STATUS: the rest of
+  // its output is written on within DRAIN and sent by DEADLINE; what was lost is said.
+  void finish(const std::string& end, int status, Millis drain, TimePoint deadline);
+
+  RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper);
+
+private:
+  const RunOptions& options_;
+  // Shared with the capture's thread, which hands it every byte (and may outlive the run).
+  std::shared_ptr<OutputKeeper> keeper_;
+  bool keeping_ = false;  // its thread runs
+  OutputCapture capture_;
+};
+
+}  // namespace rlock
