@@ -15,9 +15,11 @@ namespace rlock {
 namespace {
 
 // The most one stream entry holds: a 16th of SIZE, so that trimming whole entries keeps at least
-// 15/16 of SIZE; not over 64 KiB.
+// 15/16 of SIZE; not over 64 KiB. Less the room a stream node's own bytes take, so that a node
+// of one entry fits the allocator's size class of the entry (a 64 KiB entry took 80 KiB).
 constexpr size_t k_piece_most = 64 * 1024;
-constexpr size_t k_piece_least = 64;
+constexpr size_t k_piece_least = 768;
+constexpr size_t k_node_room = 256;
 // A send that has taken this long means a slow Redis: what is dropped meanwhile is said.
 constexpr Millis k_slow_send{1000};
 // At most one send this often: what a command prints in between goes in one command.
@@ -144,10 +146,11 @@ struct OutputKeeper::State {
   std::condition_variable done_cv;
   std::deque<OutputPiece> pending;  // not sent yet: the newest SIZE bytes at most
   uint64_t pending_bytes = 0;
-  uint64_t taken = 0;      // the output's length so far
-  uint64_t confirmed = 0;  // Redis has the output up to here
-  uint64_t skipped = 0;    // dropped unsent
-  uint64_t missed = 0;     // dropped unsent while sending failed or was slow
+  uint64_t taken = 0;              // the output's length so far
+  uint64_t confirmed = 0;          // Redis has the output up to here
+  uint64_t skipped = 0;            // dropped unsent
+  uint64_t missed = 0;             // dropped unsent while sending failed or was slow
+  uint64_t dropped_in_flight = 0;  // dropped during the send on its way: missed if it was slow
   bool failing = false;
   std::optional<TimePoint> sending_since;  // a send is on its way
   bool ending = false;
@@ -190,12 +193,14 @@ void OutputKeeper::State::append(int stream, std::string_view bytes, uint64_t of
 }
 
 void OutputKeeper::State::trim() {
-  bool slow = failing || (sending_since && Clock::now() - *sending_since >= k_slow_send);
   while (pending_bytes > size) {
     OutputPiece& first = pending.front();
     uint64_t n = std::min<uint64_t>(first.bytes.size(), pending_bytes - size);
     skipped += n;
-    if (slow) missed += n;
+    if (sending_since)
+      dropped_in_flight += n;
+    else if (failing)
+      missed += n;
     pending_bytes -= n;
     if (n == first.bytes.size()) {
       pending.pop_front();
@@ -273,6 +278,9 @@ void OutputKeeper::State::run() {
       next_send = Clock::now() + k_send_every;
       auto r = send(*redis, batch, with_end, call_deadline(*redis));
       std::lock_guard<std::mutex> guard(mutex);
+      // What was dropped while a send failed, or took so long that Redis is slow, is said.
+      if (!r || Clock::now() - *sending_since >= k_slow_send) missed += dropped_in_flight;
+      dropped_in_flight = 0;
       sending_since.reset();
       if (r && r->integer == -1) {
         pushed_out = true;
@@ -318,7 +326,8 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.index = helper_key(key, "outputs");
   s.member = s.fence + " " + value;
   s.size = size;
-  s.piece_bytes = std::clamp<size_t>(size / 16, k_piece_least, k_piece_most);
+  s.piece_bytes =
+      std::clamp<size_t>(size / 16, k_piece_least + k_node_room, k_piece_most) - k_node_room;
   s.retention = retention;
 }
 
@@ -355,10 +364,12 @@ void OutputKeeper::take(int stream, std::string_view bytes) {
   std::lock_guard<std::mutex> guard(state_->mutex);
   State& s = *state_;
   if (s.ending) return;
+  // The thread waits for a first byte, then for its next send's time: only the first wakes it.
+  bool first = s.pending.empty();
   s.append(stream, bytes, s.taken);
   s.taken += bytes.size();
   s.trim();
-  s.wake.notify_one();
+  if (first) s.wake.notify_one();
 }
 
 OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, TimePoint deadline) {

@@ -42,9 +42,10 @@ std::string format_byte_size(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0 && bytes % 1024 == 0)
-    std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(bytes / 1024),
-                  units[0]);
+  uint64_t unit = uint64_t(1) << (10 * (u + 1));
+  if (bytes % unit == 0)
+    std::snprintf(buf, sizeof buf, "%llu %s", static_cast<unsigned long long>(bytes / unit),
+                  units[u]);
   else
     std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;

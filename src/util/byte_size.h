@@ -13,7 +13,7 @@ namespace rlock {
 // or G, optionally followed by "iB" or "B". Sizes past 1 TiB are refused as typos.
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 
-// "512 B", "64 KiB", "1.5 MiB", "2.0 GiB": one decimal from KiB up, none where it is .0 in KiB.
+// "512 B", "64 KiB", "1.5 MiB", "16 MiB": one decimal from KiB up, none for a whole number.
 std::string format_byte_size(uint64_t bytes);
 
 }  // namespace rlock

@@ -26,7 +26,7 @@ std::optional<std::string> percent_decode(std::string_view text) {
 size_t utf8_sequence_length(std::string_view text, size_t i) {
   auto c = static_cast<unsigned char>(text[i]);
   if (c < 0x80) return 1;
-  size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
   if (len == 0 || i + len > text.size()) return 0;
   for (size_t k = 1; k < len; ++k)
     if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return 0;
@@ -158,7 +158,7 @@ namespace {
 // Whether TEXT[I..] is the start of a UTF-8 sequence that the bytes after TEXT would complete.
 bool cut_sequence(std::string_view text, size_t i) {
   auto c = static_cast<unsigned char>(text[i]);
-  size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
   if (len == 0 || i + len <= text.size()) return false;
   for (size_t k = i + 1; k < text.size(); ++k)
     if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return false;

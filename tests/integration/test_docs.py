@@ -15,7 +15,7 @@ import unittest
 from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, wait_until
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-VERBS = ["run", "status", "inspect", "history", "check", "watch", "list", "acquire", "extend",
+VERBS = ["run", "status", "inspect", "history", "logs", "check", "watch", "list", "acquire", "extend",
          "release", "stop", "pause", "resume", "reset-period", "config", "completion", "help"]
 # The commands that take options beyond --help.
 WITH_OPTIONS = VERBS[:-2]

@@ -560,6 +560,22 @@ MUTANTS = [
     ("resume wakes only the first waiter",
      [("src/lock/lua/resume.lua", "redis.call('ZRANGE', queue, 0, -1)", "redis.call('ZRANGE', queue, 0, 0)")],
      ['test_pause.Pause.test_resume_wakes_every_waiter_of_a_semaphore']),
+    ("a capture that waits for Redis to take what it kept before it reads on",
+     [("src/lock/kept_output.cpp",
+       "  std::lock_guard<std::mutex> guard(state_->mutex);\n  State& s = *state_;\n  if (s.ending) return;",
+       "  std::unique_lock<std::mutex> guard(state_->mutex);\n  State& s = *state_;\n"
+       "  while (!s.pending.empty() && !s.ending) s.wake.wait_for(guard, std::chrono::milliseconds(5));\n"
+       "  if (s.ending) return;")],
+     ['test_logs.Logs.test_a_frozen_redis_holds_up_neither_the_command_nor_the_lease_and_the_drop_is_said']),
+    ("kept output trimmed by nothing",
+     [("src/lock/lua/output_append.lua", "if upto and upto > keep then", "if false then")],
+     ['test_logs.Logs.test_the_last_size_bytes_of_the_last_five_runs_are_kept']),
+    ("another host's output printed as it is",
+     [("src/verbs/logs.cpp", "out += raw_ ? p.bytes : escaper_.feed(p.bytes);", "out += p.bytes;")],
+     ['test_logs.Logs.test_control_characters_are_escaped_unless_raw']),
+    ("a destination gone is written on no more, but its pipe is still read",
+     [("src/process/output_capture.cpp", "    if (n <= 0) {\n      close();", "    if (n <= 0) {\n      buf.clear(); off = 0;")],
+     ['test_logs.Logs.test_a_reader_that_goes_away_ends_the_command_as_without_rlock']),
 ]
 
 

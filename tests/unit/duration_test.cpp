@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "util/byte_size.h"
 #include "util/duration.h"
 
 using namespace rlock;
@@ -64,4 +65,25 @@ TEST_CASE("format_duration is short and never rounds up a unit") {
   CHECK(format_duration(0ms) == "0ms");
   CHECK(format_duration(20s) == "20s");
   CHECK(format_duration(1050ms) == "1s");
+}
+
+TEST_CASE("byte sizes as users write them and as rlock says them") {
+  using rlock::format_byte_size;
+  using rlock::parse_byte_size;
+  CHECK(parse_byte_size("0") == 0u);
+  CHECK(parse_byte_size("4096") == 4096u);
+  CHECK(parse_byte_size("64k") == 65536u);
+  CHECK(parse_byte_size("64KiB") == 65536u);
+  CHECK(parse_byte_size("1M") == 1048576u);
+  CHECK(parse_byte_size("1MB") == 1048576u);
+  CHECK(parse_byte_size("2g") == 2147483648u);
+  for (const char* bad : {"", "k", "1.5M", "1 M", "1Mi", "1T", "-1", "99999999999999999999"})
+    CHECK_MESSAGE(!parse_byte_size(bad), bad);
+  CHECK(!parse_byte_size("1025G"));  // past 1 TiB: a typo
+  CHECK(format_byte_size(512) == "512 B");
+  CHECK(format_byte_size(65536) == "64 KiB");
+  CHECK(format_byte_size(1536) == "1.5 KiB");
+  CHECK(format_byte_size(1048576) == "1 MiB");
+  CHECK(format_byte_size(1048577) == "1.0 MiB");
+  CHECK(format_byte_size(6900000) == "6.6 MiB");
 }

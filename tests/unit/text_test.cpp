@@ -11,6 +11,8 @@ TEST_CASE("json_string escapes and keeps UTF-8, replaces the rest") {
   CHECK(rlock::json_string("J\xc3\xb6rg") == "\"J\xc3\xb6rg\"");
   CHECK(rlock::json_string("bad\xff") == "\"bad\xef\xbf\xbd\"");
   CHECK(rlock::json_string("cut\xe2\x82") == "\"cut\xef\xbf\xbd\xef\xbf\xbd\"");
+  // 0xf5 to 0xff lead nothing, whatever follows.
+  CHECK(rlock::json_string("\xff\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
 }
 
 TEST_CASE("percent_decode") {
@@ -36,9 +38,9 @@ TEST_CASE("the program a shell line starts, never an assignment nor an argument"
   CHECK(shell_command_name("'/opt/my tools/run' arg") == "/opt/my tools/run");
   CHECK(shell_command_name("pg_dump|gzip") == "pg_dump");
   CHECK(shell_command_name("make;make install") == "make");
-  for (const char* none : {"", "   ", "PGPASSWORD=hunter2", "X=1 Y=2", "(cd /tmp; ls)",
-                           "if true; then x; fi", "{ a; b; }", "$CMD arg", "`cmd`",
-                           "PW='unclosed psql", "< in cat", "! false"}) {
+  for (const char* none :
+       {"", "   ", "PGPASSWORD=hunter2", "X=1 Y=2", "(cd /tmp; ls)", "if true; then x; fi",
+        "{ a; b; }", "$CMD arg", "`cmd`", "PW='unclosed psql", "< in cat", "! false"}) {
     CAPTURE(none);
     CHECK(shell_command_name(none) == "sh");
   }
@@ -52,4 +54,24 @@ TEST_CASE("assignment words") {
   CHECK_FALSE(is_assignment_word("1A=x"));
   CHECK_FALSE(is_assignment_word("./a=b"));
   CHECK_FALSE(is_assignment_word("psql"));
+}
+
+TEST_CASE("OutputEscaper keeps lines and tabs, escapes what drives a terminal, across pieces") {
+  rlock::OutputEscaper e;
+  CHECK(e.feed("a\tb\nc") == "a\tb\nc");
+  CHECK(e.feed("\x1b[2J\x07") == "\\x1b[2J\\x07");
+  CHECK(e.feed("\xc2\x9b") == "\\xc2\\x9b");  // C1 CSI
+  CHECK(e.feed("bad\xff") == "bad\\xff");
+  // A sequence cut between two pieces is judged whole.
+  CHECK(e.feed("caf\xc3") == "caf");
+  CHECK(e.feed("\xa9!") == "\xc3\xa9!");
+  CHECK(e.feed("\xe2\x82") == "");
+  CHECK(e.feed("\xac") == "\xe2\x82\xac");
+  // A carriage return stays only before a newline, also one in the next piece.
+  CHECK(e.feed("x\r") == "x");
+  CHECK(e.feed("\ny\rz") == "\r\ny\\x0dz");
+  // What is held back at the end is escaped.
+  CHECK(e.feed("\xf0\x9f") == "");
+  CHECK(e.finish() == "\\xf0\\x9f");
+  CHECK(e.finish() == "");
 }
