@@ -212,7 +212,18 @@ public:
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
     // In the terminal's foreground only when rlock is: a background job's command stays there.
-    child_.emplace(spec, signals_, terminal_ && terminal_->ours() ? terminal_.get() : nullptr);
+    Terminal* foreground = terminal_ && terminal_->ours() ? terminal_.get() : nullptr;
+    try {
+      child_.emplace(spec, signals_, foreground);
+    } catch (const Error& e) {
+      if (!output_) throw;
+      // The capture's pipes took what the command needed (ulimit -n): the job goes first.
+      log_warning(options_.key + ": " + e.what() +
+                  "; starting the command without keeping its output");
+      output_.reset();
+      spec.stdout_fd = spec.stderr_fd = -1;
+      child_.emplace(spec, signals_, foreground);
+    }
     if (auto problem = child_->exec_problem()) {
       output_.reset();
       if (terminal_) terminal_->take_back();

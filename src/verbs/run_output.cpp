@@ -16,9 +16,18 @@ RunOutput::RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> ke
 std::unique_ptr<RunOutput> RunOutput::make(const RunOptions& options, OutputKeeper::Connect connect,
                                            int64_t fence, const std::string& value) {
   if (options.keep_output == 0) return nullptr;
-  auto out = std::make_unique<RunOutput>(
-      options, std::make_shared<OutputKeeper>(std::move(connect), options.key, fence, value,
-                                              options.keep_output, options.retention));
+  std::unique_ptr<RunOutput> out;
+  // Without descriptors for its pipes (ulimit -n) the job runs all the same, its output going
+  // where it goes: what cannot be kept costs the keeping, not the job.
+  try {
+    out = std::make_unique<RunOutput>(
+        options, std::make_shared<OutputKeeper>(std::move(connect), options.key, fence, value,
+                                                options.keep_output, options.retention));
+  } catch (const Error& e) {
+    log(Level::warning, {"keep_output", options.key,
+                         std::string(e.what()) + "; the command's output is not kept"});
+    return nullptr;
+  }
   const OutputCapture& c = out->capture_;
   bool out_tty = c.terminal(1), err_tty = c.terminal(2);
   if (out_tty || err_tty) {

@@ -98,6 +98,26 @@ class ResourceLimits(RedisTestCase):
         self.assertEqual([doing[n] for n in (5, 6, 7)],
                          ["cannot start the guardian"] * 2 + ["cannot start the command"])
 
+    def test_few_descriptors_for_kept_output(self):
+        # The capture's pipes and the keeper's connection come after what the job needs: from
+        # 8 on, the job runs and prints, whatever step the keeping runs out at (said).
+        kept = set()
+        for n in range(8, 22):
+            with self.subTest(nofile=n):
+                self.server.cmd("FLUSHALL")
+                r = self.run_limited(["run", "--keep-output", "1k", "k", "--", "echo", "ran"],
+                                     limited(resource.RLIMIT_NOFILE, n))
+                self.assertEqual((r.returncode, r.stdout), (0, "ran\n"), r.stderr)
+                self.assertNotIn("rlock: error", r.stderr)
+                logs = self.run_limited(["logs", "k"], None)
+                if logs.stdout == "ran\n":
+                    kept.add(n)
+                else:
+                    self.assertIn("output", r.stderr)  # what was not kept is said
+                self.assert_no_lock("k")
+        self.assertIn(21, kept)
+        self.assertNotIn(8, kept)
+
     @SANITIZED
     def test_few_descriptors_for_the_password_command(self):
         # The command's output and its status come through two pipes, made at each connect.
