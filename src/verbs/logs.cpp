@@ -79,9 +79,20 @@ std::string end_text(const OutputEnd& end) {
   return result_text(r);
 }
 
+// Whether the run of FENCE still holds KEY; nothing when Redis cannot say.
+std::optional<bool> still_held(Redis& redis, const std::string& key, int64_t fence) {
+  auto states = read_locks(redis, {key});
+  if (!states || states->empty()) return std::nullopt;
+  for (int64_t f : held_fences(states->front()))
+    if (f == fence) return true;
+  return false;
+}
+
 // KEY's run of fence F on web-1 pid 412 (report.sh), started ...: exit 3; the last 1.0 MiB of
 // 3.2 MiB kept.
-std::string header(const std::string& key, const KeptRun& run, const OutputBounds& b) {
+// RUNNING: whether the run still holds the lock, when it kept no end (nothing: unknown).
+std::string header(const std::string& key, const KeptRun& run, const OutputBounds& b,
+                   std::optional<bool> running) {
   std::string out = printable(key) + ": run of fence " + std::to_string(run.fence);
   if (run.value) {
     const Holder& h = run.value->holder;
@@ -97,19 +108,12 @@ std::string header(const std::string& key, const KeptRun& run, const OutputBound
                         : "; its last " + format_byte_size(total - first) + " of " +
                               format_byte_size(total) + " kept";
   } else {
-    out += ": running, or its rlock ended without a word";
+    out += running == true    ? ": running"
+           : running == false ? ": no end kept (its rlock was killed, or Redis lost the end)"
+                              : ": running, or its rlock ended without a word";
     if (first > 0) out += "; the first " + format_byte_size(first) + " not kept";
   }
   return out;
-}
-
-// Whether the run of FENCE still holds KEY; nothing when Redis cannot say.
-std::optional<bool> still_held(Redis& redis, const std::string& key, int64_t fence) {
-  auto states = read_locks(redis, {key});
-  if (!states || states->empty()) return std::nullopt;
-  for (int64_t f : held_fences(states->front()))
-    if (f == fence) return true;
-  return false;
 }
 
 int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {
@@ -139,7 +143,9 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
   }
   auto bounds = output_bounds(*redis, key, run->fence, deadline());
   if (!bounds) return unavailable(bounds.failure());
-  write_stderr(header(key, *run, *bounds) + "\n");
+  std::optional<bool> running;
+  if (!bounds->end) running = still_held(*redis, key, run->fence);
+  write_stderr(header(key, *run, *bounds, running) + "\n");
   flush_stderr(k_header_patience);  // before the output, on a terminal that shows both
 
   Printer printer(key, o.raw);
