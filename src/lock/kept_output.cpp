@@ -27,6 +27,8 @@ constexpr Millis k_send_every{100};
 // After a failure, how soon to send again, doubling up to the most.
 constexpr Millis k_retry_first{250};
 constexpr Millis k_retry_most{5000};
+// The most entries one send carries.
+constexpr size_t k_send_entries = 1024;
 // At the run's end, how soon to send again after a failure.
 constexpr Millis k_end_retry{50};
 // Once sending failed (Redis away), what the end of the run gives the last send.
@@ -270,12 +272,18 @@ void OutputKeeper::State::run() {
         std::unique_lock<std::mutex> lock(mutex);
         wake.wait(lock, [this] { return ending || !pending.empty(); });
         if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
-        batch.swap(pending);
-        pending_bytes = 0;
-        with_end = ending;
+        // At most k_send_entries a command: one script call holds up Redis for every other
+        // client, and a backlog of small pieces (two pipes' lines) could be many.
+        while (!pending.empty() && batch.size() < k_send_entries) {
+          pending_bytes -= pending.front().bytes.size();
+          batch.push_back(std::move(pending.front()));
+          pending.pop_front();
+        }
+        with_end = ending && pending.empty();
         sending_since = Clock::now();
+        // A backlog goes on at once; otherwise the next send waits its time.
+        next_send = pending.empty() ? Clock::now() + k_send_every : Clock::now();
       }
-      next_send = Clock::now() + k_send_every;
       auto r = send(*redis, batch, with_end, call_deadline(*redis));
       std::lock_guard<std::mutex> guard(mutex);
       // What was dropped while a send failed, or took so long that Redis is slow, is said.
@@ -390,6 +398,7 @@ OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, Ti
   r.unkept = s.end_sent ? 0 : std::min(window, s.taken - s.confirmed);
   r.missed = s.missed;
   r.pushed_out = s.pushed_out;
+  r.end_kept = s.end_sent;
   r.failure = s.failure;
   return r;
 }

@@ -106,7 +106,9 @@ public:
     uint64_t total = 0;       // the output's length
     uint64_t unkept = 0;      // of its last SIZE bytes, those Redis did not get by the end
     uint64_t missed = 0;      // dropped while sending failed or was slow: no follower saw them
-    bool pushed_out = false;  // newer runs pushed this one out of the kept runs
+    bool pushed_out = false;  // newer runs pushed this one out of the kept runs (or the
+                              // runs' index expired: --retention)
+    bool end_kept = false;    // the end entry is in Redis
     std::string failure;      // the last failure to send, if any
   };
   // The output has ended, the run as END with exit status STATUS: sends what is left and the

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,14 +20,9 @@ namespace rlock {
 
 namespace {
 
-// How much is read at once: the most the command can be ahead of its destination, besides
-// what the pipe holds.
+// How much is read at once: with the pipe (64 KiB), the most the command can be ahead of its
+// destination.
 constexpr size_t k_read_bytes = 256 * 1024;
-// The capture pipes' size: fewer wake-ups for a command that prints fast (best effort: the
-// system's pipe-max-size, 1 MiB by default, bounds it).
-constexpr int k_pipe_bytes = 1 << 20;
-// How long finish() waits past its deadline for the thread to notice it.
-constexpr Millis k_finish_margin{100};
 
 // How a destination is written without ever blocking.
 enum class Way {
@@ -35,6 +31,16 @@ enum class Way {
   socket,  // send(2) with MSG_DONTWAIT
   fifo,    // a pipe that could not be opened again: PIPE_BUF at a time, once poll says so
 };
+
+int64_t ns_of(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// Bytes waiting in pipe FD.
+uint64_t waiting_in(int fd) {
+  int n = 0;
+  return fd >= 0 && ::ioctl(fd, FIONREAD, &n) == 0 && n > 0 ? static_cast<uint64_t>(n) : 0;
+}
 
 }  // namespace
 
@@ -47,13 +53,15 @@ struct Channel {
   Fd read_end, command_end;
   std::string buf;  // read, not yet written on (from off)
   size_t off = 0;
-  bool open = false;  // the read end has not met its end
+  bool open = false;     // the read end has not met its end
+  uint64_t owed = 0;     // once finishing: what the command wrote before it ended, still unread
+  uint64_t dropped = 0;  // could not be written on
 
   size_t unsent() const { return buf.size() - off; }
-  // Reads a chunk, hands it to KEEP; false at the pipe's end.
-  void read(const OutputCapture::Keep& keep);
-  // Writes on what it can now.
-  void forward();
+  // Reads a chunk, hands it to KEEP and writes it on: the bytes read.
+  size_t read(const OutputCapture::Keep& keep);
+  // Writes on what it can now: the bytes written.
+  size_t forward();
   // The destination is gone: the command meets that too (EPIPE, SIGPIPE).
   void close() {
     buf.clear();
@@ -63,7 +71,7 @@ struct Channel {
   }
 };
 
-void Channel::read(const OutputCapture::Keep& keep) {
+size_t Channel::read(const OutputCapture::Keep& keep) {
   buf.resize(k_read_bytes);
   ssize_t n;
   do n = ::read(read_end.get(), buf.data(), buf.size());
@@ -71,15 +79,20 @@ void Channel::read(const OutputCapture::Keep& keep) {
   buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
   off = 0;
   if (n > 0) {
+    owed -= std::min<uint64_t>(owed, static_cast<uint64_t>(n));
     keep(stream, buf);
     forward();
-  } else if (n == 0 || errno != EAGAIN) {
+    return static_cast<size_t>(n);
+  }
+  if (n == 0 || errno != EAGAIN) {
     read_end.reset();
     open = false;
   }
+  return 0;
 }
 
-void Channel::forward() {
+size_t Channel::forward() {
+  size_t written = 0;
   while (off < buf.size()) {
     const char* p = buf.data() + off;
     size_t len = buf.size() - off;
@@ -91,18 +104,28 @@ void Channel::forward() {
     default: n = ::write(dest, p, len); break;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
       close();
-      return;
+      break;
+    }
+    if (n <= 0) {
+      // A full disk, an I/O error: the command's own write would have failed; the chunk is
+      // dropped, counted, and the command goes on.
+      dropped += unsent();
+      buf.clear();
+      off = 0;
+      break;
     }
     off += static_cast<size_t>(n);
+    written += static_cast<size_t>(n);
     if (way == Way::fifo) break;  // poll again before the next write
   }
   if (off == buf.size()) {
     buf.clear();
     off = 0;
   }
+  return written;
 }
 
 struct OutputCapture::State {
@@ -112,7 +135,9 @@ struct OutputCapture::State {
   int command_fd[3] = {-1, -1, -1};
   bool terminal[3] = {false, false, false};
   Fd wake_read, wake_write;
-  std::atomic<int64_t> deadline_ns{0};  // 0: none yet (finish() sets it)
+  std::atomic<int64_t> finish_ns{0};    // when finish() began; 0: not yet
+  std::atomic<int64_t> patience_ms{0};  // finish()'s
+  std::atomic<int64_t> progress_ns{0};  // when a byte last moved
   std::mutex mutex;
   std::condition_variable ended;
   bool done = false;
@@ -122,7 +147,21 @@ struct OutputCapture::State {
 };
 
 void OutputCapture::State::run() {
+  bool finishing = false;
+  TimePoint finish_at{};
+  Millis patience{0};
   for (;;) {
+    TimePoint now = Clock::now();
+    if (!finishing && finish_ns.load() != 0) {
+      finishing = true;
+      finish_at = TimePoint(std::chrono::nanoseconds(finish_ns.load()));
+      patience = Millis(patience_ms.load());
+      // What the command wrote before its group was done is all written on; what comes after
+      // (from a process outside the group) only for a while.
+      for (int i = 0; i < count; ++i) channels[i].owed = waiting_in(channels[i].read_end.get());
+    }
+    TimePoint last_move = TimePoint(std::chrono::nanoseconds(progress_ns.load()));
+    if (finishing && now >= std::max(last_move, finish_at) + patience) break;  // nothing moves
     pollfd fds[3];
     Channel* of[3] = {};
     int n = 0;
@@ -130,37 +169,37 @@ void OutputCapture::State::run() {
       Channel& c = channels[i];
       if (c.unsent() > 0)
         fds[n] = {c.way == Way::own ? c.own_fd.get() : c.dest, POLLOUT, 0};
-      else if (c.open)
+      else if (c.open && (!finishing || c.owed > 0 || now < finish_at + patience))
         fds[n] = {c.read_end.get(), POLLIN, 0};
       else
         continue;
       of[n++] = &c;
     }
-    if (n == 0) break;  // every pipe met its end, and all of it was written on
+    if (n == 0) break;  // every pipe met its end (or its time), and all read was written on
     fds[n] = {wake_read.get(), POLLIN, 0};
-    int64_t deadline = deadline_ns.load();
     int timeout = -1;
-    if (deadline != 0) {
-      auto left =
-          std::chrono::ceil<Millis>(TimePoint(std::chrono::nanoseconds(deadline)) - Clock::now());
-      if (left.count() <= 0) break;
-      timeout = static_cast<int>(std::min<int64_t>(left.count(), INT_MAX));
+    if (finishing) {
+      TimePoint next = std::max(last_move, finish_at) + patience;
+      if (now < finish_at + patience) next = std::min(next, finish_at + patience);
+      timeout = static_cast<int>(
+          std::clamp<int64_t>(std::chrono::ceil<Millis>(next - now).count(), 1, INT_MAX));
     }
     if (::poll(fds, static_cast<nfds_t>(n + 1), timeout) < 0 && errno != EINTR) break;
     if (fds[n].revents) {
       char drain[16];
       while (::read(wake_read.get(), drain, sizeof drain) > 0) {}
     }
+    size_t moved = 0;
     for (int i = 0; i < n; ++i) {
       if (!fds[i].revents) continue;
-      if (of[i]->unsent() > 0)
-        of[i]->forward();
-      else
-        of[i]->read(keep);
+      moved += of[i]->unsent() > 0 ? of[i]->forward() : of[i]->read(keep);
     }
+    if (moved > 0) progress_ns.store(ns_of(Clock::now()));
   }
   std::lock_guard<std::mutex> guard(mutex);
-  for (int i = 0; i < count; ++i) dropped += channels[i].unsent();
+  for (int i = 0; i < count; ++i)
+    dropped += channels[i].dropped + channels[i].unsent() +
+               (channels[i].open ? waiting_in(channels[i].read_end.get()) : 0);
 }
 
 OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
@@ -168,12 +207,20 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
   s.keep = std::move(keep);
   struct stat seen[3]{};
   for (int fd = 1; fd <= 2; ++fd) {
-    if (::fcntl(fd, F_GETFD) < 0) continue;  // closed: the command gets it closed too
+    // Closed, or held closed by rlock (main.cpp: /dev/null for reading): the command gets it
+    // as it is.
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) continue;
     if (::isatty(fd)) {
       s.terminal[fd] = true;
       continue;
     }
     if (::fstat(fd, &seen[fd]) != 0) continue;
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (S_ISSOCK(seen[fd].st_mode) &&
+        (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM))
+      continue;  // a datagram socket: a chunk of ours would not be one of the command's writes
     // Where stderr leads where stdout does, they share the pipe: their order stays exact.
     if (fd == 2 && s.command_fd[1] >= 0 && seen[1].st_dev == seen[2].st_dev &&
         seen[1].st_ino == seen[2].st_ino) {
@@ -189,7 +236,6 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
     c.stream = fd;
     c.dest = fd;
     c.open = true;
-    (void)::fcntl(p[1], F_SETPIPE_SZ, k_pipe_bytes);
     (void)::fcntl(p[0], F_SETFL, O_NONBLOCK);
     s.command_fd[fd] = p[1];
     if (S_ISSOCK(seen[fd].st_mode)) {
@@ -210,7 +256,7 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
 }
 
 OutputCapture::~OutputCapture() {
-  if (thread_.joinable()) (void)finish(Clock::now());
+  if (thread_.joinable()) (void)finish(Millis(0));
 }
 
 int OutputCapture::command_fd(int stream) const { return state_->command_fd[stream]; }
@@ -218,7 +264,6 @@ int OutputCapture::command_fd(int stream) const { return state_->command_fd[stre
 bool OutputCapture::terminal(int stream) const { return state_->terminal[stream]; }
 
 void OutputCapture::start() {
-  for (int i = 0; i < state_->count; ++i) state_->channels[i].command_end.reset();
   thread_ = std::thread([state = state_] {
     state->run();
     std::lock_guard<std::mutex> guard(state->mutex);
@@ -227,23 +272,33 @@ void OutputCapture::start() {
   });
 }
 
-uint64_t OutputCapture::finish(TimePoint deadline) {
+void OutputCapture::spawned() {
+  for (int i = 0; i < state_->count; ++i) state_->channels[i].command_end.reset();
+}
+
+uint64_t OutputCapture::finish(Millis patience) {
   State& s = *state_;
   if (!thread_.joinable()) return 0;
-  s.deadline_ns.store(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count());
+  spawned();
+  s.patience_ms.store(patience.count());
+  s.finish_ns.store(ns_of(Clock::now()));
   char c = 1;
   (void)!::write(s.wake_write.get(), &c, 1);
   std::unique_lock<std::mutex> lock(s.mutex);
-  if (s.ended.wait_until(lock, deadline + k_finish_margin, [&] { return s.done; })) {
-    lock.unlock();
-    thread_.join();
-  } else {
-    lock.unlock();
-    thread_.detach();  // held up in a write to a file that does not answer: it ends by itself
+  // The thread ends once nothing moved for PATIENCE; it is waited for as long as bytes move,
+  // unless it is held up in a write that does not return (a file system that hangs).
+  for (;;) {
+    if (s.ended.wait_for(lock, patience + Millis(100), [&] { return s.done; })) {
+      lock.unlock();
+      thread_.join();
+      return s.dropped;
+    }
+    TimePoint moved(std::chrono::nanoseconds(s.progress_ns.load()));
+    if (Clock::now() > moved + 2 * patience + Millis(100)) break;
   }
-  std::lock_guard<std::mutex> guard(s.mutex);
-  return s.dropped;
+  lock.unlock();
+  thread_.detach();  // it ends by itself, with the state it shares
+  return k_unknown_dropped;
 }
 
 }  // namespace rlock

@@ -7,9 +7,12 @@
 //   last one was written on. A destination nobody reads stops the command, as it would have.
 // - Nothing the thread does blocks on the destination (a pipe is written through a
 //   non-blocking description of its own, a socket with MSG_DONTWAIT), so the end of a run
-//   never hangs on one: finish() gives up at its deadline and says how much it dropped.
+//   never hangs on one: finish() gives up once nothing moves, and says how much it dropped.
 // - A destination that is gone (EPIPE: `| head`) closes the pipe, so that the command gets
-//   SIGPIPE or EPIPE on its next write, as it would have.
+//   SIGPIPE or EPIPE on its next write, as it would have. Other write errors (a full disk)
+//   drop the chunk, counted, as the command's own write would have failed.
+// - Only what a stream of bytes may take is captured: not a descriptor open for reading only
+//   (a closed stdout that rlock holds on /dev/null), nor a datagram socket.
 // - When stdout and stderr lead to the same place (2>&1, cron), they share one pipe: the order
 //   of their bytes is exact. Otherwise each is its own pipe, in the order rlock reads them.
 // - A terminal is left to the command (its colours, prompts and job control need it): nothing
@@ -46,13 +49,21 @@ public:
   // Whether FD (1 or 2) is a terminal, left to the command.
   bool terminal(int stream) const;
 
-  // Once the command has started: closes the command's ends here and starts the thread.
-  // Throws std::system_error when the thread cannot start.
+  // Starts the thread, before the command: throws std::system_error when it cannot (the
+  // command then starts without the capture).
   void start();
-  // The command's process group is done. Reads what it wrote until the pipes end (a process
-  // it started outside its group may hold them open: until DEADLINE then) and writes it on
-  // by DEADLINE. Returns how many bytes it read but could not write on in time.
-  uint64_t finish(TimePoint deadline);
+  // The command has started: the capture's copies of its pipe ends are closed, so that the
+  // pipes end when the command and what it started are done.
+  void spawned();
+  // The command's process group is done. Writes on all that the command wrote before it ended,
+  // however slowly the destination takes it, and what else comes within PATIENCE (a process
+  // it started outside its group may hold the pipes open); gives up once nothing moved for
+  // PATIENCE. Returns what it dropped: bytes it could not write on (a full disk, a reader that
+  // stopped), or not read when it gave up; k_unknown_dropped when it was held up in a write
+  // that does not return (a file system that hangs), and left to end by itself. Not to be
+  // called twice.
+  uint64_t finish(Millis patience);
+  static constexpr uint64_t k_unknown_dropped = UINT64_MAX;
 
   struct State;  // what the thread works with (output_capture.cpp)
 

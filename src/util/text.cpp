@@ -23,13 +23,40 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// The length of the sequence lead byte C begins (0: none), and the range its second byte must
+// be in: overlong forms (E0 80 9B is ESC in three bytes, to a lenient decoder), surrogates and
+// code points past U+10FFFF are no sequence.
+size_t lead_length(unsigned char c, unsigned char* low, unsigned char* high) {
+  *low = 0x80;
+  *high = 0xbf;
+  if (c < 0xc2 || c > 0xf4) return 0;
+  if (c < 0xe0) return 2;
+  if (c == 0xe0) *low = 0xa0;
+  if (c == 0xed) *high = 0x9f;
+  if (c < 0xf0) return 3;
+  if (c == 0xf0) *low = 0x90;
+  if (c == 0xf4) *high = 0x8f;
+  return 4;
+}
+
+// Whether TEXT[K] may follow in a sequence begun at I, with the second byte in [LOW, HIGH].
+bool continues(std::string_view text, size_t i, size_t k, unsigned char low, unsigned char high) {
+  auto b = static_cast<unsigned char>(text[k]);
+  return k == i + 1 ? b >= low && b <= high : (b & 0xc0) == 0x80;
+}
+
+}  // namespace
+
 size_t utf8_sequence_length(std::string_view text, size_t i) {
   auto c = static_cast<unsigned char>(text[i]);
   if (c < 0x80) return 1;
-  size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  unsigned char low, high;
+  size_t len = lead_length(c, &low, &high);
   if (len == 0 || i + len > text.size()) return 0;
-  for (size_t k = 1; k < len; ++k)
-    if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return 0;
+  for (size_t k = i + 1; k < i + len; ++k)
+    if (!continues(text, i, k, low, high)) return 0;
   return len;
 }
 
@@ -157,11 +184,11 @@ namespace {
 
 // Whether TEXT[I..] is the start of a UTF-8 sequence that the bytes after TEXT would complete.
 bool cut_sequence(std::string_view text, size_t i) {
-  auto c = static_cast<unsigned char>(text[i]);
-  size_t len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+  unsigned char low, high;
+  size_t len = lead_length(static_cast<unsigned char>(text[i]), &low, &high);
   if (len == 0 || i + len <= text.size()) return false;
   for (size_t k = i + 1; k < text.size(); ++k)
-    if ((static_cast<unsigned char>(text[k]) & 0xc0) != 0x80) return false;
+    if (!continues(text, i, k, low, high)) return false;
   return true;
 }
 

@@ -44,8 +44,14 @@ public:
         gap(out, p.offset - *next_,
             "not kept here (Redis was slow or away, or the output came "
             "faster than it was sent)");
-      out += raw_ ? p.bytes : escaper_.feed(p.bytes);
-      next_ = p.offset + p.bytes.size();
+      // Bytes shown already (an rlock before output_append.lua cut resent pieces) are not
+      // shown twice.
+      uint64_t end = p.offset + p.bytes.size();
+      if (next_ && end <= *next_) continue;
+      std::string_view bytes = p.bytes;
+      if (next_ && p.offset < *next_) bytes.remove_prefix(*next_ - p.offset);
+      out += raw_ ? std::string(bytes) : escaper_.feed(bytes);
+      next_ = end;
     }
     if (read.end) {
       if (next_ && read.end->offset > *next_)

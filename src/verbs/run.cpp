@@ -208,6 +208,7 @@ public:
     output_ = RunOutput::make(options_, connect, got_.fence,
                               encode_lock_value({lock_->token(), holder, got_.fence,
                                                  options_.ttl.count(), std::nullopt}));
+    if (output_ && !output_->start_capture()) output_.reset();
     if (output_) output_->into(spec);
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
@@ -231,7 +232,7 @@ public:
       log_error(problem->message);
       return problem->exit_status;
     }
-    if (output_) output_->start();
+    if (output_) output_->spawned();
     return std::nullopt;
   }
 
@@ -245,6 +246,14 @@ public:
                           {*child_, *keeper_, signals_, terminal_.get(),
                            heartbeat_ ? &*heartbeat_ : nullptr, stop_listener(std::move(connect))},
                           got_.sent);
+    // The rest of the output is written on and kept while the lease is still renewed, and its
+    // end before the lock is given back: a follower sees it before anyone else can take the
+    // lock.
+    if (output_) {
+      RunRecord record = record_of(end);
+      output_->finish(record.end, record.exit_status, options_.kill_after,
+                      lock_->command_timeout());
+    }
     stops_.reset();
     keeper_->stop();
     metrics_.m.renewals = keeper_->renewals();
@@ -259,11 +268,6 @@ public:
   // for --min-hold; returns rlock's exit status.
   int finish(const Outcome& end) {
     RunRecord record = record_of(end);
-    // The output's end is kept before the lock is given back: whoever follows it sees it end
-    // before the lock is free.
-    if (output_)
-      output_->finish(record.end, record.exit_status, options_.kill_after,
-                      Clock::now() + lock_->command_timeout());
     metrics_.m.end = record.end == run_end_name(RunEnd::exited)
                          ? (record.exit_status == 0 ? "success" : "failure")
                          : record.end;

@@ -24,8 +24,8 @@ std::unique_ptr<RunOutput> RunOutput::make(const RunOptions& options, OutputKeep
         options, std::make_shared<OutputKeeper>(std::move(connect), options.key, fence, value,
                                                 options.keep_output, options.retention));
   } catch (const Error& e) {
-    log(Level::warning, {"keep_output", options.key,
-                         std::string(e.what()) + "; the command's output is not kept"});
+    log(Level::warning,
+        {"keep_output", options.key, std::string(e.what()) + "; the command's output is not kept"});
     return nullptr;
   }
   const OutputCapture& c = out->capture_;
@@ -50,9 +50,21 @@ void RunOutput::into(Child::Spec& spec) const {
   spec.stderr_fd = capture_.command_fd(2);
 }
 
-void RunOutput::start() {
-  // Without a thread (ulimit -u) the command's output still goes where it goes; only the
-  // keeping is given up, and said.
+bool RunOutput::start_capture() {
+  try {
+    capture_.start();
+    return true;
+  } catch (const std::system_error& e) {
+    log(Level::warning, {"keep_output", options_.key,
+                         std::string("cannot keep the command's output (") + e.what() + ")"});
+    return false;
+  }
+}
+
+void RunOutput::spawned() {
+  capture_.spawned();
+  // Without a thread (ulimit -u) the output still goes where it goes: only the keeping is
+  // given up, and said.
   try {
     keeper_->start();
     keeping_ = true;
@@ -60,35 +72,43 @@ void RunOutput::start() {
     log(Level::warning, {"keep_output", options_.key,
                          std::string("cannot keep the command's output (") + e.what() + ")"});
   }
-  capture_.start();
 }
 
-void RunOutput::finish(const std::string& end, int status, Millis drain, TimePoint deadline) {
-  if (uint64_t dropped = capture_.finish(Clock::now() + drain))
-    log(Level::warning,
-        {"output_dropped", options_.key,
-         format_byte_size(dropped) + " of the command's output could not be written on within " +
-             format_duration(drain) + " (nobody read it) and were dropped"});
+void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget) {
+  uint64_t dropped = capture_.finish(patience);
+  if (dropped == OutputCapture::k_unknown_dropped)
+    log(Level::warning, {"output_dropped", options_.key,
+                         "a write of the command's output did not return (a file system that "
+                         "hangs?); the rest of it was left"});
+  else if (dropped > 0)
+    log(Level::warning, {"output_dropped", options_.key,
+                         format_byte_size(dropped) +
+                             " of the command's output could not be written on (a write failed, "
+                             "or nothing moved for " +
+                             format_duration(patience) + ") and were dropped"});
   if (!keeping_) return;
-  OutputKeeper::Report r = keeper_->finish(end, status, deadline);
+  OutputKeeper::Report r = keeper_->finish(end, status, Clock::now() + budget);
   std::string kept = format_byte_size(std::min(r.total, options_.keep_output));
+  std::string why = r.failure.empty() ? "" : " (" + r.failure + ")";
   if (r.pushed_out)
     log(Level::warning, {"keep_output", options_.key,
                          "the command's output is no longer kept: " + std::to_string(k_kept_runs) +
-                             " newer runs pushed this run out"});
+                             " newer runs pushed this run out, or it outlived --retention"});
   else if (r.unkept > 0)
     log(Level::warning,
         {"keep_output", options_.key,
-         "Redis did not take the end of the command's output (" + r.failure +
-             "): " + format_byte_size(r.unkept) + " of its last " + kept + " are not kept"});
+         "Redis did not take the end of the command's output" + why + ": " +
+             format_byte_size(r.unkept) + " of its last " + kept + " are not kept"});
+  else if (!r.end_kept)
+    log(Level::warning, {"keep_output", options_.key,
+                         "Redis did not take the end of the run's output" + why +
+                             ": all of it is kept, but rlock logs cannot say how it ended"});
   else if (r.missed > 0)
-    log(Level::warning,
-        {"keep_output", options_.key,
-         "Redis was slow or away" +
-                             (r.failure.empty() ? "" : " (" + r.failure + ")") + ": " + format_byte_size(r.missed) +
-             " of the command's output were never sent, and rlock logs -f did "
-             "not show them; its last " +
-             kept + " are kept"});
+    log(Level::warning, {"keep_output", options_.key,
+                         "Redis was slow or away" + why + ": " + format_byte_size(r.missed) +
+                             " of the command's output were never sent, and rlock logs -f did "
+                             "not show them; its last " +
+                             kept + " are kept"});
 }
 
 }  // namespace rlock

@@ -23,13 +23,17 @@ public:
   static std::unique_ptr<RunOutput> make(const RunOptions& options, OutputKeeper::Connect connect,
                                          int64_t fence, const std::string& value);
 
+  // Before the command starts: the capture's thread. False when it cannot start (said): the
+  // command is then started without it.
+  bool start_capture();
   // The command's stdout and stderr go to the capture's pipes.
   void into(Child::Spec& spec) const;
-  // Once the command has started: the capture reads, the keeper sends.
-  void start();
+  // The command has started: the keeper sends.
+  void spawned();
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
-  // its output is written on within DRAIN and sent by DEADLINE; what was lost is said.
-  void finish(const std::string& end, int status, Millis drain, TimePoint deadline);
+  // its output is written on (OutputCapture::finish, with PATIENCE), then sent within BUDGET;
+  // what was lost is said.
+  void finish(const std::string& end, int status, Millis patience, Millis budget);
 
   RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper);
 

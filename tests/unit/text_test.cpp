@@ -11,6 +11,12 @@ TEST_CASE("json_string escapes and keeps UTF-8, replaces the rest") {
   CHECK(rlock::json_string("J\xc3\xb6rg") == "\"J\xc3\xb6rg\"");
   CHECK(rlock::json_string("bad\xff") == "\"bad\xef\xbf\xbd\"");
   CHECK(rlock::json_string("cut\xe2\x82") == "\"cut\xef\xbf\xbd\xef\xbf\xbd\"");
+  // Overlong forms, surrogates and past U+10FFFF are no sequence.
+  CHECK(rlock::terminal_safe("\xe0\x80\x9b") == "\\xe0\\x80\\x9b");
+  CHECK(rlock::terminal_safe("\xf0\x80\x80\x9b") == "\\xf0\\x80\\x80\\x9b");
+  CHECK(rlock::terminal_safe("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(rlock::terminal_safe("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+  CHECK(rlock::terminal_safe("\xe2\x82\xac \xf0\x9f\x99\x82") == "\xe2\x82\xac \xf0\x9f\x99\x82");
   // 0xf5 to 0xff lead nothing, whatever follows.
   CHECK(rlock::json_string("\xff\x80\x80") == "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
 }

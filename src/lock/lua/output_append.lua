@@ -1,35 +1,41 @@
 -- Adds a run's output to its stream STREAM (kept_output.h), whose entry IDs are byte offsets:
 -- "OFFSET-1" holds the bytes of the command's output from the OFFSET-th on. Sent again after
--- a lost reply, an entry already there (OFFSET not past the last entry's) is not added twice.
+-- a lost reply, a piece that Redis has already taken is not added twice: only its bytes past
+-- the last entry's end are (a piece may have grown, or lost its start to the trim, since).
 -- Then only the last KEEP bytes are kept, and the stream lives as long as the index INDEX.
 -- ARGV: FENCE, KEEP, RETENTION (ms; 0: for ever), END_OFFSET, END, STATUS, SKIPPED, then
 -- OFFSET FIELD BYTES for each piece (FIELD o: stdout, e: stderr). With END_OFFSET (not ''),
 -- the output's end follows: an entry at END_OFFSET with fields end, status and skipped.
--- Returns -1 when the run is no longer among the kept runs (newer ones pushed it out), else the
--- number of entries added.
+-- Returns -1 when the run is no longer among the kept runs (newer ones pushed it out, or the
+-- index expired), else the number of entries added.
 local stream, index = KEYS[1], KEYS[2]
 local fence, keep, retention = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if #redis.call('ZRANGEBYSCORE', index, fence, fence, 'LIMIT', 0, 1) == 0 then return -1 end
-local last = -1
-local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-if top[1] then last = tonumber(string.match(top[1][1], '^%d+')) end
+local last_end = 0  -- where the output Redis has ends
+local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
+if top then
+  if top[2][1] == 'end' then return 0 end  -- all of it, and its end, came before
+  last_end = tonumber(string.match(top[1], '^%d+')) + #top[2][2]
+end
 local added, upto = 0, nil
 for i = 8, #ARGV, 3 do
-  local offset = tonumber(ARGV[i])
-  if offset > last then
-    redis.call('XADD', stream, ARGV[i] .. '-1', ARGV[i + 1], ARGV[i + 2])
-    last = offset
+  local offset, bytes = tonumber(ARGV[i]), ARGV[i + 2]
+  upto = offset + #bytes
+  if upto > last_end then
+    if offset < last_end then
+      bytes = string.sub(bytes, last_end - offset + 1)
+      offset = last_end
+    end
+    redis.call('XADD', stream, string.format('%d', offset) .. '-1', ARGV[i + 1], bytes)
+    last_end = upto
     added = added + 1
   end
-  upto = offset + #ARGV[i + 2]
 end
 if ARGV[4] ~= '' then
   upto = tonumber(ARGV[4])
-  if upto > last then
-    redis.call('XADD', stream, ARGV[4] .. '-1', 'end', ARGV[5], 'status', ARGV[6],
-               'skipped', ARGV[7])
-    added = added + 1
-  end
+  redis.call('XADD', stream, ARGV[4] .. '-1', 'end', ARGV[5], 'status', ARGV[6],
+             'skipped', ARGV[7])
+  added = added + 1
 end
 if upto and upto > keep then
   local minid = string.format('%d', upto - keep)
