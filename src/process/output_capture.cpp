@@ -32,6 +32,9 @@ enum class Way {
   fifo,    // a pipe that could not be opened again: PIPE_BUF at a time, once poll says so
 };
 
+// While finish() waits, how often it looks whether rlock was asked to stop.
+constexpr Millis k_finish_look{50};
+
 int64_t ns_of(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -54,7 +57,7 @@ struct Channel {
   std::string buf;  // read, not yet written on (from off)
   size_t off = 0;
   bool open = false;     // the read end has not met its end
-  uint64_t owed = 0;     // once finishing: what the command wrote before it ended, still unread
+  uint64_t owed = 0;     // once finishing: what the command wrote before it ended, unwritten
   uint64_t dropped = 0;  // could not be written on
 
   size_t unsent() const { return buf.size() - off; }
@@ -79,7 +82,6 @@ size_t Channel::read(const OutputCapture::Keep& keep) {
   buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
   off = 0;
   if (n > 0) {
-    owed -= std::min<uint64_t>(owed, static_cast<uint64_t>(n));
     keep(stream, buf);
     forward();
     return static_cast<size_t>(n);
@@ -119,6 +121,7 @@ size_t Channel::forward() {
     }
     off += static_cast<size_t>(n);
     written += static_cast<size_t>(n);
+    owed -= std::min<uint64_t>(owed, static_cast<uint64_t>(n));
     if (way == Way::fifo) break;  // poll again before the next write
   }
   if (off == buf.size()) {
@@ -138,6 +141,7 @@ struct OutputCapture::State {
   std::atomic<int64_t> finish_ns{0};    // when finish() began; 0: not yet
   std::atomic<int64_t> patience_ms{0};  // finish()'s
   std::atomic<int64_t> progress_ns{0};  // when a byte last moved
+  std::atomic<bool> abandon{false};     // give up now (rlock was asked to stop)
   std::mutex mutex;
   std::condition_variable ended;
   bool done = false;
@@ -156,12 +160,16 @@ void OutputCapture::State::run() {
       finishing = true;
       finish_at = TimePoint(std::chrono::nanoseconds(finish_ns.load()));
       patience = Millis(patience_ms.load());
-      // What the command wrote before its group was done is all written on; what comes after
-      // (from a process outside the group) only for a while.
-      for (int i = 0; i < count; ++i) channels[i].owed = waiting_in(channels[i].read_end.get());
+      // What the command wrote before its group was done is all written on, however long its
+      // reader takes; what comes after (from a process outside the group) only for a while.
+      for (int i = 0; i < count; ++i)
+        channels[i].owed = waiting_in(channels[i].read_end.get()) + channels[i].unsent();
     }
+    if (abandon.load()) break;
+    bool owing = false;
+    for (int i = 0; i < count; ++i) owing = owing || channels[i].owed > 0;
     TimePoint last_move = TimePoint(std::chrono::nanoseconds(progress_ns.load()));
-    if (finishing && now >= std::max(last_move, finish_at) + patience) break;  // nothing moves
+    if (finishing && !owing && now >= std::max(last_move, finish_at) + patience) break;
     pollfd fds[3];
     Channel* of[3] = {};
     int n = 0;
@@ -178,7 +186,7 @@ void OutputCapture::State::run() {
     if (n == 0) break;  // every pipe met its end (or its time), and all read was written on
     fds[n] = {wake_read.get(), POLLIN, 0};
     int timeout = -1;
-    if (finishing) {
+    if (finishing && !owing) {
       TimePoint next = std::max(last_move, finish_at) + patience;
       if (now < finish_at + patience) next = std::min(next, finish_at + patience);
       timeout = static_cast<int>(
@@ -256,7 +264,7 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
 }
 
 OutputCapture::~OutputCapture() {
-  if (thread_.joinable()) (void)finish(Millis(0));
+  if (thread_.joinable()) (void)finish(Millis(0), [] { return true; });
 }
 
 int OutputCapture::command_fd(int stream) const { return state_->command_fd[stream]; }
@@ -276,25 +284,33 @@ void OutputCapture::spawned() {
   for (int i = 0; i < state_->count; ++i) state_->channels[i].command_end.reset();
 }
 
-uint64_t OutputCapture::finish(Millis patience) {
+uint64_t OutputCapture::finish(Millis patience, const std::function<bool()>& interrupted) {
   State& s = *state_;
   if (!thread_.joinable()) return 0;
   spawned();
   s.patience_ms.store(patience.count());
   s.finish_ns.store(ns_of(Clock::now()));
-  char c = 1;
-  (void)!::write(s.wake_write.get(), &c, 1);
+  auto wake = [&] {
+    char c = 1;
+    (void)!::write(s.wake_write.get(), &c, 1);
+  };
+  wake();
   std::unique_lock<std::mutex> lock(s.mutex);
-  // The thread ends once nothing moved for PATIENCE; it is waited for as long as bytes move,
-  // unless it is held up in a write that does not return (a file system that hangs).
+  // Waited for as long as bytes move or are owed, unless rlock is asked to stop, or the thread
+  // is held up in a write that does not return (a file system that hangs).
   for (;;) {
-    if (s.ended.wait_for(lock, patience + Millis(100), [&] { return s.done; })) {
+    if (s.ended.wait_for(lock, k_finish_look, [&] { return s.done; })) {
       lock.unlock();
       thread_.join();
       return s.dropped;
     }
+    if (!s.abandon.load() && interrupted && interrupted()) {
+      s.abandon.store(true);
+      wake();
+    }
     TimePoint moved(std::chrono::nanoseconds(s.progress_ns.load()));
-    if (Clock::now() > moved + 2 * patience + Millis(100)) break;
+    TimePoint since = std::max(moved, TimePoint(std::chrono::nanoseconds(s.finish_ns.load())));
+    if (s.abandon.load() && Clock::now() > since + patience + k_finish_look) break;
   }
   lock.unlock();
   thread_.detach();  // it ends by itself, with the state it shares

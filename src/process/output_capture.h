@@ -56,13 +56,14 @@ public:
   // pipes end when the command and what it started are done.
   void spawned();
   // The command's process group is done. Writes on all that the command wrote before it ended,
-  // however slowly the destination takes it, and what else comes within PATIENCE (a process
-  // it started outside its group may hold the pipes open); gives up once nothing moved for
-  // PATIENCE. Returns what it dropped: bytes it could not write on (a full disk, a reader that
-  // stopped), or not read when it gave up; k_unknown_dropped when it was held up in a write
-  // that does not return (a file system that hangs), and left to end by itself. Not to be
-  // called twice.
-  uint64_t finish(Millis patience);
+  // however long its reader takes (as the command would have waited), and what else comes
+  // within PATIENCE (a process it started outside its group may hold the pipes open, and
+  // write); then gives up once nothing moved for PATIENCE, or at once when INTERRUPTED says
+  // so (rlock was asked to stop), looked at every 50 ms. Returns what it dropped: bytes it
+  // could not write on (a full disk) or not read when it gave up; k_unknown_dropped when it
+  // was held up in a write that does not return (a file system that hangs), and left to end
+  // by itself. Not to be called twice.
+  uint64_t finish(Millis patience, const std::function<bool()>& interrupted);
   static constexpr uint64_t k_unknown_dropped = UINT64_MAX;
 
   struct State;  // what the thread works with (output_capture.cpp)

@@ -251,8 +251,13 @@ public:
     // lock.
     if (output_) {
       RunRecord record = record_of(end);
-      output_->finish(record.end, record.exit_status, options_.kill_after,
-                      lock_->command_timeout());
+      // A reader that does not read holds the run as it would have held the command, until
+      // rlock is asked to stop (a signal, rlock stop).
+      output_->finish(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
+                      [this] {
+                        return signals_.next_request_to_stop().has_value() ||
+                               (stops_ && stops_->take().has_value());
+                      });
     }
     stops_.reset();
     keeper_->stop();

@@ -74,8 +74,9 @@ void RunOutput::spawned() {
   }
 }
 
-void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget) {
-  uint64_t dropped = capture_.finish(patience);
+void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget,
+                       const std::function<bool()>& interrupted) {
+  uint64_t dropped = capture_.finish(patience, interrupted);
   if (dropped == OutputCapture::k_unknown_dropped)
     log(Level::warning, {"output_dropped", options_.key,
                          "a write of the command's output did not return (a file system that "
@@ -84,7 +85,7 @@ void RunOutput::finish(const std::string& end, int status, Millis patience, Mill
     log(Level::warning, {"output_dropped", options_.key,
                          format_byte_size(dropped) +
                              " of the command's output could not be written on (a write failed, "
-                             "or nothing moved for " +
+                             "rlock was asked to stop, or nothing moved for " +
                              format_duration(patience) + ") and were dropped"});
   if (!keeping_) return;
   OutputKeeper::Report r = keeper_->finish(end, status, Clock::now() + budget);

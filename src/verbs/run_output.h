@@ -31,9 +31,10 @@ public:
   // The command has started: the keeper sends.
   void spawned();
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
-  // its output is written on (OutputCapture::finish, with PATIENCE), then sent within BUDGET;
-  // what was lost is said.
-  void finish(const std::string& end, int status, Millis patience, Millis budget);
+  // its output is written on (OutputCapture::finish, with PATIENCE, until INTERRUPTED), then
+  // sent within BUDGET; what was lost is said.
+  void finish(const std::string& end, int status, Millis patience, Millis budget,
+              const std::function<bool()>& interrupted);
 
   RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper);
 

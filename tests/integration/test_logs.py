@@ -107,7 +107,7 @@ class Logs(RedisTestCase):
         self.start(["run", "--keep-output", "64k", KEY, "-c",
                     'echo first; read x < "$T/next"; echo second; exit 4'],
                    env=self.host("web-2"), stdout=subprocess.DEVNULL)
-        wait_until(lambda: self.server.cmd("EXISTS", KEY), what="the run holding the lock")
+        wait_until(lambda: self.server.cmd("ZCARD", INDEX), what="the run's output kept")
         follow = subprocess.Popen([RLOCK, "logs", "-f", KEY], env=self.host("ops-1"),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.procs.append(follow)
@@ -211,6 +211,52 @@ class Logs(RedisTestCase):
                            env=self.host("web-1"), capture_output=True, timeout=30)
         self.assertEqual(r.stdout.split()[-1], b"141")  # yes died of SIGPIPE, as it would
         self.assert_no_lock(KEY)
+
+    def test_a_slow_reader_gets_all_the_command_wrote(self):
+        # The command is done long before its reader reads (slower than --kill-after): every
+        # byte is still written on, and the lock is given back only then.
+        reader = (f'while [ ! -e "{self.tmp}/done" ]; do sleep 0.05; done; sleep 2; wc -c')
+        r = subprocess.run(["bash", "-c", f"{RLOCK} run --kill-after 1s --keep-output 1k {KEY} "
+                                          f"-c 'head -c 150000 /dev/zero; touch \"$T/done\"'"
+                                          f" | ({reader})"],
+                           env=self.host("web-1"), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.stdout.strip(), "150000")
+        self.assertEqual(r.stderr, "")
+        self.assert_no_lock(KEY)
+
+    def test_a_write_error_drops_the_chunk_and_the_command_goes_on(self):
+        r = subprocess.run([RLOCK, "run", "--keep-output", "1k", KEY, "-c",
+                            'echo lost; echo "went on" >&2'], env=self.host("web-1"),
+                           stdout=open("/dev/full", "w"), stderr=subprocess.PIPE, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("went on\n", r.stderr)
+        self.assertIn("5 B of the command's output could not be written on", r.stderr)
+        self.assertEqual(sorted(self.run_rlock(["logs", KEY]).stdout.splitlines()),
+                         ["lost", "went on"])
+
+    def test_a_piece_sent_again_adds_only_what_redis_did_not_take(self):
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "src", "lock", "lua",
+                               "output_append.lua")) as f:
+            script = f.read()
+        stream = "{lock:job}:rlock:output-7"
+        self.server.cmd("ZADD", INDEX, "7", "7 member")
+
+        def send(*pieces, end=""):
+            args = ["7", "1000", "0", end, "exited", "0", "0"]
+            for offset, text in pieces:
+                args += [str(offset), "o", text]
+            return self.server.cmd("EVAL", script, "2", stream, INDEX, *args)
+        self.assertEqual(send((0, "hello")), 1)
+        self.assertEqual(send((0, "hello world")), 1)  # the reply was lost; it grew meanwhile
+        self.assertEqual(send((2, "llo world"), (11, "!")), 1)  # trimmed in front, and more
+        self.assertEqual(send((11, "!"), end="12"), 1)
+        self.assertEqual(send((11, "!"), end="12"), 0)  # the end, sent again
+        entries = self.server.cmd("XRANGE", stream, "-", "+")
+        self.assertEqual([(e[0], e[1]) for e in entries],
+                         [("0-1", ["o", "hello"]), ("5-1", ["o", " world"]),
+                          ("11-1", ["o", "!"]),
+                          ("12-1", ["end", "exited", "status", "0", "skipped", "0"])])
 
     def test_bad_input_is_refused_and_changes_nothing(self):
         for args, words in ((["run", "--keep-output", "lots", KEY, "--", "true"], "not a size"),
