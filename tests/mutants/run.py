@@ -576,6 +576,12 @@ MUTANTS = [
     ("a destination gone is written on no more, but its pipe is still read",
      [("src/process/output_capture.cpp", "    if (n <= 0) {\n      close();", "    if (n <= 0) {\n      buf.clear(); off = 0;")],
      ['test_logs.Logs.test_a_reader_that_goes_away_ends_the_command_as_without_rlock']),
+    ("what the command wrote before it ended given up on when its reader is slow",
+     [("src/process/output_capture.cpp", "if (finishing && !owing && now >=", "if (finishing && now >=")],
+     ['test_logs.Logs.test_a_slow_reader_gets_all_the_command_wrote']),
+    ("a resent piece added whole",
+     [("src/lock/lua/output_append.lua", "    if offset < last_end then", "    if false then")],
+     ['test_logs.Logs.test_a_piece_sent_again_adds_only_what_redis_did_not_take']),
 ]
 
 
