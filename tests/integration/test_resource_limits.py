@@ -98,6 +98,7 @@ class ResourceLimits(RedisTestCase):
         self.assertEqual([doing[n] for n in (5, 6, 7)],
                          ["cannot start the guardian"] * 2 + ["cannot start the command"])
 
+    @SANITIZED
     def test_few_descriptors_for_kept_output(self):
         # The capture's pipes and the keeper's connection come after what the job needs: from
         # 8 on, the job runs and prints, whatever step the keeping runs out at (said).
