@@ -256,9 +256,25 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
   for (const auto& [name, value] :
        {std::pair{"period", &r.period}, {"by", &r.by}, {"reason", &r.reason}})
     if (!value->empty()) args.insert(args.end(), {name, *value});
+  if (r.cpu_user_ms >= 0)  // the command ran: its cost is known, all three together
+    args.insert(args.end(), {"cpu_user_ms", std::to_string(r.cpu_user_ms), "cpu_sys_ms",
+                             std::to_string(r.cpu_sys_ms), "max_rss_kb",
+                             std::to_string(r.max_rss_kb)});
+  if (r.attempt > 0) args.insert(args.end(), {"attempt", std::to_string(r.attempt)});
+  // Each attempt of a run (--retry) is an entry of its own, sent again until answered: its
+  // token and number find the first delivery.
+  if (r.attempt > 1) args[0] += "/" + std::to_string(r.attempt);
   return {&scripts::history_add,
           {helper_key(key, "history"), helper_key(key, "ended")},
           std::move(args)};
+}
+
+ScriptCall attempt_start(const std::string& key, const Holder& holder, int64_t fence, int attempt,
+                         int max_length, Millis retention) {
+  Argv args{std::to_string(fence), std::to_string(max_length), std::to_string(retention.count())};
+  for (std::string& field : start_fields(holder)) args.push_back(std::move(field));
+  args.insert(args.end(), {"attempt", std::to_string(attempt)});
+  return {&scripts::history_start, {helper_key(key, "history")}, std::move(args)};
 }
 
 ScriptCall history_forget(const std::string& key, const std::string& token,
@@ -304,6 +320,14 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
       r.by = value;
     else if (name == "reason")
       r.reason = value;
+    else if (name == "cpu_user_ms")
+      r.cpu_user_ms = number(value);
+    else if (name == "cpu_sys_ms")
+      r.cpu_sys_ms = number(value);
+    else if (name == "max_rss_kb")
+      r.max_rss_kb = number(value);
+    else if (name == "attempt")
+      r.attempt = static_cast<int>(number(value));
   }
   return r;
 }

@@ -59,6 +59,12 @@ struct RunRecord {
   // pause that kept it out (paused, with --record-skips).
   std::string by;      // USER@HOST
   std::string reason;  // --reason, or empty
+  // What the command cost (Child::Usage: it and the processes it started); -1: not known (no
+  // command ran, or an rlock that did not record it).
+  int64_t cpu_user_ms = -1;
+  int64_t cpu_sys_ms = -1;
+  int64_t max_rss_kb = -1;
+  int attempt = 0;     // --retry: which attempt of the run this is (1, 2 ...); 0: no --retry
   std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
   std::string start;   // the ID of the run's start entry, which its end replaces (not recorded)
 
@@ -145,6 +151,11 @@ Result<PeriodReset> reset_period(Redis& redis, const std::string& key, const Per
 // fails the job: the caller turns it into one warning.
 ScriptCall history_entry(const std::string& key, const RunRecord& record, int max_length,
                          Millis retention);
+// The script that records the start of ATTEMPT (2, 3 ...) of the run with FENCE by HOLDER
+// (--retry), as it begins; its reply is the entry's ID, which the attempt's end replaces
+// (history_start.lua). Sent again until answered: it finds the first delivery.
+ScriptCall attempt_start(const std::string& key, const Holder& holder, int64_t fence, int attempt,
+                         int max_length, Millis retention);
 // The script that removes the start entry START of the run with TOKEN: the lock was taken, but
 // the command never started (history_add.lua).
 ScriptCall history_forget(const std::string& key, const std::string& token,

@@ -34,6 +34,7 @@ extern const Script period_reset;
 
 // A run's history entry, recorded once however often it is sent (history.cpp).
 extern const Script history_add;
+extern const Script history_start;  // an attempt's, under --retry
 
 // rlock stop's requests to holders (stop_request.cpp).
 extern const Script stop;

@@ -48,6 +48,10 @@ constexpr Family k_families[] = {
     {"rlock_renewals_total", Type::counter, "Successful lease renewals."},
     {"rlock_renewal_failures_total", Type::counter, "Failed lease renewal attempts."},
     {"rlock_losses_total", Type::counter, "Locks lost while the command ran."},
+    {"rlock_cpu_seconds_total", Type::counter,
+     "CPU seconds the command and the processes it started used, by mode (user, system)."},
+    {"rlock_last_run_max_rss_bytes", Type::gauge,
+     "The largest resident set among the processes of this host's last run of the command."},
 };
 
 const char* type_name(Type t) {
@@ -174,6 +178,11 @@ void add_run(MetricSeries& s, const RunMetrics& m) {
   s[series("rlock_losses_total", m.key)] += static_cast<double>(m.losses);
   if (m.result == "acquired")
     observe(s, "rlock_wait_duration_seconds", m.key, m.wait_seconds, k_wait_buckets);
+  if (m.cost_known) {
+    s[series("rlock_cpu_seconds_total", m.key, "mode=\"user\"")] += m.cpu_user_seconds;
+    s[series("rlock_cpu_seconds_total", m.key, "mode=\"system\"")] += m.cpu_system_seconds;
+    s[series("rlock_last_run_max_rss_bytes", m.key)] = m.max_rss_bytes;
+  }
   if (m.end.empty()) return;
   s[series("rlock_runs_total", m.key, "end=\"" + m.end + "\"")] += 1;
   observe(s, "rlock_run_duration_seconds", m.key, m.hold_seconds, k_run_buckets);

@@ -25,6 +25,11 @@ struct RunMetrics {
   // max-run, hung; empty when it did not run.
   std::string end;
   double finished_at = 0;  // Unix seconds, wall clock: when the run ended
+  // What the command cost (all its attempts); cost_known false: it did not run.
+  bool cost_known = false;
+  double cpu_user_seconds = 0;
+  double cpu_system_seconds = 0;
+  double max_rss_bytes = 0;
 };
 
 // The buckets' upper bounds (seconds) of the wait and run time histograms; +Inf follows.

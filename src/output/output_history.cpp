@@ -3,6 +3,7 @@
 
 #include "output/output_json.h"
 #include "output/output_text.h"
+#include "util/byte_size.h"
 
 namespace rlock {
 
@@ -97,16 +98,23 @@ void print_history(const std::string& key, const std::vector<RunRecord>& runs,
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "FENCE", "RESULT"});
+  rows.push_back(
+      {"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "CPU", "MAX RSS", "FENCE", "RESULT"});
   for (const auto& r : runs) {
     // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
     bool held = r.fence > 0;
     bool waited = r.end != run_end_name(RunEnd::period_reset);
-    rows.push_back(
-        {format_rfc3339(r.holder.since), printable(r.holder.host), std::to_string(r.holder.pid),
-         held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
-         waited ? format_duration(Millis(r.waited_ms)) : "-", held ? std::to_string(r.fence) : "-",
-         result_text(r) + (r.period.empty() ? "" : "  " + printable(r.period))});
+    bool cost = r.cpu_user_ms >= 0;
+    std::string result = result_text(r);
+    if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
+    if (!r.period.empty()) result += "  " + printable(r.period);
+    rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
+                    std::to_string(r.holder.pid),
+                    held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
+                    waited ? format_duration(Millis(r.waited_ms)) : "-",
+                    cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
+                    cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",
+                    held ? std::to_string(r.fence) : "-", result});
   }
   write_stdout(columns(rows));
 }

@@ -25,6 +25,8 @@ std::string line(const json& j) {
 json or_null(const std::optional<int64_t>& n) { return n ? json(*n) : json(nullptr); }
 json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 // A ttl, or how long a key is kept: null when it never expires (or there is none).
+// A count that -1 marks as not known.
+json known_or_null(int64_t n) { return n >= 0 ? json(n) : json(nullptr); }
 json ms_or_null(Millis ms) { return ms.count() >= 0 ? json(ms.count()) : json(nullptr); }
 
 const char* state_name(LockState::Kind kind) {
@@ -100,7 +102,11 @@ json run_json(const RunRecord& r) {
           {"end", r.end},
           {"period", or_null(r.period)},
           {"by", or_null(r.by)},
-          {"reason", or_null(r.reason)}};
+          {"reason", or_null(r.reason)},
+          {"attempt", r.attempt > 0 ? json(r.attempt) : json(nullptr)},
+          {"cpu_user_ms", known_or_null(r.cpu_user_ms)},
+          {"cpu_sys_ms", known_or_null(r.cpu_sys_ms)},
+          {"max_rss_kb", known_or_null(r.max_rss_kb)}};
 }
 
 // The places of a semaphore or a shared lock, one object each.

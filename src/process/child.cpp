@@ -7,11 +7,13 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -294,9 +296,11 @@ std::optional<Child::Event> Child::poll() {
   // One reaping loop for every child rlock has, so that none is reaped by the wrong wait.
   for (;;) {
     int status = 0;
-    pid_t r = ::waitpid(-1, &status, WNOHANG | WUNTRACED);
+    rusage used{};
+    pid_t r = ::wait4(-1, &status, WNOHANG | WUNTRACED, &used);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return std::nullopt;  // nothing more has ended, or no children at all
+    if (r != guardian_ && !WIFSTOPPED(status)) add_usage(used);
     if (r == guardian_) {
       if (!WIFSTOPPED(status)) guardian_status_ = status;
     } else if (r == pid_ && !exited_) {
@@ -307,6 +311,13 @@ std::optional<Child::Event> Child::poll() {
     // Anything else is a process the command left behind, re-parented to rlock (the subreaper)
     // when its parent exited: reaped now, so that it does not linger as a zombie in the group.
   }
+}
+
+void Child::add_usage(const rusage& used) {
+  auto ms = [](const timeval& t) { return Millis(int64_t(t.tv_sec) * 1000 + t.tv_usec / 1000); };
+  usage_.user += ms(used.ru_utime);
+  usage_.sys += ms(used.ru_stime);
+  usage_.max_rss_kb = std::max<int64_t>(usage_.max_rss_kb, used.ru_maxrss);  // kB on Linux
 }
 
 int Child::live_group_members() const {

@@ -4,6 +4,7 @@
 // argues how). Knows nothing of Redis: a lease is only a point on the monotonic clock here.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -93,6 +94,16 @@ public:
     while (poll()) {}
   }
 
+  // What the command and every process of it that rlock reaped used (wait4's rusage): CPU time
+  // summed, the largest resident set among them. Each process's own rusage also holds the
+  // children it waited for itself, so the whole tree is counted once.
+  struct Usage {
+    Millis user{0};
+    Millis sys{0};
+    int64_t max_rss_kb = 0;
+  };
+  const Usage& usage() const { return usage_; }
+
   // After poll(): when the guardian died (someone killed it), starts another and returns how
   // the old one ended (a shell-style status), so that rlock's death still stops the command.
   std::optional<int> replace_dead_guardian();
@@ -107,6 +118,7 @@ public:
 
 private:
   void start_guardian_process();
+  void add_usage(const rusage& used);
 
   GuardedLease* lease_;  // never freed: a guardian may still read it after rlock exits
   pid_t pid_ = -1;
@@ -116,6 +128,7 @@ private:
   std::optional<Event> stopped_;        // a stop of the command not yet returned by poll()
   std::optional<int> guardian_status_;  // the guardian ended with this wait status
   std::optional<CommandProblem> exec_problem_;
+  Usage usage_;
 };
 
 }  // namespace rlock

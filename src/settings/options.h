@@ -63,7 +63,21 @@ struct RunOptions {
   Millis retention = k_default_retention;
   int history_length = 100;  // --history-length: entries kept; 0: no history
   uint64_t keep_output = 0;  // --keep-output: the last bytes of the output kept; 0: none
+  // --retry N: up to N more attempts of a command that failed, under the same lock; the first
+  // after --retry-delay, each later one after twice the last (k_max_retry_delay at most). Only
+  // the exit statuses in --retry-on are retried (none listed: any but 0).
+  int retry = 0;
+  Millis retry_delay{1000};
+  std::vector<int> retry_on;
+  // --notify CMD: run by /bin/sh -c once the run is over and the lock given back, when
+  // notify_on and notify_after say so, for at most notify_timeout.
+  std::optional<std::string> notify;
+  enum class NotifyOn { failure, change, always } notify_on = NotifyOn::failure;
+  int notify_after = 1;  // consecutive failures across the fleet before a failure is told
+  Millis notify_timeout{10'000};
 };
+
+inline constexpr Millis k_max_retry_delay{3600 * 1000};
 
 // rlock check KEY --every PERIOD.
 struct CheckOptions {

@@ -1,5 +1,7 @@
 #include "settings/settings.h"
 
+#include "settings/job_settings.h"
+#include "settings/setting_value.h"
 #include "lock/lease.h"
 #include "process/signals.h"
 #include "redis/redis_url.h"
@@ -10,75 +12,6 @@
 #include "util/period.h"
 
 namespace rlock {
-
-namespace {
-constexpr const char* k_duration_help = "(500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds)";
-}  // namespace
-
-// A value given for a setting, and where it came from, with the parsers settings share. A bad
-// value is a usage error (64) from a flag, else a configuration error (78) naming its origin.
-class SettingValue {
-public:
-  SettingValue(std::string name, const RawValue& raw) : name_(std::move(name)), raw_(raw) {}
-  const RawValue& raw() const { return raw_; }
-
-  [[noreturn]] void bad(const std::string& why) const {
-    switch (raw_.origin.kind) {
-    case Origin::Kind::flag: throw usage_error("--" + name_ + ": " + why);
-    case Origin::Kind::file:
-      throw Error(k_exit_config, raw_.origin.where + ": " + name_ + ": " + why);
-    default: throw Error(k_exit_config, raw_.origin.where + ": " + why);
-    }
-  }
-
-  std::string single() const {
-    if (raw_.values.size() != 1) bad("expected one value");
-    return raw_.values.front();
-  }
-
-  // TEXT as a duration; else why it is none: out of range, or not written as one. OR_ELSE:
-  // what else the setting takes (", or inf").
-  Millis duration(const std::string& text, const std::string& or_else = "") const {
-    auto d = parse_duration(text);
-    if (d) return *d;
-    if (duration_too_long(text))
-      bad("'" + text + "' is too long: at most " + format_duration(k_max_duration) + or_else);
-    bad("bad duration '" + text + "' " + k_duration_help + or_else);
-  }
-
-  Millis positive_duration() const {
-    Millis d = duration(single());
-    if (d.count() == 0) bad("must be more than zero");
-    return d;
-  }
-
-  // A whole number of at most DIGITS digits; else "'x' is not WHAT".
-  int whole_number(size_t digits, const char* what) const {
-    std::string n = single();
-    if (n.empty() || n.size() > digits || n.find_first_not_of("0123456789") != std::string::npos)
-      bad("'" + n + "' is not " + what);
-    return std::stoi(n);
-  }
-
-  bool flag() const {
-    std::string text = single();
-    if (text == "true") return true;
-    if (text == "false") return false;
-    bad("expected true or false, not '" + text + "'");
-  }
-
-  // One of CHOICES (two), as its index; else "'x' is neither A nor B".
-  int choice(const char* first, const char* second) const {
-    std::string text = single();
-    if (text != first && text != second)
-      bad("'" + text + "' is neither " + first + " nor " + second);
-    return text == first ? 0 : 1;
-  }
-
-private:
-  const std::string name_;
-  const RawValue& raw_;
-};
 
 namespace {
 
@@ -340,6 +273,27 @@ const std::vector<SettingInfo>& all_settings() {
        "keep the last SIZE bytes of the command's stdout and stderr in Redis, for rlock logs "
        "(64k, 1M; at most 16M); a terminal is left out",
        apply_keep_output},
+      {"retry", "--retry", K::count, "0", "N",
+       "run a command that failed up to N more times, under the same lock", apply_retry},
+      {"retry-delay", "--retry-delay", K::duration, "1s", "D",
+       "wait D before the first retry, twice as long before each next one (default 1s; at "
+       "most 1h)",
+       apply_retry_delay},
+      {"retry-on", "--retry-on", K::text, nullptr, "CODES",
+       "retry only these exit statuses (1,2,75 or 1-9; default any but 0)", apply_retry_on},
+      {"notify", "--notify", K::text, nullptr, "CMD",
+       "run CMD (/bin/sh -c) after the run, once the lock is given back, with the run in its "
+       "environment (RLOCK_RESULT ...)",
+       apply_notify},
+      {"notify-on", "--notify-on", K::text, "failure", "failure|change|always",
+       "when to run --notify: on a failure (default), on a change between failing and "
+       "succeeding, or always",
+       apply_notify_on},
+      {"notify-after", "--notify-after", K::count, "1", "N",
+       "tell a failure only from the Nth consecutive one across all hosts (default 1)",
+       apply_notify_after},
+      {"notify-timeout", "--notify-timeout", K::duration, "10s", "D",
+       "stop --notify's command (KILL) after D (default 10s)", apply_notify_timeout},
       {"retention", "--retention", K::wait, retention.c_str(), "D",
        "how long a lock's fence counter and history outlive its last use (default 30d), or inf",
        apply_retention},
@@ -452,6 +406,8 @@ Resolved resolve_settings(const RawSettings& s) {
     SettingValue("stale-after", *stale)
         .bad("needs --heartbeat-file PATH: the file the command touches while it is alive");
 
+  check_job_settings(s, r);
+
   // Behind Sentinel a lock must be on a replica before it counts: a failover promotes one,
   // and a lock only the old primary had would be granted again (README "Failover and what a
   // Redis lock does not guarantee").
@@ -480,7 +436,9 @@ void check_value(const std::string& name, const RawValue& value) {
   case SettingKind::signal:
   case SettingKind::on_lost: info->apply(v, scratch); return;
   default:
-    if (info->apply == apply_once_per) info->apply(v, scratch);
+    if (info->apply == apply_once_per || info->apply == apply_notify_on ||
+        info->apply == apply_retry_on)
+      info->apply(v, scratch);
     return;
   }
 }

@@ -228,7 +228,9 @@ inline constexpr Option k_running[] = {
     setting("on-lost"),      setting("leftovers"),    setting("min-hold"),
     setting("metrics-file"), setting("once-per"),     setting("tz"),
     setting("retry-failed"), setting("record-skips"), setting("history-length"),
-    setting("retention"),    setting("keep-output")};
+    setting("retention"),    setting("keep-output"),  setting("retry"),
+    setting("retry-delay"),  setting("retry-on"),     setting("notify"),
+    setting("notify-on"),    setting("notify-after"), setting("notify-timeout")};
 
 // Every command, in the order help lists them (verbs/commands.cpp).
 std::span<const Command* const> all_commands();

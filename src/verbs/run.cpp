@@ -2,6 +2,8 @@
 // child process (child.h); the child runs only while the lease holds.
 #include <unistd.h>
 
+#include <mutex>
+
 #include "lock/held_lock.h"
 #include "lock/history.h"
 #include "lock/lease.h"
@@ -10,6 +12,7 @@
 #include "lock/pause.h"
 #include "output/metrics.h"
 #include "output/output.h"
+#include "output/output_text.h"
 #include "process/child.h"
 #include "process/heartbeat.h"
 #include "process/signals.h"
@@ -45,7 +48,7 @@ constexpr Millis k_stop_listen_after{500};
 // they are needed, so that on any way out (a step's early end, an exception) they are undone
 // in reverse: the renewal thread stops, the command's group is killed, the terminal comes
 // back, and only then is the lock given back; the metrics are written last.
-class Run {
+class Run : Attempts {
 public:
   Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)),
@@ -88,7 +91,9 @@ public:
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
               ? "error"
               : "busy";
-      if (busy && options_.record_skips) record_skip(std::get<NotObtained>(outcome), *status);
+      if (busy && options_.record_skips)
+        record_skip(redis_, options_, holder_, lock_->token(), std::get<NotObtained>(outcome),
+                    *status);
       return status;
     }
     got_ = std::get<Obtained>(outcome);
@@ -97,17 +102,7 @@ public:
     metrics_.m.result = "acquired";
     metrics_.m.wait_seconds = std::chrono::duration<double>(got_.waited).count();
     metrics_.acquired = got_.sent;
-    Event acquired{"acquired",
-                   options_.key,
-                   "acquired (fence " + std::to_string(got_.fence) + ")",
-                   {{"fence", got_.fence}, {"waited_ms", got_.waited.count()}}};
-    if (got_.waited > Millis(0) && options_.wait) {
-      acquired.message = "acquired after waiting " + format_duration(got_.waited) + " (fence " +
-                         std::to_string(got_.fence) + ")";
-      log(Level::info, acquired);
-    } else {
-      log(Level::debug, acquired);
-    }
+    log_acquired(options_, got_.fence, got_.waited);
 
     if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     lease_from_ = fresh_lease(*lock_, options_.ttl, got_.sent);
@@ -174,18 +169,8 @@ public:
   // --keep-output, its output goes through rlock to Redis, on a connection CONNECT makes.
   std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program,
                                    const StopListener::Connect& connect) {
-    Child::Spec spec{argv,
-                     {"RLOCK_KEY=" + options_.key, "RLOCK_TOKEN=" + lock_->token(),
-                      "RLOCK_FENCE=" + std::to_string(got_.fence),
-                      "RLOCK_TTL_MS=" + std::to_string(options_.ttl.count())},
-                     {},
-                     program,
-                     std::nullopt};
-    // No Redis secret of rlock's goes to the job (README "Choosing options"): not
-    // RLOCK_PASSWORD, nor a password in RLOCK_REDIS_URL. REDISCLI_AUTH, redis-cli's own, stays.
-    spec.unset.push_back("RLOCK_PASSWORD");
-    if (const char* url = std::getenv("RLOCK_REDIS_URL"))
-      spec.env.push_back("RLOCK_REDIS_URL=" + without_password(url));
+    Child::Spec& spec = spec_;
+    spec = command_spec(options_, argv, program, lock_->token(), got_.fence);
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
                                       options_.kill_signal, options_.kill_after};
@@ -212,10 +197,8 @@ public:
     if (output_) output_->into(spec);
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
-    // In the terminal's foreground only when rlock is: a background job's command stays there.
-    Terminal* foreground = terminal_ && terminal_->ours() ? terminal_.get() : nullptr;
     try {
-      child_.emplace(spec, signals_, foreground);
+      child_.emplace(spec, signals_, foreground());
     } catch (const Error& e) {
       if (!output_) throw;
       // The capture's pipes took what the command needed (ulimit -n): the job goes first.
@@ -223,7 +206,7 @@ public:
                   "; starting the command without keeping its output");
       output_.reset();
       spec.stdout_fd = spec.stderr_fd = -1;
-      child_.emplace(spec, signals_, foreground);
+      child_.emplace(spec, signals_, foreground());
     }
     if (auto problem = child_->exec_problem()) {
       output_.reset();
@@ -232,20 +215,24 @@ public:
       log_error(problem->message);
       return problem->exit_status;
     }
-    if (output_) output_->spawned();
+    // --retry: the capture's pipes stay open for the next attempts, until the run's end.
+    if (output_) output_->spawned(options_.retry > 0);
     return std::nullopt;
   }
 
   // Renews the lease while the command's group runs; stops it on loss, --max-run or request.
   Outcome supervise(StopListener::Connect connect) {
     // The supervisor starts the renewal thread, which tells the guardian of every renewal.
-    keeper_.emplace(*lock_, options_.ttl, *lease_from_,
-                    [child = &*child_](TimePoint deadline) { child->extend_lease(deadline); });
-    Outcome end =
-        supervise_command(options_,
-                          {*child_, *keeper_, signals_, terminal_.get(),
-                           heartbeat_ ? &*heartbeat_ : nullptr, stop_listener(std::move(connect))},
-                          got_.sent);
+    // Under --retry the command is replaced (start_next()) while the thread renews.
+    keeper_.emplace(*lock_, options_.ttl, *lease_from_, [this](TimePoint deadline) {
+      std::lock_guard<std::mutex> hold(child_mutex_);
+      if (child_) child_->extend_lease(deadline);
+    });
+    Outcome end = supervise_command(
+        options_,
+        {*child_, *keeper_, signals_, terminal_.get(), heartbeat_ ? &*heartbeat_ : nullptr,
+         stop_listener(std::move(connect)), options_.retry > 0 ? this : nullptr},
+        got_.sent);
     // The rest of the output is written on and kept while the lease is still renewed, and its
     // end before the lock is given back: a follower sees it before anyone else can take the
     // lock.
@@ -273,6 +260,9 @@ public:
   // for --min-hold; returns rlock's exit status.
   int finish(const Outcome& end) {
     RunRecord record = record_of(end);
+    // A signal between two attempts: the run ends as the last attempt did, recorded already.
+    bool recorded = end.between_attempts && end.end == End::exited;
+    if (!recorded) metrics_.add_cost(record);
     metrics_.m.end = record.end == run_end_name(RunEnd::exited)
                          ? (record.exit_status == 0 ? "success" : "failure")
                          : record.end;
@@ -280,7 +270,7 @@ public:
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == End::lost && !lost_to_another;
-    if (end.end == End::lost && lost_to_another) record_breaker(record);
+    if (end.end == End::lost && lost_to_another) record_breaker(*lock_, record);
     auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
     if (period_) {
       // Before the release: the next holder must find this period's run finished, not running.
@@ -292,7 +282,7 @@ public:
       }
     }
     std::optional<ScriptCall> history;
-    if (options_.history_length > 0)
+    if (options_.history_length > 0 && !recorded)
       history = history_entry(options_.key, record, options_.history_length, options_.retention);
     Millis budget = redis_away ? k_quick_attempt : k_release_budget;
     bool reached = true;
@@ -309,28 +299,6 @@ public:
   }
 
 private:
-  // A lock lost to release --force: the run is recorded as broken, by whom and why, as the
-  // tombstone in its place says (one read, on this rare way out only).
-  void record_breaker(RunRecord& record) {
-    auto breaking =
-        broken_by(redis_, options_.key, lock_->token(), Clock::now() + lock_->command_timeout());
-    if (!breaking || !*breaking) return;
-    record.end = run_end_name(RunEnd::broken);
-    record.by = (*breaking)->by;
-    record.reason = (*breaking)->reason;
-  }
-
-  // --record-skips: a run kept out by a holder, or by a pause (who paused, and why).
-  void record_skip(const NotObtained& busy, int status) {
-    RunRecord r =
-        skipped_run(holder_, lock_->token(), busy.paused ? RunEnd::paused : RunEnd::busy, status);
-    if (auto pause = busy.paused ? decode_pause(busy.holder_value) : std::nullopt) {
-      r.by = pause->by;
-      r.reason = pause->reason;
-    }
-    record_history(redis_, options_, r);
-  }
-
   // Without descriptors for its pipes (ulimit -n) the run goes on, deaf to rlock stop: the
   // operator's tool fails, not the job.
   StopListener* stop_listener(StopListener::Connect connect) {
@@ -352,6 +320,8 @@ private:
     return std::nullopt;
   }
 
+  // The run's record, or under --retry its attempt's: the command's cost is the attempt's,
+  // unknown when the run ended before its next attempt began.
   RunRecord record_of(const Outcome& end) const {
     RunRecord record;
     record.holder = holder_;
@@ -361,32 +331,65 @@ private:
     record.fence = got_.fence;
     record.waited_ms = got_.waited.count();
     record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got_.sent).count();
-    switch (end.end) {
-    case End::exited:
-      record.exit_status = end.child_status;
-      record.end = run_end_name(end.signalled ? RunEnd::signalled : RunEnd::exited);
-      break;
-    case End::lost:
-      record.exit_status = k_exit_lost;
-      record.end = run_end_name(RunEnd::lost);
-      break;
-    case End::max_run:
-      record.exit_status = k_exit_max_run;
-      record.end = run_end_name(RunEnd::max_run);
-      break;
-    case End::hung:
-      record.exit_status = k_exit_hung;
-      record.end = run_end_name(RunEnd::hung);
-      break;
-    case End::stopped:
-      record.exit_status = k_exit_stopped;
-      record.end = run_end_name(RunEnd::stopped);
-      record.by = end.stop->by;
-      record.reason = end.stop->reason;
-      break;
+    if (options_.retry > 0) record.attempt = attempt_;
+    if (end.between_attempts && end.end != End::exited) {
+      ++record.attempt;  // the one that was to come
+    } else {
+      const Child::Usage& used = child_->usage();
+      record.cpu_user_ms = used.user.count();
+      record.cpu_sys_ms = used.sys.count();
+      record.max_rss_kb = used.max_rss_kb;
     }
-    return record;
+    return run_record(std::move(record), end);
   }
+
+  // --retry (Attempts): the attempt that ended as END is tried again while attempts are left
+  // and its status is worth it; its end goes to the history now.
+  std::optional<Millis> again(const Outcome& end) override {
+    if (attempt_ > options_.retry || !worth_retrying(options_, end.child_status))
+      return std::nullopt;
+    RunRecord record = record_of(end);
+    metrics_.add_cost(record);
+    Millis delay = retry_delay(options_, attempt_);
+    log(Level::warning, Event{"retrying",
+                              options_.key,
+                              "attempt " + std::to_string(attempt_) + " of " +
+                                  std::to_string(options_.retry + 1) + ": " +
+                                  result_text(record) + "; running the command again in " +
+                                  format_duration(delay),
+                              {{"attempt", attempt_}, {"delay_ms", delay.count()}}});
+    record_history(redis_, options_, record);
+    got_.start.clear();
+    return delay;
+  }
+
+  // --retry (Attempts): the next attempt, on the lease the last one had; its start is in the
+  // history before it runs.
+  Child& start_next() override {
+    ++attempt_;
+    set_attempt(spec_, attempt_);
+    if (spec_.lease) spec_.lease->deadline = keeper_->deadline();
+    if (options_.history_length > 0) {
+      auto id = eval(redis_,
+                     attempt_start(options_.key, holder_, got_.fence, attempt_,
+                                   options_.history_length, options_.retention),
+                     Clock::now() + lock_->command_timeout());
+      got_.start = id && id->is_string() ? id->str : "";
+      if (!id) warn_history(options_.key, id.failure().message);
+    }
+    if (heartbeat_)
+      if (auto problem = heartbeat_->start(Clock::now()))
+        log_warning("--heartbeat-file: " + *problem);
+    std::lock_guard<std::mutex> hold(child_mutex_);
+    child_.reset();
+    child_.emplace(spec_, signals_, foreground());
+    return *child_;
+  }
+
+  // The terminal the command gets as its foreground: only when rlock has it (a background
+  // job's command stays in the background).
+  Terminal* foreground() const { return terminal_ && terminal_->ours() ? terminal_.get() : nullptr; }
+
 
   const RunOptions& options_;
   Redis& redis_;
@@ -401,6 +404,9 @@ private:
   std::optional<PeriodGuard> period_;
   std::unique_ptr<Terminal> terminal_;
   std::unique_ptr<RunOutput> output_;
+  Child::Spec spec_;  // the command's, for every attempt
+  int attempt_ = 1;   // --retry: the attempt that runs, or ran last
+  std::mutex child_mutex_;  // child_ is replaced by the next attempt while renewals go on
   std::optional<Child> child_;
   std::optional<LeaseKeeper> keeper_;
   std::optional<StopListener> stops_;

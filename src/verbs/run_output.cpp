@@ -61,8 +61,8 @@ bool RunOutput::start_capture() {
   }
 }
 
-void RunOutput::spawned() {
-  capture_.spawned();
+void RunOutput::spawned(bool keep_pipes) {
+  if (!keep_pipes) capture_.spawned();
   // Without a thread (ulimit -u) the output still goes where it goes: only the keeping is
   // given up, and said.
   try {

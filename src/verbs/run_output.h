@@ -28,8 +28,9 @@ public:
   bool start_capture();
   // The command's stdout and stderr go to the capture's pipes.
   void into(Child::Spec& spec) const;
-  // The command has started: the keeper sends.
-  void spawned();
+  // The command has started: the keeper sends. KEEP_PIPES: more attempts of the command may
+  // follow (--retry), the pipes stay open for them until finish().
+  void spawned(bool keep_pipes);
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
   // its output is written on (OutputCapture::finish, with PATIENCE, until INTERRUPTED), then
   // sent within BUDGET; what was lost is said.

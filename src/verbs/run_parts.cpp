@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,9 +10,12 @@
 #include "lock/held_lock.h"
 #include "lock/lease.h"
 #include "lock/lock.h"
+#include "lock/pause.h"
+#include "lock/stop_request.h"
 #include "process/bounded_call.h"
 #include "process/child.h"
 #include "redis/redis.h"
+#include "redis/redis_url.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
 #include "util/text.h"
@@ -41,6 +45,75 @@ MetricsRecorder::~MetricsRecorder() {
     problem = *path + " not written within " + format_duration(k_metrics_budget) +
               " (a file system that does not answer?)";
   if (!problem.empty()) log_warning("--metrics-file: " + problem);
+}
+
+void MetricsRecorder::add_cost(const RunRecord& r) {
+  if (r.cpu_user_ms < 0) return;  // no command ran
+  m.cost_known = true;
+  m.cpu_user_seconds += double(r.cpu_user_ms) / 1000;
+  m.cpu_system_seconds += double(r.cpu_sys_ms) / 1000;
+  m.max_rss_bytes = std::max(m.max_rss_bytes, double(r.max_rss_kb) * 1024);
+}
+
+void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
+  Event acquired{"acquired",
+                 options.key,
+                 "acquired (fence " + std::to_string(fence) + ")",
+                 {{"fence", fence}, {"waited_ms", waited.count()}}};
+  if (waited > Millis(0) && options.wait) {
+    acquired.message = "acquired after waiting " + format_duration(waited) + " (fence " +
+                       std::to_string(fence) + ")";
+    log(Level::info, acquired);
+  } else {
+    log(Level::debug, acquired);
+  }
+}
+
+void record_breaker(Lock& lock, RunRecord& record) {
+  auto breaking = broken_by(lock.redis(), lock.key(), lock.token(),
+                            Clock::now() + lock.command_timeout());
+  if (!breaking || !*breaking) return;
+  record.end = run_end_name(RunEnd::broken);
+  record.by = (*breaking)->by;
+  record.reason = (*breaking)->reason;
+}
+
+void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
+                 const std::string& token, const NotObtained& busy, int status) {
+  RunRecord r = skipped_run(holder, token, busy.paused ? RunEnd::paused : RunEnd::busy, status);
+  if (auto pause = busy.paused ? decode_pause(busy.holder_value) : std::nullopt) {
+    r.by = pause->by;
+    r.reason = pause->reason;
+  }
+  record_history(redis, options, r);
+}
+
+Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
+                         const std::string& program, const std::string& token, int64_t fence) {
+  Child::Spec spec{argv,
+                   {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + token,
+                    "RLOCK_FENCE=" + std::to_string(fence),
+                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
+                   {},
+                   program,
+                   std::nullopt};
+  if (options.retry > 0) spec.env.push_back("RLOCK_ATTEMPT=1");
+  // No Redis secret of rlock's goes to the job (README "Choosing options").
+  keep_secrets(spec.env, spec.unset, true);
+  return spec;
+}
+
+void set_attempt(Child::Spec& spec, int n) {
+  for (std::string& var : spec.env)
+    if (var.starts_with("RLOCK_ATTEMPT=")) var = "RLOCK_ATTEMPT=" + std::to_string(n);
+}
+
+void keep_secrets(std::vector<std::string>& env, std::vector<std::string>& unset,
+                  bool keep_rediscli_auth) {
+  unset.push_back("RLOCK_PASSWORD");
+  if (!keep_rediscli_auth) unset.push_back("REDISCLI_AUTH");
+  if (const char* url = std::getenv("RLOCK_REDIS_URL"))
+    env.push_back("RLOCK_REDIS_URL=" + without_password(url));
 }
 
 std::vector<std::string> command_argv(const RunOptions& options) {
@@ -83,6 +156,46 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
             (renewed ? std::string("the lock expired meanwhile") : renewed.failure().message) +
             ")");
   return std::nullopt;
+}
+
+RunRecord run_record(RunRecord run, const Outcome& end) {
+  switch (end.end) {
+  case End::exited:
+    run.exit_status = end.child_status;
+    run.end = run_end_name(end.signalled ? RunEnd::signalled : RunEnd::exited);
+    break;
+  case End::lost:
+    run.exit_status = k_exit_lost;
+    run.end = run_end_name(RunEnd::lost);
+    break;
+  case End::max_run:
+    run.exit_status = k_exit_max_run;
+    run.end = run_end_name(RunEnd::max_run);
+    break;
+  case End::hung:
+    run.exit_status = k_exit_hung;
+    run.end = run_end_name(RunEnd::hung);
+    break;
+  case End::stopped:
+    run.exit_status = k_exit_stopped;
+    run.end = run_end_name(RunEnd::stopped);
+    run.by = end.stop->by;
+    run.reason = end.stop->reason;
+    break;
+  }
+  return run;
+}
+
+bool worth_retrying(const RunOptions& options, int status) {
+  if (status == 0) return false;
+  const auto& codes = options.retry_on;
+  return codes.empty() || std::binary_search(codes.begin(), codes.end(), status);
+}
+
+Millis retry_delay(const RunOptions& options, int n) {
+  Millis delay = options.retry_delay;
+  for (int i = 1; i < n && delay < k_max_retry_delay; ++i) delay *= 2;
+  return std::min(delay, k_max_retry_delay);
 }
 
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {

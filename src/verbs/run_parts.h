@@ -9,8 +9,11 @@
 
 #include "lock/history.h"
 #include "output/metrics.h"
+#include "process/child.h"
 #include "settings/settings.h"
 #include "util/clock.h"
+#include "verbs/run_supervisor.h"
+#include "verbs/wait.h"
 
 namespace rlock {
 
@@ -28,10 +31,38 @@ struct MetricsRecorder {
   std::optional<std::string> path;
   RunMetrics m;
   std::optional<TimePoint> acquired;
+  // Adds what the command (or an attempt of it) cost, as its record R says.
+  void add_cost(const RunRecord& r);
 };
+
+// Says that the lock was taken, with FENCE, after waiting WAITED: on stderr when it waited,
+// else with -v.
+void log_acquired(const RunOptions& options, int64_t fence, Millis waited);
+
+// A lock lost to release --force: RECORD is made the record of a broken run, by whom and why,
+// as the tombstone in its place says (one read, on this rare way out only).
+void record_breaker(Lock& lock, RunRecord& record);
+
+// --record-skips: a run of HOLDER (with TOKEN) kept out by a holder or by a pause (who
+// paused, and why), which exits with STATUS.
+void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
+                 const std::string& token, const NotObtained& busy, int status);
 
 // The command to start: COMMAND, or $SHELL -c TEXT.
 std::vector<std::string> command_argv(const RunOptions& options);
+
+// The start of ARGV (found at PROGRAM; empty: searched) under the lock with TOKEN and FENCE:
+// the lock's environment (RLOCK_KEY ...; RLOCK_ATTEMPT=1 with --retry), none of rlock's Redis
+// secrets.
+Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
+                         const std::string& program, const std::string& token, int64_t fence);
+// --retry: SPEC's RLOCK_ATTEMPT made N.
+void set_attempt(Child::Spec& spec, int n);
+// What keeps rlock's Redis secrets from a process it starts: RLOCK_PASSWORD unset, the password
+// of RLOCK_REDIS_URL left out; REDISCLI_AUTH too, unless KEEP_REDISCLI_AUTH (redis-cli's own,
+// which a job may use for its own Redis).
+void keep_secrets(std::vector<std::string>& env, std::vector<std::string>& unset,
+                  bool keep_rediscli_auth);
 
 // The name that goes into the lock value and the history: the program, never its arguments nor
 // an assignment (`PGPASSWORD=... psql` is psql).
@@ -48,6 +79,15 @@ std::optional<int> refuse_unrunnable(const RunOptions& options,
 // from when the command was sent, so such a command would be killed as soon as it started:
 // renew first, counting from now. Nothing (the lock is to be given back) if that fails.
 std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent);
+
+// How the run (or, under --retry, the attempt) that ended as END is recorded: RUN says whose it
+// was (holder, fence, times, cost); the end and exit status come from END.
+RunRecord run_record(RunRecord run, const Outcome& end);
+
+// --retry: whether an attempt that exited with STATUS is worth another (--retry-on), and the
+// delay before attempt N + 1.
+bool worth_retrying(const RunOptions& options, int status);
+Millis retry_delay(const RunOptions& options, int n);
 
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record);

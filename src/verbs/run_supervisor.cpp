@@ -35,8 +35,9 @@ constexpr Millis k_keeper_retry{100};
 class Supervisor {
 public:
   Supervisor(const RunOptions& options, const Supervised& what, TimePoint started)
-      : options_(options), child_(what.child), keeper_(what.keeper), signals_(what.signals),
+      : options_(options), child_(&what.child), keeper_(what.keeper), signals_(what.signals),
         terminal_(what.terminal), heartbeat_(what.heartbeat), stops_(what.stops),
+        attempts_(what.attempts),
         kill_after_(options.kill_after), keeper_start_at_(what.keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
@@ -46,10 +47,23 @@ public:
     for (;;) {
       TimePoint now = Clock::now();
       notice_guardian(now);
-      if (child_status_ && group_done(now)) {
+      if (child_status_ && !between_attempts() && group_done(now)) {
         End why = stopping_ ? stopping_->why : End::exited;
-        return {why, *child_status_, child_signalled_,
-                why == End::stopped ? stop_request_ : std::nullopt};
+        Outcome end{why, *child_status_, child_signalled_,
+                    why == End::stopped ? stop_request_ : std::nullopt};
+        std::optional<Millis> delay;
+        if (why == End::exited && !interrupted_ && attempts_) delay = attempts_->again(end);
+        if (!delay) return end;
+        await_next_attempt(now + *delay);
+        continue;
+      }
+      if (between_attempts()) {
+        // The run ends before its next attempt: stopped, lost, past --max-run, or a signal.
+        if (stopping_ || interrupted_)
+          return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_,
+                  stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt,
+                  true};
+        if (now >= *next_attempt_at_) start_next_attempt();
       }
       decide(now);
       wait_for_event(next_wake());
@@ -62,13 +76,38 @@ private:
     TimePoint kill_at;  // SIGKILL to the group at this point
   };
 
+  bool between_attempts() const { return next_attempt_at_.has_value(); }
+
+  // --retry: the attempt has ended, and the next begins at AT. Meanwhile the lease is renewed,
+  // and a stop, the loss, --max-run or a signal ends the run; rlock keeps the terminal.
+  void await_next_attempt(TimePoint at) {
+    next_attempt_at_ = at;
+    stopping_.reset();
+    killed_at_.reset();
+    if (terminal_) terminal_->take_back();
+  }
+
+  void start_next_attempt() {
+    child_ = &attempts_->start_next();
+    next_attempt_at_.reset();
+    child_status_.reset();
+    child_signalled_ = false;
+    leftovers_found_ = false;
+    group_poll_ = k_group_poll_first;
+    if (auto problem = child_->exec_problem()) {
+      // Gone or no longer executable since the first attempt: that attempt ends at once.
+      log_error(problem->message);
+      child_status_ = problem->exit_status;
+    }
+  }
+
   // Once the command has exited: whether nothing of its group is left (or, after SIGKILL, what
   // is left cannot die yet). The first time leftovers are found, says so and, with
   // --leftovers kill, starts stopping them.
   bool group_done(TimePoint now) {
-    int live = child_.live_group_members();
+    int live = child_->live_group_members();
     if (live == 0 || (killed_at_ && now >= *killed_at_ + k_group_exit_grace)) {
-      child_.reap();
+      child_->reap();
       return true;
     }
     if (!leftovers_found_) {
@@ -91,7 +130,7 @@ private:
   // The guardian stopped the command at the lease's end because rlock did not (guardian.h):
   // rlock was stopped or starved, and the lock may be another's now.
   void notice_guardian(TimePoint now) {
-    if (lost_ || !child_.guardian_stopped_group()) return;
+    if (lost_ || !child_->guardian_stopped_group()) return;
     lost_ = true;
     TimePoint deadline = keeper_.deadline();
     auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
@@ -116,7 +155,8 @@ private:
                              "; stopping it"});
       begin_stop(End::max_run, now + kill_after_, options_.kill_signal);
     }
-    if (heartbeat_ && !stopping_ && now >= heartbeat_->deadline() && heartbeat_->stale(now)) {
+    if (heartbeat_ && !stopping_ && !between_attempts() && now >= heartbeat_->deadline() &&
+        heartbeat_->stale(now)) {
       log(Level::error, {"hung", key(),
                          "the command has not touched " + heartbeat_->path() + " for " +
                              format_duration(heartbeat_->stale_after()) +
@@ -215,7 +255,12 @@ private:
 
   // Stops the command's group: SIG now (none when 0), SIGKILL at KILL_AT.
   void begin_stop(End why, TimePoint kill_at, int sig) {
-    child_.stopping();  // the guardian's kill signal is not needed now; its SIGKILL still is
+    if (between_attempts()) {
+      // No command runs: the run ends as WHY (run()).
+      if (!stopping_ || why == End::lost) stopping_ = Stopping{why, kill_at};
+      return;
+    }
+    child_->stopping();  // the guardian's kill signal is not needed now; its SIGKILL still is
     if (stopping_) {
       // Already stopping for --max-run: a loss is the graver reason and may be more urgent.
       stopping_->why = why;
@@ -228,12 +273,12 @@ private:
       kill_group(SIGKILL, Clock::now());
       return;
     }
-    child_.signal_group(sig);
-    child_.signal_group(SIGCONT);  // a stopped process must wake to act on the signal
+    child_->signal_group(sig);
+    child_->signal_group(SIGCONT);  // a stopped process must wake to act on the signal
   }
 
   void kill_group(int sig, TimePoint now) {
-    child_.signal_group(sig);
+    child_->signal_group(sig);
     killed_at_ = now;
   }
 
@@ -243,7 +288,9 @@ private:
     if (!lost_) next = std::min(next, loss_threshold());
     if (!keeper_.started()) next = std::min(next, keeper_start_at_);
     if (max_run_at_ && !stopping_) next = std::min(next, *max_run_at_);
-    if (heartbeat_ && !stopping_) next = std::min(next, heartbeat_->deadline());
+    if (heartbeat_ && !stopping_ && !between_attempts())
+      next = std::min(next, heartbeat_->deadline());
+    if (between_attempts()) return std::min(next, *next_attempt_at_);
     if (child_status_) {
       next = std::min(next, now + group_poll_);
       group_poll_ = std::min(group_poll_ * 2, k_group_poll_max);
@@ -265,26 +312,34 @@ private:
         collect_child();
       } else if (*sig == SIGCONT) {
         resume_child(Clock::now());
+      } else if (between_attempts() && ends_a_process(*sig)) {
+        // No command to forward it to: a request to stop, which ends the run (run()).
+        interrupted_ = true;
+      } else if (between_attempts() && *sig == SIGTSTP) {
+        signals_.stop_self(SIGTSTP, true);  // Ctrl-Z: rlock stops as a job would
       } else if (*sig == SIGTSTP) {
         // rlock's group is the foreground one, not the command's (or `kill -TSTP`): the
         // command stops first, and rlock with it (on_child_stopped).
-        child_.signal_group(SIGTSTP);
+        child_->signal_group(SIGTSTP);
       } else if ((*sig == SIGTERM || *sig == SIGINT) && asked_again(Clock::now())) {
         // Asked twice to stop: the operator means it, whatever the command does with TERM.
         if (!killed_at_)
           log(Level::warning,
               {"signal_kill", key(),
                "SIG" + signal_name(*sig) + " again: killing the command's process group (KILL)"});
+        interrupted_ = true;
         kill_group(SIGKILL, Clock::now());
       } else {
-        // To the group while anything of it runs: leftovers hear it too.
+        // To the group while anything of it runs: leftovers hear it too. A signal that ends
+        // a process ends the run: the command is not tried again (--retry).
         log(Level::debug,
             {"signal_forwarded", key(), "forwarding SIG" + signal_name(*sig) + " to the command"});
-        child_.signal_group(*sig);
+        if (ends_a_process(*sig)) interrupted_ = true;
+        child_->signal_group(*sig);
       }
     }
     // poll() above reaped the guardian if someone killed it.
-    if (auto how = child_.replace_dead_guardian())
+    if (auto how = child_->replace_dead_guardian())
       log(Level::warning, {"guardian_replaced", key(),
                            "the guardian process ended (status " + std::to_string(*how) +
                                "); started another, so the command still dies with rlock"});
@@ -298,7 +353,7 @@ private:
   }
 
   void collect_child() {
-    while (auto event = child_.poll()) {
+    while (auto event = child_->poll()) {
       if (event->kind == Child::Event::Kind::exited) {
         child_status_ = event->status;
         child_signalled_ = event->signalled;
@@ -341,19 +396,20 @@ private:
     notice_guardian(now);
     check_lease(now);
     if (killed_at_ || child_status_) return;
-    if (terminal_ && terminal_->ours()) terminal_->hand_to(child_.pid());
-    child_.signal_group(SIGCONT);
+    if (terminal_ && terminal_->ours()) terminal_->hand_to(child_->pid());
+    child_->signal_group(SIGCONT);
   }
 
   const std::string& key() const { return options_.key; }
 
   const RunOptions& options_;
-  Child& child_;
+  Child* child_;  // the current attempt's
   LeaseKeeper& keeper_;
   SignalEvents& signals_;
   Terminal* terminal_;
   Heartbeat* heartbeat_;  // --heartbeat-file, or null
   StopListener* stops_;   // rlock stop's requests, or null
+  Attempts* attempts_;    // --retry, or null
   const Millis kill_after_;
   TimePoint keeper_start_at_;
   bool keeper_failed_ = false;
@@ -361,7 +417,9 @@ private:
   std::optional<Stopping> stopping_;
   std::optional<TimePoint> killed_at_;
   std::optional<TimePoint> asked_to_stop_;  // the first SIGTERM or SIGINT
-  std::optional<int> child_status_;
+  std::optional<int> child_status_;  // the current attempt's, once it has exited
+  std::optional<TimePoint> next_attempt_at_;  // --retry: between two attempts
+  bool interrupted_ = false;  // a signal that ends a process came: no more attempts
   bool child_signalled_ = false;
   bool suspended_ = false;  // by job control, with the command (on_child_stopped)
   bool lost_ = false;

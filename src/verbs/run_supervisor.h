@@ -24,9 +24,24 @@ struct Outcome {
   int child_status;
   bool signalled;  // the command died of a signal (child_status 128+N); an exit(N) is not
   std::optional<StopRequest> stop;  // End::stopped: who asked, and why
+  // --retry: the run ended after one attempt had ended and before the next began (a signal,
+  // a stop, the loss, --max-run); CHILD_STATUS is the last attempt's.
+  bool between_attempts = false;
 };
 
-// What the supervisor watches. TERMINAL, HEARTBEAT and STOPS may be null: no controlling
+// --retry: what the supervisor asks of the run to start the command again, under the same
+// lock and lease.
+class Attempts {
+public:
+  virtual ~Attempts() = default;
+  // The attempt that ended as END (End::exited, not after a signal rlock forwarded) is to be
+  // followed by another after the returned delay (its end recorded), or is the last: nothing.
+  virtual std::optional<Millis> again(const Outcome& end) = 0;
+  // Starts the next attempt: its command (exec_problem() set when it could not run).
+  virtual Child& start_next() = 0;
+};
+
+// What the supervisor watches. TERMINAL, HEARTBEAT, STOPS and ATTEMPTS may be null: no controlling
 // terminal, no --heartbeat-file, no listener for stop requests.
 struct Supervised {
   Child& child;
@@ -35,6 +50,7 @@ struct Supervised {
   Terminal* terminal;
   Heartbeat* heartbeat;
   StopListener* stops;
+  Attempts* attempts;  // null: one attempt
 };
 
 // Watches until the command's whole process group has ended: the command, and whatever it left
