@@ -1,6 +1,7 @@
 #include "lock/check.h"
 
 #include <algorithm>
+#include <set>
 #include <cstdlib>
 
 #include "lock/lock.h"
@@ -152,6 +153,20 @@ bool is_run(const RunRecord& r) {
 
 bool is_success(const RunRecord& r) {
   return r.end == run_end_name(RunEnd::exited) && r.exit_status == 0;
+}
+
+int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
+  auto ours = std::find_if(runs.begin(), runs.end(),
+                           [&](const RunRecord& r) { return r.fence == fence; });
+  std::set<int64_t> judged{fence};  // a run's older attempts are judged by its last
+  int failures = 0;
+  for (auto r = ours == runs.end() ? runs.begin() : ours; r != runs.end(); ++r) {
+    if (!is_run(*r) || r->end == run_end_name(RunEnd::running)) continue;
+    if (!judged.insert(r->fence).second) continue;
+    if (is_success(*r)) break;
+    ++failures;
+  }
+  return failures;
 }
 
 Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Period& every,

@@ -31,6 +31,13 @@ CheckWindow check_window(const Period& every, const std::optional<std::string>& 
 bool is_run(const RunRecord& r);
 bool is_success(const RunRecord& r);
 
+// How many runs failed in a row before the run with FENCE (RUNS: a key's history, newest first,
+// every host's, as read_history() gives it): the fleet's failures, which --notify counts. A
+// run counts once, as it last ended (its last attempt, under --retry); skips, runs still going
+// and runs that ended after FENCE's do not count. Without FENCE among RUNS, all of RUNS came
+// before it.
+int failures_before(const std::vector<RunRecord>& runs, int64_t fence);
+
 // A run as the check saw it.
 struct CheckedRun {
   RunRecord record;

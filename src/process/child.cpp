@@ -47,34 +47,6 @@ bool read_full(int fd, void* buf, size_t len) {
   return true;
 }
 
-// Our environment with the command's variables set (RLOCK_KEY ...) and rlock's secrets taken
-// out, built before fork: the child may not allocate.
-std::vector<std::string> child_environment(const std::vector<std::string>& overrides,
-                                           const std::vector<std::string>& unset) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string_view entry(*e);
-    bool replaced = false;
-    for (const auto& o : overrides) {
-      size_t eq = o.find('=');
-      if (entry.substr(0, eq + 1) == std::string_view(o).substr(0, eq + 1)) replaced = true;
-    }
-    for (const auto& name : unset)
-      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
-        replaced = true;
-    if (!replaced) env.emplace_back(entry);
-  }
-  env.insert(env.end(), overrides.begin(), overrides.end());
-  return env;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
 
 bool is_executable_file(const std::string& path, int* err) {
   struct stat st {};
@@ -159,6 +131,33 @@ pid_t spawn_child(ChildStart& start) {
 }
 
 }  // namespace
+
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides,
+                                           const std::vector<std::string>& unset) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view entry(*e);
+    bool replaced = false;
+    for (const auto& o : overrides) {
+      size_t eq = o.find('=');
+      if (entry.substr(0, eq + 1) == std::string_view(o).substr(0, eq + 1)) replaced = true;
+    }
+    for (const auto& name : unset)
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=')
+        replaced = true;
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
 
 int exit_status_from_wait(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);

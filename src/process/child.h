@@ -24,6 +24,13 @@ class Terminal;
 // The shell-style status of a wait(2) status: the exit code, or 128+N for death by signal N.
 int exit_status_from_wait(int wait_status);
 
+// Our environment with OVERRIDES ("NAME=value") set and the names in UNSET taken out, built
+// before fork (a child may not allocate); and C_STRINGS' array of pointers into STRINGS, for
+// execve.
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides,
+                                           const std::vector<std::string>& unset);
+std::vector<char*> c_strings(std::vector<std::string>& strings);
+
 // Whether FILE can be executed, searched in $PATH as execvp(3) does when it has no '/'.
 // Returns nullopt when it can (and, with PATH, where it was found), else {126 or 127, reason}.
 struct CommandProblem {

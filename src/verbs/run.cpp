@@ -23,6 +23,7 @@
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
+#include "verbs/run_notify.h"
 #include "verbs/run_output.h"
 #include "verbs/run_parts.h"
 #include "verbs/run_supervisor.h"
@@ -39,9 +40,6 @@ namespace {
 constexpr Millis k_quick_attempt{300};
 // How long the command's start may wait for rlock's stderr to take a waiter's last status line.
 constexpr Millis k_status_line_patience{100};
-// When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
-// second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
-constexpr Millis k_stop_listen_after{500};
 
 // One run of the command under the lock, step by step (run_verb tells the order). Each step
 // returns the exit status when the run ends there. The members are declared in the order
@@ -50,12 +48,23 @@ constexpr Millis k_stop_listen_after{500};
 // back, and only then is the lock given back; the metrics are written last.
 class Run : Attempts {
 public:
-  Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat)
-      : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)),
+  // SIGNALS: rlock's, made before any thread or child exists (they inherit the mask). REPORT
+  // gets what the run did as it ends, on every way out (--notify).
+  Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat,
+      SignalEvents& signals, RunReport& report)
+      : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)), signals_(signals),
+        report_(report),
         lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
+  ~Run() {
+    report_ = {run_result(metrics_.m), 0,          held_time_,
+               got_.fence,             holder_.host, options_.retry > 0 ? attempt_ : 0};
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
   std::optional<int> take() {
     LockValue value{lock_->token(), holder_, std::nullopt, options_.ttl.count(), std::nullopt};
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
@@ -231,7 +240,7 @@ public:
     Outcome end = supervise_command(
         options_,
         {*child_, *keeper_, signals_, terminal_.get(), heartbeat_ ? &*heartbeat_ : nullptr,
-         stop_listener(std::move(connect)), options_.retry > 0 ? this : nullptr},
+         listen_for_stops(stops_, std::move(connect), *lock_), options_.retry > 0 ? this : nullptr},
         got_.sent);
     // The rest of the output is written on and kept while the lease is still renewed, and its
     // end before the lock is given back: a follower sees it before anyone else can take the
@@ -263,6 +272,7 @@ public:
     // A signal between two attempts: the run ends as the last attempt did, recorded already.
     bool recorded = end.between_attempts && end.end == End::exited;
     if (!recorded) metrics_.add_cost(record);
+    held_time_ = Millis(record.held_ms);
     metrics_.m.end = record.end == run_end_name(RunEnd::exited)
                          ? (record.exit_status == 0 ? "success" : "failure")
                          : record.end;
@@ -299,19 +309,6 @@ public:
   }
 
 private:
-  // Without descriptors for its pipes (ulimit -n) the run goes on, deaf to rlock stop: the
-  // operator's tool fails, not the job.
-  StopListener* stop_listener(StopListener::Connect connect) {
-    try {
-      stops_.emplace(std::move(connect), options_.key, lock_->token(), k_stop_listen_after);
-      return &*stops_;
-    } catch (const Error& e) {
-      log(Level::warning, {"stop_listener", options_.key,
-                           std::string(e.what()) + "; rlock stop will not reach this run"});
-      return nullptr;
-    }
-  }
-
   // The run's start entry START is in the history: its end replaces it, or, should the
   // command never start, the release removes it.
   std::optional<int> started(const std::string& start) {
@@ -369,14 +366,7 @@ private:
     ++attempt_;
     set_attempt(spec_, attempt_);
     if (spec_.lease) spec_.lease->deadline = keeper_->deadline();
-    if (options_.history_length > 0) {
-      auto id = eval(redis_,
-                     attempt_start(options_.key, holder_, got_.fence, attempt_,
-                                   options_.history_length, options_.retention),
-                     Clock::now() + lock_->command_timeout());
-      got_.start = id && id->is_string() ? id->str : "";
-      if (!id) warn_history(options_.key, id.failure().message);
-    }
+    got_.start = record_attempt_start(*lock_, options_, holder_, got_.fence, attempt_);
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
@@ -394,12 +384,14 @@ private:
   const RunOptions& options_;
   Redis& redis_;
   std::optional<Heartbeat> heartbeat_;
-  SignalEvents signals_;  // before any thread or child exists: they inherit the mask
+  SignalEvents& signals_;
+  RunReport& report_;
   std::unique_ptr<Lock> lock_;
   const Holder holder_;
   MetricsRecorder metrics_;
   Obtained got_{};
   std::optional<HeldLock> held_;
+  Millis held_time_{0};  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
   std::unique_ptr<Terminal> terminal_;
@@ -436,14 +428,22 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
                         "keep the output in");
     if (inherited_token(*redis, options)) return exec_straight_through(argv);
 
-    Run run(options, *redis, std::move(heartbeat));
-    if (auto status = run.take()) return *status;
-    if (auto status = run.claim_period()) return *status;
-    // rlock stop's listener and the output's keeper connect on their own threads, with
-    // settings of their own: the threads may outlive this frame (StopListener, OutputKeeper).
-    StopListener::Connect connect = [global] { return connect_redis(global, true); };
-    if (auto status = run.start_command(argv, program, connect)) return *status;
-    return run.finish(run.supervise(connect));
+    SignalEvents signals;
+    RunReport report;
+    int status = [&] {
+      Run run(options, *redis, std::move(heartbeat), signals, report);
+      if (auto status = run.take()) return *status;
+      if (auto status = run.claim_period()) return *status;
+      // rlock stop's listener and the output's keeper connect on their own threads, with
+      // settings of their own: the threads may outlive this frame (StopListener, OutputKeeper).
+      StopListener::Connect connect = [global] { return connect_redis(global, true); };
+      if (auto status = run.start_command(argv, program, connect)) return *status;
+      return run.finish(run.supervise(connect));
+    }();
+    // The run is over: the lock given back (or kept for --min-hold), its metrics written.
+    report.exit_status = status;
+    notify(options, *redis, report, signals);
+    return status;
   } catch (Error& e) {
     // rlock's own failure (out of descriptors, say) names the lock; it was given back.
     if (e.exit_status() == k_exit_internal) e.set_key(options.key);

@@ -26,6 +26,9 @@ namespace {
 
 // How long the metrics file may take to write (MetricsRecorder).
 constexpr Millis k_metrics_budget{2000};
+// When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
+// second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
+constexpr Millis k_stop_listen_after{500};
 
 }  // namespace
 
@@ -196,6 +199,29 @@ Millis retry_delay(const RunOptions& options, int n) {
   Millis delay = options.retry_delay;
   for (int i = 1; i < n && delay < k_max_retry_delay; ++i) delay *= 2;
   return std::min(delay, k_max_retry_delay);
+}
+
+std::string record_attempt_start(Lock& lock, const RunOptions& options, const Holder& holder,
+                                 int64_t fence, int attempt) {
+  if (options.history_length == 0) return "";
+  auto id = eval(lock.redis(),
+                 attempt_start(options.key, holder, fence, attempt, options.history_length,
+                               options.retention),
+                 Clock::now() + lock.command_timeout());
+  if (!id) warn_history(options.key, id.failure().message);
+  return id && id->is_string() ? id->str : "";
+}
+
+StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
+                               const Lock& lock) {
+  try {
+    stops.emplace(std::move(connect), lock.key(), lock.token(), k_stop_listen_after);
+    return &*stops;
+  } catch (const Error& e) {
+    log(Level::warning, {"stop_listener", lock.key(),
+                         std::string(e.what()) + "; rlock stop will not reach this run"});
+    return nullptr;
+  }
 }
 
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {

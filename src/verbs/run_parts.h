@@ -89,6 +89,18 @@ RunRecord run_record(RunRecord run, const Outcome& end);
 bool worth_retrying(const RunOptions& options, int status);
 Millis retry_delay(const RunOptions& options, int n);
 
+// --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under LOCK, in its
+// history; the entry's ID (the attempt's end replaces it), or "" (none kept; a failure is one
+// warning).
+std::string record_attempt_start(Lock& lock, const RunOptions& options, const Holder& holder,
+                                 int64_t fence, int attempt);
+
+// Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
+// connection CONNECT makes: the listener, or null when it cannot (ulimit -n; said), when the
+// run goes on deaf to rlock stop: the operator's tool fails, not the job.
+StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
+                               const Lock& lock);
+
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record);
 

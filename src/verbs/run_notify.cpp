@@ -1,0 +1,146 @@
+#include "verbs/run_notify.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lock/check.h"
+#include "lock/history.h"
+#include "lock/kept_output.h"
+#include "process/hook.h"
+#include "redis/redis.h"
+#include "util/fd.h"
+#include "util/log.h"
+#include "verbs/run_parts.h"
+
+namespace rlock {
+
+namespace {
+
+// The most history entries read to count the fleet's failures (RLOCK_FAILURES counts no
+// further back).
+constexpr int k_failures_read = 1000;
+// Entries of kept output read at once for RLOCK_OUTPUT_FILE.
+constexpr size_t k_output_read = 1024;
+
+bool ran(const std::string& result) {
+  return result != "busy" && result != "done" && result != "error";
+}
+
+void say(const std::string& key, const std::string& message) {
+  log(Level::warning, {"notify", key, "--notify: " + message});
+}
+
+// The run's kept output (--keep-output) in a file of its own that only this user reads, for
+// RLOCK_OUTPUT_FILE: its path, empty when there is none to give (said).
+std::string output_file(Redis& redis, const RunOptions& options, int64_t fence) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/rlock-output-XXXXXX";
+  Fd file(::mkstemp(path.data()));
+  if (!file.valid()) {
+    say(options.key, "no file for the kept output (" + path + ": " + std::strerror(errno) + ")");
+    return "";
+  }
+  TimePoint deadline = Clock::now() + redis.command_timeout();
+  OutputRead read;
+  do {
+    auto more = read_output(redis, options.key, fence, read.last_id, k_output_read, deadline);
+    if (!more) {
+      say(options.key, "the kept output could not be read (" + more.failure().message +
+                           "); RLOCK_OUTPUT_FILE has what was");
+      break;
+    }
+    read = std::move(*more);
+    for (const OutputPiece& piece : read.pieces)
+      if (!write_all(file.get(), piece.bytes.data(), piece.bytes.size())) {
+        say(options.key, "the kept output could not be written to " + path + ": " +
+                             std::strerror(errno));
+        ::unlink(path.c_str());
+        return "";
+      }
+  } while (read.pieces.size() + (read.end ? 1 : 0) == k_output_read);
+  return path;
+}
+
+}  // namespace
+
+std::string run_result(const RunMetrics& m) {
+  if (m.end.empty()) return m.result == "acquired" ? "error" : m.result;
+  if (m.end == "signalled") return "failure";
+  if (m.end == "broken") return "lost";
+  return m.end;  // success, failure, lost, hung, max-run, stopped
+}
+
+bool worth_telling(const RunOptions& options, const std::string& result, int before) {
+  using On = RunOptions::NotifyOn;
+  if (options.notify_on == On::always) return true;
+  if (!ran(result)) return false;
+  bool failed = result != "success";
+  int failures = failed ? before + 1 : 0;
+  if (options.notify_on == On::failure) return failed && failures >= options.notify_after;
+  // change: the fleet starts failing (its Nth failure in a row), or recovers from that.
+  return failed ? failures == options.notify_after : before >= options.notify_after;
+}
+
+void notify(const RunOptions& options, Redis& redis, const RunReport& report,
+            SignalEvents& signals) {
+  if (!options.notify) return;
+  using On = RunOptions::NotifyOn;
+  const std::string& result = report.result;
+  bool failed = ran(result) && result != "success";
+  // A success tells nothing on failure, and what did not run tells only under always: no read.
+  if (options.notify_on != On::always && (!ran(result) || (!failed && options.notify_on != On::change)))
+    return;
+  // The fleet's failures before this run, from every host's entries in the history.
+  std::optional<int> before;
+  if (ran(result) && options.history_length > 0) {
+    auto history = read_history(redis, options.key, std::min(options.history_length, k_failures_read),
+                                Clock::now() + redis.command_timeout());
+    if (history)
+      before = failures_before(history->runs, report.fence);
+    else
+      say(options.key, "the fleet's failures could not be counted (" + history.failure().message + ")");
+  } else if (ran(result)) {
+    before = 0;  // no history: this host's run is all there is
+  }
+  // Without the count only what needs none is told.
+  if (!before && (options.notify_after > 1 || options.notify_on == On::change)) return;
+  if (!worth_telling(options, result, before.value_or(0))) return;
+
+  std::vector<std::string> env{"RLOCK_KEY=" + options.key,
+                               "RLOCK_RESULT=" + result,
+                               "RLOCK_EXIT_STATUS=" + std::to_string(report.exit_status),
+                               "RLOCK_DURATION_MS=" + std::to_string(report.duration.count()),
+                               "RLOCK_HOST=" + report.host};
+  std::vector<std::string> unset{"RLOCK_TOKEN", "RLOCK_TTL_MS", "RLOCK_HEARTBEAT_FILE"};
+  if (report.fence > 0) env.push_back("RLOCK_FENCE=" + std::to_string(report.fence));
+  else unset.push_back("RLOCK_FENCE");
+  if (before) env.push_back("RLOCK_FAILURES=" + std::to_string(failed ? *before + 1 : 0));
+  if (report.attempt > 0) env.push_back("RLOCK_ATTEMPT=" + std::to_string(report.attempt));
+  std::string output;
+  if (options.keep_output > 0 && report.fence > 0) output = output_file(redis, options, report.fence);
+  if (!output.empty()) env.push_back("RLOCK_OUTPUT_FILE=" + output);
+  else unset.push_back("RLOCK_OUTPUT_FILE");
+  // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
+  keep_secrets(env, unset, false);
+
+  log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
+  HookEnd end = run_hook(*options.notify, env, unset, options.notify_timeout, signals);
+  if (!output.empty()) ::unlink(output.c_str());
+  switch (end.kind) {
+  case HookEnd::Kind::exited:
+    if (end.status != 0) say(options.key, "its command exited with status " + std::to_string(end.status));
+    break;
+  case HookEnd::Kind::timed_out:
+    say(options.key, "its command was still running after " + format_duration(options.notify_timeout) +
+                         " (--notify-timeout); killed");
+    break;
+  case HookEnd::Kind::interrupted: say(options.key, "its command was killed: rlock was asked to stop"); break;
+  case HookEnd::Kind::not_started: say(options.key, "its command could not start (" + end.problem + ")"); break;
+  }
+}
+
+}  // namespace rlock

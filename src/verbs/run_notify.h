@@ -1,0 +1,42 @@
+// rlock run --notify CMD: what a run tells of its end, and when (rlock(1) "Notifications"). The
+// command runs once the lock is given back, so that it delays no other host; it knows the
+// fleet's failures from the key's history.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "output/metrics.h"
+#include "settings/options.h"
+#include "util/duration.h"
+
+namespace rlock {
+
+class Redis;
+class SignalEvents;
+
+// What rlock run did, as the notification's environment tells it.
+struct RunReport {
+  std::string result;  // RLOCK_RESULT (run_result())
+  int exit_status = 0;
+  Millis duration{0};  // while the lock was held, every attempt's
+  int64_t fence = 0;   // 0: the run took no lock
+  std::string host;
+  int attempt = 0;  // --retry: the number of the last attempt
+};
+
+// A run's result as RLOCK_RESULT says it, from its metrics (RunMetrics' result and end): success,
+// failure, lost, hung, max-run or stopped when the command ran; busy, done or error when not.
+std::string run_result(const RunMetrics& m);
+
+// Whether OPTIONS (--notify-on, --notify-after) tell of a run that ended as RESULT after
+// BEFORE failures in a row across the fleet.
+bool worth_telling(const RunOptions& options, const std::string& result, int before);
+
+// Runs --notify's command for REPORT when OPTIONS say so, after reading the history when the
+// decision or the environment needs it. Its failure, hang or lack of a process is one warning,
+// never the run's; a signal from SIGNALS (rlock's) stops it.
+void notify(const RunOptions& options, Redis& redis, const RunReport& report,
+            SignalEvents& signals);
+
+}  // namespace rlock
