@@ -62,9 +62,16 @@ struct CheckResult {
   std::string pause;
   Millis pause_pttl{-2};
 
+  // --slower-than: a success in the window that took longer than this is no success.
+  std::optional<Millis> slower_than;
+
   bool paused() const { return !pause.empty(); }
   bool succeeded() const { return last_success && last_success->in_window; }
-  bool ok() const { return succeeded() || paused(); }
+  // The last success took longer than --slower-than: the job still succeeds, but has crept.
+  bool slow() const {
+    return succeeded() && slower_than && Millis(last_success->record.held_ms) > *slower_than;
+  }
+  bool ok() const { return (succeeded() && !slow()) || paused(); }
 };
 
 // Reads what KEY's history (every node's, under Redlock), its lock and, when the history has no

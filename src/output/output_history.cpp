@@ -62,6 +62,13 @@ std::string check_verdict(const CheckOptions& o, const CheckResult& r, const Out
              printable(r.last_success->record.holder.host);
     return out + failures_since_text(r);
   }
+  if (r.slow()) {
+    const CheckedRun& s = *r.last_success;
+    return paint(style, "33", "slow") + ": the last success, " + server_time_text(s.ended_ms) +
+           " on " + printable(s.record.holder.host) + ", took " +
+           format_duration(Millis(s.record.held_ms)) + ", more than --slower-than " +
+           format_duration(*r.slower_than);
+  }
   if (r.ok()) {
     const CheckedRun& s = *r.last_success;
     std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +

@@ -255,6 +255,8 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
                    {"now", server_time_text(r.now_ms)},
                    {"window_start", server_time_text(r.window.start_ms)},
                    {"ok", r.ok()},
+                   {"slow", r.slow()},
+                   {"slower_than_ms", r.slower_than ? json(r.slower_than->count()) : json(nullptr)},
                    {"last_success", checked_run_json(r.last_success)},
                    {"last_run", checked_run_json(r.last_run)},
                    {"failures_since", failures},

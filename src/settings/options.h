@@ -86,6 +86,7 @@ struct CheckOptions {
   Period every;                    // the window: a duration, or the current calendar period
   std::optional<std::string> tz;   // --tz: the zone of a calendar period (else UTC)
   bool json = false;
+  std::optional<Millis> slower_than;  // the last success must have taken no longer
 };
 
 }  // namespace rlock

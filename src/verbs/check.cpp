@@ -14,6 +14,7 @@ int check_verb(const GlobalOptions& global, const CheckOptions& options) {
   auto result = check_runs(*redis, options.key, options.every, options.tz,
                            Clock::now() + redis->command_timeout());
   if (!result) return unavailable(result.failure());
+  result->slower_than = options.slower_than;
   // -q: a monitoring cron mails only what went wrong.
   if (!result->ok() || options.json || verbosity() != Verbosity::quiet)
     print_check(options, *result, output_style(options.json));
@@ -25,6 +26,7 @@ namespace {
 struct CheckArgs : Arguments {
   std::string key;
   std::string every;
+  std::optional<std::string> slower_than;
   bool json = false;
 
   // --every's period, or a usage error.
@@ -39,14 +41,26 @@ struct CheckArgs : Arguments {
     return *period;
   }
 
+  // --slower-than's duration, or a usage error.
+  std::optional<Millis> slower_than_limit() const {
+    if (!slower_than) return std::nullopt;
+    auto d = parse_duration(*slower_than);
+    if (!d || d->count() == 0)
+      throw usage_error("--slower-than '" + *slower_than + "' is not a duration above zero " +
+                        "(90m, 2h, 1h30m; a bare number is seconds)");
+    return d;
+  }
+
   void check_values() const override {
     if (!every.empty()) (void)every_period();
+    (void)slower_than_limit();
   }
   void check(const std::vector<std::string>&) const override { (void)every_period(); }
 
   int run(const Invocation& in) override {
     return check_verb(in.resolved.global,
-                      CheckOptions{in.key(key), every, every_period(), in.resolved.run.tz, json});
+                      CheckOptions{in.key(key), every, every_period(), in.resolved.run.tz, json,
+                                   slower_than_limit()});
   }
 };
 
@@ -57,6 +71,10 @@ constexpr Option k_options[] = {
                               "(25h), or the current hour, day, week or month (in --tz)",
                               "PERIOD")
         .must(),
+    option<&CheckArgs::slower_than>("--slower-than",
+                                    "also fail when the last success took longer than D (a job "
+                                    "that still succeeds but has crept)",
+                                    "D"),
     setting("tz", "time zone of --every's calendar periods (default UTC)"),
     option<&CheckArgs::json>("--json", k_json_help)};
 
@@ -72,7 +90,8 @@ constexpr Command k_check_command = {
     "or give a duration with slack (--every 25h for a daily job). Prints one line\n"
     "on stdout, the first word after the key 'ok' when a run succeeded (-q: only when\n"
     "none did). Reads only.\n"
-    "Exit status: 0 a run succeeded within PERIOD, 1 none did (or none is recorded), "
+    "Exit status: 0 a run succeeded within PERIOD (within D with --slower-than), 1 none "
+    "did (or none is recorded), "
     "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<CheckArgs>};
 
