@@ -1,8 +1,8 @@
 #include "lock/check.h"
 
 #include <algorithm>
-#include <set>
 #include <cstdlib>
+#include <set>
 
 #include "lock/lock.h"
 #include "lock/lock_state.h"
@@ -156,8 +156,8 @@ bool is_success(const RunRecord& r) {
 }
 
 int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
-  auto ours = std::find_if(runs.begin(), runs.end(),
-                           [&](const RunRecord& r) { return r.fence == fence; });
+  auto ours =
+      std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.fence == fence; });
   std::set<int64_t> judged{fence};  // a run's older attempts are judged by its last
   int failures = 0;
   for (auto r = ours == runs.end() ? runs.begin() : ours; r != runs.end(); ++r) {

@@ -257,9 +257,9 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
        {std::pair{"period", &r.period}, {"by", &r.by}, {"reason", &r.reason}})
     if (!value->empty()) args.insert(args.end(), {name, *value});
   if (r.cpu_user_ms >= 0)  // the command ran: its cost is known, all three together
-    args.insert(args.end(), {"cpu_user_ms", std::to_string(r.cpu_user_ms), "cpu_sys_ms",
-                             std::to_string(r.cpu_sys_ms), "max_rss_kb",
-                             std::to_string(r.max_rss_kb)});
+    args.insert(args.end(),
+                {"cpu_user_ms", std::to_string(r.cpu_user_ms), "cpu_sys_ms",
+                 std::to_string(r.cpu_sys_ms), "max_rss_kb", std::to_string(r.max_rss_kb)});
   if (r.attempt > 0) args.insert(args.end(), {"attempt", std::to_string(r.attempt)});
   // Each attempt of a run (--retry) is an entry of its own, sent again until answered: its
   // token and number find the first delivery.

@@ -64,9 +64,9 @@ struct RunRecord {
   int64_t cpu_user_ms = -1;
   int64_t cpu_sys_ms = -1;
   int64_t max_rss_kb = -1;
-  int attempt = 0;     // --retry: which attempt of the run this is (1, 2 ...); 0: no --retry
-  std::string token;   // the run's own (not recorded): an entry sent again finds the first by it
-  std::string start;   // the ID of the run's start entry, which its end replaces (not recorded)
+  int attempt = 0;    // --retry: which attempt of the run this is (1, 2 ...); 0: no --retry
+  std::string token;  // the run's own (not recorded): an entry sent again finds the first by it
+  std::string start;  // the ID of the run's start entry, which its end replaces (not recorded)
 
   // Whether the entry says how the run ended: not a start (running, or no end reported).
   bool ended() const;

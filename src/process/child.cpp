@@ -47,7 +47,6 @@ bool read_full(int fd, void* buf, size_t len) {
   return true;
 }
 
-
 bool is_executable_file(const std::string& path, int* err) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {

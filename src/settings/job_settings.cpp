@@ -30,8 +30,7 @@ void apply_retry(const SettingValue& v, Resolved& r) {
 
 void apply_retry_delay(const SettingValue& v, Resolved& r) {
   r.run.retry_delay = v.duration(v.single());
-  if (r.run.retry_delay > k_max_retry_delay)
-    v.bad("at most " + format_duration(k_max_retry_delay));
+  if (r.run.retry_delay > k_max_retry_delay) v.bad("at most " + format_duration(k_max_retry_delay));
 }
 
 // "1,2,75", "1-9,75": exit statuses from 1 to 255, one by one or as ranges.
@@ -48,7 +47,8 @@ void apply_retry_on(const SettingValue& v, Resolved& r) {
     auto first = exit_status(item.substr(0, dash));
     auto last = dash == std::string::npos ? first : exit_status(item.substr(dash + 1));
     if (!first || !last || *last < *first)
-      v.bad("'" + text + "' is not a list of exit statuses from 1 to 255 (such as 1,2,75 or "
+      v.bad("'" + text +
+            "' is not a list of exit statuses from 1 to 255 (such as 1,2,75 or "
             "1-9); 0 is success, never retried");
     for (int code = *first; code <= *last; ++code) codes.push_back(code);
     from = comma + 1;
@@ -66,8 +66,8 @@ void apply_notify(const SettingValue& v, Resolved& r) {
 
 void apply_notify_on(const SettingValue& v, Resolved& r) {
   using On = RunOptions::NotifyOn;
-  r.run.notify_on = std::array{On::failure, On::change, On::always}[v.one_of(
-      {"failure", "change", "always"})];
+  r.run.notify_on =
+      std::array{On::failure, On::change, On::always}[v.one_of({"failure", "change", "always"})];
 }
 
 void apply_notify_after(const SettingValue& v, Resolved& r) {

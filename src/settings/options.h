@@ -82,9 +82,9 @@ inline constexpr Millis k_max_retry_delay{3600 * 1000};
 // rlock check KEY --every PERIOD.
 struct CheckOptions {
   std::string key;
-  std::string every_text;          // as typed, for messages: "25h", "day"
-  Period every;                    // the window: a duration, or the current calendar period
-  std::optional<std::string> tz;   // --tz: the zone of a calendar period (else UTC)
+  std::string every_text;         // as typed, for messages: "25h", "day"
+  Period every;                   // the window: a duration, or the current calendar period
+  std::optional<std::string> tz;  // --tz: the zone of a calendar period (else UTC)
   bool json = false;
   std::optional<Millis> slower_than;  // the last success must have taken no longer
 };

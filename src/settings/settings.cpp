@@ -1,11 +1,11 @@
 #include "settings/settings.h"
 
-#include "settings/job_settings.h"
-#include "settings/setting_value.h"
 #include "lock/lease.h"
 #include "process/signals.h"
 #include "redis/redis_url.h"
 #include "redis/sentinel.h"
+#include "settings/job_settings.h"
+#include "settings/setting_value.h"
 #include "util/byte_size.h"
 #include "util/duration.h"
 #include "util/error.h"

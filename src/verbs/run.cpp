@@ -53,14 +53,13 @@ public:
   Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat,
       SignalEvents& signals, RunReport& report)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)), signals_(signals),
-        report_(report),
-        lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
+        report_(report), lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   ~Run() {
-    report_ = {run_result(metrics_.m), 0,          held_time_,
-               got_.fence,             holder_.host, options_.retry > 0 ? attempt_ : 0};
+    report_ = {run_result(metrics_.m),           0, held_time_, got_.fence, holder_.host,
+               options_.retry > 0 ? attempt_ : 0};
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -351,9 +350,8 @@ private:
     log(Level::warning, Event{"retrying",
                               options_.key,
                               "attempt " + std::to_string(attempt_) + " of " +
-                                  std::to_string(options_.retry + 1) + ": " +
-                                  result_text(record) + "; running the command again in " +
-                                  format_duration(delay),
+                                  std::to_string(options_.retry + 1) + ": " + result_text(record) +
+                                  "; running the command again in " + format_duration(delay),
                               {{"attempt", attempt_}, {"delay_ms", delay.count()}}});
     record_history(redis_, options_, record);
     got_.start.clear();
@@ -378,8 +376,9 @@ private:
 
   // The terminal the command gets as its foreground: only when rlock has it (a background
   // job's command stays in the background).
-  Terminal* foreground() const { return terminal_ && terminal_->ours() ? terminal_.get() : nullptr; }
-
+  Terminal* foreground() const {
+    return terminal_ && terminal_->ours() ? terminal_.get() : nullptr;
+  }
 
   const RunOptions& options_;
   Redis& redis_;
@@ -391,13 +390,13 @@ private:
   MetricsRecorder metrics_;
   Obtained got_{};
   std::optional<HeldLock> held_;
-  Millis held_time_{0};  // how long the lock was held, once given back
+  Millis held_time_{0};                  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
   std::unique_ptr<Terminal> terminal_;
   std::unique_ptr<RunOutput> output_;
-  Child::Spec spec_;  // the command's, for every attempt
-  int attempt_ = 1;   // --retry: the attempt that runs, or ran last
+  Child::Spec spec_;        // the command's, for every attempt
+  int attempt_ = 1;         // --retry: the attempt that runs, or ran last
   std::mutex child_mutex_;  // child_ is replaced by the next attempt while renewals go on
   std::optional<Child> child_;
   std::optional<LeaseKeeper> keeper_;

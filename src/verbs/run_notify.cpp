@@ -56,8 +56,8 @@ std::string output_file(Redis& redis, const RunOptions& options, int64_t fence) 
     read = std::move(*more);
     for (const OutputPiece& piece : read.pieces)
       if (!write_all(file.get(), piece.bytes.data(), piece.bytes.size())) {
-        say(options.key, "the kept output could not be written to " + path + ": " +
-                             std::strerror(errno));
+        say(options.key,
+            "the kept output could not be written to " + path + ": " + std::strerror(errno));
         ::unlink(path.c_str());
         return "";
       }
@@ -92,17 +92,20 @@ void notify(const RunOptions& options, Redis& redis, const RunReport& report,
   const std::string& result = report.result;
   bool failed = ran(result) && result != "success";
   // A success tells nothing on failure, and what did not run tells only under always: no read.
-  if (options.notify_on != On::always && (!ran(result) || (!failed && options.notify_on != On::change)))
+  if (options.notify_on != On::always &&
+      (!ran(result) || (!failed && options.notify_on != On::change)))
     return;
   // The fleet's failures before this run, from every host's entries in the history.
   std::optional<int> before;
   if (ran(result) && options.history_length > 0) {
-    auto history = read_history(redis, options.key, std::min(options.history_length, k_failures_read),
-                                Clock::now() + redis.command_timeout());
+    auto history =
+        read_history(redis, options.key, std::min(options.history_length, k_failures_read),
+                     Clock::now() + redis.command_timeout());
     if (history)
       before = failures_before(history->runs, report.fence);
     else
-      say(options.key, "the fleet's failures could not be counted (" + history.failure().message + ")");
+      say(options.key,
+          "the fleet's failures could not be counted (" + history.failure().message + ")");
   } else if (ran(result)) {
     before = 0;  // no history: this host's run is all there is
   }
@@ -110,20 +113,24 @@ void notify(const RunOptions& options, Redis& redis, const RunReport& report,
   if (!before && (options.notify_after > 1 || options.notify_on == On::change)) return;
   if (!worth_telling(options, result, before.value_or(0))) return;
 
-  std::vector<std::string> env{"RLOCK_KEY=" + options.key,
-                               "RLOCK_RESULT=" + result,
+  std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
                                "RLOCK_EXIT_STATUS=" + std::to_string(report.exit_status),
                                "RLOCK_DURATION_MS=" + std::to_string(report.duration.count()),
                                "RLOCK_HOST=" + report.host};
   std::vector<std::string> unset{"RLOCK_TOKEN", "RLOCK_TTL_MS", "RLOCK_HEARTBEAT_FILE"};
-  if (report.fence > 0) env.push_back("RLOCK_FENCE=" + std::to_string(report.fence));
-  else unset.push_back("RLOCK_FENCE");
+  if (report.fence > 0)
+    env.push_back("RLOCK_FENCE=" + std::to_string(report.fence));
+  else
+    unset.push_back("RLOCK_FENCE");
   if (before) env.push_back("RLOCK_FAILURES=" + std::to_string(failed ? *before + 1 : 0));
   if (report.attempt > 0) env.push_back("RLOCK_ATTEMPT=" + std::to_string(report.attempt));
   std::string output;
-  if (options.keep_output > 0 && report.fence > 0) output = output_file(redis, options, report.fence);
-  if (!output.empty()) env.push_back("RLOCK_OUTPUT_FILE=" + output);
-  else unset.push_back("RLOCK_OUTPUT_FILE");
+  if (options.keep_output > 0 && report.fence > 0)
+    output = output_file(redis, options, report.fence);
+  if (!output.empty())
+    env.push_back("RLOCK_OUTPUT_FILE=" + output);
+  else
+    unset.push_back("RLOCK_OUTPUT_FILE");
   // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
   keep_secrets(env, unset, false);
 
@@ -132,14 +139,19 @@ void notify(const RunOptions& options, Redis& redis, const RunReport& report,
   if (!output.empty()) ::unlink(output.c_str());
   switch (end.kind) {
   case HookEnd::Kind::exited:
-    if (end.status != 0) say(options.key, "its command exited with status " + std::to_string(end.status));
+    if (end.status != 0)
+      say(options.key, "its command exited with status " + std::to_string(end.status));
     break;
   case HookEnd::Kind::timed_out:
-    say(options.key, "its command was still running after " + format_duration(options.notify_timeout) +
-                         " (--notify-timeout); killed");
+    say(options.key, "its command was still running after " +
+                         format_duration(options.notify_timeout) + " (--notify-timeout); killed");
     break;
-  case HookEnd::Kind::interrupted: say(options.key, "its command was killed: rlock was asked to stop"); break;
-  case HookEnd::Kind::not_started: say(options.key, "its command could not start (" + end.problem + ")"); break;
+  case HookEnd::Kind::interrupted:
+    say(options.key, "its command was killed: rlock was asked to stop");
+    break;
+  case HookEnd::Kind::not_started:
+    say(options.key, "its command could not start (" + end.problem + ")");
+    break;
   }
 }
 

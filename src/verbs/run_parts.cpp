@@ -73,8 +73,8 @@ void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
 }
 
 void record_breaker(Lock& lock, RunRecord& record) {
-  auto breaking = broken_by(lock.redis(), lock.key(), lock.token(),
-                            Clock::now() + lock.command_timeout());
+  auto breaking =
+      broken_by(lock.redis(), lock.key(), lock.token(), Clock::now() + lock.command_timeout());
   if (!breaking || !*breaking) return;
   record.end = run_end_name(RunEnd::broken);
   record.by = (*breaking)->by;
@@ -204,10 +204,10 @@ Millis retry_delay(const RunOptions& options, int n) {
 std::string record_attempt_start(Lock& lock, const RunOptions& options, const Holder& holder,
                                  int64_t fence, int attempt) {
   if (options.history_length == 0) return "";
-  auto id = eval(lock.redis(),
-                 attempt_start(options.key, holder, fence, attempt, options.history_length,
-                               options.retention),
-                 Clock::now() + lock.command_timeout());
+  auto id = eval(
+      lock.redis(),
+      attempt_start(options.key, holder, fence, attempt, options.history_length, options.retention),
+      Clock::now() + lock.command_timeout());
   if (!id) warn_history(options.key, id.failure().message);
   return id && id->is_string() ? id->str : "";
 }

@@ -37,8 +37,8 @@ public:
   Supervisor(const RunOptions& options, const Supervised& what, TimePoint started)
       : options_(options), child_(&what.child), keeper_(what.keeper), signals_(what.signals),
         terminal_(what.terminal), heartbeat_(what.heartbeat), stops_(what.stops),
-        attempts_(what.attempts),
-        kill_after_(options.kill_after), keeper_start_at_(what.keeper.start_due()) {
+        attempts_(what.attempts), kill_after_(options.kill_after),
+        keeper_start_at_(what.keeper.start_due()) {
     if (options.max_run) max_run_at_ = started + *options.max_run;
   }
 
@@ -61,8 +61,7 @@ public:
         // The run ends before its next attempt: stopped, lost, past --max-run, or a signal.
         if (stopping_ || interrupted_)
           return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_,
-                  stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt,
-                  true};
+                  stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt, true};
         if (now >= *next_attempt_at_) start_next_attempt();
       }
       decide(now);
@@ -416,10 +415,10 @@ private:
   std::optional<TimePoint> max_run_at_;
   std::optional<Stopping> stopping_;
   std::optional<TimePoint> killed_at_;
-  std::optional<TimePoint> asked_to_stop_;  // the first SIGTERM or SIGINT
-  std::optional<int> child_status_;  // the current attempt's, once it has exited
+  std::optional<TimePoint> asked_to_stop_;    // the first SIGTERM or SIGINT
+  std::optional<int> child_status_;           // the current attempt's, once it has exited
   std::optional<TimePoint> next_attempt_at_;  // --retry: between two attempts
-  bool interrupted_ = false;  // a signal that ends a process came: no more attempts
+  bool interrupted_ = false;                  // a signal that ends a process came: no more attempts
   bool child_signalled_ = false;
   bool suspended_ = false;  // by job control, with the command (on_child_stopped)
   bool lost_ = false;
