@@ -28,7 +28,8 @@ DURATION_FLAGS = {"--ttl": ["run", "acquire", "extend"], "--wait": ["run", "acqu
                   "--max-run": ["run"], "--kill-after": ["run"], "--min-hold": ["run"],
                   "--connect-timeout": ["run", "status", "list"],
                   "--command-timeout": ["run", "status", "list"],
-                  "--retention": ["run", "acquire"]}
+                  "--retention": ["run", "acquire"], "--retry-delay": ["run"],
+                  "--notify-timeout": ["run"]}
 BAD_DURATIONS = ["", " ", "abc", "-1s", "+5s", "1x", "1s2", "5ms5", "1.5.5s", "1h-5m", "5 s",
                  "1e9s", "0x10s", "nan", "s", "ms", ".s", "99999999999999999999",
                  "999999999999d", "1\x01s", "5s\n", "\x1b[2J", b"\xff\xfe", b"5\xc3s", "9" * 5000,
@@ -46,7 +47,12 @@ BAD_NUMBERS = [("--limit", "0"), ("--limit", "-1"), ("--limit", "1e3"), ("--limi
                ("--once-per", "fortnight"), ("--once-per", "-1d"), ("--tz", ""),
                ("--tz", "Mars/Olympus_Mons"), ("--tz", "../../etc/passwd"), ("--tz", "/etc/passwd"),
                ("--history-length", "-1"), ("--history-length", "lots"),
-               ("--history-length", "99999999")]
+               ("--history-length", "99999999"), ("--retry", "-1"), ("--retry", "1000"),
+               ("--retry", "x"), ("--retry-on", "0"), ("--retry-on", "256"),
+               ("--retry-on", "1,,2"), ("--retry-on", "5-3"), ("--retry-on", ""),
+               ("--retry-on", "1-"), ("--notify-on", "sometimes"), ("--notify-on", ""),
+               ("--notify-after", "0"), ("--notify-after", "x"), ("--notify-after", "10000"),
+               ("--notify", ""), ("--notify", "  ")]
 
 BAD_URLS = ["", " ", "localhost", "localhost:6379", "redis:/h", "redis//h", "http://h",
             "REDIS://h", "redis://", "redis://:6379", "redis://u:p@", "redis://h:", "redis://h:0",

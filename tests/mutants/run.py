@@ -582,6 +582,33 @@ MUTANTS = [
     ("a resent piece added whole",
      [("src/lock/lua/output_append.lua", "    if offset < last_end then", "    if false then")],
      ['test_logs.Logs.test_a_piece_sent_again_adds_only_what_redis_did_not_take']),
+    ("the fleet's failures counted from this host alone",
+     [("src/verbs/run_notify.cpp",
+       "      before = failures_before(history->runs, report.fence);",
+       "      before = (std::erase_if(history->runs, [&](const RunRecord& r) "
+       "{ return r.holder.host != report.host; }), failures_before(history->runs, report.fence));")],
+     ['test_notify.Notify.test_a_failure_on_three_hosts_in_turn_is_told_once_on_the_third']),
+    ("the notification while the lock is held",
+     [("src/verbs/run.cpp",
+       "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;",
+       "    notify(options_, redis_, {run_result(metrics_.m), record.exit_status, "
+       "Millis(record.held_ms), got_.fence, holder_.host, 0}, signals_);\n"
+       "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;"),
+      ("src/verbs/run.cpp", "    notify(options, *redis, report, signals);", "")],
+     ['test_notify.Notify.test_the_notification_runs_once_the_lock_is_given_back']),
+    ("change tells every failure of a streak",
+     [("src/verbs/run_notify.cpp",
+       "return failed ? failures == options.notify_after : before >= options.notify_after;",
+       "return failed ? failures >= options.notify_after : before >= options.notify_after;")],
+     ['test_notify.Notify.test_change_tells_the_first_failure_and_the_recovery']),
+    ("a forwarded signal does not end the retries",
+     [("src/verbs/run_supervisor.cpp", "        if (ends_a_process(*sig)) interrupted_ = true;\n",
+       "")],
+     ['test_notify.Retry.test_a_signal_to_rlock_during_an_attempt_is_not_retried']),
+    ("the cost of a run not counted",
+     [("src/process/child.cpp", "    if (r != guardian_ && !WIFSTOPPED(status)) add_usage(used);\n",
+       "")],
+     ['test_notify.Cost.test_peak_memory_and_cpu_time_of_the_command_and_what_it_left']),
 ]
 
 

@@ -1,0 +1,303 @@
+"""Hearing about a run and recovering from it: --notify (told once the lock is given back, with
+the fleet's failures counted from the history), --retry under the same lock, and what each run
+cost (CPU time and peak memory, from wait4's rusage)."""
+import json
+import os
+import signal
+import time
+import unittest
+
+from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+
+# The notification appends one line a time it runs: what it was told.
+NOTE = 'echo "$RLOCK_HOST $RLOCK_RESULT $RLOCK_EXIT_STATUS ${RLOCK_FAILURES-unset}" >> "$NOTES"'
+
+
+def gone(pid):
+    """Whether PID has ended (a zombie has)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+class Notify(RedisTestCase):
+    def setUp(self):
+        super().setUp()
+        self.notes = self.path("notes")
+
+    def run_as(self, host, args, extra_env=None, **kw):
+        env = rlock_env(self.server, RLOCK_HOSTNAME=host, NOTES=self.notes, **(extra_env or {}))
+        return self.run_rlock(args, env=env, **kw)
+
+    def told(self):
+        try:
+            with open(self.notes) as f:
+                return f.read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def test_a_failure_on_three_hosts_in_turn_is_told_once_on_the_third(self):
+        job = ["run", "--notify-after", "3", "--notify", NOTE, "job", "--", "sh", "-c", "exit 3"]
+        for host in ("web-1", "web-2", "web-3"):
+            r = self.run_as(host, job)
+            self.assertEqual(r.returncode, 3, r.stderr)
+        # Each host alone has failed once: only the fleet's history knows it is the third.
+        self.assertEqual(self.told(), ["web-3 failure 3 3"])
+        # From the third on, each failure is told; a success is not, and starts the count over.
+        self.assertEqual(self.run_as("web-1", job).returncode, 3)
+        self.assertEqual(self.told()[1:], ["web-1 failure 3 4"])
+        ok = ["run", "--notify-after", "3", "--notify", NOTE, "job", "--", "true"]
+        self.assertEqual(self.run_as("web-2", ok).returncode, 0)
+        self.assertEqual(self.run_as("web-3", job).returncode, 3)
+        self.assertEqual(len(self.told()), 2, self.told())
+
+    def test_change_tells_the_first_failure_and_the_recovery(self):
+        for host, status in (("web-1", 0), ("web-2", 1), ("web-3", 1), ("web-1", 0),
+                             ("web-2", 0)):
+            r = self.run_as(host, ["run", "--notify-on", "change", "--notify", NOTE, "job", "--",
+                                   "sh", "-c", f"exit {status}"])
+            self.assertEqual(r.returncode, status, r.stderr)
+        self.assertEqual(self.told(), ["web-2 failure 1 1", "web-1 success 0 0"])
+
+    def test_the_notification_runs_once_the_lock_is_given_back(self):
+        # It takes the same lock itself: 0 only when the run gave it back before it ran, and
+        # the run's end is in the history already (RLOCK_FAILURES counts it).
+        took = self.path("took")
+        hook = f'"$RLOCK_BIN_UNDER_TEST" run job -- true; echo $? $RLOCK_FAILURES > {took}'
+        r = self.run_as("web-1", ["run", "--notify", hook, "job", "--", "false"],
+                        extra_env={"RLOCK_BIN_UNDER_TEST": RLOCK})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        with open(took) as f:
+            self.assertEqual(f.read().split(), ["0", "1"])
+
+    def test_a_failing_or_hanging_notification_changes_nothing(self):
+        r = self.run_as("web-1", ["run", "--notify-on", "always", "--notify", "exit 7", "job",
+                                  "--", "true"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--notify: its command exited with status 7", r.stderr)
+        # A hook that hangs, with a child of its own, is killed, all of it, at its timeout.
+        pids = self.path("pids")
+        started = time.monotonic()
+        r = self.run_as("web-1", ["run", "--notify-timeout", "1s", "--notify",
+                                  f"sleep 300 & echo $$ $! > {pids}; wait", "job", "--", "sh", "-c",
+                                  "exit 4"], timeout=60)
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertIn("still running after 1s (--notify-timeout); killed", r.stderr)
+        with open(pids) as f:
+            for pid in map(int, f.read().split()):
+                wait_until(lambda: gone(pid), 10, f"the notification's pid {pid} to die")
+        self.assert_no_lock("job")
+
+    def test_the_notification_gets_the_run_and_no_password(self):
+        self.server.cmd("ACL", "SETUSER", "notifier", "on", ">url-s3cret", "~*", "&*", "+@all")
+        url = f"redis://notifier:url-s3cret@127.0.0.1:{self.server.port}"
+        env_file = self.path("env")
+        r = self.run_as("web-7", ["run", "--keep-output", "64k", "--notify",
+                                  f"env > {env_file}; cp \"$RLOCK_OUTPUT_FILE\" {env_file}.out; "
+                                  f"echo \"$RLOCK_OUTPUT_FILE\" > {env_file}.path",
+                                  "job", "--", "sh", "-c", "echo kept line; exit 5"],
+                        extra_env={"RLOCK_REDIS_URL": url, "REDISCLI_AUTH": "cli-s3cret",
+                                   "RLOCK_PASSWORD": "env-s3cret"})
+        self.assertEqual(r.returncode, 5, r.stderr)
+        with open(env_file) as f:
+            text = f.read()
+        for secret in ("url-s3cret", "cli-s3cret", "env-s3cret"):
+            self.assertNotIn(secret, text)
+        env = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        fence = self.server.cmd("XRANGE", "{job}:rlock:history", "-", "+")[0][1]
+        fence = dict(zip(fence[::2], fence[1::2]))["fence"]
+        self.assertEqual(env["RLOCK_KEY"], "job")
+        self.assertEqual(env["RLOCK_RESULT"], "failure")
+        self.assertEqual(env["RLOCK_EXIT_STATUS"], "5")
+        self.assertEqual(env["RLOCK_HOST"], "web-7")
+        self.assertEqual(env["RLOCK_FENCE"], fence)
+        self.assertEqual(env["RLOCK_FAILURES"], "1")
+        self.assertGreaterEqual(int(env["RLOCK_DURATION_MS"]), 0)
+        # The URL without its password, as the job gets it.
+        self.assertEqual(env["RLOCK_REDIS_URL"], f"redis://notifier:@127.0.0.1:{self.server.port}")
+        with open(env_file + ".out") as f:
+            self.assertEqual(f.read(), "kept line\n")
+        with open(env_file + ".path") as f:
+            self.assertFalse(os.path.exists(f.read().strip()), "the output file was left")
+
+    def test_what_did_not_run_is_told_only_always(self):
+        holder = self.start(["run", "job", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "job"), 10, "the holder")
+        busy = ["run", "--notify", NOTE, "job", "--", "true"]
+        self.assertEqual(self.run_as("web-2", busy).returncode, 75)
+        self.assertEqual(self.told(), [])
+        always = ["run", "--notify-on", "always", "--notify", NOTE, "job", "--", "true"]
+        self.assertEqual(self.run_as("web-2", always).returncode, 75)
+        self.assertEqual(self.told(), ["web-2 busy 75 unset"])
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+
+    def test_settings_that_need_another(self):
+        for args in (["--notify-after", "2"], ["--notify-on", "always"],
+                     ["--notify-timeout", "1s"], ["--retry-delay", "1s"], ["--retry-on", "3"],
+                     ["--notify", "true", "--notify-after", "2", "--history-length", "0"],
+                     ["--notify", "true", "--notify-on", "change", "--history-length", "0"]):
+            with self.subTest(args=args):
+                r = self.run_rlock(["run", *args, "job", "--", "true"])
+                self.assertEqual(r.returncode, 64, r.stderr)
+                self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+                self.assertEqual(self.server.cmd("KEYS", "*"), [])
+
+
+class Retry(RedisTestCase):
+    def attempts(self, key="job"):
+        """The history's entries of KEY, oldest first, as dicts."""
+        return [dict(zip(f[::2], f[1::2]))
+                for _, f in self.server.cmd("XRANGE", "{" + key + "}:rlock:history", "-", "+")]
+
+    def flaky(self, fail_times):
+        """A command that fails FAIL_TIMES times, then succeeds; it notes each RLOCK_ATTEMPT."""
+        count = self.path("count")
+        return ["sh", "-c", f'echo "$RLOCK_ATTEMPT" >> {count}; '
+                f'[ $(wc -l < {count}) -gt {fail_times} ]']
+
+    def test_fails_twice_then_succeeds_under_one_fence(self):
+        r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "100ms", "job", "--",
+                            *self.flaky(2)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = self.attempts()
+        self.assertEqual([e["attempt"] for e in entries], ["1", "2", "3"])
+        self.assertEqual([e["status"] for e in entries], ["1", "1", "0"])
+        self.assertEqual(len({e["fence"] for e in entries}), 1)
+        self.assertEqual([e["end"] for e in entries], ["exited"] * 3)
+        with open(self.path("count")) as f:
+            self.assertEqual(f.read().split(), ["1", "2", "3"])
+        self.assertIn("attempt 1 of 3: exit 1; running the command again in 100ms", r.stderr)
+        self.assert_no_lock("job")
+
+    def test_only_listed_statuses_are_retried_and_the_last_status_is_rlocks(self):
+        r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "0", "--retry-on", "3,5-6",
+                            "job", "--", "sh", "-c", "exit 4"])
+        self.assertEqual(r.returncode, 4)
+        self.assertEqual(len(self.attempts()), 1)
+        self.server.cmd("FLUSHALL")
+        r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "0", "--retry-on", "3,5-6",
+                            "job", "--", "sh", "-c", "exit 5"])
+        self.assertEqual(r.returncode, 5)
+        self.assertEqual([e["attempt"] for e in self.attempts()], ["1", "2", "3"])
+
+    def test_the_lock_stays_held_and_renewed_between_attempts(self):
+        # A ttl shorter than the delay: only renewals keep it.
+        p = self.start(["run", "--ttl", "600ms", "--retry", "1", "--retry-delay", "2s", "job", "--",
+                        *self.flaky(1)])
+        wait_until(lambda: len(self.attempts()) == 1 and "attempt" in self.attempts()[0] and
+                   self.attempts()[0]["end"] == "exited", 10, "the first attempt's end")
+        fence = self.attempts()[0]["fence"]
+        time.sleep(1.2)  # twice the ttl into the delay (a bound, not a synchronisation)
+        self.assertIn(f"fence={fence}", self.server.cmd("GET", "job") or "")
+        other = self.run_rlock(["run", "job", "--", "true"], env=rlock_env(
+            self.server, RLOCK_HOSTNAME="web-2"))
+        self.assertEqual(other.returncode, 75, other.stderr)
+        p.wait(timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        self.assertEqual([e["status"] for e in self.attempts()], ["1", "0"])
+
+    def test_a_signal_between_attempts_ends_the_run_as_the_last_attempt_ended(self):
+        p = self.start(["run", "--retry", "5", "--retry-delay", "60s", "job", "--", "sh", "-c",
+                        "exit 3"])
+        wait_until(lambda: len(self.attempts()) == 1 and self.attempts()[0]["end"] == "exited",
+                   10, "the first attempt's end")
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 3)
+        self.assertEqual([(e["attempt"], e["end"]) for e in self.attempts()], [("1", "exited")])
+        self.assert_no_lock("job")
+
+    def test_a_stop_between_attempts_is_recorded_for_the_attempt_that_did_not_come(self):
+        p = self.start(["run", "--retry", "5", "--retry-delay", "60s", "job", "--", "false"])
+        wait_until(lambda: len(self.attempts()) == 1 and self.attempts()[0]["end"] == "exited",
+                   10, "the first attempt's end")
+        r = self.run_rlock(["stop", "job", "--reason", "enough"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 80)
+        entries = self.attempts()
+        self.assertEqual([(e["attempt"], e["end"]) for e in entries],
+                         [("1", "exited"), ("2", "stopped")])
+        self.assertNotIn("cpu_user_ms", entries[1])  # it never ran
+        self.assert_no_lock("job")
+
+    def test_a_signal_to_rlock_during_an_attempt_is_not_retried(self):
+        p = self.start(["run", "--retry", "3", "--retry-delay", "0", "job", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "job"), 10, "the run")
+        wait_until(lambda: self.attempts(), 10, "the start entry")
+        os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=10)
+        self.assertEqual(p.returncode, 130)
+        self.assertEqual([e["attempt"] for e in self.attempts()], ["1"])
+
+    def test_max_run_bounds_all_attempts(self):
+        started = time.monotonic()
+        r = self.run_rlock(["run", "--retry", "100", "--retry-delay", "300ms", "--max-run", "2s",
+                            "job", "--", "false"], timeout=60)
+        self.assertEqual(r.returncode, 124, r.stderr)
+        self.assertLess(time.monotonic() - started, 30)
+        ends = [e["end"] for e in self.attempts()]
+        self.assertEqual(ends[-1], "max-run")
+        self.assertTrue(all(e == "exited" for e in ends[:-1]), ends)
+
+    def test_once_per_records_the_period_once_with_the_last_attempt(self):
+        r = self.run_rlock(["run", "--once-per", "1d", "--retry", "1", "--retry-delay", "0",
+                            "job", "--", *self.flaky(1)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        slot = [k for k in self.server.cmd("KEYS", "{job}:rlock:once:*")]
+        self.assertEqual(len(slot), 1)
+        record = self.server.cmd("HGETALL", slot[0])
+        self.assertEqual(dict(zip(record[::2], record[1::2]))["status"], "0")
+        again = self.run_rlock(["run", "--once-per", "1d", "job", "--", "true"])
+        self.assertEqual(again.returncode, 75, again.stderr)
+
+
+class Cost(RedisTestCase):
+    def last_run(self, key="job"):
+        r = self.run_rlock(["history", key, "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["runs"][0]
+
+    def test_peak_memory_and_cpu_time_of_the_command_and_what_it_left(self):
+        metrics = self.path("rlock.prom")
+        # 200 MB touched, then a busy second of CPU.
+        job = ("b = bytearray(200 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
+               "import time\nt = time.process_time()\n"
+               "while time.process_time() - t < 1.0: pass\n")
+        r = self.run_rlock(["run", "--metrics-file", metrics, "job", "--", "python3", "-c", job])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        run = self.last_run()
+        self.assertGreaterEqual(run["max_rss_kb"], 200 * 1024)
+        self.assertGreaterEqual(run["cpu_user_ms"] + run["cpu_sys_ms"], 900)
+        with open(metrics) as f:
+            text = f.read()
+        self.assertIn('rlock_cpu_seconds_total{key="job",mode="user"}', text)
+        peak = [line for line in text.splitlines()
+                if line.startswith('rlock_last_run_max_rss_bytes{key="job"}')]
+        self.assertGreaterEqual(float(peak[0].split()[-1]), 200 << 20)
+        # A process the command left behind, that rlock reaps as its subreaper, counts too.
+        self.server.cmd("FLUSHALL")
+        r = self.run_rlock(["run", "job", "--", "sh", "-c",
+                            "python3 -c 'b = bytearray(150 << 20); b[::4096] = "
+                            "b\"x\" * len(b[::4096])' & exit 0"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(self.last_run()["max_rss_kb"], 150 * 1024)
+
+    def test_check_slower_than(self):
+        r = self.run_rlock(["run", "job", "--", "sleep", "1.2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        slow = self.run_rlock(["check", "job", "--every", "1h", "--slower-than", "1s"])
+        self.assertEqual(slow.returncode, 1, slow.stderr)
+        self.assertIn("job: slow: the last success", slow.stdout)
+        self.assertIn("more than --slower-than 1s", slow.stdout)
+        ok = self.run_rlock(["check", "job", "--every", "1h", "--slower-than", "1m"])
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertIn("job: ok", ok.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

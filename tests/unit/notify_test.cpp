@@ -1,0 +1,148 @@
+// What --notify tells and --retry retries: the fleet's failures in a history, the decision,
+// the delays, and the settings' values.
+#include <doctest/doctest.h>
+
+#include "lock/check.h"
+#include "settings/settings.h"
+#include "util/error.h"
+#include "verbs/run_notify.h"
+#include "verbs/run_parts.h"
+
+using namespace rlock;
+using namespace std::chrono_literals;
+
+namespace {
+
+RunRecord run(int64_t fence, const char* end, int status, int attempt = 0) {
+  RunRecord r;
+  r.fence = fence;
+  r.end = end;
+  r.exit_status = status;
+  r.attempt = attempt;
+  return r;
+}
+
+RunOptions notify_options(RunOptions::NotifyOn on, int after) {
+  RunOptions o;
+  o.notify = "true";
+  o.notify_on = on;
+  o.notify_after = after;
+  return o;
+}
+
+Resolved resolved(std::initializer_list<std::pair<const char*, const char*>> items) {
+  RawSettings s = default_settings();
+  for (auto [name, value] : items)
+    s[name] = RawValue{{value}, {Origin::Kind::flag, std::string("--") + name}};
+  return resolve_settings(s);
+}
+
+}  // namespace
+
+TEST_CASE("failures_before: the fleet's failures in a row before a run, each run once") {
+  // Newest first: our run (fence 9), then a run of two attempts that ended in failure, a skip,
+  // a lost run, a run still going, a run whose rlock died, then a success.
+  std::vector<RunRecord> runs{run(9, "exited", 3),       run(8, "exited", 1, 2),
+                              run(8, "exited", 1, 1),    run(0, "busy", 75),
+                              run(7, "lost", 76),        run(6, "running", 0),
+                              run(5, "no-end", 0),       run(4, "exited", 0),
+                              run(3, "exited", 2)};
+  CHECK(failures_before(runs, 9) == 3);  // 8, 7 and 5
+  // A run that ended after ours does not count; a run absent (its entry not written) counts
+  // all it finds.
+  CHECK(failures_before(runs, 8) == 2);
+  CHECK(failures_before(runs, 42) == 4);
+  // An attempt that succeeded makes its run a success, whatever attempts came before it.
+  std::vector<RunRecord> retried{run(9, "exited", 1), run(8, "exited", 0, 2),
+                                 run(8, "exited", 1, 1), run(7, "exited", 1)};
+  CHECK(failures_before(retried, 9) == 0);
+  CHECK(failures_before({}, 9) == 0);
+}
+
+TEST_CASE("worth_telling: failure, change and always, from the Nth failure in a row") {
+  using On = RunOptions::NotifyOn;
+  RunOptions failure = notify_options(On::failure, 1);
+  CHECK(worth_telling(failure, "failure", 0));
+  CHECK(worth_telling(failure, "lost", 5));
+  CHECK(!worth_telling(failure, "success", 3));
+  CHECK(!worth_telling(failure, "busy", 0));
+  RunOptions third = notify_options(On::failure, 3);
+  CHECK(!worth_telling(third, "failure", 1));
+  CHECK(worth_telling(third, "failure", 2));
+  CHECK(worth_telling(third, "stopped", 3));
+  // change: the streak's Nth failure, and the first success after at least N.
+  RunOptions change = notify_options(On::change, 2);
+  CHECK(!worth_telling(change, "failure", 0));
+  CHECK(worth_telling(change, "failure", 1));
+  CHECK(!worth_telling(change, "failure", 2));
+  CHECK(worth_telling(change, "success", 2));
+  CHECK(worth_telling(change, "success", 7));
+  CHECK(!worth_telling(change, "success", 1));
+  CHECK(!worth_telling(change, "done", 9));
+  RunOptions always = notify_options(On::always, 3);
+  for (const char* r : {"success", "failure", "busy", "done", "error"})
+    CHECK(worth_telling(always, r, 0));
+}
+
+TEST_CASE("run_result: what RLOCK_RESULT says") {
+  RunMetrics m;
+  m.result = "busy";
+  CHECK(run_result(m) == "busy");
+  m.result = "acquired";
+  CHECK(run_result(m) == "error");  // taken, but the command never started
+  for (auto [end, result] : {std::pair{"success", "success"},
+                             {"failure", "failure"},
+                             {"signalled", "failure"},
+                             {"broken", "lost"},
+                             {"max-run", "max-run"},
+                             {"stopped", "stopped"}}) {
+    m.end = end;
+    CHECK(run_result(m) == result);
+  }
+}
+
+TEST_CASE("retries: which statuses, and the delays that double up to an hour") {
+  RunOptions o;
+  CHECK(worth_retrying(o, 1));
+  CHECK(worth_retrying(o, 137));
+  CHECK(!worth_retrying(o, 0));
+  o.retry_on = {3, 5, 6};
+  CHECK(worth_retrying(o, 5));
+  CHECK(!worth_retrying(o, 4));
+  o.retry_delay = 1s;
+  CHECK(retry_delay(o, 1) == 1s);
+  CHECK(retry_delay(o, 2) == 2s);
+  CHECK(retry_delay(o, 4) == 8s);
+  CHECK(retry_delay(o, 40) == 1h);
+  o.retry_delay = 0s;
+  CHECK(retry_delay(o, 5) == 0s);
+}
+
+TEST_CASE("the settings of --retry and --notify") {
+  Resolved r = resolved({{"retry", "2"}, {"retry-on", "1, 75,3-5,4"}, {"notify", "true"},
+                         {"notify-on", "change"}, {"notify-after", "3"}});
+  CHECK(r.run.retry == 2);
+  CHECK(r.run.retry_on == std::vector<int>{1, 3, 4, 5, 75});
+  CHECK(r.run.notify_on == RunOptions::NotifyOn::change);
+  CHECK(r.run.notify_after == 3);
+  CHECK(r.run.notify_timeout == 10s);
+  CHECK(resolved({}).run.retry_delay == 1s);
+  try {
+    resolved({{"notify-on", "sometimes"}});
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "--notify-on: 'sometimes' is not failure, change or always");
+  }
+  try {
+    resolved({{"retry-on", "0"}, {"retry", "1"}});
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).starts_with("--retry-on: '0' is not a list of exit statuses"));
+  }
+  try {
+    resolved({{"notify-after", "2"}});
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "--notify-after: needs --notify CMD: what to run");
+  }
+}
