@@ -186,7 +186,7 @@ class Retry(RedisTestCase):
 
     def test_the_lock_stays_held_and_renewed_between_attempts(self):
         # A ttl shorter than the delay: only renewals keep it.
-        p = self.start(["run", "--ttl", "600ms", "--retry", "1", "--retry-delay", "2s", "job", "--",
+        p = self.start(["run", "--ttl", "600ms", "--retry", "1", "--retry-delay", "4s", "job", "--",
                         *self.flaky(1)])
         wait_until(lambda: len(self.attempts()) == 1 and "attempt" in self.attempts()[0] and
                    self.attempts()[0]["end"] == "exited", 10, "the first attempt's end")
