@@ -263,7 +263,7 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
   if (r.attempt > 0) args.insert(args.end(), {"attempt", std::to_string(r.attempt)});
   // Each attempt of a run (--retry) is an entry of its own, sent again until answered: its
   // token and number find the first delivery.
-  if (r.attempt > 1) args[0] += "/" + std::to_string(r.attempt);
+  args[0] = entry_token(r.token, r.attempt);
   return {&scripts::history_add,
           {helper_key(key, "history"), helper_key(key, "ended")},
           std::move(args)};
@@ -275,6 +275,10 @@ ScriptCall attempt_start(const std::string& key, const Holder& holder, int64_t f
   for (std::string& field : start_fields(holder)) args.push_back(std::move(field));
   args.insert(args.end(), {"attempt", std::to_string(attempt)});
   return {&scripts::history_start, {helper_key(key, "history")}, std::move(args)};
+}
+
+std::string entry_token(const std::string& token, int attempt) {
+  return attempt > 1 ? token + "/" + std::to_string(attempt) : token;
 }
 
 ScriptCall history_forget(const std::string& key, const std::string& token,

@@ -156,6 +156,9 @@ ScriptCall history_entry(const std::string& key, const RunRecord& record, int ma
 // (history_start.lua). Sent again until answered: it finds the first delivery.
 ScriptCall attempt_start(const std::string& key, const Holder& holder, int64_t fence, int attempt,
                          int max_length, Millis retention);
+// What finds a history entry sent again (history_add.lua): the run's TOKEN, and under --retry
+// the number of its ATTEMPT from the second on.
+std::string entry_token(const std::string& token, int attempt);
 // The script that removes the start entry START of the run with TOKEN: the lock was taken, but
 // the command never started (history_add.lua).
 ScriptCall history_forget(const std::string& key, const std::string& token,

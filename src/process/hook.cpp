@@ -50,7 +50,7 @@ HookEnd run_hook(const std::string& text, const std::vector<std::string>& env,
   if (pid == 0) {
     signals.restore_for_child();
     ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_RDONLY);
+    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // closed by the exec; 0 is not
     if (null >= 0) ::dup2(null, STDIN_FILENO);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::execve("/bin/sh", argv.data(), envp.data());

@@ -2,8 +2,6 @@
 // child process (child.h); the child runs only while the lease holds.
 #include <unistd.h>
 
-#include <mutex>
-
 #include "lock/held_lock.h"
 #include "lock/history.h"
 #include "lock/lease.h"
@@ -12,7 +10,6 @@
 #include "lock/pause.h"
 #include "output/metrics.h"
 #include "output/output.h"
-#include "output/output_text.h"
 #include "process/child.h"
 #include "process/heartbeat.h"
 #include "process/signals.h"
@@ -23,6 +20,7 @@
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
+#include "verbs/run_job.h"
 #include "verbs/run_notify.h"
 #include "verbs/run_output.h"
 #include "verbs/run_parts.h"
@@ -56,14 +54,13 @@ public:
         report_(report), lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
-  // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   ~Run() {
-    report_ = {run_result(metrics_.m),           0, held_time_, got_.fence, holder_.host,
-               options_.retry > 0 ? attempt_ : 0};
+    report_ = {run_result(metrics_.m), 0, held_time_, got_.fence, holder_.host, last_attempt_};
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
+  // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   std::optional<int> take() {
     LockValue value{lock_->token(), holder_, std::nullopt, options_.ttl.count(), std::nullopt};
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
@@ -177,7 +174,7 @@ public:
   // --keep-output, its output goes through rlock to Redis, on a connection CONNECT makes.
   std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program,
                                    const StopListener::Connect& connect) {
-    Child::Spec& spec = spec_;
+    Child::Spec& spec = job_.spec;
     spec = command_spec(options_, argv, program, lock_->token(), got_.fence);
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
@@ -206,7 +203,7 @@ public:
     terminal_ = Terminal::if_controlling();
     signals_.watch_job_control();
     try {
-      child_.emplace(spec, signals_, foreground());
+      job_.start(signals_, foreground());
     } catch (const Error& e) {
       if (!output_) throw;
       // The capture's pipes took what the command needed (ulimit -n): the job goes first.
@@ -214,9 +211,9 @@ public:
                   "; starting the command without keeping its output");
       output_.reset();
       spec.stdout_fd = spec.stderr_fd = -1;
-      child_.emplace(spec, signals_, foreground());
+      job_.start(signals_, foreground());
     }
-    if (auto problem = child_->exec_problem()) {
+    if (auto problem = job_.child().exec_problem()) {
       output_.reset();
       if (terminal_) terminal_->take_back();
       held_->release();
@@ -231,19 +228,16 @@ public:
   // Renews the lease while the command's group runs; stops it on loss, --max-run or request.
   Outcome supervise(StopListener::Connect connect) {
     // The supervisor starts the renewal thread, which tells the guardian of every renewal.
-    // Under --retry the command is replaced (start_next()) while the thread renews.
-    keeper_.emplace(*lock_, options_.ttl, *lease_from_, [this](TimePoint deadline) {
-      std::lock_guard<std::mutex> hold(child_mutex_);
-      if (child_) child_->extend_lease(deadline);
-    });
+    keeper_.emplace(*lock_, options_.ttl, *lease_from_,
+                    [this](TimePoint deadline) { job_.extend_lease(deadline); });
+    connect_ = connect;
     Outcome end = supervise_command(
         options_,
-        {*child_, *keeper_, signals_, terminal_.get(), heartbeat_ ? &*heartbeat_ : nullptr,
+        {job_.child(), *keeper_, signals_, terminal_.get(), heartbeat_ ? &*heartbeat_ : nullptr,
          listen_for_stops(stops_, std::move(connect), *lock_), options_.retry > 0 ? this : nullptr},
         got_.sent);
-    // The rest of the output is written on and kept while the lease is still renewed, and its
-    // end before the lock is given back: a follower sees it before anyone else can take the
-    // lock.
+    // The rest of the output is written on and kept while the lease is still renewed, its end
+    // before the lock is given back: a follower sees it before anyone else can take the lock.
     if (output_) {
       RunRecord record = record_of(end);
       // A reader that does not read holds the run as it would have held the command, until
@@ -260,7 +254,7 @@ public:
     metrics_.m.renewal_failures = keeper_->renewal_failures();
     metrics_.m.losses = end.end == End::lost ? 1 : 0;
     if (terminal_) terminal_->take_back();
-    child_->dismiss_guardian();
+    job_.child().dismiss_guardian();
     return end;
   }
 
@@ -272,6 +266,7 @@ public:
     bool recorded = end.between_attempts && end.end == End::exited;
     if (!recorded) metrics_.add_cost(record);
     held_time_ = Millis(record.held_ms);
+    last_attempt_ = record.attempt;
     metrics_.m.end = record.end == run_end_name(RunEnd::exited)
                          ? (record.exit_status == 0 ? "success" : "failure")
                          : record.end;
@@ -331,10 +326,7 @@ private:
     if (end.between_attempts && end.end != End::exited) {
       ++record.attempt;  // the one that was to come
     } else {
-      const Child::Usage& used = child_->usage();
-      record.cpu_user_ms = used.user.count();
-      record.cpu_sys_ms = used.sys.count();
-      record.max_rss_kb = used.max_rss_kb;
+      set_cost(record, job_.child().usage());
     }
     return run_record(std::move(record), end);
   }
@@ -347,31 +339,39 @@ private:
     RunRecord record = record_of(end);
     metrics_.add_cost(record);
     Millis delay = retry_delay(options_, attempt_);
-    log(Level::warning, Event{"retrying",
-                              options_.key,
-                              "attempt " + std::to_string(attempt_) + " of " +
-                                  std::to_string(options_.retry + 1) + ": " + result_text(record) +
-                                  "; running the command again in " + format_duration(delay),
-                              {{"attempt", attempt_}, {"delay_ms", delay.count()}}});
-    record_history(redis_, options_, record);
+    log_retrying(options_, attempt_, record, delay);
+    record_history(attempts_lock().redis(), options_, record);
     got_.start.clear();
     return delay;
+  }
+
+  bool still_held() override {
+    auto held = attempts_lock().holds(Clock::now() + lock_->command_timeout());
+    return !held || *held;
+  }
+
+  // --retry: what the run says to Redis between attempts goes on a connection of its own: the
+  // lock's is the renewal thread's while it renews.
+  Lock& attempts_lock() {
+    if (!attempts_lock_) {
+      attempts_redis_ = connect_();
+      attempts_lock_ =
+          make_lock(*attempts_redis_, options_.key, lock_->token(), lock_mode(options_));
+    }
+    return *attempts_lock_;
   }
 
   // --retry (Attempts): the next attempt, on the lease the last one had; its start is in the
   // history before it runs.
   Child& start_next() override {
     ++attempt_;
-    set_attempt(spec_, attempt_);
-    if (spec_.lease) spec_.lease->deadline = keeper_->deadline();
-    got_.start = record_attempt_start(*lock_, options_, holder_, got_.fence, attempt_);
+    set_attempt(job_.spec, attempt_);
+    got_.start =
+        record_attempt_start(attempts_lock(), *held_, options_, holder_, got_.fence, attempt_);
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
-    std::lock_guard<std::mutex> hold(child_mutex_);
-    child_.reset();
-    child_.emplace(spec_, signals_, foreground());
-    return *child_;
+    return job_.start_next(signals_, foreground(), *keeper_);
   }
 
   // The terminal the command gets as its foreground: only when rlock has it (a background
@@ -395,10 +395,12 @@ private:
   std::optional<PeriodGuard> period_;
   std::unique_ptr<Terminal> terminal_;
   std::unique_ptr<RunOutput> output_;
-  Child::Spec spec_;        // the command's, for every attempt
-  int attempt_ = 1;         // --retry: the attempt that runs, or ran last
-  std::mutex child_mutex_;  // child_ is replaced by the next attempt while renewals go on
-  std::optional<Child> child_;
+  JobProcess job_;
+  int attempt_ = 1;                // --retry: the attempt that runs, or ran last
+  int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
+  StopListener::Connect connect_;  // --retry: for attempts_lock()
+  std::unique_ptr<Redis> attempts_redis_;
+  std::unique_ptr<Lock> attempts_lock_;
   std::optional<LeaseKeeper> keeper_;
   std::optional<StopListener> stops_;
 };

@@ -34,6 +34,17 @@ void say(const std::string& key, const std::string& message) {
   log(Level::warning, {"notify", key, "--notify: " + message});
 }
 
+// RLOCK_OUTPUT_FILE, removed on every way out.
+struct OutputFile {
+  std::string path;
+  OutputFile() = default;
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
 // The run's kept output (--keep-output) in a file of its own that only this user reads, for
 // RLOCK_OUTPUT_FILE: its path, empty when there is none to give (said).
 std::string output_file(Redis& redis, const RunOptions& options, int64_t fence) {
@@ -85,9 +96,9 @@ bool worth_telling(const RunOptions& options, const std::string& result, int bef
   return failed ? failures == options.notify_after : before >= options.notify_after;
 }
 
-void notify(const RunOptions& options, Redis& redis, const RunReport& report,
-            SignalEvents& signals) {
-  if (!options.notify) return;
+namespace {
+
+void tell(const RunOptions& options, Redis& redis, const RunReport& report, SignalEvents& signals) {
   using On = RunOptions::NotifyOn;
   const std::string& result = report.result;
   bool failed = ran(result) && result != "success";
@@ -110,33 +121,34 @@ void notify(const RunOptions& options, Redis& redis, const RunReport& report,
     before = 0;  // no history: this host's run is all there is
   }
   // Without the count only what needs none is told.
-  if (!before && (options.notify_after > 1 || options.notify_on == On::change)) return;
+  if (ran(result) && !before && (options.notify_after > 1 || options.notify_on == On::change))
+    return;
   if (!worth_telling(options, result, before.value_or(0))) return;
 
   std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
                                "RLOCK_EXIT_STATUS=" + std::to_string(report.exit_status),
                                "RLOCK_DURATION_MS=" + std::to_string(report.duration.count()),
                                "RLOCK_HOST=" + report.host};
+  // What this run does not say is not left as an outer rlock set it either.
   std::vector<std::string> unset{"RLOCK_TOKEN", "RLOCK_TTL_MS", "RLOCK_HEARTBEAT_FILE"};
-  if (report.fence > 0)
-    env.push_back("RLOCK_FENCE=" + std::to_string(report.fence));
-  else
-    unset.push_back("RLOCK_FENCE");
-  if (before) env.push_back("RLOCK_FAILURES=" + std::to_string(failed ? *before + 1 : 0));
-  if (report.attempt > 0) env.push_back("RLOCK_ATTEMPT=" + std::to_string(report.attempt));
-  std::string output;
+  auto set = [&](const char* name, bool given, const std::string& value) {
+    if (given)
+      env.push_back(name + ("=" + value));
+    else
+      unset.push_back(name);
+  };
+  set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
+  set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
+  set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
+  OutputFile output;
   if (options.keep_output > 0 && report.fence > 0)
-    output = output_file(redis, options, report.fence);
-  if (!output.empty())
-    env.push_back("RLOCK_OUTPUT_FILE=" + output);
-  else
-    unset.push_back("RLOCK_OUTPUT_FILE");
+    output.path = output_file(redis, options, report.fence);
+  set("RLOCK_OUTPUT_FILE", !output.path.empty(), output.path);
   // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
   keep_secrets(env, unset, false);
 
   log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
   HookEnd end = run_hook(*options.notify, env, unset, options.notify_timeout, signals);
-  if (!output.empty()) ::unlink(output.c_str());
   switch (end.kind) {
   case HookEnd::Kind::exited:
     if (end.status != 0)
@@ -152,6 +164,18 @@ void notify(const RunOptions& options, Redis& redis, const RunReport& report,
   case HookEnd::Kind::not_started:
     say(options.key, "its command could not start (" + end.problem + ")");
     break;
+  }
+}
+
+}  // namespace
+
+void notify(const RunOptions& options, Redis& redis, const RunReport& report,
+            SignalEvents& signals) {
+  if (!options.notify) return;
+  try {
+    tell(options, redis, report, signals);
+  } catch (const std::exception& e) {  // out of memory, say: never the job's exit status
+    say(options.key, e.what());
   }
 }
 

@@ -12,6 +12,7 @@
 #include "lock/lock.h"
 #include "lock/pause.h"
 #include "lock/stop_request.h"
+#include "output/output_text.h"
 #include "process/bounded_call.h"
 #include "process/child.h"
 #include "redis/redis.h"
@@ -201,15 +202,24 @@ Millis retry_delay(const RunOptions& options, int n) {
   return std::min(delay, k_max_retry_delay);
 }
 
-std::string record_attempt_start(Lock& lock, const RunOptions& options, const Holder& holder,
-                                 int64_t fence, int attempt) {
+std::string record_attempt_start(Lock& on, HeldLock& held, const RunOptions& options,
+                                 const Holder& holder, int64_t fence, int attempt) {
   if (options.history_length == 0) return "";
+  Lock& lock = on;
   auto id = eval(
       lock.redis(),
       attempt_start(options.key, holder, fence, attempt, options.history_length, options.retention),
       Clock::now() + lock.command_timeout());
   if (!id) warn_history(options.key, id.failure().message);
-  return id && id->is_string() ? id->str : "";
+  std::string start = id && id->is_string() ? id->str : "";
+  held.forget_start(history_forget(options.key, entry_token(lock.token(), attempt), start));
+  return start;
+}
+
+void set_cost(RunRecord& record, const Child::Usage& used) {
+  record.cpu_user_ms = used.user.count();
+  record.cpu_sys_ms = used.sys.count();
+  record.max_rss_kb = used.max_rss_kb;
 }
 
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
@@ -222,6 +232,15 @@ StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener:
                          std::string(e.what()) + "; rlock stop will not reach this run"});
     return nullptr;
   }
+}
+
+void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay) {
+  log(Level::warning, Event{"retrying",
+                            options.key,
+                            "attempt " + std::to_string(attempt) + " of " +
+                                std::to_string(options.retry + 1) + ": " + result_text(record) +
+                                "; running the command again in " + format_duration(delay),
+                            {{"attempt", attempt}, {"delay_ms", delay.count()}}});
 }
 
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {

@@ -17,6 +17,7 @@
 
 namespace rlock {
 
+class HeldLock;
 class Lock;
 class Redis;
 
@@ -89,17 +90,23 @@ RunRecord run_record(RunRecord run, const Outcome& end);
 bool worth_retrying(const RunOptions& options, int status);
 Millis retry_delay(const RunOptions& options, int n);
 
-// --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under LOCK, in its
-// history; the entry's ID (the attempt's end replaces it), or "" (none kept; a failure is one
-// warning).
-std::string record_attempt_start(Lock& lock, const RunOptions& options, const Holder& holder,
-                                 int64_t fence, int attempt);
+// --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under HELD in its
+// history, through ON (the lock on a connection of the main thread's): the entry's ID (the
+// attempt's end replaces it; should the command never start, the release removes it), or ""
+// (none kept; a failure is one warning).
+std::string record_attempt_start(Lock& on, HeldLock& held, const RunOptions& options,
+                                 const Holder& holder, int64_t fence, int attempt);
+// RECORD's cost: what the command used.
+void set_cost(RunRecord& record, const Child::Usage& used);
 
 // Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
 // connection CONNECT makes: the listener, or null when it cannot (ulimit -n; said), when the
 // run goes on deaf to rlock stop: the operator's tool fails, not the job.
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
                                const Lock& lock);
+
+// --retry: says that ATTEMPT ended as RECORD says, and that the next comes after DELAY.
+void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay);
 
 // Appends to the key's history; a failure is one warning, never the job's.
 void record_history(Redis& redis, const RunOptions& options, const RunRecord& record);

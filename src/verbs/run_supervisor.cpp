@@ -51,17 +51,29 @@ public:
         End why = stopping_ ? stopping_->why : End::exited;
         Outcome end{why, *child_status_, child_signalled_,
                     why == End::stopped ? stop_request_ : std::nullopt};
+        // A death by SIGINT or SIGQUIT is Ctrl-C or Ctrl-\ in the command's terminal, which
+        // rlock does not see: as a shell stops a loop, it is the last attempt.
+        bool quit = child_signalled_ && (*child_status_ == exit_status_for_signal(SIGINT) ||
+                                         *child_status_ == exit_status_for_signal(SIGQUIT));
         std::optional<Millis> delay;
-        if (why == End::exited && !interrupted_ && attempts_) delay = attempts_->again(end);
+        if (why == End::exited && !interrupted_ && !quit && !lost_ && attempts_)
+          delay = attempts_->again(end);
         if (!delay) return end;
         await_next_attempt(now + *delay);
         continue;
       }
       if (between_attempts()) {
-        // The run ends before its next attempt: stopped, lost, past --max-run, or a signal.
+        // The run ends before its next attempt: stopped, lost (--on-lost ignore too: a command
+        // that runs may go on without the lock, none may start), past --max-run, or a signal.
+        if (lost_ && !stopping_) stopping_ = Stopping{End::lost, now};
         if (stopping_ || interrupted_)
           return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_,
                   stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt, true};
+        if (now >= *next_attempt_at_ && !attempts_->still_held()) {
+          log(Level::error, {"lost", key(), "lock lost between attempts: no more attempts"});
+          lost_ = true;
+          continue;
+        }
         if (now >= *next_attempt_at_) start_next_attempt();
       }
       decide(now);
@@ -194,7 +206,8 @@ private:
     log(Level::warning,
         {"stop_requested", key(),
          "stop requested by " + printable(stopped_by_text(request->by, request->reason), 200) +
-             "; sending SIG" + signal_name(sig) + " to the command"});
+             (between_attempts() ? std::string("; the run ends before its next attempt")
+                                 : "; sending SIG" + signal_name(sig) + " to the command")});
     if (stopping_ && stopping_->why == End::lost) return;
     begin_stop(End::stopped, now + request->kill_after.value_or(kill_after_), sig);
   }
@@ -316,6 +329,8 @@ private:
         interrupted_ = true;
       } else if (between_attempts() && *sig == SIGTSTP) {
         signals_.stop_self(SIGTSTP, true);  // Ctrl-Z: rlock stops as a job would
+      } else if (between_attempts()) {
+        // No command to forward it to: its group is gone, and its number may be another's.
       } else if (*sig == SIGTSTP) {
         // rlock's group is the foreground one, not the command's (or `kill -TSTP`): the
         // command stops first, and rlock with it (on_child_stopped).

@@ -37,6 +37,9 @@ public:
   // The attempt that ended as END (End::exited, not after a signal rlock forwarded) is to be
   // followed by another after the returned delay (its end recorded), or is the last: nothing.
   virtual std::optional<Millis> again(const Outcome& end) = 0;
+  // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
+  // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
+  virtual bool still_held() = 0;
   // Starts the next attempt: its command (exec_problem() set when it could not run).
   virtual Child& start_next() = 0;
 };

@@ -135,6 +135,18 @@ class Notify(RedisTestCase):
         os.killpg(holder.pid, signal.SIGTERM)
         holder.wait(timeout=10)
 
+    def test_always_tells_what_did_not_run_whatever_notify_after_says(self):
+        holder = self.start(["run", "job", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "job"), 10, "the holder")
+        # An outer rlock's variables are not passed on as this run's.
+        r = self.run_as("web-2", ["run", "--notify-on", "always", "--notify-after", "3",
+                                  "--notify", NOTE + '; echo "${RLOCK_ATTEMPT-none}" >> "$NOTES"',
+                                  "job", "--", "true"], extra_env={"RLOCK_ATTEMPT": "9"})
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertEqual(self.told(), ["web-2 busy 75 unset", "none"])
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+
     def test_settings_that_need_another(self):
         for args in (["--notify-after", "2"], ["--notify-on", "always"],
                      ["--notify-timeout", "1s"], ["--retry-delay", "1s"], ["--retry-on", "3"],
@@ -233,6 +245,24 @@ class Retry(RedisTestCase):
         p.wait(timeout=10)
         self.assertEqual(p.returncode, 130)
         self.assertEqual([e["attempt"] for e in self.attempts()], ["1"])
+
+    def test_an_attempt_that_died_of_sigint_is_the_last(self):
+        # Ctrl-C in the command's terminal reaches the command, not rlock: a shell's loop ends.
+        r = self.run_rlock(["run", "--retry", "3", "--retry-delay", "0", "job", "--", "sh", "-c",
+                            "kill -INT $$"])
+        self.assertEqual(r.returncode, 130, r.stderr)
+        self.assertEqual([(e["attempt"], e["end"]) for e in self.attempts()], [("1", "signalled")])
+
+    def test_no_attempt_starts_once_the_lock_is_lost_even_with_on_lost_ignore(self):
+        p = self.start(["run", "--on-lost", "ignore", "--retry", "3", "--retry-delay", "2s",
+                        "job", "--", "false"])
+        wait_until(lambda: len(self.attempts()) == 1 and self.attempts()[0]["end"] == "exited",
+                   10, "the first attempt's end")
+        self.assertEqual(self.run_rlock(["release", "--force", "--now", "job"]).returncode, 0)
+        p.wait(timeout=20)
+        self.assertEqual(p.returncode, 76, p.stderr.read())
+        self.assertEqual([(e["attempt"], e["end"]) for e in self.attempts()],
+                         [("1", "exited"), ("2", "lost")])
 
     def test_max_run_bounds_all_attempts(self):
         started = time.monotonic()

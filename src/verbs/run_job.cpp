@@ -1,0 +1,30 @@
+#include "verbs/run_job.h"
+
+#include "lock/lease.h"
+
+namespace rlock {
+
+Child& JobProcess::start(const SignalEvents& signals, Terminal* terminal) {
+  auto child = std::make_unique<Child>(spec, signals, terminal);
+  std::lock_guard<std::mutex> hold(mutex_);
+  child_ = std::move(child);
+  return *child_;
+}
+
+Child& JobProcess::start_next(const SignalEvents& signals, Terminal* terminal,
+                              const LeaseKeeper& keeper) {
+  if (spec.lease) spec.lease->deadline = keeper.deadline();
+  auto next = std::make_unique<Child>(spec, signals, terminal);
+  std::unique_ptr<Child> last;  // destroyed after the mutex is released
+  std::lock_guard<std::mutex> hold(mutex_);
+  last = std::exchange(child_, std::move(next));
+  child_->extend_lease(keeper.deadline());
+  return *child_;
+}
+
+void JobProcess::extend_lease(TimePoint deadline) {
+  std::lock_guard<std::mutex> hold(mutex_);
+  if (child_) child_->extend_lease(deadline);
+}
+
+}  // namespace rlock
