@@ -152,9 +152,9 @@ struct OutputKeeper::State {
   uint64_t confirmed = 0;          // Redis has the output up to here
   uint64_t skipped = 0;            // dropped unsent
   uint64_t missed = 0;             // dropped unsent while sending failed or was slow
-  uint64_t dropped_in_flight = 0;  // dropped during the send on its way: missed if it was slow
+  uint64_t dropped_in_flight = 0;  // dropped while a call was on its way: missed if it was slow
   bool failing = false;
-  std::optional<TimePoint> sending_since;  // a send is on its way
+  std::optional<TimePoint> sending_since;  // a call to Redis is on its way (the entry, a send)
   bool ending = false;
   std::string end;
   int status = 0;
@@ -172,6 +172,14 @@ struct OutputKeeper::State {
   // Sends BATCH (and, with END, the end) in one command: the script's reply.
   Result<Reply> send(Redis& redis, const std::deque<OutputPiece>& batch, bool with_end,
                      TimePoint deadline);
+  // A call to Redis begins (mutex held), and has ended, answered or not (ANSWERED): what was
+  // dropped meanwhile is missed when it failed or was slow.
+  void call_begins() { sending_since = Clock::now(); }
+  void call_ended(bool answered) {
+    if (!answered || Clock::now() - *sending_since >= k_slow_send) missed += dropped_in_flight;
+    dropped_in_flight = 0;
+    sending_since.reset();
+  }
   // Waits RETRY (less once the run ends); false when the run's end gave up on sending.
   bool wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry);
   TimePoint call_deadline(Redis& redis) {
@@ -258,10 +266,19 @@ void OutputKeeper::State::run() {
     std::deque<OutputPiece> batch;
     bool with_end = false;
     if (!entered) {
+      // The run's entry first: a Redis frozen meanwhile holds up this call as it would a send.
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        call_begins();
+      }
       auto r = eval(*redis, scripts::output_start, {index},
                     {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
                      helper_key(key, "output-")},
                     call_deadline(*redis));
+      {
+        std::lock_guard<std::mutex> guard(mutex);
+        call_ended(static_cast<bool>(r));
+      }
       if (r)
         entered = true;
       else
@@ -280,16 +297,14 @@ void OutputKeeper::State::run() {
           pending.pop_front();
         }
         with_end = ending && pending.empty();
-        sending_since = Clock::now();
+        call_begins();
         // A backlog goes on at once; otherwise the next send waits its time.
         next_send = pending.empty() ? Clock::now() + k_send_every : Clock::now();
       }
       auto r = send(*redis, batch, with_end, call_deadline(*redis));
       std::lock_guard<std::mutex> guard(mutex);
       // What was dropped while a send failed, or took so long that Redis is slow, is said.
-      if (!r || Clock::now() - *sending_since >= k_slow_send) missed += dropped_in_flight;
-      dropped_in_flight = 0;
-      sending_since.reset();
+      call_ended(static_cast<bool>(r));
       if (r && r->integer == -1) {
         pushed_out = true;
         return;
