@@ -120,8 +120,9 @@ void tell(const RunOptions& options, Redis& redis, const RunReport& report, Sign
   } else if (ran(result)) {
     before = 0;  // no history: this host's run is all there is
   }
-  // Without the count only what needs none is told.
-  if (ran(result) && !before && (options.notify_after > 1 || options.notify_on == On::change))
+  // Without the count only what needs none is told: always, or each failure.
+  if (!before && ran(result) && options.notify_on != On::always &&
+      (options.notify_after > 1 || options.notify_on == On::change))
     return;
   if (!worth_telling(options, result, before.value_or(0))) return;
 
