@@ -279,7 +279,7 @@ const std::vector<SettingInfo>& all_settings() {
        "wait D before the first retry, twice as long before each next one (default 1s; at "
        "most 1h)",
        apply_retry_delay},
-      {"retry-on", "--retry-on", K::text, nullptr, "CODES",
+      {"retry-on", "--retry-on", K::exit_code, nullptr, "CODES",
        "retry only these exit statuses (1,2,75 or 1-9; default any but 0)", apply_retry_on},
       {"notify", "--notify", K::text, nullptr, "CMD",
        "run CMD (/bin/sh -c) after the run, once the lock is given back, with the run in its "
@@ -436,8 +436,7 @@ void check_value(const std::string& name, const RawValue& value) {
   case SettingKind::signal:
   case SettingKind::on_lost: info->apply(v, scratch); return;
   default:
-    if (info->apply == apply_once_per || info->apply == apply_notify_on ||
-        info->apply == apply_retry_on)
+    if (info->apply == apply_once_per || info->apply == apply_notify_on)
       info->apply(v, scratch);
     return;
   }
