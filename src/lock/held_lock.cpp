@@ -20,7 +20,7 @@ void warn_history(const std::string& key, const std::string& why) {
   log_warning(key + ": could not record the run in its history (" + why + ")");
 }
 
-void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
+bool send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
                   std::optional<Millis> budget) {
   TimePoint give_up = Clock::now() + budget.value_or(redis.command_timeout());
   ScriptCall call = entry;
@@ -30,11 +30,14 @@ void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
     call.with_source = true;  // sent again, if at all, with its source (ScriptCall)
     return result;
   });
-  if (sent) return;
-  if (may_have_run(sent.failure()))  // a frozen server runs it when it wakes
-    return log_warning(key + ": the run's history entry may not have been recorded (" +
-                       sent.failure().message + ")");
+  if (sent) return true;
+  if (may_have_run(sent.failure())) {  // a frozen server runs it when it wakes
+    log_warning(key + ": the run's history entry may not have been recorded (" +
+                sent.failure().message + ")");
+    return true;
+  }
   warn_history(key, sent.failure().message);
+  return false;
 }
 
 bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
@@ -46,14 +49,14 @@ bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
   for (;;) {
     TimePoint deadline = std::min(Clock::now() + lock_.command_timeout(), tries.give_up());
     std::vector<Reply> then;
-    auto released = history && *history ? lock_.release(deadline, {**history}, &then)
-                                         : lock_.release(deadline);
+    auto released =
+        history && *history ? lock_.release(deadline, {**history}, &then) : lock_.release(deadline);
     if (!then.empty()) {
       const ScriptCall& entry = **history;
       if (then.front().type == Reply::Type::error)
-        warn_history(lock_.key(),
-                     script_failure(lock_.redis(), *entry.script, entry.keys, then.front().str)
-                         .message);
+        warn_history(
+            lock_.key(),
+            script_failure(lock_.redis(), *entry.script, entry.keys, then.front().str).message);
       history->reset();
     }
     if (released) {

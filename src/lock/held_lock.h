@@ -37,8 +37,7 @@ public:
   bool release(std::optional<ScriptCall>* history = nullptr, Millis budget = k_release_budget);
   // After the command ended normally: release(), or keep the lock until MIN_HOLD after the
   // acquisition (it then expires by itself). False when Redis could not be reached.
-  bool finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history,
-              Millis budget);
+  bool finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history, Millis budget);
   // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
   void hand_over() { done_ = true; }
   // FORGET (history_forget()) removes the run's start entry from the history: a release that
@@ -66,8 +65,9 @@ private:
 // A history entry that could not be written: one warning, never the job's failure.
 void warn_history(const std::string& key, const std::string& why);
 // Sends ENTRY (history_entry()) on a round trip of its own, again after a closed connection,
-// within BUDGET (default: a command timeout); a failure is one warning.
-void send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
+// within BUDGET (default: a command timeout); a failure is one warning. False when it was surely
+// not recorded (true also when Redis may run it yet: a frozen server runs it when it wakes).
+bool send_history(Redis& redis, const std::string& key, const ScriptCall& entry,
                   std::optional<Millis> budget = std::nullopt);
 
 }  // namespace rlock

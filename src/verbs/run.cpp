@@ -264,12 +264,9 @@ public:
     RunRecord record = record_of(end);
     // A signal between two attempts: the run ends as the last attempt did, recorded already.
     bool recorded = end.between_attempts && end.end == End::exited;
-    if (!recorded) metrics_.add_cost(record);
+    metrics_.run_ended(record, !recorded);
     held_time_ = Millis(record.held_ms);
     last_attempt_ = record.attempt;
-    metrics_.m.end = record.end == run_end_name(RunEnd::exited)
-                         ? (record.exit_status == 0 ? "success" : "failure")
-                         : record.end;
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
@@ -337,10 +334,10 @@ private:
     if (attempt_ > options_.retry || !worth_retrying(options_, end.child_status))
       return std::nullopt;
     RunRecord record = record_of(end);
+    if (!record_history(attempts_lock().redis(), options_, record)) return std::nullopt;
     metrics_.add_cost(record);
     Millis delay = retry_delay(options_, attempt_);
     log_retrying(options_, attempt_, record, delay);
-    record_history(attempts_lock().redis(), options_, record);
     got_.start.clear();
     return delay;
   }
@@ -363,7 +360,7 @@ private:
 
   // --retry (Attempts): the next attempt, on the lease the last one had; its start is in the
   // history before it runs.
-  Child& start_next() override {
+  Child* start_next() override try {
     ++attempt_;
     set_attempt(job_.spec, attempt_);
     got_.start =
@@ -371,7 +368,11 @@ private:
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
-    return job_.start_next(signals_, foreground(), *keeper_);
+    return &job_.start_next(signals_, foreground(), *keeper_);
+  } catch (const Error& e) {  // out of descriptors or processes: the job is not worse off
+    log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_--) + " (" +
+                e.what() + "); the run ends as the last attempt did");
+    return nullptr;
   }
 
   // The terminal the command gets as its foreground: only when rlock has it (a background

@@ -14,6 +14,9 @@ Child& JobProcess::start(const SignalEvents& signals, Terminal* terminal) {
 Child& JobProcess::start_next(const SignalEvents& signals, Terminal* terminal,
                               const LeaseKeeper& keeper) {
   if (spec.lease) spec.lease->deadline = keeper.deadline();
+  // The last attempt's group is gone: its guardian has nothing left to guard, and its pipe is
+  // a descriptor the next one may need (ulimit -n).
+  child_->dismiss_guardian();
   auto next = std::make_unique<Child>(spec, signals, terminal);
   std::unique_ptr<Child> last;  // destroyed after the mutex is released
   std::lock_guard<std::mutex> hold(mutex_);

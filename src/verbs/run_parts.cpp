@@ -59,6 +59,12 @@ void MetricsRecorder::add_cost(const RunRecord& r) {
   m.max_rss_bytes = std::max(m.max_rss_bytes, double(r.max_rss_kb) * 1024);
 }
 
+void MetricsRecorder::run_ended(const RunRecord& r, bool cost) {
+  if (cost) add_cost(r);
+  m.end =
+      r.end == run_end_name(RunEnd::exited) ? (r.exit_status == 0 ? "success" : "failure") : r.end;
+}
+
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
   Event acquired{"acquired",
                  options.key,
@@ -243,10 +249,11 @@ void log_retrying(const RunOptions& options, int attempt, const RunRecord& recor
                             {{"attempt", attempt}, {"delay_ms", delay.count()}}});
 }
 
-void record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
-  if (options.history_length > 0)
-    send_history(redis, options.key,
-                 history_entry(options.key, record, options.history_length, options.retention));
+bool record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {
+  return options.history_length == 0 ||
+         send_history(
+             redis, options.key,
+             history_entry(options.key, record, options.history_length, options.retention));
 }
 
 int exec_straight_through(const std::vector<std::string>& argv) {

@@ -34,6 +34,8 @@ struct MetricsRecorder {
   std::optional<TimePoint> acquired;
   // Adds what the command (or an attempt of it) cost, as its record R says.
   void add_cost(const RunRecord& r);
+  // The run ended as R says; its cost is added too unless COST is false (counted already).
+  void run_ended(const RunRecord& r, bool cost);
 };
 
 // Says that the lock was taken, with FENCE, after waiting WAITED: on stderr when it waited,
@@ -108,8 +110,9 @@ StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener:
 // --retry: says that ATTEMPT ended as RECORD says, and that the next comes after DELAY.
 void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay);
 
-// Appends to the key's history; a failure is one warning, never the job's.
-void record_history(Redis& redis, const RunOptions& options, const RunRecord& record);
+// Appends to the key's history; a failure is one warning, never the job's. False when it was
+// surely not recorded (send_history()); true without a history.
+bool record_history(Redis& redis, const RunOptions& options, const RunRecord& record);
 
 // The nested run of a lock this process tree holds: become the command, which runs under the
 // outer rlock's lock and lease.

@@ -74,7 +74,7 @@ public:
           lost_ = true;
           continue;
         }
-        if (now >= *next_attempt_at_) start_next_attempt();
+        if (now >= *next_attempt_at_ && !start_next_attempt()) interrupted_ = true;
       }
       decide(now);
       wait_for_event(next_wake());
@@ -98,8 +98,11 @@ private:
     if (terminal_) terminal_->take_back();
   }
 
-  void start_next_attempt() {
-    child_ = &attempts_->start_next();
+  // Starts the next attempt; false when it could not start (the run ends as the last did).
+  bool start_next_attempt() {
+    Child* next = attempts_->start_next();
+    if (!next) return false;
+    child_ = next;
     next_attempt_at_.reset();
     child_status_.reset();
     child_signalled_ = false;
@@ -110,6 +113,7 @@ private:
       log_error(problem->message);
       child_status_ = problem->exit_status;
     }
+    return true;
   }
 
   // Once the command has exited: whether nothing of its group is left (or, after SIGKILL, what

@@ -35,13 +35,15 @@ class Attempts {
 public:
   virtual ~Attempts() = default;
   // The attempt that ended as END (End::exited, not after a signal rlock forwarded) is to be
-  // followed by another after the returned delay (its end recorded), or is the last: nothing.
+  // followed by another after the returned delay (its end recorded), or is the last: nothing
+  // (also when its end could not be recorded: the run's end records it).
   virtual std::optional<Millis> again(const Outcome& end) = 0;
   // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
   // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
   virtual bool still_held() = 0;
-  // Starts the next attempt: its command (exec_problem() set when it could not run).
-  virtual Child& start_next() = 0;
+  // Starts the next attempt: its command (exec_problem() set when it could not run), or null
+  // when rlock could not start it (said): the run then ends as the last attempt did.
+  virtual Child* start_next() = 0;
 };
 
 // What the supervisor watches. TERMINAL, HEARTBEAT, STOPS and ATTEMPTS may be null: no controlling

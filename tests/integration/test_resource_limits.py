@@ -120,6 +120,29 @@ class ResourceLimits(RedisTestCase):
         self.assertNotIn(8, kept)
 
     @SANITIZED
+    def test_few_descriptors_for_retries(self):
+        # Each attempt needs what the first did, and the attempts' connection one more: from 8
+        # on, a run whose next attempt cannot start ends as its last attempt did, recorded.
+        retried = set()
+        for n in range(8, 22):
+            with self.subTest(nofile=n):
+                self.server.cmd("FLUSHALL")
+                r = self.run_limited(["run", "--retry", "1", "--retry-delay", "0", "k", "--",
+                                      "sh", "-c", "echo ran; exit 3"],
+                                     limited(resource.RLIMIT_NOFILE, n))
+                self.assertEqual(r.returncode, 3, r.stderr)
+                self.assertNotIn("rlock: error", r.stderr)
+                entries = self.server.cmd("XRANGE", "{k}:rlock:history", "-", "+")
+                ends = [dict(zip(f[::2], f[1::2]))["end"] for _, f in entries]
+                self.assertTrue(ends and all(e == "exited" for e in ends), ends)
+                if r.stdout == "ran\nran\n":
+                    retried.add(n)
+                    self.assertEqual(len(ends), 2)
+                self.assert_no_lock("k")
+        self.assertIn(21, retried)
+        self.assertNotIn(8, retried)
+
+    @SANITIZED
     def test_few_descriptors_for_the_password_command(self):
         # The command's output and its status come through two pipes, made at each connect.
         r = self.run_limited(["run", "--wait", "5s", "--password-command", "echo pw", "k", "--",
