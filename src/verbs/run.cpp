@@ -489,7 +489,7 @@ constexpr Command k_run_command = {
     {k_options, k_waiting, k_running, k_connection},
     "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh).\n"
     "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and "
-    "RLOCK_HEARTBEAT_FILE).\n"
+    "RLOCK_HEARTBEAT_FILE, RLOCK_ATTEMPT); --notify's, RLOCK_RESULT and more (rlock(1)).\n"
     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
     "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 80 stopped (rlock stop), 124 "
     "--max-run, 125 rlock "
