@@ -238,9 +238,11 @@ class Retry(RedisTestCase):
         self.assert_no_lock("job")
 
     def test_a_signal_to_rlock_during_an_attempt_is_not_retried(self):
-        p = self.start(["run", "--retry", "3", "--retry-delay", "0", "job", "--", "sleep", "30"])
-        wait_until(lambda: self.server.cmd("GET", "job"), 10, "the run")
-        wait_until(lambda: self.attempts(), 10, "the start entry")
+        started = self.path("started")
+        p = self.start(["run", "--retry", "3", "--retry-delay", "0", "job", "--", "sh", "-c",
+                        f"touch {started}; exec sleep 30"])
+        # The command runs (a signal before it starts ends the run with no attempt at all).
+        wait_until(lambda: os.path.exists(started), 10, "the command's start")
         os.killpg(p.pid, signal.SIGINT)
         p.wait(timeout=10)
         self.assertEqual(p.returncode, 130)
