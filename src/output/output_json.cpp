@@ -24,9 +24,9 @@ std::string line(const json& j) {
 
 json or_null(const std::optional<int64_t>& n) { return n ? json(*n) : json(nullptr); }
 json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
-// A ttl, or how long a key is kept: null when it never expires (or there is none).
 // A count that -1 marks as not known.
 json known_or_null(int64_t n) { return n >= 0 ? json(n) : json(nullptr); }
+// A ttl, or how long a key is kept: null when it never expires (or there is none).
 json ms_or_null(Millis ms) { return ms.count() >= 0 ? json(ms.count()) : json(nullptr); }
 
 const char* state_name(LockState::Kind kind) {

@@ -45,6 +45,9 @@ struct CheckArgs : Arguments {
   std::optional<Millis> slower_than_limit() const {
     if (!slower_than) return std::nullopt;
     auto d = parse_duration(*slower_than);
+    if (!d && duration_too_long(*slower_than))
+      throw usage_error("--slower-than '" + *slower_than + "' is too long: at most " +
+                        format_duration(k_max_duration));
     if (!d || d->count() == 0)
       throw usage_error("--slower-than '" + *slower_than + "' is not a duration above zero " +
                         "(90m, 2h, 1h30m; a bare number is seconds)");

@@ -85,71 +85,40 @@ std::string run_result(const RunMetrics& m) {
   return m.end;  // success, failure, lost, hung, max-run, stopped
 }
 
-bool worth_telling(const RunOptions& options, const std::string& result, int before) {
+bool worth_telling(const RunOptions& options, const std::string& result,
+                   std::optional<int> before) {
   using On = RunOptions::NotifyOn;
   if (options.notify_on == On::always) return true;
   if (!ran(result)) return false;
   bool failed = result != "success";
-  int failures = failed ? before + 1 : 0;
+  // Without the count only what needs none is told: each failure.
+  if (!before) return failed && options.notify_on == On::failure && options.notify_after <= 1;
+  int failures = failed ? *before + 1 : 0;
   if (options.notify_on == On::failure) return failed && failures >= options.notify_after;
   // change: the fleet starts failing (its Nth failure in a row), or recovers from that.
-  return failed ? failures == options.notify_after : before >= options.notify_after;
+  return failed ? failures == options.notify_after : *before >= options.notify_after;
 }
 
 namespace {
 
-void tell(const RunOptions& options, Redis& redis, const RunReport& report, SignalEvents& signals) {
-  using On = RunOptions::NotifyOn;
-  const std::string& result = report.result;
-  bool failed = ran(result) && result != "success";
-  // A success tells nothing on failure, and what did not run tells only under always: no read.
-  if (options.notify_on != On::always &&
-      (!ran(result) || (!failed && options.notify_on != On::change)))
-    return;
-  // The fleet's failures before this run, from every host's entries in the history.
-  std::optional<int> before;
-  if (ran(result) && options.history_length > 0) {
-    auto history =
-        read_history(redis, options.key, std::min(options.history_length, k_failures_read),
-                     Clock::now() + redis.command_timeout());
-    if (history)
-      before = failures_before(history->runs, report.fence);
-    else
-      say(options.key,
-          "the fleet's failures could not be counted (" + history.failure().message + ")");
-  } else if (ran(result)) {
-    before = 0;  // no history: this host's run is all there is
-  }
-  // Without the count only what needs none is told: always, or each failure.
-  if (!before && ran(result) && options.notify_on != On::always &&
-      (options.notify_after > 1 || options.notify_on == On::change))
-    return;
-  if (!worth_telling(options, result, before.value_or(0))) return;
+// Whether the fleet's failures are to be read for a run that ended as RESULT: for what ran,
+// unless it is a success that --notify-on failure keeps quiet about.
+bool count_needed(const RunOptions& options, const std::string& result) {
+  return ran(result) && (result != "success" || options.notify_on != RunOptions::NotifyOn::failure);
+}
 
-  std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
-                               "RLOCK_EXIT_STATUS=" + std::to_string(report.exit_status),
-                               "RLOCK_DURATION_MS=" + std::to_string(report.duration.count()),
-                               "RLOCK_HOST=" + report.host};
-  // What this run does not say is not left as an outer rlock set it either.
-  std::vector<std::string> unset{"RLOCK_TOKEN", "RLOCK_TTL_MS", "RLOCK_HEARTBEAT_FILE"};
-  auto set = [&](const char* name, bool given, const std::string& value) {
-    if (given)
-      env.push_back(name + ("=" + value));
-    else
-      unset.push_back(name);
-  };
-  set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
-  set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
-  set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
-  OutputFile output;
-  if (options.keep_output > 0 && report.fence > 0)
-    output.path = output_file(redis, options, report.fence);
-  set("RLOCK_OUTPUT_FILE", !output.path.empty(), output.path);
-  // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
-  keep_secrets(env, unset, false);
+// The fleet's failures in a row before the run with FENCE, from every host's entries in the
+// history (none before it without a history); nothing when it could not be read (said).
+std::optional<int> fleet_failures(Redis& redis, const RunOptions& options, int64_t fence) {
+  if (options.history_length == 0) return 0;
+  auto history = read_history(redis, options.key, std::min(options.history_length, k_failures_read),
+                              Clock::now() + redis.command_timeout());
+  if (history) return failures_before(history->runs, fence);
+  say(options.key, "the fleet's failures could not be counted (" + history.failure().message + ")");
+  return std::nullopt;
+}
 
-  log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
-  HookEnd end = run_hook(*options.notify, env, unset, options.notify_timeout, signals);
+void say_hook_end(const RunOptions& options, const HookEnd& end) {
   switch (end.kind) {
   case HookEnd::Kind::exited:
     if (end.status != 0)
@@ -166,6 +135,39 @@ void tell(const RunOptions& options, Redis& redis, const RunReport& report, Sign
     say(options.key, "its command could not start (" + end.problem + ")");
     break;
   }
+}
+
+void tell(const RunOptions& options, Redis& redis, const RunReport& report, SignalEvents& signals) {
+  const std::string& result = report.result;
+  std::optional<int> before;
+  if (count_needed(options, result)) before = fleet_failures(redis, options, report.fence);
+  if (!worth_telling(options, result, before)) return;
+
+  std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
+                               "RLOCK_EXIT_STATUS=" + std::to_string(report.exit_status),
+                               "RLOCK_DURATION_MS=" + std::to_string(report.duration.count()),
+                               "RLOCK_HOST=" + report.host};
+  // What this run does not say is not left as an outer rlock set it either.
+  std::vector<std::string> unset{"RLOCK_TOKEN", "RLOCK_TTL_MS", "RLOCK_HEARTBEAT_FILE"};
+  auto set = [&](const char* name, bool given, const std::string& value) {
+    if (given)
+      env.push_back(name + ("=" + value));
+    else
+      unset.push_back(name);
+  };
+  bool failed = ran(result) && result != "success";
+  set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
+  set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
+  set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
+  OutputFile output;
+  if (options.keep_output > 0 && report.fence > 0)
+    output.path = output_file(redis, options, report.fence);
+  set("RLOCK_OUTPUT_FILE", !output.path.empty(), output.path);
+  // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
+  keep_secrets(env, unset, false);
+
+  log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
+  say_hook_end(options, run_hook(*options.notify, env, unset, options.notify_timeout, signals));
 }
 
 }  // namespace

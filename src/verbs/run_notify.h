@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "output/metrics.h"
@@ -30,8 +31,9 @@ struct RunReport {
 std::string run_result(const RunMetrics& m);
 
 // Whether OPTIONS (--notify-on, --notify-after) tell of a run that ended as RESULT after
-// BEFORE failures in a row across the fleet.
-bool worth_telling(const RunOptions& options, const std::string& result, int before);
+// BEFORE failures in a row across the fleet; BEFORE unknown (the history could not be read):
+// only what needs no count (always, or each failure).
+bool worth_telling(const RunOptions& options, const std::string& result, std::optional<int> before);
 
 // Runs --notify's command for REPORT when OPTIONS say so, after reading the history when the
 // decision or the environment needs it. Its failure, hang or lack of a process is one warning,

@@ -208,10 +208,9 @@ Millis retry_delay(const RunOptions& options, int n) {
   return std::min(delay, k_max_retry_delay);
 }
 
-std::string record_attempt_start(Lock& on, HeldLock& held, const RunOptions& options,
+std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
                                  const Holder& holder, int64_t fence, int attempt) {
   if (options.history_length == 0) return "";
-  Lock& lock = on;
   auto id = eval(
       lock.redis(),
       attempt_start(options.key, holder, fence, attempt, options.history_length, options.retention),

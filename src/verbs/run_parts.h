@@ -93,10 +93,10 @@ bool worth_retrying(const RunOptions& options, int status);
 Millis retry_delay(const RunOptions& options, int n);
 
 // --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under HELD in its
-// history, through ON (the lock on a connection of the main thread's): the entry's ID (the
+// history, through LOCK (the lock on a connection of the main thread's): the entry's ID (the
 // attempt's end replaces it; should the command never start, the release removes it), or ""
 // (none kept; a failure is one warning).
-std::string record_attempt_start(Lock& on, HeldLock& held, const RunOptions& options,
+std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
                                  const Holder& holder, int64_t fence, int attempt);
 // RECORD's cost: what the command used.
 void set_cost(RunRecord& record, const Child::Usage& used);

@@ -141,6 +141,9 @@ class BadInput(RedisTestCase):
                         self.assert_rejected(
                             [args[0], flag, d] + [a.replace("{key}", "k") for a in args[1:]],
                             USAGE)
+        for d in BAD_DURATIONS + ["0", "0s"]:
+            with self.subTest(flag="--slower-than", verb="check", value=d):
+                self.assert_rejected(["check", "k", "--every", "1h", "--slower-than", d], USAGE)
 
     def test_bad_numbers_signals_and_choices(self):
         for flag, value in BAD_NUMBERS:

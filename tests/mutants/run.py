@@ -584,9 +584,11 @@ MUTANTS = [
      ['test_logs.Logs.test_a_piece_sent_again_adds_only_what_redis_did_not_take']),
     ("the fleet's failures counted from this host alone",
      [("src/verbs/run_notify.cpp",
-       "      before = failures_before(history->runs, report.fence);",
-       "      before = (std::erase_if(history->runs, [&](const RunRecord& r) "
-       "{ return r.holder.host != report.host; }), failures_before(history->runs, report.fence));")],
+       "  if (history) return failures_before(history->runs, fence);",
+       "  if (history) { auto& runs = history->runs; std::string host; "
+       "for (const RunRecord& r : runs) if (r.fence == fence) host = r.holder.host; "
+       "std::erase_if(runs, [&](const RunRecord& r) { return r.holder.host != host; }); "
+       "return failures_before(runs, fence); }")],
      ['test_notify.Notify.test_a_failure_on_three_hosts_in_turn_is_told_once_on_the_third']),
     ("the notification while the lock is held",
      [("src/verbs/run.cpp",
@@ -598,8 +600,8 @@ MUTANTS = [
      ['test_notify.Notify.test_the_notification_runs_once_the_lock_is_given_back']),
     ("change tells every failure of a streak",
      [("src/verbs/run_notify.cpp",
-       "return failed ? failures == options.notify_after : before >= options.notify_after;",
-       "return failed ? failures >= options.notify_after : before >= options.notify_after;")],
+       "return failed ? failures == options.notify_after : *before >= options.notify_after;",
+       "return failed ? failures >= options.notify_after : *before >= options.notify_after;")],
      ['test_notify.Notify.test_change_tells_the_first_failure_and_the_recovery']),
     ("a forwarded signal does not end the retries",
      [("src/verbs/run_supervisor.cpp", "        if (ends_a_process(*sig)) interrupted_ = true;\n",

@@ -42,11 +42,9 @@ Resolved resolved(std::initializer_list<std::pair<const char*, const char*>> ite
 TEST_CASE("failures_before: the fleet's failures in a row before a run, each run once") {
   // Newest first: our run (fence 9), then a run of two attempts that ended in failure, a skip,
   // a lost run, a run still going, a run whose rlock died, then a success.
-  std::vector<RunRecord> runs{run(9, "exited", 3),       run(8, "exited", 1, 2),
-                              run(8, "exited", 1, 1),    run(0, "busy", 75),
-                              run(7, "lost", 76),        run(6, "running", 0),
-                              run(5, "no-end", 0),       run(4, "exited", 0),
-                              run(3, "exited", 2)};
+  std::vector<RunRecord> runs{run(9, "exited", 3), run(8, "exited", 1, 2), run(8, "exited", 1, 1),
+                              run(0, "busy", 75),  run(7, "lost", 76),     run(6, "running", 0),
+                              run(5, "no-end", 0), run(4, "exited", 0),    run(3, "exited", 2)};
   CHECK(failures_before(runs, 9) == 3);  // 8, 7 and 5
   // A run that ended after ours does not count; a run absent (its entry not written) counts
   // all it finds.
@@ -82,6 +80,12 @@ TEST_CASE("worth_telling: failure, change and always, from the Nth failure in a 
   RunOptions always = notify_options(On::always, 3);
   for (const char* r : {"success", "failure", "busy", "done", "error"})
     CHECK(worth_telling(always, r, 0));
+  // The count unknown (the history could not be read): only what needs none.
+  CHECK(worth_telling(failure, "failure", std::nullopt));
+  CHECK(!worth_telling(third, "failure", std::nullopt));
+  CHECK(!worth_telling(change, "failure", std::nullopt));
+  CHECK(!worth_telling(change, "success", std::nullopt));
+  CHECK(worth_telling(always, "success", std::nullopt));
 }
 
 TEST_CASE("run_result: what RLOCK_RESULT says") {
@@ -119,8 +123,11 @@ TEST_CASE("retries: which statuses, and the delays that double up to an hour") {
 }
 
 TEST_CASE("the settings of --retry and --notify") {
-  Resolved r = resolved({{"retry", "2"}, {"retry-on", "1, 75,3-5,4"}, {"notify", "true"},
-                         {"notify-on", "change"}, {"notify-after", "3"}});
+  Resolved r = resolved({{"retry", "2"},
+                         {"retry-on", "1, 75,3-5,4"},
+                         {"notify", "true"},
+                         {"notify-on", "change"},
+                         {"notify-after", "3"}});
   CHECK(r.run.retry == 2);
   CHECK(r.run.retry_on == std::vector<int>{1, 3, 4, 5, 75});
   CHECK(r.run.notify_on == RunOptions::NotifyOn::change);
