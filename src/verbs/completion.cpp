@@ -136,8 +136,25 @@ std::vector<Flag> options_before_any_command() {
   return out;
 }
 
-constexpr const char* k_keys_from_list =
-    "timeout 1 rlock list --connect-timeout 500ms --command-timeout 500ms";
+// How the completions ask rlock for keys: `rlock list --complete WORD` (list.cpp), bounded
+// again from outside in case connecting hangs where rlock's own timeouts cannot reach.
+constexpr const char* k_keys_from_list = "timeout 1 rlock list";
+
+// The options that say where Redis is and how to reach it (k_connection): the completions pass
+// those typed on the line on to `rlock list --complete`, so that TAB asks the Redis the
+// command will use, under the same prefix.
+std::vector<Flag> connection_flags() {
+  Command list = *find_command("list");
+  list.options = {k_connection};
+  return flags_of(list);
+}
+
+std::vector<std::string> connection_names(bool valued) {
+  std::vector<std::string> out;
+  for (const Flag& f : connection_flags())
+    if (f.value == valued) out.insert(out.end(), f.names.begin(), f.names.end());
+  return out;
+}
 
 std::string bash_value_action(const Hint& hint) {
   switch (hint.kind) {
@@ -159,15 +176,61 @@ std::string bash() {
       "# bash completion for rlock(1), printed by `rlock completion bash` from the commands'\n"
       "# declarations (src/verbs/*.cpp): regenerate it, never edit it.   -*- shell-script -*-\n"
       "\n"
-      "# Lock keys from `rlock list` (rlock's locks, and other programs' that start with what is\n"
-      "# typed), when Redis answers within a second; nothing when it does not.\n"
+      "# A word of the line as the command will get it, in REPLY: without the quotes or the\n"
+      "# backslashes typed around it, ~/ for $HOME. Nothing in it is expanded or run.\n"
+      "_rlock_dequote() {\n"
+      "    REPLY=$1\n"
+      "    case $REPLY in\n"
+      "    \\'*) REPLY=${REPLY#\\'} REPLY=${REPLY%\\'} ;;\n"
+      "    \\\"*) REPLY=${REPLY#\\\"} REPLY=${REPLY%\\\"} ;;\n"
+      "    *) REPLY=${REPLY//\\\\\\\\/$'\\1'} REPLY=${REPLY//\\\\/} REPLY=${REPLY//$'\\1'/\\\\} "
+      ";;\n"
+      "    esac\n"
+      "    [[ $REPLY == \\~/* ]] && REPLY=$HOME/${REPLY#\\~/}\n"
+      "}\n\n"
+      "# Lock keys from `rlock list --complete` (rlock's locks, and other programs' that start "
+      "with\n"
+      "# what is typed), asked of the Redis and prefix the options on the line name, when it\n"
+      "# answers within a second. rlock prints one name a line; each is quoted for the line\n"
+      "# (printf %q), never expanded, run or split. After an opening quote readline inserts the\n"
+      "# name as it is, so a name the quote cannot hold is left out.\n"
       "_rlock_keys() {\n"
-      "    local keys\n"
-      "    keys=$(" +
+      "    local -a connection=()\n"
+      "    local i key word\n"
+      "    for ((i = 1; i < cword; i++)); do\n"
+      "        case ${words[i]} in\n"
+      "        --) break ;;\n"
+      "        --*=*)\n"
+      "            _rlock_dequote \"${words[i]#*=}\"\n"
+      "            case ${words[i]%%=*} in\n"
+      "            " +
+      join(connection_names(true), " | ") +
+      ") connection+=(\"${words[i]%%=*}=$REPLY\") ;;\n"
+      "            esac ;;\n"
+      "        " +
+      join(connection_names(true), " | ") +
+      ")\n"
+      "            _rlock_dequote \"${words[i + 1]}\"\n"
+      "            connection+=(\"${words[i]}\" \"$REPLY\")\n"
+      "            ((i++)) ;;\n"
+      "        " +
+      join(connection_names(false), " | ") +
+      ") connection+=(\"${words[i]}\") ;;\n"
+      "        esac\n"
+      "    done\n"
+      "    _rlock_dequote \"$cur\"\n"
+      "    word=$REPLY\n"
+      "    COMPREPLY=()\n"
+      "    while IFS= read -r key; do\n"
+      "        case $cur in\n"
+      "        \\'*) [[ $key == *\\'* ]] && continue ;;\n"
+      "        \\\"*) [[ $key == *[\\\"\\$\\`\\\\!]* ]] && continue ;;\n"
+      "        *) printf -v key %q \"$key\" ;;\n"
+      "        esac\n"
+      "        COMPREPLY+=(\"$key\")\n"
+      "    done < <(" +
       std::string(k_keys_from_list) +
-      " \"$cur*\" 2>/dev/null |\n"
-      "        awk '{print $1}')\n"
-      "    COMPREPLY=($(compgen -W \"$keys\" -- \"$cur\"))\n"
+      " \"${connection[@]}\" --complete \"$word\" 2>/dev/null)\n"
       "}\n\n"
       "# Whether words[1..$2) are options of the command $1 and their values: then words[$2] is\n"
       "# the command (rlock -n 5 history KEY: -n takes a value for history, not for run).\n"
@@ -179,9 +242,8 @@ std::string bash() {
       "    done\n"
       "    ((j == $2))\n"
       "}\n\n"
-      "_rlock() {\n"
-      "    local cur prev words cword\n"
-      "    _init_completion -n = || return\n\n";
+      "# COMPREPLY for the line in cur, prev, words and cword.\n"
+      "_rlock_reply() {\n";
   out += "    local verbs=\"" + join(verb_names()) + "\"\n";
   // Per command: its options, those that take a value, and what completes its arguments.
   out += "    local -A _rlock_options=(\n";
@@ -264,7 +326,16 @@ std::string bash() {
     if (!action.empty())
       out += "        " + std::string(c->name) + ")\n            " + action + "\n            ;;\n";
   }
-  out += "    esac\n} &&\n    complete -F _rlock rlock\n";
+  out += "    esac\n}\n\n"
+         "# ':' and '=' stay in the word (lock:daily, redis://h, --redis=URL); readline replaces\n"
+         "# only what follows the last ':' (but inside quotes), so that much of each reply goes.\n"
+         "_rlock() {\n"
+         "    local cur prev words cword\n"
+         "    _init_completion -n =: || return\n"
+         "    _rlock_reply\n"
+         "    [[ $cur == [\\'\\\"]* ]] || __ltrim_colon_completions \"$cur\"\n"
+         "} &&\n"
+         "    complete -F _rlock rlock\n";
   return out;
 }
 
@@ -312,12 +383,36 @@ std::string zsh() {
       "#compdef rlock\n"
       "# zsh completion for rlock(1), printed by `rlock completion zsh` from the commands'\n"
       "# declarations (src/verbs/*.cpp): regenerate it, never edit it.\n\n"
-      "# Lock keys from `rlock list`, when Redis answers within a second.\n"
+      "# Lock keys from `rlock list --complete` (rlock's locks, and other programs' that start "
+      "with\n"
+      "# what is typed), asked of the Redis and prefix the options on the line name (the line as\n"
+      "# _rlock saw it, before _arguments cut it at the command), when it answers within a\n"
+      "# second. One name a line; compadd quotes each; nothing in them is expanded or run.\n"
       "_rlock_keys() {\n"
-      "  local -a keys\n"
+      "  local -a keys connection\n"
+      "  local i\n"
+      "  for ((i = 2; i < _rlock_current; i++)); do\n"
+      "    case $_rlock_line[i] in\n"
+      "      (--) break ;;\n"
+      "      (--*=*)\n"
+      "        case ${_rlock_line[i]%%=*} in\n"
+      "          (" +
+      join(connection_names(true), "|") +
+      ") connection+=(\"${_rlock_line[i]%%=*}=${(Q)${_rlock_line[i]#*=}}\") ;;\n"
+      "        esac ;;\n"
+      "      (" +
+      join(connection_names(true), "|") +
+      ")\n"
+      "        connection+=(\"$_rlock_line[i]\" \"${(Q)_rlock_line[i+1]}\")\n"
+      "        ((i++)) ;;\n"
+      "      (" +
+      join(connection_names(false), "|") +
+      ") connection+=(\"$_rlock_line[i]\") ;;\n"
+      "    esac\n"
+      "  done\n"
       "  keys=(${(f)\"$(" +
       std::string(k_keys_from_list) +
-      " \"$PREFIX*\" 2>/dev/null | awk '{print $1}')\"})\n"
+      " \"${connection[@]}\" --complete \"${(Q)PREFIX}\" 2>/dev/null)\"})\n"
       "  compadd -a keys\n"
       "}\n\n";
   for (const Command* c : all_commands()) {
@@ -344,6 +439,8 @@ std::string zsh() {
   }
   out += "_rlock() {\n"
          "  local curcontext=\"$curcontext\" state line\n"
+         "  local -a _rlock_line=(\"${words[@]}\")\n"
+         "  local _rlock_current=$CURRENT\n"
          "  _arguments -C \\\n";
   out += zsh_specs(options_before_any_command(), "    ");
   out += "    '(-)--version[print version]' \\\n"
@@ -405,12 +502,39 @@ std::string fish() {
       verbs +
       "\n"
       "end\n\n"
-      "# Lock keys from `rlock list`, when Redis answers within a second.\n"
+      "# Lock keys from `rlock list --complete` (rlock's locks, and other programs' that start "
+      "with\n"
+      "# what is typed), asked of the Redis and prefix the options on the line name, when it\n"
+      "# answers within a second. One name a line; fish escapes each; nothing is expanded or run.\n"
       "function __rlock_keys\n"
+      "    set -l words (commandline -opc)\n"
+      "    set -l connection\n"
+      "    set -l i 2\n"
+      "    while test $i -le (count $words)\n"
+      "        switch $words[$i]\n"
+      "            case --\n"
+      "                break\n"
+      "            case " +
+      join(connection_names(true), " ") +
+      "\n"
+      "                set i (math $i + 1)\n"
+      "                set -a connection $words[(math $i - 1)] $words[$i]\n"
+      "            case " +
+      join(connection_names(false), " ") +
+      "\n"
+      "                set -a connection $words[$i]\n"
+      "            case '--*=*'\n"
+      "                contains -- (string split -m1 = -- $words[$i])[1] " +
+      join(connection_names(true), " ") +
+      "\n"
+      "                and set -a connection $words[$i]\n"
+      "        end\n"
+      "        set i (math $i + 1)\n"
+      "    end\n"
+      "    set -l word (commandline -ct | string unescape 2>/dev/null; or commandline -ct)\n"
       "    " +
       std::string(k_keys_from_list) +
-      " (commandline -ct)'*' 2>/dev/null |\n"
-      "        string replace -r '\\s.*' ''\n"
+      " $connection --complete \"$word\" 2>/dev/null\n"
       "end\n\n"
       "complete -c rlock -f\n";
   for (const Command* c : all_commands())

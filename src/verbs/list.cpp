@@ -1,10 +1,56 @@
 // rlock list [PATTERN]: every lock under the prefix, found with SCAN, printed as it is read.
 #include "lock/lock_state.h"
 #include "output/output.h"
+#include "util/text.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 
 namespace rlock {
+
+namespace {
+
+// At most this many keys are offered to one TAB; a shell shows no more anyway.
+constexpr size_t k_most_completions = 1000;
+// A TAB waits on Redis this long at most, for connecting and for each command.
+constexpr Millis k_completion_timeout{500};
+
+// TEXT with the characters a Redis glob gives a meaning to (* ? [ ] \) taken literally.
+std::string glob_literal(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// list --complete WORD, for the shell completions (completion.cpp): the names of the locks
+// under the prefix that start with WORD (taken literally, not as a glob), one a line, without the
+// prefix, so that the shell offers the key as the user types it. A name the line cannot carry as it
+// is (a newline, a control or bidi character, bytes that are not UTF-8) is left out: the shell
+// quotes what it offers, and it never runs, expands or splits it. A TAB must not hang nor ask:
+// Redis is given half a second, and --password-command (which may prompt) is not run.
+int complete_keys(GlobalOptions global, const std::string& word) {
+  global.connect.password.command.reset();
+  global.connect.connect_timeout = std::min(global.connect.connect_timeout, k_completion_timeout);
+  global.connect.command_timeout = std::min(global.connect.command_timeout, k_completion_timeout);
+  auto redis = connect_redis(global);
+  auto found = find_locks(*redis, glob_literal(global.prefix + word) + "*");
+  if (!found) return unavailable(found.failure());
+  std::string out;
+  size_t offered = 0;
+  for (const FoundLock& f : found->locks) {
+    if (!f.key.starts_with(global.prefix)) continue;
+    std::string name = f.key.substr(global.prefix.size());
+    if (name.empty() || terminal_safe(name) != name) continue;
+    out += name + "\n";
+    if (++offered == k_most_completions) break;
+  }
+  write_stdout(out);
+  return k_exit_ok;
+}
+
+}  // namespace
 
 int list_verb(const GlobalOptions& global, const std::string& pattern, bool json, bool all) {
   auto redis = connect_redis(global);
@@ -26,8 +72,10 @@ struct ListArgs : Arguments {
   std::string pattern = "*";
   bool json = false;
   bool all = false;
+  bool complete = false;
 
   int run(const Invocation& in) override {
+    if (complete) return complete_keys(in.resolved.global, pattern);
     return list_verb(in.resolved.global, pattern, json, all);
   }
 };
@@ -36,7 +84,9 @@ constexpr Option k_options[] = {
     option<&ListArgs::pattern>("PATTERN", "a Redis glob after --prefix (default *)"),
     option<&ListArgs::json>("--json", k_json_help),
     option<&ListArgs::all>("--all",
-                           "free locks too, those with a history (their last run) or a pause")};
+                           "free locks too, those with a history (their last run) or a pause"),
+    option<&ListArgs::complete>("--complete", "names that start with PATTERN, for completions")
+        .unlisted()};
 
 }  // namespace
 

@@ -479,20 +479,6 @@ class BashCompletion(unittest.TestCase):
                          {"--cacert", "--cacertdir", "--cert", "--config", "--connect-timeout",
                           "--command-timeout", "--count"})
 
-    def test_lock_keys_come_from_rlock_list_and_nothing_when_redis_is_down(self):
-        from harness import RLOCK
-        server = RedisServer()
-        self.addCleanup(server.stop)
-        server.cmd("SET", "lock:report", "held-by-java", "PX", 60000)
-        server.cmd("SET", "lock:cleanup", "held-by-java", "PX", 60000)
-        bindir = os.path.dirname(os.path.abspath(RLOCK))
-        env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
-                   RLOCK_REDIS_URL=server.url)
-        self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), {"lock:report"})
-        self.assertEqual(self.complete_env(env, "rlock", "run", "lock:c"), {"lock:cleanup"})
-        env["RLOCK_REDIS_URL"] = f"redis://127.0.0.1:{free_port()}"
-        self.assertEqual(self.complete_env(env, "rlock", "status", "lock:r"), set())
-
     def complete_env(self, env, *words, script=None):
         self.assertTrue(os.path.exists("/usr/share/bash-completion/bash_completion"),
                         "bash-completion is needed (packaging/setup-debian.sh installs it)")
