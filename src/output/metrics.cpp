@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <span>
@@ -17,6 +16,7 @@
 
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/trusted_file.h"
 
 namespace rlock {
 
@@ -191,27 +191,27 @@ void add_run(MetricSeries& s, const RunMetrics& m) {
   if (m.end == "success") s[series("rlock_last_success_timestamp_seconds", m.key)] = m.finished_at;
 }
 
+// The largest metrics file rlock reads back: some 100,000 series, far more than a host's jobs.
+constexpr size_t k_largest_metrics_file = 16 << 20;
+
 std::string record_metrics(const std::string& path, const RunMetrics& m) {
+  // The textfile directory may be shared (node_exporter's, /var/tmp): every file is opened
+  // there without following a link that another user could have planted (trusted_file.h).
+  TrustedDir dir = TrustedDir::open(path);
+  if (!dir.problem().empty()) return dir.problem();
+  std::string name = base_name(path), problem;
   // Several rlocks (cron jobs) may finish at once: the read-add-write is done under a lock on
   // a sidecar file, so no run's numbers are lost.
-  Fd lock(::open((path + ".lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  if (!lock.valid()) return errno_message("open " + path + ".lock");
+  Fd lock = dir.open_file(name + ".lock", O_WRONLY | O_CREAT, problem);
+  if (!lock.valid()) return problem;
   if (::flock(lock.get(), LOCK_EX) != 0) return errno_message("flock " + path + ".lock");
-  std::ifstream in(path);
-  std::ostringstream old;
-  if (in) old << in.rdbuf();
-  MetricSeries all = parse_metrics(old.str());
+  Fd old = dir.open_file(name, O_RDONLY, problem);
+  if (!problem.empty()) return problem;
+  std::optional<std::string> text = old.valid() ? read_rest(old.get(), k_largest_metrics_file) : "";
+  if (!text) return errno_message("read " + path);
+  MetricSeries all = parse_metrics(*text);
   add_run(all, m);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return errno_message("open " + tmp);
-    out << format_metrics(all);
-    out.flush();
-    if (!out) return errno_message("write " + tmp);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return errno_message("rename to " + path);
-  return {};
+  return dir.replace(name, format_metrics(all)).value_or("");
 }
 
 }  // namespace rlock

@@ -9,18 +9,32 @@
 #include <chrono>
 
 #include "util/fd.h"
+#include "util/trusted_file.h"
 
 namespace rlock {
 
+// F is the job's, and may be in a directory others can write (/var/tmp): a link planted there
+// is not followed, and a file another user owns or anyone may write is refused, as whoever
+// can touch it could keep a hung job "alive" (trusted_file.h).
+Fd Heartbeat::open(std::string& problem) const {
+  TrustedDir dir = TrustedDir::open(path_);
+  if (!dir.problem().empty()) {
+    problem = dir.problem();
+    return Fd();
+  }
+  return dir.open_file(base_name(path_), O_WRONLY | O_CREAT, problem);
+}
+
 std::optional<std::string> Heartbeat::check() const {
-  Fd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
-  if (!fd.valid()) return errno_message("open " + path_);
+  std::string problem;
+  if (!open(problem).valid()) return problem;
   return std::nullopt;
 }
 
 std::optional<std::string> Heartbeat::start(TimePoint now) {
-  Fd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644));
-  if (!fd.valid()) return errno_message("open " + path_);
+  std::string problem;
+  Fd fd = open(problem);
+  if (!fd.valid()) return problem;
   if (::futimens(fd.get(), nullptr) != 0) return errno_message("futimens " + path_);
   seen_ = look();
   last_beat_ = now;
@@ -30,7 +44,10 @@ std::optional<std::string> Heartbeat::start(TimePoint now) {
 
 std::optional<Heartbeat::Stamp> Heartbeat::look() const {
   struct statx st {};
-  if (::statx(AT_FDCWD, path_.c_str(), 0, STATX_INO | STATX_MTIME | STATX_BTIME, &st) != 0)
+  // A link, or a file another user made in F's place (the job removed F), is no beat.
+  if (::statx(AT_FDCWD, path_.c_str(), AT_SYMLINK_NOFOLLOW,
+              STATX_TYPE | STATX_UID | STATX_INO | STATX_MTIME | STATX_BTIME, &st) != 0 ||
+      !S_ISREG(st.stx_mode) || (st.stx_uid != 0 && st.stx_uid != ::geteuid()))
     return std::nullopt;
   Stamp stamp{makedev(st.stx_dev_major, st.stx_dev_minor), st.stx_ino, {}, {}};
   if (st.stx_mask & STATX_BTIME) stamp.born = {st.stx_btime.tv_sec, st.stx_btime.tv_nsec};

@@ -19,6 +19,7 @@
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
+#include "util/fd.h"
 
 namespace rlock {
 
@@ -29,7 +30,8 @@ public:
 
   // Whether F can be the heartbeat: made if need be, but not touched (another run of the job,
   // still going, may be beating on it). An error message naming the call and the path when
-  // it cannot: then nothing may start.
+  // it cannot, or why F is not trusted (a link, another user's file, one anyone may write, a
+  // directory another user could swap it in: trusted_file.h): then nothing may start.
   std::optional<std::string> check() const;
   // Touches F (made if need be): the job's first beat is its start. An error message when it
   // cannot: then the command must not start.
@@ -44,6 +46,9 @@ public:
   Millis stale_after() const { return stale_; }
 
 private:
+  // F opened for writing (made if need be), or why not in PROBLEM.
+  Fd open(std::string& problem) const;
+
   // What identifies one state of F: a touch changes its mtime; a new file renamed over it is
   // another inode, told by its number and, where the file system reports it, its birth time.
   // The number alone is not enough: the file system may give the new file the inode the last

@@ -51,20 +51,30 @@ inline bool write_all(int fd, const void* data, size_t len) {
   return true;
 }
 
-// The text of a small file (/proc, /etc), read with plain system calls (no stdio); nothing
-// when it is missing, unreadable, or larger than LIMIT bytes.
-inline std::optional<std::string> read_small_file(const char* path, size_t limit) {
-  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return std::nullopt;
+// What is left to read from FD, read with plain system calls (no stdio); nothing when it
+// cannot be read (errno set), or is larger than LIMIT bytes (errno EFBIG).
+inline std::optional<std::string> read_rest(int fd, size_t limit) {
   std::string text;
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || text.size() + static_cast<size_t>(n) > limit) return std::nullopt;
+    if (n < 0) return std::nullopt;
+    if (text.size() + static_cast<size_t>(n) > limit) {
+      errno = EFBIG;
+      return std::nullopt;
+    }
     if (n == 0) return text;
     text.append(buf, static_cast<size_t>(n));
   }
+}
+
+// The text of a small file (/proc, /etc); nothing when it is missing, unreadable, or larger
+// than LIMIT bytes.
+inline std::optional<std::string> read_small_file(const char* path, size_t limit) {
+  Fd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  return read_rest(fd.get(), limit);
 }
 
 }  // namespace rlock

@@ -368,6 +368,8 @@ class Examples(unittest.TestCase):
             for word in example.words:
                 if "--" in args:
                     break  # the job itself: `true` below
+                if word.startswith("$HOME/"):  # as cron's shell expands it
+                    word = home + word[len("$HOME"):]
                 if word == "$$":  # acquire --while-pid $$: a script that ends after the example
                     script = subprocess.Popen(["sleep", "30"])
                     word = str(script.pid)

@@ -131,7 +131,7 @@ class Heartbeat(RedisTestCase):
             (["--heartbeat-file", self.path("beat")],
              "rlock: error: --heartbeat-file: needs --stale-after D"),
             (["--heartbeat-file", self.path("no/such/dir"), "--stale-after", "1s"],
-             "rlock: error: --heartbeat-file: open " + self.path("no/such/dir") +
+             "rlock: error: --heartbeat-file: open " + self.path("no/such") +
              ": No such file or directory"),
             (["--heartbeat-file", "", "--stale-after", "1s"], "empty path"),
             (["--heartbeat-file", self.path("beat"), "--stale-after", "0s"], "--stale-after"),

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import RLOCK, RedisServer, rlock_env, run_rlock, wait_until
+from harness import RLOCK, RedisServer, RedisTestCase, rlock_env, run_rlock, wait_until
 
 BINDIR = os.path.dirname(os.path.abspath(RLOCK))
 # Key names that a shell would run, split or glob, and ones it cannot take as they are.
@@ -172,6 +172,137 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.bash("--password-command", f"touch {marker}", "status",
                                    "team:re"), {"team:report"})
         self.assertFalse(os.path.exists(marker), "TAB ran --password-command")
+
+
+INTRUDER = "rlock-intruder"
+
+
+class PlantedFiles(RedisTestCase):
+    """Files rlock writes in a directory another user can write: that user (a real one,
+    made for the test) plants links and files of their own; rlock, as root, follows none,
+    changes nothing outside the directory, says why in one line, and the job still runs."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root, to make a second user")
+        subprocess.run(["userdel", INTRUDER], capture_output=True)
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", INTRUDER],
+                       check=True)
+        cls.intruder = pwd.getpwnam(INTRUDER).pw_uid
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["userdel", INTRUDER], capture_output=True)
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o755)
+        # What the intruder aims at: a file of root's, and a name in a directory only root
+        # can write.
+        secret = os.path.join(self.tmp, "secret")
+        os.mkdir(secret, 0o700)
+        self.victim = os.path.join(secret, "victim")
+        with open(self.victim, "w") as f:
+            f.write("root's own\n")
+        self.absent = os.path.join(secret, "made-by-rlock")
+        self.shared = self.shared_dir("shared", 0o1777)  # /var/tmp's mode
+
+    def tearDown(self):
+        with open(self.victim) as f:
+            self.assertEqual(f.read(), "root's own\n", "a file outside the directory changed")
+        self.assertFalse(os.path.exists(self.absent), "rlock made a file where a link pointed")
+        super().tearDown()
+
+    def shared_dir(self, name, mode):
+        path = os.path.join(self.tmp, name)
+        os.mkdir(path)
+        os.chmod(path, mode)
+        return path
+
+    def as_intruder(self, *argv):
+        subprocess.run(argv, user=INTRUDER, check=True)
+
+    def run_job(self, *options):
+        marker = self.path("ran")
+        r = self.run_rlock(["run", *options, "k", "--", "touch", marker])
+        return r, os.path.exists(marker)
+
+    def assert_refused(self, r, ran, *words):
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(ran, "the job did not run")
+        lines = [line for line in r.stderr.splitlines() if "metrics" in line]
+        self.assertEqual(len(lines), 1, r.stderr)
+        for word in words:
+            self.assertIn(word, lines[0])
+
+    def test_the_metrics_file_is_written_where_only_root_can_write(self):
+        private = self.shared_dir("private", 0o755)
+        metrics = os.path.join(private, "m.prom")
+        r, ran = self.run_job("--metrics-file", metrics)
+        self.assertEqual((r.returncode, ran, r.stderr), (0, True, ""))
+        with open(metrics) as f:
+            self.assertIn("rlock_runs_total", f.read())
+        self.assertEqual(sorted(os.listdir(private)), ["m.prom", "m.prom.lock"])
+
+    def test_links_planted_for_the_metrics_file_are_not_followed(self):
+        metrics = os.path.join(self.shared, "m.prom")
+        # The temporary file's old name: rlock writes a fresh name of its own now.
+        self.as_intruder("ln", "-s", self.victim, metrics + ".tmp")
+        r, ran = self.run_job("--metrics-file", metrics)
+        self.assertEqual((r.returncode, ran, r.stderr), (0, True, ""))
+        self.assertEqual(os.stat(metrics).st_uid, 0)
+        self.assertTrue(os.path.islink(metrics + ".tmp"))
+        for planted, target in ((".lock", self.absent), ("", self.victim)):
+            os.unlink(metrics + planted)
+            self.as_intruder("ln", "-s", target, metrics + planted)
+            r, ran = self.run_job("--metrics-file", metrics)
+            self.assert_refused(r, ran, metrics + planted, "link")
+            os.unlink(self.path("ran"))
+
+    def test_files_another_user_owns_are_refused(self):
+        metrics = os.path.join(self.shared, "m.prom")
+        self.as_intruder("sh", "-c", f"echo 'rlock_runs_total 1e9' > {metrics}")
+        r, ran = self.run_job("--metrics-file", metrics)
+        self.assert_refused(r, ran, metrics, INTRUDER)
+
+    def test_a_directory_others_may_write_without_the_sticky_bit_is_refused(self):
+        open_dir = self.shared_dir("open", 0o777)
+        r, ran = self.run_job("--metrics-file", os.path.join(open_dir, "m.prom"))
+        self.assert_refused(r, ran, open_dir, "sticky")
+        self.assertEqual(os.listdir(open_dir), [])
+        theirs = self.shared_dir("theirs", 0o755)
+        os.chown(theirs, self.intruder, -1)
+        r, ran = self.run_job("--metrics-file", os.path.join(theirs, "m.prom"))
+        self.assert_refused(r, ran, theirs, INTRUDER)
+        # A link on the way that the intruder owns, to a directory root trusts.
+        self.as_intruder("ln", "-s", os.path.dirname(self.victim),
+                         os.path.join(self.shared, "dir"))
+        r, ran = self.run_job("--metrics-file", os.path.join(self.shared, "dir", "m.prom"))
+        self.assert_refused(r, ran, "link", INTRUDER)
+
+    def test_a_heartbeat_file_another_user_could_touch_is_refused(self):
+        beat = os.path.join(self.shared, "beat")
+        self.as_intruder("touch", beat)
+        for planted in ("theirs", "link", "anyone's"):
+            r, ran = self.run_job("--heartbeat-file", beat, "--stale-after", "2s")
+            self.assertEqual(r.returncode, 64, r.stderr)
+            self.assertFalse(ran)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            self.assertIn("--heartbeat-file", r.stderr)
+            self.assertEqual(self.server.cmd("KEYS", "*"), [], "a refused run touched Redis")
+            os.unlink(beat)
+            if planted == "theirs":
+                self.as_intruder("ln", "-s", self.absent, beat)
+            elif planted == "link":
+                with open(beat, "w"):
+                    os.chmod(beat, 0o666)
+        # The job's own file, where only root can write, is used.
+        mine = os.path.join(self.shared_dir("mine", 0o700), "beat")
+        r, ran = self.run_job("--heartbeat-file", mine, "--stale-after", "2s")
+        self.assertEqual((r.returncode, ran), (0, True), r.stderr)
 
 
 if __name__ == "__main__":
