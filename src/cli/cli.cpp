@@ -219,7 +219,7 @@ void check_key(const std::string& key) {
   if (key.empty()) throw usage_error("KEY must not be empty");
   if (is_helper_key(key))
     throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
-                      "':rlock:fence', ':rlock:queue' ...); choose another name");
+                      "':rlock:fence', ':rlock{}:queue' ...); choose another name");
 }
 
 // Help as rlock(1) shows it: "Commands", not CLI11's "Subcommands", and each command's usage

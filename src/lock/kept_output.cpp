@@ -37,7 +37,7 @@ constexpr Millis k_failing_finish{300};
 constexpr Millis k_finish_margin{100};
 
 std::string stream_key(const std::string& key, int64_t fence) {
-  return helper_key(key, "output-") + std::to_string(fence);
+  return kept_output_key(key, "output-") + std::to_string(fence);
 }
 
 // "1234-1" -> 1234.
@@ -81,7 +81,7 @@ Result<OutputRead> decode_entries(const Reply& entries, const std::string& after
 }  // namespace
 
 Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline) {
-  auto reply = redis.call({"ZREVRANGE", helper_key(key, "outputs"), "0", "-1"}, deadline);
+  auto reply = redis.call({"ZREVRANGE", kept_output_key(key, "outputs"), "0", "-1"}, deadline);
   if (!reply) return reply.failure();
   if (!reply->is_array()) return unexpected_reply("the kept runs");
   std::vector<KeptRun> runs;
@@ -273,7 +273,7 @@ void OutputKeeper::State::run() {
       }
       auto r = eval(*redis, scripts::output_start, {index},
                     {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
-                     helper_key(key, "output-")},
+                     kept_output_key(key, "output-")},
                     call_deadline(*redis));
       {
         std::lock_guard<std::mutex> guard(mutex);
@@ -346,7 +346,7 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.key = key;
   s.fence = std::to_string(fence);
   s.stream = stream_key(key, fence);
-  s.index = helper_key(key, "outputs");
+  s.index = kept_output_key(key, "outputs");
   s.member = s.fence + " " + value;
   s.size = size;
   s.piece_bytes =

@@ -8,16 +8,29 @@
 
 namespace rlock {
 
+// Two keys never share a helper. A key without '}' is the whole tag ("{K}:rlock:KIND": the
+// first '}' ends K); a key with one, which may carry its own tag, keeps it and ends in a
+// separator that holds a brace pair ("K:rlock{}:KIND"). A name of the first form has one '}',
+// one of the second at least two, so no name is of both forms; within the second, KIND holds
+// no brace, so the last "{}" gives K back. Before, "{K}" (its own tag) had the helpers of K.
 std::string helper_key(std::string_view key, std::string_view kind) {
-  std::string suffix = ":rlock:" + std::string(kind);
-  if (hash_tag(key) || key.find('}') != std::string_view::npos) return std::string(key) + suffix;
-  return "{" + std::string(key) + "}" + suffix;
+  if (key.find('}') != std::string_view::npos)
+    return std::string(key) + std::string(k_braced_separator) + std::string(kind);
+  return "{" + std::string(key) + "}" + std::string(k_helper_separator) + std::string(kind);
+}
+
+std::string kept_output_key(std::string_view key, std::string_view kind) {
+  return std::string(k_kept_output_prefix) + helper_key(key, kind);
 }
 
 bool is_helper_key(std::string_view key) {
-  size_t at = key.rfind(":rlock:");
+  size_t plain = key.rfind(k_helper_separator), braced = key.rfind(k_braced_separator);
+  size_t at = plain == std::string_view::npos                      ? braced
+              : braced == std::string_view::npos || plain > braced ? plain
+                                                                   : braced;
   if (at == std::string_view::npos) return false;
-  std::string_view kind = key.substr(at + 7);
+  std::string_view kind =
+      key.substr(at + (at == plain ? k_helper_separator : k_braced_separator).size());
   for (std::string_view k : {"fence", "queue", "alive", "sem", "holders", "history", "ended",
                              "shared", "shared-values", "shared-waiters", "pause", "outputs"})
     if (kind == k) return true;

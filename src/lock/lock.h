@@ -40,12 +40,21 @@
 namespace rlock {
 
 // The name of a helper key of KEY, chosen to live in KEY's Redis Cluster hash slot so one
-// script may touch both:
-//   KEY has a hash tag ("job:{42}")  -> "job:{42}:rlock:fence"  (appending keeps the tag)
-//   KEY has no '}'    ("lock:daily") -> "{lock:daily}:rlock:fence"  (the whole key is the tag)
-// A key with a '}' but no tag ("a}b") cannot be tagged; its helpers share a slot only outside
+// script may touch both, and never the name of another key's helper (docs/DESIGN.md "Keys"):
+//   KEY without '}' ("lock:daily") -> "{lock:daily}:rlock:fence"  (the whole key is the tag)
+//   KEY with '}'    ("job:{42}")   -> "job:{42}:rlock{}:fence"   (appending keeps its tag)
+// A key with a '}' but no tag ("a}b") has none to keep; its helpers share a slot only outside
 // Cluster.
 std::string helper_key(std::string_view key, std::string_view kind);
+inline constexpr std::string_view k_helper_separator = ":rlock:";
+inline constexpr std::string_view k_braced_separator = ":rlock{}:";
+
+// The name of a key that holds KEY's kept output (--keep-output; KIND "outputs" or
+// "output-FENCE"): a helper key under a prefix of its own, so that an ACL may give the lock's
+// other keys (status, history) without the job's output, which is the job's to show
+// (README "Least privilege").
+std::string kept_output_key(std::string_view key, std::string_view kind);
+inline constexpr std::string_view k_kept_output_prefix = "rlock-output:";
 
 // Whether KEY is one of rlock's helper keys (fence counter, queue ...), which are never locks.
 bool is_helper_key(std::string_view key);

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "lock/lock.h"
@@ -21,20 +22,20 @@ namespace {
 // round trips, small enough that no step blocks the server noticeably.
 constexpr int k_scan_count = 1000;
 
-// The lock keys whose KIND helper key HELPER may be: "{K}:rlock:fence" is K's, or the key
-// "{K}"'s when K has no braces (helper_key names both alike); "K:rlock:fence" with K tagged
-// is K's. Checked against helper_key, so the two never disagree.
-std::vector<std::string> helper_owners(const std::string& helper, const std::string& kind) {
-  std::string suffix = ":rlock:" + kind;
-  if (helper.size() <= suffix.size() || !helper.ends_with(suffix)) return {};
-  std::string key = helper.substr(0, helper.size() - suffix.size());
-  std::vector<std::string> out;
-  if (key.size() >= 2 && key.front() == '{' && key.back() == '}') {
-    std::string inner = key.substr(1, key.size() - 2);
-    if (helper_key(inner, kind) == helper) out.push_back(inner);
+// The lock key whose KIND helper key HELPER is, if any: the one key that helper_key names it
+// for (it never names two keys' helpers alike). Checked against helper_key, so the two never
+// disagree.
+std::optional<std::string> helper_owner(const std::string& helper, const std::string& kind) {
+  for (std::string_view separator : {k_helper_separator, k_braced_separator}) {
+    std::string suffix = std::string(separator) + kind;
+    if (helper.size() <= suffix.size() || !helper.ends_with(suffix)) continue;
+    std::string key = helper.substr(0, helper.size() - suffix.size());
+    if (separator == k_helper_separator && key.size() >= 2 && key.front() == '{' &&
+        key.back() == '}')
+      key = key.substr(1, key.size() - 2);
+    if (helper_key(key, kind) == helper) return key;
   }
-  if (helper_key(key, kind) == helper) out.push_back(key);
-  return out;
+  return std::nullopt;
 }
 
 // PATTERN, a Redis glob, as fnmatch(3) reads it: Redis takes "[!a]" for the set of '!' and
@@ -88,22 +89,21 @@ namespace {
 constexpr size_t k_read_batch = 500;
 
 // Of CANDIDATES (keys of SERVER whose fence counters SCAN found), those a look finds taken,
-// added to OUT: a key that is there (its type tells what to read of it), or, for a key that is
-// not its own hash tag's alias, the places of a semaphore or a shared lock. One TYPE per
-// candidate (most fence counters belong to locks that are free now), then one EXISTS for the
-// places of those without a key (a semaphore's and a shared lock's are in one Cluster slot).
-Result<Unit> look_at(Redis& redis, uint32_t server,
-                     const std::vector<std::pair<std::string, bool>>& candidates, bool all,
-                     std::vector<FoundLock>& out) {
+// added to OUT: a key that is there (its type tells what to read of it), or the places of a
+// semaphore or a shared lock. One TYPE per candidate (most fence counters belong to locks
+// that are free now), then one EXISTS for the places of those without a key (a semaphore's
+// and a shared lock's are in one Cluster slot).
+Result<Unit> look_at(Redis& redis, uint32_t server, const std::vector<std::string>& candidates,
+                     bool all, std::vector<FoundLock>& out) {
   Pipeline types;
   std::vector<size_t> type;
-  for (const auto& [key, alias] : candidates) type.push_back(types.add({"TYPE", key}));
+  for (const std::string& key : candidates) type.push_back(types.add({"TYPE", key}));
   if (auto done = types.run(redis); !done) return done.failure();
   Pipeline places;
   std::vector<std::pair<size_t, size_t>> exists;  // candidate, its EXISTS
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Reply& t = *types[type[i]];
-    const auto& [key, alias] = candidates[i];
+    const std::string& key = candidates[i];
     // An error reply (an ASK in a Cluster's resharding: the key has moved on) counts as no
     // key here: a look does not fail the listing.
     if (t.type == Reply::Type::error) continue;
@@ -111,7 +111,7 @@ Result<Unit> look_at(Redis& redis, uint32_t server,
       out.push_back({key, server, FoundLock::Seen::value, false});
     else if (t.str != "none")
       out.push_back({key, server, FoundLock::Seen::other, false});
-    else if (!alias)
+    else
       exists.emplace_back(
           i, places.add({"EXISTS", helper_key(key, "sem"), helper_key(key, "shared")}));
   }
@@ -119,9 +119,9 @@ Result<Unit> look_at(Redis& redis, uint32_t server,
   if (auto done = places.run(redis); !done) return done.failure();
   for (const auto& [i, at] : exists)
     if (places[at]->integer > 0)
-      out.push_back({candidates[i].first, server, FoundLock::Seen::places, false});
+      out.push_back({candidates[i], server, FoundLock::Seen::places, false});
     else if (all)
-      out.push_back({candidates[i].first, server, FoundLock::Seen::free, false});
+      out.push_back({candidates[i], server, FoundLock::Seen::free, false});
   return Unit{};
 }
 
@@ -130,29 +130,25 @@ Result<Unit> look_at(Redis& redis, uint32_t server,
 // at the locks they name. Nothing is read of unrelated keys, whatever their number or size.
 Result<Unit> find_rlock_locks(Redis& redis, uint32_t server, const std::string& pattern, bool all,
                               std::vector<FoundLock>& out) {
-  // A counter "{K}:rlock:fence" is K's, or the lock "{K}"'s (a key that is its own hash tag):
-  // the second only when that key is there, since the two would share a semaphore's keys.
   const std::string glob = fnmatch_pattern(pattern);
   std::string cursor = "0";
   do {
     // With ALL, pauses too (a key paused before it was ever used has no counter): one glob
-    // for both, "*:rlock:fence" and "*:rlock:pause" (and nothing else rlock names).
-    auto page = scan_page(redis, cursor, all ? "*:rlock:[fp][ea][nu][cs]e" : "*:rlock:fence",
+    // for both, "*:rlock:fence" and "*:rlock:pause", and for the braced keys' ":rlock{}:".
+    auto page = scan_page(redis, cursor, all ? "*:rlock*:[fp][ea][nu][cs]e" : "*:rlock*:fence",
                           "string", Clock::now() + redis.command_timeout());
     if (!page) return page.failure();
-    std::vector<std::pair<std::string, bool>> candidates;  // key, whether an alias
+    std::vector<std::string> candidates;
     for (const std::string& helper : *page) {
-      bool pause = helper.ends_with(":rlock:pause");
-      if (!pause && !helper.ends_with(":rlock:fence")) continue;
-      std::vector<std::string> owners = helper_owners(helper, pause ? "pause" : "fence");
-      for (size_t i = 0; i < owners.size(); ++i)
-        if (::fnmatch(glob.c_str(), owners[i].c_str(), 0) == 0)
-          candidates.emplace_back(std::move(owners[i]), i > 0);
+      bool pause = helper.ends_with(":pause");
+      auto owner = helper_owner(helper, pause ? "pause" : "fence");
+      if (owner && ::fnmatch(glob.c_str(), owner->c_str(), 0) == 0)
+        candidates.push_back(std::move(*owner));
     }
     for (size_t from = 0; from < candidates.size(); from += k_read_batch) {
-      std::vector<std::pair<std::string, bool>> batch(
-          candidates.begin() + from,
-          candidates.begin() + std::min(candidates.size(), from + k_read_batch));
+      std::vector<std::string> batch(candidates.begin() + from,
+                                     candidates.begin() +
+                                         std::min(candidates.size(), from + k_read_batch));
       if (auto looked = look_at(redis, server, batch, all, out); !looked) return looked.failure();
     }
   } while (cursor != "0");

@@ -113,8 +113,7 @@ Fd TrustedDir::open_file(std::string_view name, int flags, std::string& problem)
   } else if (!S_ISREG(st.st_mode)) {
     problem = shown + " is not a regular file";
   } else if (!trusted_owner(st.st_uid)) {
-    problem = shown + " belongs to " + user_name(st.st_uid) + ", not to " +
-              user_name(::geteuid());
+    problem = shown + " belongs to " + user_name(st.st_uid) + ", not to " + user_name(::geteuid());
   } else if (st.st_mode & S_IWOTH) {
     problem = shown + " can be written by anyone (mode " + mode_text(st.st_mode & 0777) + ")";
   } else {
@@ -123,8 +122,7 @@ Fd TrustedDir::open_file(std::string_view name, int flags, std::string& problem)
   return Fd();
 }
 
-std::optional<std::string> TrustedDir::replace(std::string_view name,
-                                               std::string_view text) const {
+std::optional<std::string> TrustedDir::replace(std::string_view name, std::string_view text) const {
   std::string temporary;
   Fd fd;
   for (int tries = 0; !fd.valid() && tries < 10; ++tries) {

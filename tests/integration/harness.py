@@ -464,13 +464,16 @@ class RedisTestCase(unittest.TestCase):
     """One redis-server for the class, emptied before every test."""
 
     server_args = ()
+    # Rules a test class adds to the documented ones, each a list (README "Least privilege"
+    # names them: +config|get for watch's notifications).
+    extra_acl = ()
 
     @classmethod
     def setUpClass(cls):
         cls.server = RedisServer(*cls.server_args)
         # rlock runs as a user made from README "Least privilege": a change that needs one
         # more command fails here.
-        cls.server.restrict(documented_acl())
+        cls.server.restrict(documented_acl() + list(cls.extra_acl))
 
     @classmethod
     def tearDownClass(cls):

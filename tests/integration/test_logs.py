@@ -12,7 +12,7 @@ import unittest
 from harness import RLOCK, RedisTestCase, rlock_env, wait_until
 
 KEY = "lock:job"
-INDEX = "{lock:job}:rlock:outputs"
+INDEX = "rlock-output:{lock:job}:rlock:outputs"
 
 
 class Logs(RedisTestCase):
@@ -50,7 +50,7 @@ class Logs(RedisTestCase):
                                     rf"started \S+: exit 3; all of its {len(printed)} B kept$")
         # Kept with the history, and not taken for locks.
         (stream,) = self.streams()
-        self.assertEqual(stream, "{lock:job}:rlock:output-%d" % fence)
+        self.assertEqual(stream, "rlock-output:{lock:job}:rlock:output-%d" % fence)
         self.assertGreater(int(self.server.cmd("PTTL", stream)), 29 * 86400 * 1000)
         self.assertGreater(int(self.server.cmd("PTTL", INDEX)), 29 * 86400 * 1000)
         r = self.run_rlock(["list", "--all"])
@@ -79,7 +79,7 @@ class Logs(RedisTestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
         fences = self.fences()
         self.assertEqual(int(self.server.cmd("ZCARD", INDEX)), 5)
-        self.assertEqual(self.streams(), sorted("{lock:job}:rlock:output-%d" % f
+        self.assertEqual(self.streams(), sorted("rlock-output:{lock:job}:rlock:output-%d" % f
                                                 for f in fences[:5]))
         for stream in self.streams():
             self.assertLessEqual(self.kept_bytes(stream), 2048)
@@ -240,7 +240,7 @@ class Logs(RedisTestCase):
         with open(os.path.join(os.path.dirname(__file__), "..", "..", "src", "lock", "lua",
                                "output_append.lua")) as f:
             script = f.read()
-        stream = "{lock:job}:rlock:output-7"
+        stream = "rlock-output:{lock:job}:rlock:output-7"
         self.server.cmd("ZADD", INDEX, "7", "7 member")
 
         def send(*pieces, end=""):

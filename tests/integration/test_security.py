@@ -6,6 +6,7 @@ redis-servers and, where a case needs one, a real second user of this host.
   the directory changes, the job still runs.
 - A shared Redis: two keys never share a helper key; the documented ACLs.
 """
+import json
 import os
 import pwd
 import shlex
@@ -14,7 +15,9 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import RLOCK, RedisServer, RedisTestCase, rlock_env, run_rlock, wait_until
+from harness import documented_acl as harness_acl
+from harness import (RLOCK, SOURCE_DIR, RedisClient, RedisServer, RedisTestCase, RespError,
+                     rlock_env, run_rlock, start_rlock, stop_procs, wait_until)
 
 BINDIR = os.path.dirname(os.path.abspath(RLOCK))
 # Key names that a shell would run, split or glob, and ones it cannot take as they are.
@@ -303,6 +306,112 @@ class PlantedFiles(RedisTestCase):
         mine = os.path.join(self.shared_dir("mine", 0o700), "beat")
         r, ran = self.run_job("--heartbeat-file", mine, "--stale-after", "2s")
         self.assertEqual((r.returncode, ran), (0, True), r.stderr)
+
+
+def readme_acl_line(user):
+    """The README "Least privilege" line that makes USER, split into its rules (no password)."""
+    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+        section = f.read().split("### Least privilege", 1)[1].split("\n### ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith(f"ACL SETUSER {user} ")]
+    assert len(lines) == 1, f'README "Least privilege" has no single ACL SETUSER {user} line'
+    return [r for r in lines[0].split()[3:] if not r.startswith(">")]
+
+
+class SharedRedis(RedisTestCase):
+    """A Redis other users share: the documented ACLs, and keys that must stay apart."""
+
+    def client_as(self, user, rules):
+        self.server.cmd("ACL", "SETUSER", user, "reset", ">pw-" + user, *rules)
+        self.addCleanup(lambda: self.server.cmd("ACL", "DELUSER", user))
+        c = RedisClient(self.server.port)
+        c("AUTH", user, "pw-" + user)
+        self.addCleanup(c.close)
+        return c
+
+    def test_the_jobs_acl_reads_no_server_secret(self):
+        job = self.client_as("job", sum(harness_acl(), []))
+        for command in (["CONFIG", "GET", "requirepass"], ["CONFIG", "GET", "*"],
+                        ["SCRIPT", "FLUSH"], ["FUNCTION", "FLUSH"], ["FLUSHALL"],
+                        ["ACL", "LIST"], ["SCRIPT", "KILL"]):
+            with self.assertRaises(RespError, msg=command) as denied:
+                job(*command)
+            self.assertIn("NOPERM", str(denied.exception), command)
+
+    def test_the_on_call_acl_reads_locks_and_history_but_no_kept_output(self):
+        secret = "customer-4711-iban"
+        r = self.run_rlock(["run", "--keep-output", "64k", "lock:job", "--", "echo", secret])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(secret, r.stdout)
+        holder = self.start(["run", "lock:held", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:held") == 1, 10, "lock:held taken")
+        oncall = self.client_as("oncall", readme_acl_line("oncall"))
+        url = f"redis://oncall:pw-oncall@127.0.0.1:{self.server.port}"
+        env = rlock_env(RLOCK_REDIS_URL=url)
+        for args, status in ((["status", "lock:held"], 0), (["inspect", "lock:job"], 1),
+                             (["list"], 0), (["history", "lock:job"], 0),
+                             (["check", "lock:job", "--every", "1h"], 0)):
+            r = run_rlock(args, env=env)
+            self.assertEqual(r.returncode, status, (args, r.stderr))
+            self.assertNotIn(secret, r.stdout + r.stderr)
+        self.assertIn("lock:held", run_rlock(["list"], env=env).stdout)
+        watch = start_rlock(["watch", "lock:held"], env=env)
+        self.addCleanup(stop_procs, [watch])
+        holder.terminate()
+        holder.wait(timeout=10)
+        out = wait_until(lambda: (watch.stdout.readline() or None), 10, "watch's first line")
+        self.assertIn("lock:held", out)
+        r = run_rlock(["logs", "lock:job"], env=env)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertNotIn(secret, r.stdout + r.stderr)
+        kept = self.server.cmd("KEYS", "rlock-output:*")
+        self.assertTrue(kept, "no kept output in Redis")
+        for key in kept:
+            for command in (["XRANGE", key, "-", "+"], ["XREVRANGE", key, "+", "-"],
+                            ["XREAD", "STREAMS", key, "0"], ["XINFO", "STREAM", key, "FULL"],
+                            ["DUMP", key], ["ZRANGE", key, "0", "-1"], ["TYPE", key]):
+                with self.assertRaises(RespError, msg=command):
+                    oncall(*command)
+        # The job's own output is still the job's user's to read.
+        r = self.run_rlock(["logs", "lock:job"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(secret, r.stdout)
+
+    def test_a_key_and_the_key_that_is_its_own_hash_tag_are_two_locks(self):
+        a, b = "col:a", "{col:a}"
+        # A pause of one does not hold the other.
+        self.assertEqual(self.run_rlock(["pause", b, "--for", "1h", "--reason", "maintenance"]).returncode, 0)
+        r = self.run_rlock(["run", a, "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.run_rlock(["run", b, "--", "true"]).returncode, 75)
+        self.assertEqual(self.run_rlock(["resume", b]).returncode, 0)
+        # Output, history and fences of their own.
+        for key, word in ((a, "from-a"), (b, "from-b"), (a, "again-a")):
+            r = self.run_rlock(["run", "--keep-output", "64k", key, "--", "echo", word])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        logs_b = self.run_rlock(["logs", b])
+        self.assertEqual(logs_b.stdout, "from-b\n", logs_b.stderr)
+        self.assertEqual(self.run_rlock(["logs", a]).stdout, "again-a\n")
+        history = {k: json.loads(self.run_rlock(["history", "--json", k]).stdout)
+                   for k in (a, b)}
+        self.assertEqual(len(history[b]["runs"]), 1, history[b])
+        self.assertEqual(len(history[a]["runs"]), 3, history[a])
+        fences = {k: [run["fence"] for run in history[k]["runs"]] for k in (a, b)}
+        self.assertEqual(fences[b], [fences[b][0]])
+        self.assertEqual(sorted(set(fences[a])), sorted(fences[a]))
+        # A --fair waiter on one does not delay the other.
+        holder = self.start(["run", b, "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("EXISTS", b) == 1, 10, f"{b} taken")
+        waiter = self.start(["run", "--fair", "-w", "30s", b, "--", "true"])
+        wait_until(lambda: any(k.endswith(":queue") for k in self.server.cmd("KEYS", "*")),
+                   10, "the waiter queued")
+        r = self.run_rlock(["run", "--fair", a, "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        holder.terminate()
+        self.assertEqual(waiter.wait(timeout=20), 0)
+        holder.wait(timeout=10)
+        helpers = sorted(self.server.cmd("KEYS", "*col:a*"))
+        self.assertIn("{col:a}:rlock:fence", helpers)
+        self.assertIn("{col:a}:rlock{}:fence", helpers)
 
 
 if __name__ == "__main__":

@@ -461,6 +461,9 @@ class WatchMixin:
 class WatchWithNotifications(WatchMixin, RedisTestCase):
     NOTIFY = "KEA"
     MODE = "notifications"
+    # A watcher that may read the server's settings (README "Least privilege": the job's lines
+    # do not give CONFIG GET, which reads requirepass too).
+    extra_acl = (["+config|get"],)
 
     def test_without_the_classes_it_needs_it_polls_and_says_why(self):
         self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "Ex")
@@ -570,6 +573,17 @@ class WatchWithNotifications(WatchMixin, RedisTestCase):
 class WatchByPolling(WatchMixin, RedisTestCase):
     NOTIFY = ""
     MODE = "polling"
+    extra_acl = (["+config|get"],)
+
+    def test_the_documented_acl_alone_polls_and_says_why(self):
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "KEA")
+        self.addCleanup(self.server.cmd, "CONFIG", "SET", "notify-keyspace-events", "")
+        self.server.cmd("ACL", "SETUSER", "default", "-config|get")
+        self.addCleanup(self.server.cmd, "ACL", "SETUSER", "default", "+config|get")
+        lines = self.watch(KEY, json_lines=False)
+        self.assertEqual(lines.next(), "watching lock:life by polling every 250ms "
+                                       "(CONFIG GET is not allowed: NOPERM)")
+        self.interrupt(lines)
 
 
 class WatchTopologies(unittest.TestCase):

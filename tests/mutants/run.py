@@ -620,6 +620,21 @@ MUTANTS = [
      [("src/process/child.cpp", "    if (r != guardian_ && !WIFSTOPPED(status)) add_usage(used);\n",
        "")],
      ['test_notify.Cost.test_peak_memory_and_cpu_time_of_the_command_and_what_it_left']),
+    ("completion evaluates the key names it offers",
+     [("src/verbs/completion.cpp", "\"        *) printf -v key %q \\\"$key\\\" ;;\\n\"",
+       "\"        *) eval \\\"key=$key\\\" ;;\\n\"")],
+     ['test_security.Completion.test_bash_offers_every_name_quoted_and_runs_none']),
+    ("a file in a shared directory opened through a link",
+     [("src/util/trusted_file.cpp", "flags | O_NOFOLLOW | O_CLOEXEC", "flags | O_CLOEXEC")],
+     ['test_security.PlantedFiles.test_links_planted_for_the_metrics_file_are_not_followed']),
+    ("a directory others may write trusted",
+     [("src/util/trusted_file.cpp", "  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))",
+       "  if (false)")],
+     ['test_security.PlantedFiles']),
+    ("a key and its own hash tag share their helper keys",
+     [("src/lock/lock.cpp", "  if (key.find('}') != std::string_view::npos)\n    return std::string(key) + std::string(k_braced_separator) + std::string(kind);",
+       "  if (key.find('}') != std::string_view::npos)\n    return std::string(key) + std::string(k_helper_separator) + std::string(kind);")],
+     ['unit', 'test_security.SharedRedis.test_a_key_and_the_key_that_is_its_own_hash_tag_are_two_locks']),
 ]
 
 

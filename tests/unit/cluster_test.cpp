@@ -1,4 +1,7 @@
 #include <doctest/doctest.h>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "lock/lock.h"
 #include "redis/cluster.h"
@@ -20,11 +23,34 @@ TEST_CASE("key_slot is Redis Cluster's HASH_SLOT") {
 }
 
 TEST_CASE("every key of a lock shares the lock's slot") {
-  for (const char* key : {"lock:daily", "job:{42}", "a{b}c", "{x}", "plain"}) {
+  for (const char* key : {"lock:daily", "job:{42}", "a{b}c", "{x}", "plain", "a{b", "{"}) {
     CAPTURE(key);
     for (const char* kind : {"fence", "queue", "alive", "sem", "holders", "shared", "shared-values",
                              "shared-waiters", "wake-0123"})
       CHECK(key_slot(helper_key(key, kind)) == key_slot(key));
+    CHECK(key_slot(kept_output_key(key, "output-7")) == key_slot(key));
+  }
+}
+
+TEST_CASE("no two keys share a helper key") {
+  // Every key of up to 6 characters over the ones that matter ('{', '}', ':', a letter).
+  std::vector<std::string> keys{""};
+  for (size_t from = 0, length = 0; length < 6; ++length) {
+    size_t to = keys.size();
+    for (size_t i = from; i < to; ++i)
+      for (char c : std::string_view("a{}:")) keys.push_back(keys[i] + c);
+    from = to;
+  }
+  keys.erase(keys.begin());
+  for (const char* kind : {"fence", "pause", "outputs"}) {
+    std::map<std::string, std::string> owner;
+    for (const std::string& key : keys) {
+      auto [at, added] = owner.emplace(helper_key(key, kind), key);
+      CAPTURE(key);
+      CAPTURE(at->second);
+      CHECK(added);
+      CHECK(is_helper_key(at->first));
+    }
   }
 }
 

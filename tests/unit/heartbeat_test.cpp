@@ -1,4 +1,3 @@
-#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <doctest/doctest.h>
 #include <string>
 #include <vector>
 
@@ -172,7 +172,7 @@ TEST_CASE("a heartbeat file that cannot be made is an error naming the call and 
   Heartbeat beat("/nonexistent-dir/beat", 1000ms);
   auto problem = beat.start(Clock::now());
   REQUIRE(problem.has_value());
-  CHECK(problem->find("open /nonexistent-dir/beat") != std::string::npos);
+  CHECK(problem->find("open /nonexistent-dir: No such file") != std::string::npos);
 }
 
 TEST_CASE("absolute_path") {

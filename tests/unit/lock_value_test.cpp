@@ -224,10 +224,14 @@ TEST_CASE("a tombstone names the broken holder, or '-' for another program's loc
 
 TEST_CASE("helper keys share the lock key's hash slot") {
   CHECK(helper_key("lock:daily", "fence") == "{lock:daily}:rlock:fence");
-  CHECK(helper_key("job:{42}", "fence") == "job:{42}:rlock:fence");
-  CHECK(helper_key("{a}b{c}", "fence") == "{a}b{c}:rlock:fence");
-  CHECK(helper_key("x{}y", "fence") == "x{}y:rlock:fence");  // cannot be tagged
+  CHECK(helper_key("job:{42}", "fence") == "job:{42}:rlock{}:fence");
+  CHECK(helper_key("{a}b{c}", "fence") == "{a}b{c}:rlock{}:fence");
+  CHECK(helper_key("x{}y", "fence") == "x{}y:rlock{}:fence");  // cannot be tagged
   CHECK(helper_key("a{b", "fence") == "{a{b}:rlock:fence");
+  // A key and the key that is its own hash tag are two locks, with helpers of their own.
+  CHECK(helper_key("{col:a}", "pause") == "{col:a}:rlock{}:pause");
+  CHECK(helper_key("col:a", "pause") == "{col:a}:rlock:pause");
+  CHECK(kept_output_key("col:a", "outputs") == "rlock-output:{col:a}:rlock:outputs");
 }
 
 TEST_CASE("holders read well to a person") {
