@@ -479,7 +479,9 @@ int parse_and_run(const SplitArgs& args) {
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
-  return parse_and_run(split_at_double_dash(argc, argv));
+  SplitArgs args = split_at_double_dash(argc, argv);
+  hide_url_passwords(argc, argv);  // read: from here on only ARGS holds the words
+  return parse_and_run(args);
 }
 
 }  // namespace rlock

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "redis/redis_url.h"
+
 namespace rlock {
 
 std::vector<std::string_view> names_of(std::string_view names) {
@@ -103,6 +105,14 @@ SplitArgs split_at_double_dash(int argc, char** argv) {
   for (++i; i < argc; ++i) out.command.emplace_back(argv[i]);
   out.ours = command_first(std::move(out.ours));
   return out;
+}
+
+void hide_url_passwords(int argc, char** argv) {
+  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
+    if (!std::strstr(argv[i], "://")) continue;
+    std::string masked = masked_url_text(argv[i]);
+    std::memcpy(argv[i], masked.data(), masked.size());
+  }
 }
 
 }  // namespace rlock

@@ -12,6 +12,7 @@
 #include "output/output_text.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/sha1.h"
 #include "util/text.h"
 
 namespace rlock {
@@ -31,6 +32,14 @@ void write_stdout(const std::string& text) {
 }
 
 std::string printable(std::string_view text, size_t max) { return terminal_safe(text, max); }
+
+std::string printable_key(std::string_view key) {
+  constexpr size_t k_key_chars = 80;
+  std::string cut = terminal_safe(key, k_key_chars);
+  if (cut == terminal_safe(key)) return cut;
+  Sha1Hex hash = sha1_hex(key);
+  return cut + "#" + std::string(hash.data(), 8);
+}
 
 const char* origin_name(Origin::Kind kind) {
   switch (kind) {

@@ -27,6 +27,10 @@ OutputStyle output_style(bool json);
 // TEXT safe for a terminal (terminal_safe(): control characters and invalid UTF-8 as \xNN,
 // valid UTF-8 as is), cut after MAX characters.
 std::string printable(std::string_view text, size_t max = 80);
+// KEY as printable() shows it, whole up to 80 characters; past them cut, with "..." and "#"
+// and the first 8 hex digits of the whole key's SHA-1, so that two keys that share their first
+// 80 characters still read as two (man page, DESCRIPTION).
+std::string printable_key(std::string_view key);
 
 // "web-2 pid 4121 (report.sh) for 3m12s, ttl 28.4s", or for a value rlock did not write
 // "another client (value "…"), ttl 28.4s". PTTL < 0: the key has no TTL.
@@ -64,8 +68,7 @@ void print_inspect(const LockState& lock, const OutputStyle& style);
 void print_history(const std::string& key, const std::vector<RunRecord>& runs,
                    const OutputStyle& style);
 // check: one line, "KEY: ok, last success ..." or what the last runs were instead (or JSON).
-void print_check(const CheckOptions& options, const CheckResult& result,
-                 const OutputStyle& style);
+void print_check(const CheckOptions& options, const CheckResult& result, const OutputStyle& style);
 // acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.
 void print_acquired(const std::string& key, const std::string& token, int64_t fence, Millis ttl,
                     const OutputStyle& style);

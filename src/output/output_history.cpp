@@ -131,7 +131,7 @@ void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle&
     write_stdout(check_json(o, r));
     return;
   }
-  std::string line = printable(o.key) + ": " + check_verdict(o, r, style);
+  std::string line = printable_key(o.key) + ": " + check_verdict(o, r, style);
   if (!r.ok()) line += check_failure(r);
   for (size_t i = 0; i < r.running.size(); ++i)
     line += (i ? ", " : "; running now on ") + printable(r.running[i].host) + " pid " +

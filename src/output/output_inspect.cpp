@@ -70,8 +70,8 @@ void add_places(Rows& rows, const LockView& v) {
                                            : holder_text(p.holder->who);
       std::string gone =
           p.holder && !p.holder->broken ? gone_text(*p.holder, p.ttl, "its place") : "";
-      rows.emplace_back("holder", who + ", ttl " + format_duration(p.ttl) + ", token " + p.token +
-                                      (gone.empty() ? "" : "; " + gone));
+      rows.emplace_back("holder", who + ", ttl " + format_duration(p.ttl) + ", token " +
+                                      printable(p.token) + (gone.empty() ? "" : "; " + gone));
     }
 }
 
@@ -88,8 +88,9 @@ void add_queue(Rows& rows, const LockView& v) {
   for (size_t i = 0; i < v.queue.size(); ++i) {
     const QueuedWaiter& w = v.queue[i];
     rows.emplace_back("  " + std::to_string(i + 1) + ".",
-                      "token " + w.token.substr(0, 8) + "..." + (w.shares ? " (shared)" : "") +
-                          "  waiting " + format_duration(w.waiting) + "  " + waiter_place_text(w));
+                      "token " + printable(w.token.substr(0, 8)) + "..." +
+                          (w.shares ? " (shared)" : "") + "  waiting " +
+                          format_duration(w.waiting) + "  " + waiter_place_text(w));
   }
 }
 
@@ -117,7 +118,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
     return;
   }
   Rows rows;
-  rows.emplace_back("key", printable(v.key));
+  rows.emplace_back("key", printable_key(v.key));
   rows.emplace_back("state", state_word(v, style));
   add_holder(rows, v);
   add_places(rows, v);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "output/output_text.h"
+#include "util/text.h"
 
 namespace rlock {
 
@@ -11,16 +12,51 @@ namespace {
 
 using nlohmann::json;
 
-// Keys and values are bytes, JSON strings are UTF-8: bytes that are not become U+FFFD (as in
-// json_string()), where dump() would throw.
-std::string document(const json& j) {
-  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+// For an array: the base64 of each string in it that is not valid UTF-8, null for any other
+// item; null when there is no such string.
+json raw_bytes_of_items(const json& array) {
+  json out = json::array();
+  bool any = false;
+  for (const json& item : array) {
+    bool raw = item.is_string() && !is_valid_utf8(item.get_ref<const std::string&>());
+    any = any || raw;
+    out.push_back(raw ? json(base64(item.get_ref<const std::string&>())) : json(nullptr));
+  }
+  return any ? out : json(nullptr);
 }
 
-// One line of watch.
-std::string line(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+// Keys and values are bytes, JSON strings are UTF-8. So beside each string member NAME of J
+// that is not valid UTF-8 goes NAME_base64, its bytes; beside an array that holds such a
+// string, NAME_base64 with the base64 of each (null for the other items). A script gets the
+// exact bytes back from these (man page, JSON OUTPUT).
+void add_raw_bytes(json& j) {
+  if (j.is_array())
+    for (json& item : j) add_raw_bytes(item);
+  if (!j.is_object()) return;
+  std::vector<std::pair<std::string, json>> added;
+  for (auto& [name, value] : j.items()) {
+    json raw = nullptr;
+    if (value.is_string() && !is_valid_utf8(value.get_ref<const std::string&>()))
+      raw = base64(value.get_ref<const std::string&>());
+    if (value.is_array()) raw = raw_bytes_of_items(value);
+    if (!raw.is_null()) added.emplace_back(name + "_base64", std::move(raw));
+    add_raw_bytes(value);
+  }
+  for (auto& [name, value] : added) j[name] = std::move(value);
 }
+
+// J as text, INDENT as dump() takes it: the invalid UTF-8 of its strings as U+FFFD (as in
+// json_string()), where dump() would throw, with add_raw_bytes()'s fields to recover it; C1
+// controls and bidirectional characters as \uXXXX (json_escape_hidden()).
+std::string dumped(json j, int indent) {
+  add_raw_bytes(j);
+  return json_escape_hidden(j.dump(indent, ' ', false, json::error_handler_t::replace));
+}
+
+std::string document(const json& j) { return dumped(j, 2) + "\n"; }
+
+// One line of watch.
+std::string line(const json& j) { return dumped(j, -1) + "\n"; }
 
 json or_null(const std::optional<int64_t>& n) { return n ? json(*n) : json(nullptr); }
 json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
@@ -220,7 +256,7 @@ json checked_run_json(const std::optional<CheckedRun>& c) {
 }  // namespace
 
 std::string listed_lock_json(const LockView& v) {
-  std::string one = lock_json(v, false).dump(2, ' ', false, json::error_handler_t::replace);
+  std::string one = dumped(lock_json(v, false), 2);
   std::string out;
   for (size_t at = 0, next; at < one.size(); at = next + 1) {
     next = std::min(one.find('\n', at), one.size());

@@ -118,7 +118,7 @@ void print_locks(const std::vector<LockState>& locks, const OutputStyle& style) 
 }
 
 void LockPrinter::fit(std::string_view key) {
-  if (!style_.json) key_width_ = std::max(key_width_, printable(key).size());
+  if (!style_.json) key_width_ = std::max(key_width_, printable_key(key).size());
 }
 
 void LockPrinter::print(const std::vector<LockState>& locks) {
@@ -133,7 +133,7 @@ void LockPrinter::print(const std::vector<LockState>& locks) {
       out += listed_lock_json(v);
       continue;
     }
-    std::string key = printable(v.key);
+    std::string key = printable_key(v.key);
     out += key + std::string(key_width_ - std::min(key_width_, key.size()) + 2, ' ') +
            state_text(v, style_);
     if (v.last_run) out += "  last run: " + last_run_text(*v.last_run, v.last_run_ago);

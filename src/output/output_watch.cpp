@@ -187,7 +187,7 @@ void print_watch_start(const std::vector<std::string>& keys, const WatchMode& mo
     return;
   }
   std::string names;
-  for (const std::string& k : keys) names += (names.empty() ? "" : ", ") + printable(k);
+  for (const std::string& k : keys) names += (names.empty() ? "" : ", ") + printable_key(k);
   std::string text = "watching " + names + " by ";
   if (mode.notifications)
     text += "keyspace notifications (notify-keyspace-events \"" + printable(mode.config) + "\")";
@@ -202,7 +202,7 @@ void print_watch_event(const WatchEvent& e, const OutputStyle& style) {
     write_stdout(watch_event_json(e, now));
     return;
   }
-  print_watch_line("", printable(e.lock.key) + "  " + watch_text(e, now, style), now, style);
+  print_watch_line("", printable_key(e.lock.key) + "  " + watch_text(e, now, style), now, style);
 }
 
 void print_watch_unreachable(const std::string& message, const OutputStyle& style) {

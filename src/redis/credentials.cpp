@@ -14,6 +14,7 @@
 #include "util/clock.h"
 #include "util/fd.h"
 #include "util/resources.h"
+#include "util/text.h"
 
 extern char** environ;
 
@@ -24,13 +25,10 @@ namespace {
 // The password command's output is read up to this much: a password, or a token of a few KB.
 constexpr size_t k_max_password_output = 64 * 1024;
 
-// "vault ..." for "vault kv get -field=pw secret/redis": the program, never its arguments.
+// "vault ..." for "VAULT_TOKEN=s.x vault kv get -field=pw secret/redis": the program, never an
+// assignment's value nor an argument.
 std::string command_label(const std::string& command) {
-  size_t start = command.find_first_not_of(" \t");
-  if (start == std::string::npos) return "the password command";
-  size_t end = command.find_first_of(" \t", start);
-  std::string label = command.substr(start, end == std::string::npos ? end : end - start);
-  return "the password command (" + label + (end == std::string::npos ? ")" : " ...)");
+  return "the password command (" + shell_command_summary(command) + ")";
 }
 
 Failure credential_failure(const std::string& message) {

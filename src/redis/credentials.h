@@ -24,7 +24,8 @@ Result<std::string> read_password_file(const std::string& path);
 
 // Runs COMMAND with /bin/sh -c, without stdin, its stderr passed through; its first line of
 // stdout is the password. One that fails, prints nothing or runs longer than TIMEOUT (killed,
-// with what it started) is a failure that names the command's first word, never its output.
+// with what it started) is a failure that names the command's program (shell_command_summary()),
+// never an assignment's value, an argument or its output.
 Result<std::string> run_password_command(const std::string& command, Millis timeout);
 
 // The password for a new connection, when SOURCE has one; TIMEOUT bounds a command.

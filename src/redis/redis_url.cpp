@@ -1,5 +1,6 @@
 #include "redis/redis_url.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -26,8 +27,8 @@ bool all_digits(std::string_view s) {
 
 // TEXT without an '@': a password typed without its "@host" ("redis://user:secret",
 // "redis://:secret/0") reads as a host and a port. So a port that is no number goes, in each
-// of the comma-separated addresses (a Sentinel URL has several).
-std::string without_would_be_password(std::string_view text) {
+// of the comma-separated addresses (a Sentinel URL has several), SECRET in its place.
+std::string without_would_be_password(std::string_view text, std::string_view secret) {
   size_t scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) return std::string(text);
   size_t start = scheme_end + 3;
@@ -45,7 +46,7 @@ std::string without_would_be_password(std::string_view text) {
     if (colon == std::string_view::npos || all_digits(port))
       out += address;
     else
-      out += std::string(address.substr(0, colon + 1)) + std::string(k_redacted_secret);
+      out += std::string(address.substr(0, colon + 1)) + std::string(secret);
     if (comma == std::string_view::npos) break;
     addresses = addresses.substr(comma + 1);
   }
@@ -56,7 +57,7 @@ std::string without_would_be_password(std::string_view text) {
 
 std::string without_userinfo(std::string_view text) {
   size_t at = userinfo_end(text);
-  if (at == std::string_view::npos) return without_would_be_password(text);
+  if (at == std::string_view::npos) return without_would_be_password(text, k_redacted_secret);
   size_t scheme_end = text.find("://");
   size_t start = scheme_end == std::string_view::npos ? 0 : scheme_end + 3;
   return std::string(text.substr(0, start)) + k_redacted_secret + std::string(text.substr(at));
@@ -128,11 +129,42 @@ std::string replace_password(std::string_view text, std::string_view secret) {
 
 }  // namespace
 
+namespace {
+
+// TEXT with what may be a password in it written as SECRET: whatever sits between "://" and the
+// last '@' but a plain user name, all before an '@' without "://", or a port that is no number
+// where there is no '@'.
+std::string redacted_with(std::string_view text, std::string_view secret) {
+  size_t at = userinfo_end(text);
+  if (at == std::string_view::npos) return without_would_be_password(text, secret);
+  if (text.find("://") == std::string_view::npos)
+    return std::string(secret) + std::string(text.substr(at));
+  return replace_password(text, secret);
+}
+
+}  // namespace
+
 std::string redact_url_text(std::string_view text) {
-  // Whatever sits between "://" and the last '@' may hold a password.
-  if (text.find("://") == std::string_view::npos || userinfo_end(text) == std::string_view::npos)
-    return without_userinfo(text);
-  return replace_password(text, k_redacted_secret);
+  return redacted_with(text, k_redacted_secret);
+}
+
+std::string masked_url_text(std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) return std::string(text.size(), '*');
+  // Each NUL of MARKED stands for a password; what surrounds it is TEXT's own bytes. A password
+  // ends at the '@', or where there is none, at the end of its address.
+  std::string marked = redacted_with(text, std::string_view("", 1));
+  std::string out(text);
+  size_t at = userinfo_end(text);
+  size_t i = 0;
+  for (char c : marked) {
+    if (c != '\0') {
+      ++i;
+      continue;
+    }
+    size_t end = at != std::string_view::npos ? at : text.find_first_of(",/?#", i);
+    for (; i < std::min(end, text.size()); ++i) out[i] = '*';
+  }
+  return out;
 }
 
 std::string without_password(std::string_view text) {

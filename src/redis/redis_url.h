@@ -46,6 +46,10 @@ std::vector<RedisUrl> parse_redis_seeds(std::string_view text);
 // but a plain user name), for showing URLs as given (`rlock config`).
 std::string redact_url_text(std::string_view text);
 
+// TEXT with each byte of any password in it (as redact_url_text() finds it) replaced by '*':
+// as long as TEXT, so that it can overwrite TEXT where it is, as rlock's own argv (ps).
+std::string masked_url_text(std::string_view text);
+
 // TEXT with any password taken out (redis://user:pw@h is redis://user:@h, a user whose password
 // comes from elsewhere; redis://pw@h is redis://h), for the command's environment.
 std::string without_password(std::string_view text);

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/trusted_file.h"
+#include "util/log.h"
 
 namespace rlock {
 
@@ -215,6 +217,38 @@ RawSettings parse_config(std::string_view text, const std::string& path) {
   return out;
 }
 
+namespace {
+
+// The first of SETTINGS of KIND, by name; nullptr when there is none.
+const char* first_of_kind(const RawSettings& settings, SettingKind kind) {
+  for (const auto& [name, value] : settings)
+    if (const SettingInfo* info = find_setting(name); info && info->kind == kind) return info->name;
+  return nullptr;
+}
+
+// A config file is trusted with what it sets. One that others can change and that sets a
+// command rlock runs as its user (password-command, notify) would let them run anything as
+// that user: refused. One that holds a password and that others can read or change (pointing
+// `redis` at their own server, to which rlock would send it) earns a warning, as a password
+// file does (man page, CONFIGURATION).
+void check_access(const std::string& path, const struct stat& st, const RawSettings& settings) {
+  FileAccess access = file_access(path, st);
+  const char* command = first_of_kind(settings, SettingKind::command);
+  if (command && !access.changed_by_others.empty())
+    throw Error(k_exit_config, "config file " + path + " can be changed by others (" +
+                                   access.changed_by_others + ") and sets " + command +
+                                   ", a command rlock runs as its user; refused");
+  if (!first_of_kind(settings, SettingKind::secret)) return;
+  if (!access.read_by_others.empty())
+    log_warning("config file " + path + " holds a password and can be read by others (" +
+                access.read_by_others + "); chmod 600 it");
+  else if (!access.changed_by_others.empty())
+    log_warning("config file " + path + " holds a password and can be changed by others (" +
+                access.changed_by_others + ")");
+}
+
+}  // namespace
+
 RawSettings read_config_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
@@ -224,7 +258,9 @@ RawSettings read_config_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error(k_exit_config, "cannot read config file " + errno_message(path));
-  return parse_config(text.str(), path);
+  RawSettings settings = parse_config(text.str(), path);
+  check_access(path, st, settings);
+  return settings;
 }
 
 }  // namespace rlock

@@ -21,7 +21,9 @@ std::optional<std::string> find_config_file(const std::optional<std::string>& fl
 // PATH:LINE:COLUMN for a syntax error, an unknown key or a value of the wrong type.
 RawSettings parse_config(std::string_view text, const std::string& path);
 
-// Reads and parses PATH.
+// Reads and parses PATH. Throws Error(k_exit_config) too when others can change the file and it
+// sets a command rlock runs (password-command, notify); warns when it holds a password that
+// others can read or change.
 RawSettings read_config_file(const std::string& path);
 
 }  // namespace rlock

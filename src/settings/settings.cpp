@@ -10,6 +10,7 @@
 #include "util/duration.h"
 #include "util/error.h"
 #include "util/period.h"
+#include "util/text.h"
 
 namespace rlock {
 
@@ -173,7 +174,7 @@ const std::vector<SettingInfo>& all_settings() {
        "read the Redis password from FILE, again for each new connection (or use "
        "RLOCK_PASSWORD, REDISCLI_AUTH)",
        nullptr},
-      {"password-command", "--password-command", K::text, nullptr, "CMD",
+      {"password-command", "--password-command", K::command, nullptr, "CMD",
        "run CMD (/bin/sh -c) for each new connection: its first line of output is the Redis "
        "password (a token that rotates)",
        nullptr},
@@ -281,7 +282,7 @@ const std::vector<SettingInfo>& all_settings() {
        apply_retry_delay},
       {"retry-on", "--retry-on", K::exit_code, nullptr, "CODES",
        "retry only these exit statuses (1,2,75 or 1-9; default any but 0)", apply_retry_on},
-      {"notify", "--notify", K::text, nullptr, "CMD",
+      {"notify", "--notify", K::command, nullptr, "CMD",
        "run CMD (/bin/sh -c) after the run, once the lock is given back, with the run in its "
        "environment (RLOCK_RESULT ...)",
        apply_notify},
@@ -436,8 +437,7 @@ void check_value(const std::string& name, const RawValue& value) {
   case SettingKind::signal:
   case SettingKind::on_lost: info->apply(v, scratch); return;
   default:
-    if (info->apply == apply_once_per || info->apply == apply_notify_on)
-      info->apply(v, scratch);
+    if (info->apply == apply_once_per || info->apply == apply_notify_on) info->apply(v, scratch);
     return;
   }
 }
@@ -445,6 +445,9 @@ void check_value(const std::string& name, const RawValue& value) {
 std::string display_value(const std::string& name, const RawValue& value) {
   const SettingInfo* info = find_setting(name);
   if (info && info->kind == SettingKind::secret) return k_redacted_secret;
+  // A command's arguments and assignments may hold secrets (VAULT_TOKEN=... vault ...).
+  if (info && info->kind == SettingKind::command && !value.values.empty())
+    return shell_command_summary(value.values.front());
   std::string out;
   for (const auto& v : value.values) {
     if (!out.empty()) out += ", ";

@@ -40,7 +40,8 @@ enum class SettingKind {
   signal,
   on_lost,
   flag,
-  secret
+  secret,
+  command  // a shell line rlock runs as its user: shown by its program only
 };
 
 struct Resolved;
@@ -83,7 +84,8 @@ Resolved resolve_settings(const RawSettings& settings);
 // --wait's value), and nothing for how it fits with other settings (--kill-after and the ttl).
 void check_value(const std::string& name, const RawValue& value);
 
-// The value as `rlock config` shows it: secrets as ***, passwords in URLs redacted.
+// The value as `rlock config` shows it: secrets as ***, passwords in URLs redacted, a command
+// by its program alone ("vault ...": shell_command_summary()).
 std::string display_value(const std::string& name, const RawValue& value);
 
 }  // namespace rlock

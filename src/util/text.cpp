@@ -1,6 +1,8 @@
 #include "util/text.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <utility>
 
@@ -47,6 +49,32 @@ bool continues(std::string_view text, size_t i, size_t k, unsigned char low, uns
   return k == i + 1 ? b >= low && b <= high : (b & 0xc0) == 0x80;
 }
 
+// The code point of the LEN-byte sequence at TEXT[I], a valid one.
+uint32_t code_point(std::string_view text, size_t i, size_t len) {
+  static constexpr unsigned char k_lead_bits[] = {0x7f, 0x1f, 0x0f, 0x07};
+  uint32_t cp = static_cast<unsigned char>(text[i]) & k_lead_bits[len - 1];
+  for (size_t k = i + 1; k < i + len; ++k)
+    cp = cp << 6 | (static_cast<unsigned char>(text[k]) & 0x3f);
+  return cp;
+}
+
+// Whether CP is a C1 control (escapes to some terminals) or one of Unicode's bidirectional
+// marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066
+// to U+2069), which reorder what is shown around them: a key or a host name could then read as
+// another. Valid UTF-8 all the same, so it is told by its code point.
+bool hidden_control(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+// Appends each of the LEN bytes at TEXT[I] as \xNN.
+void append_escaped(std::string& out, std::string_view text, size_t i, size_t len) {
+  for (size_t k = i; k < i + len; ++k) {
+    out += "\\x";
+    append_hex(out, static_cast<unsigned char>(text[k]));
+  }
+}
+
 }  // namespace
 
 size_t utf8_sequence_length(std::string_view text, size_t i) {
@@ -60,21 +88,34 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   return len;
 }
 
+namespace {
+
+// Appends CP, below U+10000, as a JSON escape.
+void append_json_escape(std::string& out, uint32_t cp) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
+  out += buf;
+}
+
+}  // namespace
+
 std::string json_string(std::string_view text) {
   std::string out = "\"";
   size_t i = 0;
   while (i < text.size()) {
     auto c = static_cast<unsigned char>(text[i]);
+    size_t len = utf8_sequence_length(text, i);
     if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
       ++i;
     } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
+      append_json_escape(out, c);
       ++i;
-    } else if (size_t len = utf8_sequence_length(text, i)) {
+    } else if (len > 0 && hidden_control(code_point(text, i, len))) {
+      append_json_escape(out, code_point(text, i, len));
+      i += len;
+    } else if (len > 0) {
       out.append(text.substr(i, len));  // a whole UTF-8 sequence passes through
       i += len;
     } else {
@@ -83,6 +124,42 @@ std::string json_string(std::string_view text) {
     }
   }
   return out + "\"";
+}
+
+std::string json_escape_hidden(std::string_view json_text) {
+  std::string out;
+  out.reserve(json_text.size());
+  size_t i = 0;
+  while (i < json_text.size()) {
+    size_t len = std::max<size_t>(utf8_sequence_length(json_text, i), 1);
+    if (len > 1 && hidden_control(code_point(json_text, i, len)))
+      append_json_escape(out, code_point(json_text, i, len));
+    else
+      out.append(json_text, i, len);
+    i += len;
+  }
+  return out;
+}
+
+bool is_valid_utf8(std::string_view text) {
+  for (size_t i = 0, len; i < text.size(); i += len)
+    if ((len = utf8_sequence_length(text, i)) == 0) return false;
+  return true;
+}
+
+std::string base64(std::string_view bytes) {
+  static constexpr char k_digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t group = static_cast<unsigned char>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) group |= static_cast<unsigned char>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) group |= static_cast<unsigned char>(bytes[i + 2]);
+    for (size_t k = 0; k < 4; ++k)
+      out += i + k <= bytes.size() ? k_digits[(group >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
 }
 
 bool is_assignment_word(std::string_view word) {
@@ -155,6 +232,14 @@ std::string shell_command_name(std::string_view text) {
   }
 }
 
+std::string shell_command_summary(std::string_view text) {
+  std::string name = shell_command_name(text);
+  size_t start = text.find_first_not_of(" \t\n");
+  size_t end = text.find_last_not_of(" \t\n");
+  bool alone = start != std::string_view::npos && text.substr(start, end - start + 1) == name;
+  return alone ? name : name + " ...";
+}
+
 std::string terminal_safe(std::string_view text, size_t max_chars) {
   std::string out;
   out.reserve(text.size());
@@ -166,12 +251,12 @@ std::string terminal_safe(std::string_view text, size_t max_chars) {
     }
     auto c = static_cast<unsigned char>(text[i]);
     size_t len = utf8_sequence_length(text, i);
-    // C1 controls (U+0080..U+009F, 0xc2 0x80..0x9f in UTF-8) are escapes to some terminals.
-    bool c1 = len == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
-    if (len == 0 || c1 || c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      append_hex(out, c);
+    if (len == 0 || c < 0x20 || c == 0x7f) {
+      append_escaped(out, text, i, 1);
       ++i;
+    } else if (hidden_control(code_point(text, i, len))) {
+      append_escaped(out, text, i, len);  // one character, however many escapes
+      i += len;
     } else {
       out.append(text.substr(i, len));
       i += len;
@@ -214,11 +299,12 @@ std::string OutputEscaper::feed(std::string_view piece) {
     }
     size_t len = utf8_sequence_length(text, i);
     if (len == 0 && cut_sequence(text, i)) break;
-    bool c1 = len == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
-    if (len == 0 || len == 1 || c1) {
-      out += "\\x";
-      append_hex(out, c);
+    if (len == 0 || len == 1) {
+      append_escaped(out, text, i, 1);
       ++i;
+    } else if (hidden_control(code_point(text, i, len))) {
+      append_escaped(out, text, i, len);
+      i += len;
     } else {
       out.append(text, i, len);
       i += len;
@@ -230,10 +316,8 @@ std::string OutputEscaper::feed(std::string_view piece) {
 
 std::string OutputEscaper::finish() {
   std::string out;
-  for (unsigned char c : std::exchange(held_, std::string())) {
-    out += "\\x";
-    append_hex(out, c);
-  }
+  std::string held = std::exchange(held_, std::string());
+  append_escaped(out, held, 0, held.size());
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "util/error.h"
 #include "util/text.h"
@@ -18,19 +19,20 @@ namespace {
 // Root, and the user rlock runs as: nobody else may own what rlock writes or passes through.
 bool trusted_owner(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
 
-std::string mode_text(mode_t mode) {
-  std::string out = "0";
-  for (int shift : {6, 3, 0}) out += static_cast<char>('0' + ((mode >> shift) & 7));
-  return out;
+// "mode 0644", "mode 1777".
+std::string mode_text(const struct stat& st) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string("mode ") + mode;
 }
 
 // Why another user could swap the files in the directory ST (PATH), or "".
 std::string untrusted_dir(const struct stat& st, const std::string& path) {
   if (!trusted_owner(st.st_uid))
-    return path + " belongs to " + user_name(st.st_uid) + ", who could swap the files in it";
+    return path + " belongs to " + user_name(st.st_uid) + ", who could swap what is in it";
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
-    return path + " can be written by others (mode " + mode_text(st.st_mode & 0777) +
-           ") and has no sticky bit: another user could swap the files in it";
+    return path + " is " + mode_text(st) +
+           " without the sticky bit: another user could swap what is in it";
   return "";
 }
 
@@ -115,7 +117,7 @@ Fd TrustedDir::open_file(std::string_view name, int flags, std::string& problem)
   } else if (!trusted_owner(st.st_uid)) {
     problem = shown + " belongs to " + user_name(st.st_uid) + ", not to " + user_name(::geteuid());
   } else if (st.st_mode & S_IWOTH) {
-    problem = shown + " can be written by anyone (mode " + mode_text(st.st_mode & 0777) + ")";
+    problem = shown + " can be written by anyone (" + mode_text(st) + ")";
   } else {
     return fd;
   }
@@ -139,6 +141,18 @@ std::optional<std::string> TrustedDir::replace(std::string_view name, std::strin
     problem = errno_message("rename to " + path_of(name));
   if (problem) ::unlinkat(fd_.get(), temporary.c_str(), 0);
   return problem;
+}
+
+FileAccess file_access(const std::string& path, const struct stat& st) {
+  FileAccess out;
+  if ((st.st_mode & (S_IRGRP | S_IROTH)) != 0) out.read_by_others = mode_text(st);
+  if (!trusted_owner(st.st_uid))
+    out.changed_by_others = "owned by " + user_name(st.st_uid);
+  else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    out.changed_by_others = mode_text(st);
+  else
+    out.changed_by_others = TrustedDir::open(path).problem();
+  return out;
 }
 
 }  // namespace rlock

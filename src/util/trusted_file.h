@@ -1,9 +1,10 @@
-// Files rlock creates or rewrites for the job (the metrics textfile, the heartbeat file) may
-// live in a directory that other users can write too: /var/tmp, a textfile directory shared
-// by a team. There another user could plant a link or a file of their own under the name
-// rlock will write, and make a run as root overwrite /etc/x, or keep a hung job "alive". So
-// these files are opened relative to their directory, never through a link, and refused
-// (with a message that says why) where another user could swap them (docs/SECURITY.md):
+// Who else may read or change a file rlock reads (a password file, a config file), and the
+// files rlock writes. Those it creates or rewrites for the job (the metrics textfile, the
+// heartbeat file) may live in a directory that other users can write too: /var/tmp, a textfile
+// directory shared by a team. There another user could plant a link or a file of their own under
+// the name rlock will write, and make a run as root overwrite /etc/x, or keep a hung job "alive".
+// So these files are opened relative to their directory, never through a link, and refused (with a
+// message that says why) where another user could swap them (docs/SECURITY.md):
 //   - a link on the way to the directory that another user owns (root's links are followed);
 //   - a directory that another user owns (root may), or that others can write and that has no
 //     sticky bit (with it, as in /tmp, nobody but its owner can remove or rename a file);
@@ -12,6 +13,8 @@
 // "Others" is anyone but this process's effective user (and root): the group's write bit
 // counts, as the group may hold other users.
 #pragma once
+
+#include <sys/stat.h>
 
 #include <optional>
 #include <string>
@@ -47,6 +50,22 @@ private:
   std::string path_;  // as given, for messages
   std::string problem_;
 };
+
+// Who besides its owner and root may read or change a file: one that holds a secret (a
+// password file, a config file with `password`) should let nobody else read it, and one that
+// names a command rlock runs as its user (`password-command`, `notify`) nobody else change it
+// (man page, CONFIGURATION).
+struct FileAccess {
+  // Why others can read the file ("mode 0644"); empty when they cannot.
+  std::string read_by_others;
+  // Why others can change it ("mode 0666", "owned by nobody", or why its directory is not
+  // trusted, as TrustedDir says: another user could put another file in its place); empty
+  // when they cannot.
+  std::string changed_by_others;
+};
+
+// The access to the file PATH, whose status ST is (fstat of the file rlock opened).
+FileAccess file_access(const std::string& path, const struct stat& st);
 
 // The last component of PATH (a file's name).
 std::string base_name(const std::string& path);

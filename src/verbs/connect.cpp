@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 
 #include "redis/credentials.h"
@@ -11,6 +10,7 @@
 #include "redis/redlock.h"
 #include "redis/sentinel.h"
 #include "util/error.h"
+#include "util/trusted_file.h"
 #include "util/log.h"
 #include "verbs/verbs.h"
 
@@ -26,12 +26,11 @@ void check_password_file(const std::string& path) {
   auto password = read_password_file(path);
   if (!password) throw Error(k_exit_config, password.failure().message);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    log_warning("the password file " + path + " can be read by others (mode " + mode +
+  if (::stat(path.c_str(), &st) != 0) return;
+  std::string others = file_access(path, st).read_by_others;
+  if (!others.empty())
+    log_warning("the password file " + path + " can be read by others (" + others +
                 "); chmod 600 it");
-  }
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ private:
     if (!raw_) out += escaper_.finish();
     if (!out.empty()) write_stdout(out);
     out.clear();
-    write_stderr("rlock: " + printable(key_) + ": " + format_byte_size(bytes) + " " + why + "\n");
+    write_stderr("rlock: " + printable_key(key_) + ": " + format_byte_size(bytes) + " " + why +
+                 "\n");
   }
 
   const std::string& key_;
@@ -99,7 +100,7 @@ std::optional<bool> still_held(Redis& redis, const std::string& key, int64_t fen
 // RUNNING: whether the run still holds the lock, when it kept no end (nothing: unknown).
 std::string header(const std::string& key, const KeptRun& run, const OutputBounds& b,
                    std::optional<bool> running) {
-  std::string out = printable(key) + ": run of fence " + std::to_string(run.fence);
+  std::string out = printable_key(key) + ": run of fence " + std::to_string(run.fence);
   if (run.value) {
     const Holder& h = run.value->holder;
     out += " on " + printable(h.host) + " pid " + std::to_string(h.pid) + " (" + printable(h.cmd) +
@@ -128,7 +129,7 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
   auto runs = kept_runs(*redis, key, deadline());
   if (!runs) return unavailable(runs.failure());
   if (runs->empty()) {
-    write_stderr("rlock: " + printable(key) +
+    write_stderr("rlock: " + printable_key(key) +
                  ": no output kept (a run keeps its own with --keep-output SIZE)\n");
     return k_exit_not_held;
   }
@@ -141,7 +142,7 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
     run = static_cast<size_t>(*o.run) <= runs->size() ? &(*runs)[*o.run - 1] : nullptr;
   }
   if (!run) {
-    write_stderr("rlock: " + printable(key) + ": " +
+    write_stderr("rlock: " + printable_key(key) + ": " +
                  (o.fence ? "no output kept of fence " + std::to_string(*o.fence)
                           : "only " + std::to_string(runs->size()) + " runs' output kept") +
                  " (newest first: fence " + std::to_string(runs->front().fence) + ")\n");
@@ -173,7 +174,8 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
     if (read.last_id.empty()) read.last_id = last;
     printer.print(read);
     if (read.end) {
-      write_stderr("rlock: " + printable(key) + ": the run ended: " + end_text(*read.end) + "\n");
+      write_stderr("rlock: " + printable_key(key) + ": the run ended: " + end_text(*read.end) +
+                   "\n");
       return k_exit_ok;
     }
     if (!read.pieces.empty()) continue;
@@ -187,7 +189,7 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
         if (read.end) return k_exit_ok;
         continue;
       }
-      write_stderr("rlock: " + printable(key) +
+      write_stderr("rlock: " + printable_key(key) +
                    ": the run no longer holds the lock and kept no end: its rlock was killed, "
                    "or Redis lost the end\n");
       return k_exit_ok;

@@ -79,10 +79,11 @@ int pause_verb(const GlobalOptions& global, const std::string& key, const PauseO
     log_error(key + ": --until is not after the Redis server's time now; nothing changed");
     return k_exit_usage;
   }
-  std::string line = key + ": " + pause_text(paused->text, paused->pttl);
+  std::string line = printable_key(key) + ": " + pause_text(paused->text, paused->pttl);
   if (!paused->replaced.empty())
     line += "; it replaces the pause before (" + pause_text(paused->replaced, Millis(-1)) + ")";
-  if (paused->held) line += "; the run that holds it goes on (rlock stop " + key + " ends it)";
+  if (paused->held)
+    line += "; the run that holds it goes on (rlock stop " + printable_key(key) + " ends it)";
   write_stdout(line + "\n");
   return k_exit_ok;
 }

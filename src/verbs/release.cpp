@@ -47,9 +47,10 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
 
 // What became of one lock, or place of a semaphore or a shared lock (SHARED); its exit status.
 int report(const std::string& key, const Broken& b, bool shared) {
-  std::string what = b.token.empty() ? key
-                     : shared        ? key + " shared place " + b.token
-                                     : key + " place " + b.token;
+  std::string shown = printable_key(key);
+  std::string what = b.token.empty() ? shown
+                     : shared        ? shown + " shared place " + b.token
+                                     : shown + " place " + b.token;
   // A broken shared place keeps out only a holder that wants the lock alone.
   std::string nobody = shared ? "Nobody can take the lock alone " : "Nobody can take it ";
   auto value = decode_lock_value(b.value);
@@ -96,7 +97,7 @@ int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& o
                             {options.token.value_or(""), options.all, options.now, options.reason});
   if (!outcome) return unavailable(outcome.failure());
   if (outcome->type == "none") {
-    write_stdout(key + ": was free; nothing to release\n");
+    write_stdout(printable_key(key) + ": was free; nothing to release\n");
     return k_exit_not_held;
   }
   if (outcome->type != "string" && outcome->type != "zset") {

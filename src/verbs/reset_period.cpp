@@ -20,7 +20,7 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   const SlotClaim& run = reset->run;
   switch (reset->outcome) {
   case PeriodReset::Outcome::no_run:  // nothing to do, as release --force of a free lock
-    write_stdout(options.key + ": no run recorded for this period (" + reset->slot +
+    write_stdout(printable_key(options.key) + ": no run recorded for this period (" + reset->slot +
                  "); nothing changed\n");
     return k_exit_not_held;
   case PeriodReset::Outcome::still_running:
@@ -38,8 +38,9 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
   if (options.history_length > 0)
     send_history(*redis, options.key,
                  history_entry(options.key, record, options.history_length, options.retention));
-  write_stdout(options.key + ": forgot this period's run (" + reset->slot + ", on " + run.host +
-               " at " + run.since + ": " + period_run_text(run) +
+  write_stdout(printable_key(options.key) + ": forgot this period's run (" +
+               printable(reset->slot) + ", on " + printable(run.host) + " at " +
+               printable(run.since) + ": " + printable(period_run_text(run), 200) +
                "); the next rlock run --once-per runs the job\n");
   return k_exit_ok;
 }

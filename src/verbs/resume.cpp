@@ -12,10 +12,10 @@ int resume_verb(const GlobalOptions& global, const std::string& key) {
   auto was = resume_lock(*redis, key, Clock::now() + redis->command_timeout());
   if (!was) return unavailable(was.failure());
   if (!*was) {
-    write_stdout(key + ": not paused; nothing changed\n");
+    write_stdout(printable_key(key) + ": not paused; nothing changed\n");
     return k_exit_not_held;
   }
-  write_stdout(key + ": resumed; it was " + pause_text(**was, Millis(-1)) + "\n");
+  write_stdout(printable_key(key) + ": resumed; it was " + pause_text(**was, Millis(-1)) + "\n");
   return k_exit_ok;
 }
 

@@ -111,7 +111,7 @@ int report(const std::string& key, const Asked& a) {
               " but still holds the lock (its command or what it left running does not end?)");
     return k_exit_busy;
   }
-  write_stdout(key + ": stopped " + a.who + "; the lock was given back after " +
+  write_stdout(printable_key(key) + ": stopped " + a.who + "; the lock was given back after " +
                format_duration(*a.released_after) + "\n");
   return k_exit_ok;
 }
@@ -138,13 +138,14 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
     return k_exit_unavailable;
   }
   if (asked->kind == "broken") {
-    write_stdout(key + ": already broken (release --force); its holder is stopping: " +
+    write_stdout(printable_key(key) +
+                 ": already broken (release --force); its holder is stopping: " +
                  describe_holder(asked->value, asked->broken_pttl) + "\n");
     return k_exit_not_held;
   }
   if (asked->asked.empty()) {
     if (asked->kind == "none" || options.token.empty())
-      write_stdout(key + ": free; nothing to stop\n");
+      write_stdout(printable_key(key) + ": free; nothing to stop\n");
     else
       log_error(key + ": no holder with that token; nothing asked");
     return k_exit_not_held;

@@ -137,8 +137,8 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.bash("status", "team:"), {"team:" + n for n in self.names})
         self.assertEqual(self.bash("status", "team:a"), {"team:a b"})
         self.assertEqual(self.bash("run", "-w", "5s", "team:st"), {"team:star*?"})
-        self.assertEqual(self.bash("status", "team:$"), {"team:" + self.names[0],
-                                                         "team:dollar$HOME"})
+        self.assertEqual(self.bash("status", "team:$"), {"team:" + self.names[0]})
+        self.assertEqual(self.bash("status", "team:dollar\\$"), {"team:dollar$HOME"})
 
     def test_bash_strips_the_prefix_and_asks_the_redis_on_the_line(self):
         self.assertEqual(self.bash("--prefix", "team:", "status", "re"), {"report"})

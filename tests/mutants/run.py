@@ -635,6 +635,41 @@ MUTANTS = [
      [("src/lock/lock.cpp", "  if (key.find('}') != std::string_view::npos)\n    return std::string(key) + std::string(k_braced_separator) + std::string(kind);",
        "  if (key.find('}') != std::string_view::npos)\n    return std::string(key) + std::string(k_helper_separator) + std::string(kind);")],
      ['unit', 'test_security.SharedRedis.test_a_key_and_the_key_that_is_its_own_hash_tag_are_two_locks']),
+    ("bidi overrides printed raw",
+     [("src/util/text.cpp",
+       " || cp == 0x061c || cp == 0x200e || cp == 0x200f ||\n"
+       "         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);", ";")],
+     ['test_security_text.BidiAndControls.'
+      'test_every_text_verb_escapes_bidi_and_c1_in_keys_hosts_commands_reasons_and_output']),
+    ("JSON writes bidi and C1 raw",
+     [("src/output/output_json.cpp",
+       "  return json_escape_hidden(j.dump(indent, ' ', false, json::error_handler_t::replace));",
+       "  return j.dump(indent, ' ', false, json::error_handler_t::replace);")],
+     ['test_security_text.BidiAndControls.test_json_writes_c1_and_bidi_as_u_sequences']),
+    ("a key that is not UTF-8 lost in JSON",
+     [("src/output/output_json.cpp",
+       "    if (!raw.is_null()) added.emplace_back(name + \"_base64\", std::move(raw));", "")],
+     ['test_security_text.RawBytesAndLongKeys.test_a_key_that_is_not_utf8_is_given_back_whole_by_json']),
+    ("long keys cut alike",
+     [("src/output/output.cpp", "  return cut + \"#\" + std::string(hash.data(), 8);",
+       "  return cut;")],
+     ['test_security_text.RawBytesAndLongKeys.'
+      'test_keys_that_share_their_first_80_characters_read_as_two']),
+    ("a password left in rlock's argv",
+     [("src/cli/cli.cpp",
+       "  hide_url_passwords(argc, argv);  // read: from here on only ARGS holds the words\n", "")],
+     ['test_security_text.SecretsOfCommandsAndUrls.'
+      'test_a_password_in_a_url_leaves_rlocks_arguments_once_read']),
+    ("a config file others can change runs its command",
+     [("src/settings/config_file.cpp", "  if (command && !access.changed_by_others.empty())",
+       "  if (false)")],
+     ['test_security_text.ConfigFileAccess.test_a_command_in_a_file_others_can_change_is_refused']),
+    ("a password command shown whole",
+     [("src/redis/credentials.cpp",
+       "  return \"the password command (\" + shell_command_summary(command) + \")\";",
+       "  return \"the password command (\" + command + \")\";")],
+     ['test_security_text.SecretsOfCommandsAndUrls.'
+      'test_a_failing_password_command_names_its_program_only']),
 ]
 
 

@@ -81,3 +81,38 @@ TEST_CASE("OutputEscaper keeps lines and tabs, escapes what drives a terminal, a
   CHECK(e.finish() == "\\xf0\\x9f");
   CHECK(e.finish() == "");
 }
+
+TEST_CASE("bidirectional characters are escaped, a byte each, as C1 is") {
+  // U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE, U+200F, U+061C.
+  CHECK(rlock::terminal_safe("a\xe2\x80\xae"
+                             "b") == "a\\xe2\\x80\\xaeb");
+  CHECK(rlock::terminal_safe("\xe2\x81\xa6x\xe2\x81\xa9") == "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9");
+  CHECK(rlock::terminal_safe("\xe2\x80\x8f\xd8\x9c") == "\\xe2\\x80\\x8f\\xd8\\x9c");
+  // Their neighbours stay: U+2029, U+202F, U+2065, U+061B.
+  for (const char* kept : {"\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\xa5", "\xd8\x9b"}) {
+    CAPTURE(kept);
+    CHECK(rlock::terminal_safe(kept) == kept);
+  }
+  // One character, however many escapes, when the text is cut.
+  CHECK(rlock::terminal_safe("\xe2\x80\xae"
+                             "abc",
+                             2) == "\\xe2\\x80\\xaea...");
+  rlock::OutputEscaper e;
+  CHECK(e.feed("x\xe2\x80") == "x");
+  CHECK(e.feed("\xaey\n") == "\\xe2\\x80\\xaey\n");
+  CHECK(e.feed("\xc2\x85") == "\\xc2\\x85");
+}
+
+TEST_CASE("JSON escapes C1 and bidirectional characters, and carries bytes in base64") {
+  CHECK(rlock::json_string("a\xe2\x80\xae\xc2\x9b") == "\"a\\u202e\\u009b\"");
+  CHECK(rlock::json_escape_hidden("{\"k\":\"\xe2\x81\xa6\xc3\xa9\xc2\x85\"}") ==
+        "{\"k\":\"\\u2066\xc3\xa9\\u0085\"}");
+  CHECK(rlock::is_valid_utf8("J\xc3\xb6rg"));
+  CHECK_FALSE(rlock::is_valid_utf8("a\xff"));
+  CHECK_FALSE(rlock::is_valid_utf8("cut\xe2\x82"));
+  CHECK(rlock::base64("") == "");
+  CHECK(rlock::base64("f") == "Zg==");
+  CHECK(rlock::base64("fo") == "Zm8=");
+  CHECK(rlock::base64("foo") == "Zm9v");
+  CHECK(rlock::base64("k\xff\xfe") == "a//+");
+}
