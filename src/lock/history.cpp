@@ -350,7 +350,7 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   for (size_t i = 0; i < replies.size(); ++i) {
     Result<Reply> reply = replies[i] ? Result<Reply>((*replies[i])[0]) : replies[i].failure();
     if (reply && reply->type == Reply::Type::error)
-      reply = redis.node(i).server_failure(reply->str);
+      reply = redis.node(i).server_failure(reply->str, reads[0]);
     if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
     if (!reply) {
       failure = reply.failure();
@@ -408,9 +408,10 @@ Argv history_page_read(const std::string& key, const std::string& from) {
           "COUNT",     std::to_string(k_history_page_runs)};
 }
 
-// Puts the entries of REPLY (to history_page_read()) in C's page.
-Result<Unit> take_page(HistoryCursor& c, Result<Reply> reply) {
-  if (reply && reply->type == Reply::Type::error) reply = c.node->server_failure(reply->str);
+// Puts the entries of REPLY (to ASKED, a history_page_read()) in C's page.
+Result<Unit> take_page(HistoryCursor& c, const Argv& asked, Result<Reply> reply) {
+  if (reply && reply->type == Reply::Type::error)
+    reply = c.node->server_failure(reply->str, asked);
   if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
   if (!reply) return reply.failure();
   std::vector<RunRecord> runs;
@@ -442,7 +443,7 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint deadline
     Result<Unit> taken = first[i] ? Result<Unit>(Unit{}) : Result<Unit>(first[i].failure());
     if (taken) {
       c.held = fences_in_values({first[i]->begin() + 1, first[i]->end()});
-      taken = take_page(c, Result<Reply>((*first[i])[0]));
+      taken = take_page(c, reads[0], Result<Reply>((*first[i])[0]));
     }
     if (!taken) {
       failure = taken.failure();
@@ -460,7 +461,8 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint deadline
     HistoryCursor* newest = nullptr;
     for (HistoryCursor& c : nodes) {
       if (c.page.empty() && !c.next.empty()) {
-        auto more = take_page(c, c.node->call(history_page_read(key, c.next), deadline));
+        Argv asked = history_page_read(key, c.next);
+        auto more = take_page(c, asked, c.node->call(asked, deadline));
         if (!more && nodes.size() == 1) return more.failure();
         if (!more) {
           unanswered.push_back(c.node->name());
