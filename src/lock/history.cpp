@@ -410,8 +410,7 @@ Argv history_page_read(const std::string& key, const std::string& from) {
 
 // Puts the entries of REPLY (to ASKED, a history_page_read()) in C's page.
 Result<Unit> take_page(HistoryCursor& c, const Argv& asked, Result<Reply> reply) {
-  if (reply && reply->type == Reply::Type::error)
-    reply = c.node->server_failure(reply->str, asked);
+  if (reply && reply->type == Reply::Type::error) reply = c.node->server_failure(reply->str, asked);
   if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
   if (!reply) return reply.failure();
   std::vector<RunRecord> runs;
@@ -429,11 +428,11 @@ Result<Unit> take_page(HistoryCursor& c, const Argv& asked, Result<Reply> reply)
 }  // namespace
 
 Result<std::vector<std::string>>
-page_history(Redis& redis, const std::string& key, int count, TimePoint deadline,
+page_history(Redis& redis, const std::string& key, int count, TimePoint first_deadline,
              const std::function<void(const std::vector<RunRecord>&)>& each) {
   std::vector<Argv> reads{history_page_read(key, "+")};
   for (Argv& read : history_holders_reads(key)) reads.push_back(std::move(read));
-  auto first = redis.broadcast(reads, deadline);
+  auto first = redis.broadcast(reads, first_deadline);
   std::vector<HistoryCursor> nodes;
   std::vector<std::string> unanswered;
   std::optional<Failure> failure;
@@ -462,7 +461,9 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint deadline
     for (HistoryCursor& c : nodes) {
       if (c.page.empty() && !c.next.empty()) {
         Argv asked = history_page_read(key, c.next);
-        auto more = take_page(c, asked, c.node->call(asked, deadline));
+        // Each page has the command timeout of its own: a long range takes longer than one.
+        auto more =
+            take_page(c, asked, c.node->call(asked, Clock::now() + c.node->command_timeout()));
         if (!more && nodes.size() == 1) return more.failure();
         if (!more) {
           unanswered.push_back(c.node->name());

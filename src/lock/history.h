@@ -178,7 +178,8 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
 inline constexpr int k_history_most_runs = 9999999;
 // The latest COUNT runs of KEY, newest first, as read_history() gives them, but read a page at
 // a time (k_history_page_runs entries of each node) and handed to EACH page by page, so that
-// memory holds a page, not the whole range. Nodes that did not answer are in the result.
+// memory holds a page, not the whole range. Nodes that did not answer are in the result. The
+// first page is due by FIRST_DEADLINE, each later one a command timeout after it is asked.
 inline constexpr int k_history_page_runs = 500;
 Result<std::vector<std::string>>
 page_history(Redis& redis, const std::string& key, int count, TimePoint deadline,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lock/lock_state.h"
+#include "util/log.h"
 
 namespace rlock {
 
@@ -29,18 +30,19 @@ public:
     return commands_.size() - 1;
   }
   bool empty() const { return commands_.empty(); }
-  // Sends the commands. An ACL denial of any of them fails the whole, naming what was denied,
-  // as does a helper key of another type (docs/DESIGN.md, "Reads with a bound"): every run
-  // would fail on it, so the read names it rather than show a lock that cannot be taken.
+  // Sends the commands. An ACL denial of any of them fails the whole, naming what was denied.
+  // A helper key of another type is named in a warning (docs/DESIGN.md, "Reads with a
+  // bound"): runs may fail on it, and the lock is shown all the same.
   Result<Unit> run(Redis& redis) {
     auto replies = redis.pipeline(commands_, Clock::now() + redis.command_timeout());
     if (!replies) return replies.failure();
     replies_ = std::move(*replies);
     for (size_t i = 0; i < replies_.size(); ++i) {
       const std::string& error = replies_[i].str;
-      if (replies_[i].type == Reply::Type::error &&
-          (error.starts_with("NOPERM") || (error.starts_with("WRONGTYPE") && !any_type_[i])))
-        return redis.server_failure(error, commands_[i]);
+      if (replies_[i].type != Reply::Type::error) continue;
+      if (error.starts_with("NOPERM")) return redis.server_failure(error, commands_[i]);
+      if (error.starts_with("WRONGTYPE") && !any_type_[i])
+        log_warning(redis.server_failure(error, commands_[i]).message);
     }
     return Unit{};
   }

@@ -620,6 +620,21 @@ MUTANTS = [
      [("src/process/child.cpp", "    if (r != guardian_ && !WIFSTOPPED(status)) add_usage(used);\n",
        "")],
      ['test_notify.Cost.test_peak_memory_and_cpu_time_of_the_command_and_what_it_left']),
+    ("check ignores the kept last success",
+     [("src/lock/check.cpp",
+       "  if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);\n",
+       "")],
+     ['test_security_reads.SecurityReads.test_check_finds_a_success_behind_10500_failures']),
+    ("logs reads a run's output unbounded",
+     [("src/verbs/logs.cpp",
+       "    if (shown >= k_max_keep_output) return stop_reading(key, read, *bounds);\n",
+       "")],
+     ['test_security_reads.SecurityReads.test_logs_stops_at_what_a_run_keeps']),
+    ("history read in one piece",
+     [("src/lock/history.cpp",
+       "std::to_string(k_history_page_runs)};",
+       "std::to_string(k_history_most_runs)};")],
+     ['test_security_reads.SecurityReads.test_history_of_100000_runs_is_paged']),
 ]
 
 
