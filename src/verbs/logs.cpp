@@ -123,6 +123,26 @@ std::string header(const std::string& key, const KeptRun& run, const OutputBound
   return out;
 }
 
+// The index of kept outputs holds INDEXED runs, more than rlock keeps: another program added
+// them, and only the newest were read (docs/DESIGN.md, "Reads with a bound").
+void say_index_unread(const std::string& key, int64_t indexed) {
+  write_stderr("rlock: " + printable(key) + ": the index of kept outputs holds " +
+               std::to_string(indexed) + " runs, of which rlock keeps " +
+               std::to_string(k_kept_runs) + ": only the newest " + std::to_string(k_kept_runs) +
+               " were read\n");
+}
+
+// The run of RUNS that O asks for (--fence, --run, else the newest); nullptr when none is.
+const KeptRun* chosen_run(const std::vector<KeptRun>& runs, const LogsOptions& o) {
+  if (o.fence) {
+    for (const KeptRun& r : runs)
+      if (r.fence == *o.fence) return &r;
+    return nullptr;
+  }
+  if (o.run) return static_cast<size_t>(*o.run) <= runs.size() ? &runs[*o.run - 1] : nullptr;
+  return &runs.front();
+}
+
 // A run keeps at most k_max_keep_output bytes (--keep-output): a stream that holds more is not
 // all rlock's, and its reading stops there (docs/DESIGN.md, "Reads with a bound"), saying what
 // was left unread, from READ's last entry to the end that BOUNDS found.
@@ -144,24 +164,13 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
   int64_t indexed = 0;
   auto runs = kept_runs(*redis, key, deadline(), &indexed);
   if (!runs) return unavailable(runs.failure());
-  if (indexed > k_kept_runs)
-    write_stderr("rlock: " + printable(key) + ": the index of kept outputs holds " +
-                 std::to_string(indexed) + " runs, of which rlock keeps " +
-                 std::to_string(k_kept_runs) + ": only the newest " + std::to_string(k_kept_runs) +
-                 " were read\n");
+  if (indexed > k_kept_runs) say_index_unread(key, indexed);
   if (runs->empty()) {
     write_stderr("rlock: " + printable(key) +
                  ": no output kept (a run keeps its own with --keep-output SIZE)\n");
     return k_exit_not_held;
   }
-  const KeptRun* run = &runs->front();
-  if (o.fence) {
-    run = nullptr;
-    for (const KeptRun& r : *runs)
-      if (r.fence == *o.fence) run = &r;
-  } else if (o.run) {
-    run = static_cast<size_t>(*o.run) <= runs->size() ? &(*runs)[*o.run - 1] : nullptr;
-  }
+  const KeptRun* run = chosen_run(*runs, o);
   if (!run) {
     write_stderr("rlock: " + printable(key) + ": " +
                  (o.fence ? "no output kept of fence " + std::to_string(*o.fence)
