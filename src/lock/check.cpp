@@ -18,22 +18,45 @@ constexpr int k_history_page = 100;
 // however long a history someone configured.
 constexpr int k_history_most = 10000;
 
-// The server's clock when the entry was appended (the run's end): the ID's milliseconds.
-// The ID just before ID ("1700000000000-0" gives "1699999999999-18446744073709551615"), for the
-// next page: XREVRANGE's exclusive "(" needs Redis 6.2. Empty before the first possible ID.
-std::string id_before(const std::string& id) {
-  size_t dash = id.find('-');
-  if (dash == std::string::npos) return "";
-  int64_t ms = std::strtoll(id.c_str(), nullptr, 10);
-  unsigned long long seq = std::strtoull(id.c_str() + dash + 1, nullptr, 10);
-  if (seq > 0) return std::to_string(ms) + "-" + std::to_string(seq - 1);
-  if (ms == 0) return "";
-  return std::to_string(ms - 1) + "-18446744073709551615";
-}
-
 Argv history_page(const std::string& key, const std::string& newest) {
   return {"XREVRANGE", helper_key(key, "history"),    newest, "-",
           "COUNT",     std::to_string(k_history_page)};
+}
+
+// The fields of a history entry (history_entry() in history.h) that the kept last success
+// (KEYS[3] of history_add.lua) holds besides its ID: named, so that a hash of another
+// program's cannot make the read large.
+constexpr const char* k_entry_fields[] = {
+    "host",      "pid",         "user",       "cmd",        "since",  "fence",
+    "waited_ms", "held_ms",     "status",     "end",        "period", "by",
+    "reason",    "cpu_user_ms", "cpu_sys_ms", "max_rss_kb", "attempt"};
+
+Argv last_success_read(const std::string& key) {
+  Argv out{"HMGET", helper_key(key, "last-success"), "id"};
+  for (const char* field : k_entry_fields) out.push_back(field);
+  return out;
+}
+
+// The kept last success (REPLY: to last_success_read()) as a stream entry, for
+// decode_history_entry(); nothing when none is kept (a history written by an older rlock).
+std::optional<RunRecord> kept_success(const Reply& reply) {
+  const auto& e = reply.elements;
+  if (!reply.is_array() || e.size() != std::size(k_entry_fields) + 1 || !e[0].is_string())
+    return std::nullopt;
+  Reply entry, fields, name;
+  entry.type = fields.type = Reply::Type::array;
+  name.type = Reply::Type::string;
+  entry.elements.push_back(e[0]);
+  for (size_t i = 0; i < std::size(k_entry_fields); ++i) {
+    if (!e[i + 1].is_string()) continue;
+    name.str = k_entry_fields[i];
+    fields.elements.push_back(name);
+    fields.elements.push_back(e[i + 1]);
+  }
+  entry.elements.push_back(std::move(fields));
+  auto run = decode_history_entry(entry);
+  if (!run || !is_success(*run)) return std::nullopt;
+  return run;
 }
 
 // What one node's history says: its clock, and its runs, newest first.
@@ -41,8 +64,20 @@ struct NodeHistory {
   int64_t now_ms = 0;
   CheckWindow window;
   int entries = 0;
+  bool read_all = true;  // false: k_history_most entries were read, and more are in the window
   std::vector<CheckedRun> runs;
 };
+
+// Adds the kept last success RUN to H's runs, unless the pages read have it already.
+void add_kept_success(RunRecord run, NodeHistory& h) {
+  for (const CheckedRun& read : h.runs)
+    if (read.record.id == run.id) return;
+  CheckedRun kept;
+  kept.ended_ms = history_entry_ms(run.id);
+  kept.in_window = kept.ended_ms >= h.window.start_ms;
+  kept.record = std::move(run);
+  h.runs.push_back(std::move(kept));
+}
 
 // Adds the entries of PAGE (an XREVRANGE reply) to INTO; the ID of the oldest one, or "" when
 // the page was not full (the history ends there).
@@ -65,29 +100,37 @@ Result<std::string> add_page(const Reply& page, NodeHistory& into) {
   return oldest;
 }
 
-// NODE's history from its first page (FIRST: the replies to history_page() and TIME) on, read
-// further while its runs are still in the window.
+// NODE's history from its first page (FIRST: the replies to history_page(), TIME and
+// last_success_read()) on, read further while its runs are still in the window, and at most
+// k_history_most entries: the kept last success stands for the rest.
 Result<NodeHistory> node_history(Redis& node, const std::string& key, const Period& every,
                                  const std::optional<std::string>& tz,
                                  const std::vector<Reply>& first, TimePoint deadline) {
-  if (first.size() != 2) return unexpected_reply("XREVRANGE and TIME");
-  for (const Reply& r : first)
-    if (r.type == Reply::Type::error) return node.server_failure(r.str);
+  if (first.size() != 3) return unexpected_reply("XREVRANGE, TIME and HMGET");
+  const Argv asked[] = {history_page(key, "+"), {"TIME"}, last_success_read(key)};
+  // A kept success of another type is none: the next success's end replaces it.
+  for (size_t i = 0; i < first.size(); ++i)
+    if (first[i].type == Reply::Type::error && (i != 2 || first[i].str.starts_with("NOPERM")))
+      return node.server_failure(first[i].str, asked[i]);
   auto now = server_time_ms(first[1]);
   if (!now) return unexpected_reply("TIME");
   NodeHistory h;
   h.now_ms = *now;
   h.window = check_window(every, tz, *now);
   auto oldest = add_page(first[0], h);
-  while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms &&
-         h.entries < k_history_most) {
-    std::string newest = id_before(*oldest);
+  while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms) {
+    std::string newest = history_id_before(*oldest);
     if (newest.empty()) break;
+    if (h.entries >= k_history_most) {
+      h.read_all = false;
+      break;
+    }
     auto page = node.call(history_page(key, newest), deadline);
     if (!page) return page.failure();
     oldest = add_page(*page, h);
   }
   if (!oldest) return oldest.failure();
+  if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);
   return h;
 }
 
@@ -175,7 +218,9 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   // one before it ran, so the clock is that of the server whose IDs we compare it with. Under
   // Redlock each run's entry went to one node (the first that answered its writer), so every
   // node is read, each against its own clock.
-  auto first = redis.broadcast({history_page(key, "+"), {"TIME"}}, deadline);
+  // The kept last success comes in the same round trip.
+  auto first =
+      redis.broadcast({history_page(key, "+"), {"TIME"}, last_success_read(key)}, deadline);
   CheckResult out;
   std::optional<Failure> failure;
   bool answered = false;
@@ -195,6 +240,7 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
       answered = true;
     }
     out.entries_read += h->entries;
+    out.read_all = out.read_all && h->read_all;
     for (CheckedRun& run : h->runs) runs.push_back(std::move(run));
   }
   if (!answered) return *failure;

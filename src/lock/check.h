@@ -53,7 +53,10 @@ struct CheckResult {
   std::optional<CheckedRun> last_run;      // the newest run, however it ended
   int runs_in_window = 0;
   int failures_in_window = 0;
-  int entries_read = 0;                 // history entries read, skips included: 0 means no history
+  int entries_read = 0;  // history entries read, skips included: 0 means no history
+  // Every entry in the window was read; false: only the newest 10,000 (a check stays cheap),
+  // so the counts are of those, and the last success is the one kept beside the history.
+  bool read_all = true;
   std::vector<Holder> running;          // who holds the lock now: the job is running
   std::vector<std::string> unanswered;  // Redlock nodes that did not answer (redacted names)
   // The runs that failed after the newest success (all of them without one), newest first.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <set>
 #include <tuple>
@@ -265,7 +266,7 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
   // token and number find the first delivery.
   args[0] = entry_token(r.token, r.attempt);
   return {&scripts::history_add,
-          {helper_key(key, "history"), helper_key(key, "ended")},
+          {helper_key(key, "history"), helper_key(key, "ended"), helper_key(key, "last-success")},
           std::move(args)};
 }
 
@@ -349,7 +350,7 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   for (size_t i = 0; i < replies.size(); ++i) {
     Result<Reply> reply = replies[i] ? Result<Reply>((*replies[i])[0]) : replies[i].failure();
     if (reply && reply->type == Reply::Type::error)
-      reply = redis.node(i).server_failure(reply->str);
+      reply = redis.node(i).server_failure(reply->str, reads[0]);
     if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
     if (!reply) {
       failure = reply.failure();
@@ -379,6 +380,118 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   }
   if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);
   return out;
+}
+
+std::string history_id_before(const std::string& id) {
+  size_t dash = id.find('-');
+  if (dash == std::string::npos) return "";
+  int64_t ms = std::strtoll(id.c_str(), nullptr, 10);
+  unsigned long long seq = std::strtoull(id.c_str() + dash + 1, nullptr, 10);
+  if (seq > 0) return std::to_string(ms) + "-" + std::to_string(seq - 1);
+  if (ms == 0) return "";
+  return std::to_string(ms - 1) + "-18446744073709551615";
+}
+
+namespace {
+
+// One node's history as page_history() reads it: the page in hand, newest first, and where
+// the next begins ("" when the history ends there).
+struct HistoryCursor {
+  Redis* node = nullptr;
+  std::deque<RunRecord> page;
+  std::string next = "+";
+  std::vector<int64_t> held;  // the fences of its holders now (settle_starts)
+};
+
+Argv history_page_read(const std::string& key, const std::string& from) {
+  return {"XREVRANGE", helper_key(key, "history"),         from, "-",
+          "COUNT",     std::to_string(k_history_page_runs)};
+}
+
+// Puts the entries of REPLY (to ASKED, a history_page_read()) in C's page.
+Result<Unit> take_page(HistoryCursor& c, const Argv& asked, Result<Reply> reply) {
+  if (reply && reply->type == Reply::Type::error) reply = c.node->server_failure(reply->str, asked);
+  if (reply && !reply->is_array()) reply = unexpected_reply("XREVRANGE");
+  if (!reply) return reply.failure();
+  std::vector<RunRecord> runs;
+  for (const Reply& e : reply->elements)
+    if (auto r = decode_history_entry(e)) runs.push_back(std::move(*r));
+  settle_starts(runs, c.held);
+  bool full = reply->elements.size() == static_cast<size_t>(k_history_page_runs);
+  c.next = full && !reply->elements.back().elements.empty()
+               ? history_id_before(reply->elements.back().elements[0].str)
+               : "";
+  for (RunRecord& r : runs) c.page.push_back(std::move(r));
+  return Unit{};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>>
+page_history(Redis& redis, const std::string& key, int count, TimePoint first_deadline,
+             const std::function<void(const std::vector<RunRecord>&)>& each) {
+  std::vector<Argv> reads{history_page_read(key, "+")};
+  for (Argv& read : history_holders_reads(key)) reads.push_back(std::move(read));
+  auto first = redis.broadcast(reads, first_deadline);
+  std::vector<HistoryCursor> nodes;
+  std::vector<std::string> unanswered;
+  std::optional<Failure> failure;
+  for (size_t i = 0; i < first.size(); ++i) {
+    HistoryCursor c;
+    c.node = &redis.node(i);
+    Result<Unit> taken = first[i] ? Result<Unit>(Unit{}) : Result<Unit>(first[i].failure());
+    if (taken) {
+      c.held = fences_in_values({first[i]->begin() + 1, first[i]->end()});
+      taken = take_page(c, reads[0], Result<Reply>((*first[i])[0]));
+    }
+    if (!taken) {
+      failure = taken.failure();
+      unanswered.push_back(c.node->name());
+      continue;
+    }
+    nodes.push_back(std::move(c));
+  }
+  if (nodes.empty()) return *failure;
+  // An entry sent again after a lost reply may have gone to a second node (each node knows
+  // only its own): one run is one host, pid, start and fence.
+  std::set<size_t> seen;
+  std::vector<RunRecord> out;
+  for (int shown = 0; shown < count;) {
+    HistoryCursor* newest = nullptr;
+    for (HistoryCursor& c : nodes) {
+      if (c.page.empty() && !c.next.empty()) {
+        Argv asked = history_page_read(key, c.next);
+        // Each page has the command timeout of its own: a long range takes longer than one.
+        auto more =
+            take_page(c, asked, c.node->call(asked, Clock::now() + c.node->command_timeout()));
+        if (!more && nodes.size() == 1) return more.failure();
+        if (!more) {
+          unanswered.push_back(c.node->name());
+          c.next.clear();
+        }
+      }
+      if (!c.page.empty() && (!newest || history_entry_ms(c.page.front().id) >
+                                             history_entry_ms(newest->page.front().id)))
+        newest = &c;
+    }
+    if (!newest) break;
+    RunRecord r = std::move(newest->page.front());
+    newest->page.pop_front();
+    if (nodes.size() > 1 &&
+        !seen.insert(std::hash<std::string>{}(r.holder.host + " " + std::to_string(r.holder.pid) +
+                                              " " + format_rfc3339(r.holder.since) + " " +
+                                              std::to_string(r.fence)))
+             .second)
+      continue;
+    out.push_back(std::move(r));
+    ++shown;
+    if (out.size() == static_cast<size_t>(k_history_page_runs)) {
+      each(out);
+      out.clear();
+    }
+  }
+  if (!out.empty()) each(out);
+  return unanswered;
 }
 
 int64_t history_entry_ms(const std::string& id) { return std::strtoll(id.c_str(), nullptr, 10); }

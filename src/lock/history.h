@@ -11,6 +11,7 @@
 //                           of older rlocks are ends only.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,6 +173,21 @@ struct HistoryRead {
 };
 Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
                                  TimePoint deadline);
+// The most runs `rlock history --count` shows, and entries `--history-length` keeps: 10 million
+// (docs/DESIGN.md, "Reads with a bound").
+inline constexpr int k_history_most_runs = 9999999;
+// The latest COUNT runs of KEY, newest first, as read_history() gives them, but read a page at
+// a time (k_history_page_runs entries of each node) and handed to EACH page by page, so that
+// memory holds a page, not the whole range. Nodes that did not answer are in the result. The
+// first page is due by FIRST_DEADLINE, each later one a command timeout after it is asked.
+inline constexpr int k_history_page_runs = 500;
+Result<std::vector<std::string>>
+page_history(Redis& redis, const std::string& key, int count, TimePoint deadline,
+             const std::function<void(const std::vector<RunRecord>&)>& each);
+// The ID just before ID ("1700000000000-0" gives "1699999999999-18446744073709551615"), for
+// the next page of an XREVRANGE (whose exclusive "(" needs Redis 6.2); empty before the first
+// possible ID.
+std::string history_id_before(const std::string& id);
 // The time in a stream entry's ID ("1700000000000-3"): the server's clock when it was added.
 int64_t history_entry_ms(const std::string& id);
 // A stream entry's fields (XRANGE's reply element) as a RunRecord.

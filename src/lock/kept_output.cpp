@@ -80,10 +80,17 @@ Result<OutputRead> decode_entries(const Reply& entries, const std::string& after
 
 }  // namespace
 
-Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline) {
-  auto reply = redis.call({"ZREVRANGE", kept_output_key(key, "outputs"), "0", "-1"}, deadline);
-  if (!reply) return reply.failure();
+Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline,
+                                       int64_t* indexed) {
+  std::string index = kept_output_key(key, "outputs");
+  Argv newest{"ZREVRANGE", index, "0", std::to_string(k_kept_runs - 1)};
+  auto replies = redis.pipeline({newest, {"ZCARD", index}}, deadline);
+  if (!replies) return replies.failure();
+  for (const Reply& r : *replies)
+    if (r.type == Reply::Type::error) return redis.server_failure(r.str, newest);
+  const Reply* reply = &replies->front();
   if (!reply->is_array()) return unexpected_reply("the kept runs");
+  if (indexed) *indexed = (*replies)[1].integer;
   std::vector<KeptRun> runs;
   for (const Reply& m : reply->elements) {
     size_t space = m.str.find(' ');

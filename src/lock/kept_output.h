@@ -57,8 +57,11 @@ struct KeptRun {
   std::optional<LockValue> value;  // its holder, when the member decodes
 };
 
-// The runs of KEY whose output is kept, newest first.
-Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline);
+// The runs of KEY whose output is kept, newest first: the newest k_kept_runs of the index, all
+// that rlock keeps there, however many another program added. INDEXED, when given, is told how
+// many the index holds.
+Result<std::vector<KeptRun>> kept_runs(Redis& redis, const std::string& key, TimePoint deadline,
+                                       int64_t* indexed = nullptr);
 
 struct OutputRead {
   std::vector<OutputPiece> pieces;

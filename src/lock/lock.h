@@ -23,6 +23,8 @@
 //                           each with its stream {KEY}:rlock:output-FENCE
 //   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
 //                           -> expiry in ms, a minute on): an end sent again finds the first
+//   {KEY}:rlock:last-success  the newest success's history entry (a hash: id, then its
+//                           fields), which check reads in one step (history.h)
 #pragma once
 
 #include <memory>

@@ -44,13 +44,15 @@ public:
                        std::vector<Reply>* then_replies) override {
     // The run's history entry rides in the release script itself (release.lua): the end of a
     // run is one script for Redis to run, not two.
-    if (then.size() == 1 && then[0].script == &scripts::history_add && then[0].keys.size() == 2 &&
+    if (then.size() == 1 && then[0].script == &scripts::history_add && then[0].keys.size() >= 2 &&
         then[0].keys[1] == ends_key_) {
       const ScriptCall& entry = then[0];
       ScriptCall call{&scripts::release,
                       {key_, queue_key_, alive_key_, ends_key_, entry.keys[0]},
                       {owner_prefix_, wake_prefix_},
                       entry.with_source};
+      // The newest success's entry (history_entry()), kept beside the history.
+      if (entry.keys.size() > 2) call.keys.push_back(entry.keys[2]);
       call.args.insert(call.args.end(), entry.args.begin(), entry.args.end());
       auto reply = eval(redis_, call, deadline);
       if (!reply) return reply.failure();

@@ -8,31 +8,51 @@
 #include <vector>
 
 #include "lock/lock_state.h"
+#include "util/log.h"
 
 namespace rlock {
 
 inline constexpr size_t k_not_asked = SIZE_MAX;
+// The most bytes of a lock's value read: rlock's are a few hundred, a tombstone's reason
+// included; another program's longer value is read this far (docs/DESIGN.md, "Reads with a
+// bound").
+inline constexpr size_t k_value_read_most = 64 * 1024;
 
 // Commands sent in one round trip. Each reply is found again by the index add() gave its
 // command, which the caller keeps under a name (LockReads), never by counting positions.
 class Pipeline {
 public:
-  size_t add(Argv argv) {
+  // ANY_TYPE: the command's key may hold another type (the lock's own key: a hash is no lock);
+  // WRONGTYPE of any other is a helper key that another program wrote over.
+  size_t add(Argv argv, bool any_type = false) {
     commands_.push_back(std::move(argv));
+    any_type_.push_back(any_type);
     return commands_.size() - 1;
   }
   bool empty() const { return commands_.empty(); }
+  // Sends the commands. An ACL denial of any of them fails the whole, naming what was denied.
+  // A helper key of another type is named in a warning (docs/DESIGN.md, "Reads with a
+  // bound"): runs may fail on it, and the lock is shown all the same.
   Result<Unit> run(Redis& redis) {
     auto replies = redis.pipeline(commands_, Clock::now() + redis.command_timeout());
     if (!replies) return replies.failure();
     replies_ = std::move(*replies);
+    for (size_t i = 0; i < replies_.size(); ++i) {
+      const std::string& error = replies_[i].str;
+      if (replies_[i].type != Reply::Type::error) continue;
+      if (error.starts_with("NOPERM")) return redis.server_failure(error, commands_[i]);
+      if (error.starts_with("WRONGTYPE") && !any_type_[i])
+        log_warning(redis.server_failure(error, commands_[i]).message);
+    }
     return Unit{};
   }
+  const Argv& command(size_t at) const { return commands_[at]; }
   // The reply to the command added as AT; nullptr when it was not asked.
   const Reply* operator[](size_t at) const { return at == k_not_asked ? nullptr : &replies_[at]; }
 
 private:
   std::vector<Argv> commands_;
+  std::vector<bool> any_type_;
   std::vector<Reply> replies_;
 };
 
@@ -40,7 +60,7 @@ private:
 // caller needs not show.
 struct LockReads {
   size_t type = k_not_asked;              // TYPE KEY
-  size_t value = k_not_asked;             // GET KEY
+  size_t value = k_not_asked;             // GETRANGE KEY: its first bytes
   size_t pttl = k_not_asked;              // PTTL KEY
   size_t fence = k_not_asked;             // the fence counter (GET)
   size_t fence_pttl = k_not_asked;        // how long it is kept (PTTL)

@@ -64,6 +64,8 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
   r.pause = p.add({"GET", helper_key(key, "pause")});
   r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
+  // Not shown: asked so that another type there, on which every run's end fails, is named.
+  p.add({"ZCARD", helper_key(key, "ended")});
   return r;
 }
 
@@ -89,7 +91,8 @@ std::optional<RunRecord> last_run(const LockState& s, const Reply& history) {
 }  // namespace
 
 void ask_value(Pipeline& p, LockReads& r, const std::string& key) {
-  r.value = p.add({"GET", key});
+  // At most k_value_read_most bytes: a value larger is no lock's, and is shown cut.
+  r.value = p.add({"GETRANGE", key, "0", std::to_string(k_value_read_most - 1)}, true);
   r.pttl = p.add({"PTTL", key});
 }
 
@@ -113,13 +116,13 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
   s.type = type;
   // The type decides; GET's WRONGTYPE for a non-string is expected and ignored.
   if (const Reply* t = p[r.type]) {
-    if (t->type == Reply::Type::error) return redis.server_failure(t->str);
+    if (t->type == Reply::Type::error) return redis.server_failure(t->str, p.command(r.type));
     s.type = t->str;
   }
   const Reply* value = p[r.value];
   if (value && value->is_string()) s.raw = value->str;
   if (const Reply* pttl = p[r.pttl]) {
-    if (pttl->type == Reply::Type::error) return redis.server_failure(pttl->str);
+    if (pttl->type == Reply::Type::error) return redis.server_failure(pttl->str, p.command(r.pttl));
     if (pttl->is_integer()) s.pttl = Millis(pttl->integer);
   }
   if (const Reply* pause = p[r.pause]; pause && pause->is_string()) {
@@ -183,7 +186,7 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
 
 Result<int64_t> server_now(Redis& redis, const Pipeline& p, size_t at) {
   const Reply& time = *p[at];
-  if (time.type == Reply::Type::error) return redis.server_failure(time.str);
+  if (time.type == Reply::Type::error) return redis.server_failure(time.str, p.command(at));
   auto now = server_time_ms(time);
   if (!now) return unexpected_reply("TIME");
   return *now;

@@ -67,6 +67,22 @@ void print_inspect(const LockState& lock, const OutputStyle& style);
 // history: the runs of KEY, newest first, one aligned line each (or JSON).
 void print_history(const std::string& key, const std::vector<RunRecord>& runs,
                    const OutputStyle& style);
+// print_history() a page at a time, each printed as it comes (history -n N reads N runs in
+// pages, docs/DESIGN.md "Reads with a bound"): the columns as wide as the first page needs,
+// wider when a later cell is; the JSON document written run by run.
+class HistoryPrinter {
+public:
+  HistoryPrinter(const std::string& key, const OutputStyle& style) : key_(key), style_(style) {}
+  void print(const std::vector<RunRecord>& runs);
+  // After the last print(): the header of an empty history, or the end of the JSON document.
+  void finish();
+
+private:
+  std::string key_;
+  OutputStyle style_;
+  std::vector<size_t> widths_;  // text: each column's, from the header and the rows so far
+  bool printed_ = false;        // a run is out
+};
 // check: one line, "KEY: ok, last success ..." or what the last runs were instead (or JSON).
 void print_check(const CheckOptions& options, const CheckResult& result, const OutputStyle& style);
 // acquire: the token alone (so that t=$(rlock acquire k) works), or JSON.

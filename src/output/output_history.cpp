@@ -23,9 +23,10 @@ std::string window_text(const CheckOptions& o, const CheckResult& r) {
   return "in this period (" + r.window.name + ", " + o.tz.value_or("UTC") + "; " + since + ")";
 }
 
-// ROWS as columns two spaces apart, each as wide as its widest cell.
-std::string columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(rows.front().size(), 0);
+// ROWS as columns two spaces apart, each as wide as its widest cell, and at least as wide as
+// WIDTH says (a page printed before); WIDTH is left with the widths used.
+std::string columns(const std::vector<std::vector<std::string>>& rows, std::vector<size_t>& width) {
+  width.resize(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   std::string out;
@@ -38,13 +39,44 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+std::string columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  return columns(rows, width);
+}
+
+std::vector<std::string> history_header() {
+  return {"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "CPU", "MAX RSS", "FENCE", "RESULT"};
+}
+
+// One run of history, a cell per column of history_header().
+std::vector<std::string> history_row(const RunRecord& r) {
+  // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
+  bool held = r.fence > 0;
+  bool waited = r.end != run_end_name(RunEnd::period_reset);
+  bool cost = r.cpu_user_ms >= 0;
+  std::string result = result_text(r);
+  if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
+  if (!r.period.empty()) result += "  " + printable(r.period);
+  return {format_rfc3339(r.holder.since),
+          printable(r.holder.host),
+          std::to_string(r.holder.pid),
+          held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
+          waited ? format_duration(Millis(r.waited_ms)) : "-",
+          cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
+          cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",
+          held ? std::to_string(r.fence) : "-",
+          result};
+}
+
 // "; since then 2 failed: exit 3 on web-1 at ..., lost (76) on web-2 at ...": what an ok
 // check would hide, the newest three named.
 std::string failures_since_text(const CheckResult& r) {
   if (r.failures_since.empty()) return "";
   size_t n = r.failures_since.size();
+  // Past the newest 10,000 entries the failures were not read, only the last success.
+  std::string count = (r.read_all ? "" : "at least ") + std::to_string(n);
   std::string out =
-      (r.last_success ? "; since then " : "; ") + std::to_string(n) +
+      (r.last_success ? "; since then " : "; ") + count +
       (r.last_success ? " failed: " : (n == 1 ? " run, failed: " : " runs, all failed: "));
   for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)
     out += (i ? ", " : "") + checked_run_text(r.failures_since[i]);
@@ -80,7 +112,8 @@ std::string check_verdict(const CheckOptions& o, const CheckResult& r, const Out
   if (r.entries_read == 0 && !r.last_run)
     return "no run recorded (history is written by rlock run; --history-length 0 disables it)";
   if (r.runs_in_window == 0) return "no run " + window_text(o, r);
-  return "no successful run " + window_text(o, r) + ": " + std::to_string(r.runs_in_window) +
+  return "no successful run " + window_text(o, r) + ": " + (r.read_all ? "" : "at least ") +
+         std::to_string(r.runs_in_window) +
          (r.runs_in_window == 1 ? " run, failed" : " runs, all failed");
 }
 
@@ -92,7 +125,9 @@ std::string check_failure(const CheckResult& r) {
     out += "; last success " + server_time_text(r.last_success->ended_ms) + " on " +
            printable(r.last_success->record.holder.host);
   else if (!r.last_success && r.last_run)
-    out += "; no success in its history";
+    out += r.read_all ? "; no success in its history"
+                      : "; no success among its newest " + std::to_string(r.entries_read) +
+                            " entries, and none kept beside them";
   return out;
 }
 
@@ -104,26 +139,36 @@ void print_history(const std::string& key, const std::vector<RunRecord>& runs,
     write_stdout(history_json(key, runs));
     return;
   }
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back(
-      {"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "CPU", "MAX RSS", "FENCE", "RESULT"});
-  for (const auto& r : runs) {
-    // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
-    bool held = r.fence > 0;
-    bool waited = r.end != run_end_name(RunEnd::period_reset);
-    bool cost = r.cpu_user_ms >= 0;
-    std::string result = result_text(r);
-    if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
-    if (!r.period.empty()) result += "  " + printable(r.period);
-    rows.push_back({format_rfc3339(r.holder.since), printable(r.holder.host),
-                    std::to_string(r.holder.pid),
-                    held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
-                    waited ? format_duration(Millis(r.waited_ms)) : "-",
-                    cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
-                    cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",
-                    held ? std::to_string(r.fence) : "-", result});
-  }
+  std::vector<std::vector<std::string>> rows{history_header()};
+  for (const auto& r : runs) rows.push_back(history_row(r));
   write_stdout(columns(rows));
+}
+
+void HistoryPrinter::print(const std::vector<RunRecord>& runs) {
+  std::string out;
+  if (style_.json) {
+    // {"key": ..., "runs": [...]} as one document, each run an element of the array.
+    for (const RunRecord& r : runs) {
+      out += printed_ ? ",\n" : "{\n  \"key\": " + json_string(key_) + ",\n  \"runs\": [\n";
+      printed_ = true;
+      out += history_run_json(r);
+    }
+    write_stdout(out);
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  if (!printed_) rows.push_back(history_header());
+  for (const RunRecord& r : runs) rows.push_back(history_row(r));
+  printed_ = true;
+  write_stdout(columns(rows, widths_));
+}
+
+void HistoryPrinter::finish() {
+  if (style_.json) {
+    write_stdout(printed_ ? "\n  ]\n}\n" : history_json(key_, {}));
+  } else if (!printed_) {
+    write_stdout(columns({history_header()}));
+  }
 }
 
 void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle& style) {

@@ -266,6 +266,21 @@ std::string listed_lock_json(const LockView& v) {
   return out;
 }
 
+std::string history_run_json(const RunRecord& run) {
+  std::string one = run_json(run).dump(2, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  for (size_t at = 0, next; at < one.size(); at = next + 1) {
+    next = std::min(one.find('\n', at), one.size());
+    out.append("    ").append(one, at, next - at);
+    if (next < one.size()) out += '\n';
+  }
+  return out;
+}
+
+std::string json_string(const std::string& text) {
+  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 std::string inspect_json(const LockView& v) { return document(lock_json(v, true)); }
 
 std::string history_json(const std::string& key, const std::vector<RunRecord>& runs) {
@@ -300,6 +315,7 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
                    {"runs_in_window", r.runs_in_window},
                    {"failures_in_window", r.failures_in_window},
                    {"history_entries", r.entries_read},
+                   {"history_read_all", r.read_all},
                    {"running", running},
                    {"unanswered", r.unanswered}});
 }

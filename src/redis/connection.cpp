@@ -248,11 +248,13 @@ std::vector<Reply> Connection::take(size_t count) {
   std::vector<Reply> out(std::make_move_iterator(inbox_.begin()),
                          std::make_move_iterator(inbox_.begin() + static_cast<ptrdiff_t>(count)));
   inbox_.erase(inbox_.begin(), inbox_.begin() + static_cast<ptrdiff_t>(count));
+  if (inbox_.empty()) unread_bytes_ = 0;
   return out;
 }
 
 Failure Connection::abandon() {
   inbox_.clear();
+  unread_bytes_ = 0;
   discard_ = unanswered_;
   if (discard_ > 0 && !owing_since_) owing_since_ = Clock::now();
   return {up() ? Failure::Kind::timeout : Failure::Kind::connect,
@@ -351,6 +353,12 @@ Result<Unit> Connection::read_replies() {
       read_wait_ = step->wait;
       return Unit{};
     }
+    unread_bytes_ += step->bytes;
+    if (unread_bytes_ > k_unread_most)
+      return fail({Failure::Kind::protocol,
+                   endpoint_ + ": a reply of more than " + std::to_string(k_unread_most >> 20) +
+                       " MiB, which rlock never writes: another program's data under rlock's " +
+                       "keys? (the read stopped there)"});
     if (redisReaderFeed(reader_.get(), buf, step->bytes) != REDIS_OK)
       return fail({Failure::Kind::protocol, endpoint_ + ": bad reply from server"});
   }
@@ -434,6 +442,7 @@ Result<std::optional<Reply>> Connection::next_message(TimePoint deadline) {
     if (!messages_.empty()) {
       std::optional<Reply> message(std::move(messages_.front()));
       messages_.pop_front();
+      if (messages_.empty() && inbox_.empty()) unread_bytes_ = 0;
       return message;
     }
     pollfd p{socket(), events(), 0};

@@ -30,6 +30,12 @@ namespace rlock {
 inline constexpr std::chrono::milliseconds k_default_connect_timeout{2000};
 inline constexpr std::chrono::milliseconds k_default_command_timeout{3000};
 
+// The most bytes of replies a connection holds unread: replies, or one reply, that come to
+// more are another program's data under rlock's keys (rlock writes nothing so large, and reads
+// its own in pages), and reading them would let that program choose rlock's memory
+// (docs/DESIGN.md, "Reads with a bound"). The connection fails instead, naming the bound.
+inline constexpr size_t k_unread_most = 8 << 20;
+
 // A connection unused this long is looked at before the next command (closed_while_idle):
 // start-up's few commands never pay for the look.
 inline constexpr std::chrono::milliseconds k_idle_check_after{500};
@@ -162,6 +168,7 @@ private:
   size_t discard_ = 0;     // the first of them, abandoned: their replies are thrown away
   std::optional<TimePoint> owing_since_;
   std::vector<Reply> inbox_;  // replies not yet taken
+  size_t unread_bytes_ = 0;   // read from the server since the caller last took a reply
   // subscribe(): the server may send at any time, so there is always something to read, and
   // what it sends unasked (messages) is kept apart from the replies to commands.
   bool subscribed_ = false;

@@ -155,7 +155,7 @@ Result<Reply> Redis::call(const Argv& argv, TimePoint deadline) {
   auto replies = pipeline({argv}, deadline);
   if (!replies) return replies.failure();
   Reply& reply = replies->front();
-  if (reply.type == Reply::Type::error) return server_failure(reply.str);
+  if (reply.type == Reply::Type::error) return server_failure(reply.str, argv);
   return std::move(reply);
 }
 
@@ -189,6 +189,33 @@ std::optional<int64_t> server_time_ms(const Reply& time) {
       return std::nullopt;
   }
   return parts[0] * 1000 + parts[1] / 1000;
+}
+
+Failure Redis::server_failure(const std::string& error, const Argv& command) const {
+  Failure failure = server_failure(error);
+  bool wrong_type = failure.code == "WRONGTYPE";
+  if ((failure.code != "NOPERM" && !wrong_type) || command.empty() ||
+      command[0].starts_with("EVAL"))
+    return failure;
+  // The key of a command rlock reads with: its first argument, or XREAD's after STREAMS.
+  auto streams = std::find(command.begin(), command.end(), "STREAMS");
+  std::string key = streams != command.end() && streams + 1 != command.end() ? streams[1]
+                    : command.size() > 1                                     ? command[1]
+                                                                             : "";
+  if (wrong_type) {
+    failure.message += " (" + key + " holds another type than rlock keeps there, which " +
+                       command[0] + " refuses: another program's key? Deleting it lets rlock " +
+                       "use it again)";
+    return failure;
+  }
+  std::string denied =
+      error.find("access") != std::string::npos && error.find("key") != std::string::npos
+          ? "the ACL user's key patterns do not allow " + key + ", which rlock reads with " +
+                command[0]
+          : "the ACL user may not run " + command[0] + (key.empty() ? "" : " on " + key);
+  failure.message = name() + ": " + error + " (" + denied +
+                    ": README \"Least privilege\" has the ACL rules rlock needs)";
+  return failure;
 }
 
 Failure Redis::server_failure(const std::string& error) const {
@@ -376,6 +403,13 @@ Failure script_failure(const Redis& redis, const Script& script, const Argv& key
   if (auto what = denied_in_script(script, keys, error)) {
     failure.message = redis.name() + ": " + error + " (" + *what + ")";
     failure.code = "NOPERM";
+  } else if (failure.code == "WRONGTYPE" && !keys.empty()) {
+    // The error does not say which key: rlock status names it (it reads each on its own).
+    std::string list;
+    for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
+    failure.message += " (one of " + list + " holds another type than rlock keeps there: " +
+                       "another program's key? rlock status of the lock names it; deleting it " +
+                       "lets rlock use it again)";
   }
   return failure;
 }

@@ -68,6 +68,9 @@ public:
   // ERROR (a server's error reply) as a Failure naming this Redis, with a hint for the errors
   // operators meet (NOAUTH, READONLY, OOM).
   Failure server_failure(const std::string& error) const;
+  // The same for the error reply to COMMAND: an ACL denial names the command and its key, as
+  // the scripts' denials name theirs (denied_in_script).
+  Failure server_failure(const std::string& error, const Argv& command) const;
   // What to call this Redis in messages: a redacted URL.
   virtual std::string name() const = 0;
   // How long one command may take when the caller has no tighter deadline.

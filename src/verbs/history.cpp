@@ -10,12 +10,16 @@ namespace rlock {
 
 int history_verb(const GlobalOptions& global, const std::string& key, int count, bool json) {
   auto redis = connect_redis(global);
-  auto read = read_history(*redis, key, count, Clock::now() + redis->command_timeout());
-  if (!read) return unavailable(read.failure());
-  for (const std::string& node : read->unanswered)
+  // Page by page, each printed as it comes: memory holds a page, however many runs are asked
+  // for (docs/DESIGN.md, "Reads with a bound").
+  HistoryPrinter printer(key, output_style(json));
+  auto unanswered = page_history(*redis, key, count, Clock::now() + redis->command_timeout(),
+                                 [&](const std::vector<RunRecord>& runs) { printer.print(runs); });
+  if (!unanswered) return unavailable(unanswered.failure());
+  printer.finish();
+  for (const std::string& node : *unanswered)
     log(Level::warning, {"history_incomplete", key,
                          "no answer from " + node + ": the runs recorded there are not shown"});
-  print_history(key, read->runs, output_style(json));
   return k_exit_ok;
 }
 

@@ -6,6 +6,7 @@
 #include "lock/lock_state.h"
 #include "output/output.h"
 #include "output/output_text.h"
+#include "settings/options.h"
 #include "util/byte_size.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
@@ -123,24 +124,54 @@ std::string header(const std::string& key, const KeptRun& run, const OutputBound
   return out;
 }
 
+// The index of kept outputs holds INDEXED runs, more than rlock keeps: another program added
+// them, and only the newest were read (docs/DESIGN.md, "Reads with a bound").
+void say_index_unread(const std::string& key, int64_t indexed) {
+  write_stderr("rlock: " + printable(key) + ": the index of kept outputs holds " +
+               std::to_string(indexed) + " runs, of which rlock keeps " +
+               std::to_string(k_kept_runs) + ": only the newest " + std::to_string(k_kept_runs) +
+               " were read\n");
+}
+
+// The run of RUNS that O asks for (--fence, --run, else the newest); nullptr when none is.
+const KeptRun* chosen_run(const std::vector<KeptRun>& runs, const LogsOptions& o) {
+  if (o.fence) {
+    for (const KeptRun& r : runs)
+      if (r.fence == *o.fence) return &r;
+    return nullptr;
+  }
+  if (o.run) return static_cast<size_t>(*o.run) <= runs.size() ? &runs[*o.run - 1] : nullptr;
+  return &runs.front();
+}
+
+// A run keeps at most k_max_keep_output bytes (--keep-output): a stream that holds more is not
+// all rlock's, and its reading stops there (docs/DESIGN.md, "Reads with a bound"), saying what
+// was left unread, from READ's last entry to the end that BOUNDS found.
+int stop_reading(const std::string& key, const OutputRead& read, const OutputBounds& bounds) {
+  uint64_t at =
+      read.pieces.empty() ? 0 : read.pieces.back().offset + read.pieces.back().bytes.size();
+  std::string rest = bounds.end && bounds.end->offset > at
+                         ? format_byte_size(bounds.end->offset - at) + " from byte "
+                         : "the rest, from byte ";
+  write_stderr("rlock: " + printable(key) + ": stopped after " +
+               format_byte_size(k_max_keep_output) + ", the most a run keeps (--keep-output): " +
+               rest + std::to_string(at) + " on, was not written by rlock run and is not shown\n");
+  return k_exit_ok;
+}
+
 int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {
   auto redis = connect_redis(global);
   auto deadline = [&] { return Clock::now() + redis->command_timeout(); };
-  auto runs = kept_runs(*redis, key, deadline());
+  int64_t indexed = 0;
+  auto runs = kept_runs(*redis, key, deadline(), &indexed);
   if (!runs) return unavailable(runs.failure());
+  if (indexed > k_kept_runs) say_index_unread(key, indexed);
   if (runs->empty()) {
     write_stderr("rlock: " + printable_key(key) +
                  ": no output kept (a run keeps its own with --keep-output SIZE)\n");
     return k_exit_not_held;
   }
-  const KeptRun* run = &runs->front();
-  if (o.fence) {
-    run = nullptr;
-    for (const KeptRun& r : *runs)
-      if (r.fence == *o.fence) run = &r;
-  } else if (o.run) {
-    run = static_cast<size_t>(*o.run) <= runs->size() ? &(*runs)[*o.run - 1] : nullptr;
-  }
+  const KeptRun* run = chosen_run(*runs, o);
   if (!run) {
     write_stderr("rlock: " + printable_key(key) + ": " +
                  (o.fence ? "no output kept of fence " + std::to_string(*o.fence)
@@ -158,10 +189,13 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
   Printer printer(key, o.raw);
   if (bounds->first) printer.from(*bounds->first);
   OutputRead read;
+  uint64_t shown = 0;
   do {
+    if (shown >= k_max_keep_output) return stop_reading(key, read, *bounds);
     auto more = read_output(*redis, key, run->fence, read.last_id, k_read_count, deadline());
     if (!more) return unavailable(more.failure());
     read = std::move(*more);
+    for (const OutputPiece& piece : read.pieces) shown += piece.bytes.size();
     printer.print(read);
   } while (read.pieces.size() + (read.end ? 1 : 0) == k_read_count);
   if (read.end || bounds->end || !o.follow) return k_exit_ok;

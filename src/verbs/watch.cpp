@@ -199,7 +199,7 @@ private:
       if (!replies) return replies.failure();
       for (size_t k = 0; k < unknown.size(); ++k) {
         const Reply& r = (*replies)[k];
-        if (r.type == Reply::Type::error) return redis_.server_failure(r.str);
+        if (r.type == Reply::Type::error) return redis_.server_failure(r.str, newest[k]);
         auto entry = r.is_array() && !r.elements.empty() ? decode_history_entry(r.elements[0])
                                                          : std::nullopt;
         history_seen_[unknown[k]] = entry ? entry->id : "0-0";
@@ -222,7 +222,7 @@ private:
       for (size_t k = 0; k < which.size(); ++k) {
         size_t i = which[k];
         const Reply& r = (*replies)[k];
-        if (r.type == Reply::Type::error) return redis_.server_failure(r.str);
+        if (r.type == Reply::Type::error) return redis_.server_failure(r.str, pages[k]);
         if (!r.is_array()) return unexpected_reply("XRANGE");
         std::string before = *history_seen_[i];
         for (const Reply& e : r.elements) {

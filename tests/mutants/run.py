@@ -670,6 +670,21 @@ MUTANTS = [
        "  return \"the password command (\" + command + \")\";")],
      ['test_security_text.SecretsOfCommandsAndUrls.'
       'test_a_failing_password_command_names_its_program_only']),
+    ("check ignores the kept last success",
+     [("src/lock/check.cpp",
+       "  if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);\n",
+       "")],
+     ['test_security_reads.SecurityReads.test_check_finds_a_success_behind_10500_failures']),
+    ("logs reads a run's output unbounded",
+     [("src/verbs/logs.cpp",
+       "    if (shown >= k_max_keep_output) return stop_reading(key, read, *bounds);\n",
+       "")],
+     ['test_security_reads.SecurityReads.test_logs_stops_at_what_a_run_keeps']),
+    ("history read in one piece",
+     [("src/lock/history.cpp",
+       "std::to_string(k_history_page_runs)};",
+       "std::to_string(k_history_most_runs)};")],
+     ['test_security_reads.SecurityReads.test_history_of_100000_runs_is_paged']),
 ]
 
 

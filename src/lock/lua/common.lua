@@ -206,6 +206,18 @@ local function keep_history(history, retention)
   end
 end
 
+-- Keeps the entry ID with FIELDS in the hash LAST_SUCCESS when it is a success (it exited 0), in
+-- place of the success before; the hash expires with the history.
+local function keep_success(last_success, id, fields, retention)
+  local f = {}
+  for i = 1, #fields - 1, 2 do f[fields[i]] = fields[i + 1] end
+  if f['end'] == 'exited' and f.status == '0' then
+    redis.call('DEL', last_success)
+    redis.call('HSET', last_success, 'id', id, unpack(fields))
+  end
+  keep_history(last_success, retention)
+end
+
 -- A run's end in the history, replacing its start entry (history_add.lua, and release.lua, where
 -- it rides with the release). ARGS from FIRST on: the run's token, the history's length and
 -- retention, the start entry's ID or '', then the entry's fields (none: the start is only
@@ -213,7 +225,10 @@ end
 -- its work, or 0 when this token's entry is there already (a delivery sent again). FIRST_TIME:
 -- the caller knows that no delivery of this entry ran before (release.lua found the lock ours,
 -- which one would have released): the ends are not looked up.
-local function add_history(history, ends, args, first, now, first_time)
+-- LAST_SUCCESS, when given, is a hash that holds the newest success's entry (its ID under
+-- "id", then its fields), so that `rlock check` finds the last success in one step however
+-- many failures came after it (docs/DESIGN.md, "rlock check"); it lives as long as the history.
+local function add_history(history, ends, args, first, now, first_time, last_success)
   local token, max_length = args[first], tonumber(args[first + 1])
   local retention, start = tonumber(args[first + 2]), args[first + 3]
   if not first_time and ended(ends, 'history', token, now) then return 0 end
@@ -223,9 +238,10 @@ local function add_history(history, ends, args, first, now, first_time)
   for i = 1, #fields - 1, 2 do
     if fields[i] == 'since' and fields[i + 1] == '' then fields[i + 1] = rfc3339(now) end
   end
-  redis.call('XADD', history, 'MAXLEN', max_length > 100 and '~' or '=', max_length, '*',
-             unpack(fields))
+  local id = redis.call('XADD', history, 'MAXLEN', max_length > 100 and '~' or '=', max_length,
+                        '*', unpack(fields))
   keep_history(history, retention)
+  if last_success then keep_success(last_success, id, fields, retention) end
   return 1, 'history ' .. token
 end
 

@@ -5,10 +5,11 @@
 -- who took over after ours expired.
 -- A release sent again (the reply to the first was lost) finds the first in ENDS: 1 again, and
 -- nothing changes, even when the lock is someone else's by now.
--- With HISTORY (KEYS[5]) the run's entry rides along, so that the end of a run is one script:
+-- With HISTORY (KEYS[5]; KEYS[6] the newest success's entry) the run's entry rides along, so that the end of a run is one script:
 -- ARGV from 3 on are history_add.lua's, and the reply is {1 or 0, history_add's reply}, an
 -- error there (a history of another type, a full memory) in its place: the release stands.
 local lock, queue, alive, ends, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local last_success = KEYS[6]
 local owner_prefix, wake_prefix = ARGV[1], ARGV[2]
 local token = string.sub(owner_prefix, 9, -2)
 
@@ -38,7 +39,8 @@ if history then
   -- Our lock, found and released just now (its end marked above): no earlier delivery of
   -- this script ran, which would have released it, so none added the entry either.
   local first_time = marks[1] ~= nil
-  local ok, entry, mark = pcall(add_history, history, ends, ARGV, 3, now, first_time)
+  local ok, entry, mark = pcall(add_history, history, ends, ARGV, 3, now, first_time,
+                                  last_success)
   if not ok then
     entry = type(entry) == 'table' and entry or {err = tostring(entry)}
   end
