@@ -342,7 +342,8 @@ class FaultSuite(unittest.TestCase):
             keys = self.server.cmd("KEYS", "*")  # test-only: a private server, a few keys
             # The counters, and the ends of runs a re-sent end would find (a minute).
             return sorted(k for k in keys
-                          if not k.endswith((":rlock:fence", ":rlock:history", ":rlock:ended")))
+                          if not k.endswith((":rlock:fence", ":rlock:history", ":rlock:ended",
+                                             ":rlock:last-success")))
         try:
             wait_until(lambda: not leftovers(), TTL_MS / 1000 * 2 + 2, "keys to be gone")
         except AssertionError:

@@ -51,6 +51,7 @@ class Retention(RedisTestCase):
             self.assertIn(r.returncode, (0, 75), (args, r.stderr))
         keys = self.server.cmd("KEYS", "*")
         for helper in ("{k}:rlock:fence", "{k}:rlock:history", "{k}:rlock:ended",
+                       "{k}:rlock:last-success",
                        "{sem}:rlock:fence", "{sem}:rlock:ended", "{daily}:rlock:history",
                        "{acq}:rlock:fence"):
             self.assertIn(helper, keys)
@@ -61,7 +62,8 @@ class Retention(RedisTestCase):
         # inf keeps today's behaviour: no expiry on the counter and the history.
         r = self.run_rlock(["run", "--retention", "inf", "k", "--", "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(self.keys_without_expiry(), ["{k}:rlock:fence", "{k}:rlock:history"])
+        self.assertEqual(self.keys_without_expiry(),
+                         ["{k}:rlock:fence", "{k}:rlock:history", "{k}:rlock:last-success"])
 
     def test_the_ends_of_runs_past_keeping_go_with_every_release(self):
         # The ends kept for a release sent again live a minute each, but their key's expiry
@@ -85,12 +87,15 @@ class Retention(RedisTestCase):
         for key in ("a", "job:{7}"):
             r = self.run_rlock(["run", "--retention", "1s", key, "--", "true"])
             self.assertEqual(r.returncode, 0, r.stderr)
-        # A fence and a history each, and the ends of the runs a re-sent end would find.
+        # A fence, a history and its last success each, and the ends of the runs a re-sent end
+        # would find.
         self.assertEqual(sorted(self.server.cmd("KEYS", "*")),
-                         ["job:{7}:rlock:ended", "job:{7}:rlock:fence", "job:{7}:rlock:history",
-                          "{a}:rlock:ended", "{a}:rlock:fence", "{a}:rlock:history"])
+                         ["job:{7}:rlock{}:ended", "job:{7}:rlock{}:fence",
+                          "job:{7}:rlock{}:history", "job:{7}:rlock{}:last-success",
+                          "{a}:rlock:ended", "{a}:rlock:fence", "{a}:rlock:history",
+                          "{a}:rlock:last-success"])
         # The ends go a minute after the runs, whatever the retention: too long to wait here.
-        for key in ("job:{7}:rlock:ended", "{a}:rlock:ended"):
+        for key in ("job:{7}:rlock{}:ended", "{a}:rlock:ended"):
             self.assertTrue(0 < self.server.cmd("PTTL", key) <= 60000)
         wait_until(lambda: self.server.cmd("DBSIZE") == 2, 15, "every other key to expire")
 
@@ -301,10 +306,12 @@ class ListAtScale(RedisTestCase):
             self.server.cmd("CONFIG", "RESETSTAT")
             r = self.run_rlock(["list", *args])
             self.assertEqual(r.returncode, 0, r.stderr)
-            # The look (TYPE of the key and of its hash-tag alias), GET, PTTL, the waiters, the
-            # history and the pause (GET): 7 a lock, and a few SCAN and TIME for all (18 before).
-            self.assertLessEqual(self.calls() / n, 7.1, self.server.cmd("INFO", "commandstats"))
-            self.assertEqual(self.calls("get"), 2 * n)
+            # The look (TYPE of the key), GETRANGE of the value (64 KiB at most), PTTL, the
+            # waiters, the history and the pause (GET): 6 a lock, and a few SCAN and TIME for
+            # all (18 before).
+            self.assertLessEqual(self.calls() / n, 6.1, self.server.cmd("INFO", "commandstats"))
+            self.assertEqual(self.calls("getrange"), n)
+            self.assertEqual(self.calls("get"), n)
 
     @unittest.skipIf(os.environ.get("RLOCK_SANITIZE"),
                      "a sanitizer keeps freed memory aside (ASan's quarantine): RSS tells of it")

@@ -909,7 +909,8 @@ class RandomRun:
                     and n.cmd("ROLE")[0] == "master" for x in n.cmd("KEYS", "*")]
             # The counters, and the ends of runs a re-sent end would find (a minute).
             return sorted(x for x in keys
-                          if not x.endswith((":rlock:fence", ":rlock:history", ":rlock:ended")))
+                          if not x.endswith((":rlock:fence", ":rlock:history", ":rlock:ended",
+                                             ":rlock:last-success")))
         try:
             wait_until(lambda: not leftovers(), TTL * 2 + 2, "lock keys to be gone")
         except AssertionError:

@@ -71,7 +71,7 @@ class ResourceLimits(RedisTestCase):
         self.assert_no_lock(key)
         left = set(self.server.cmd("KEYS", f"*{key}*"))
         self.assertLessEqual(left, {f"{{{key}}}:rlock:fence", f"{{{key}}}:rlock:ended",
-                                    f"{{{key}}}:rlock:history"})
+                                    f"{{{key}}}:rlock:history", f"{{{key}}}:rlock:last-success"})
 
     @SANITIZED
     def test_few_descriptors(self):

@@ -76,11 +76,12 @@ class Shared(RedisTestCase):
                           self.sections.command(hold_ms, shared), **kw)
 
     def assert_only_counters_left(self):
-        # The fence counter and the history, and the ends of runs a re-sent end would find,
-        # which go within a minute.
+        # The fence counter, the history and its last success, and the ends of runs a re-sent
+        # end would find, which go within a minute.
         def left():
             return sorted(k for k in self.server.cmd("KEYS", "*")
-                          if not k.endswith((":rlock:fence", ":rlock:history", ":rlock:ended")))
+                          if not k.endswith((":rlock:fence", ":rlock:history", ":rlock:ended",
+                                             ":rlock:last-success")))
         wait_until(lambda: not left(), 5, f"nothing but counters left (found {left()})")
         for k in self.server.cmd("KEYS", "*:rlock:ended"):
             self.assertTrue(0 < self.server.cmd("PTTL", k) <= 60000, k)

@@ -469,7 +469,7 @@ class Cluster(unittest.TestCase):
                 r = run_rlock(["run", "--redis", seed, key, "--", "sh", "-c",
                                'test "$RLOCK_FENCE" -ge 1'], env=env_without_url())
                 self.assertEqual(r.returncode, 0, r.stderr)
-                fence = "{" + key + "}:rlock:fence" if "{" not in key else key + ":rlock:fence"
+                fence = "{" + key + "}:rlock:fence" if "}" not in key else key + ":rlock{}:fence"
                 self.assertIsNotNone(self.owner(key).cmd("GET", fence), f"{fence} not on owner")
 
     def test_status_list_and_wait_from_any_node(self):
