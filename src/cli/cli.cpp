@@ -215,11 +215,26 @@ RawSettings layered_settings(const CommandLine& line, std::optional<std::string>
 
 // Keys are used as given (any bytes), but not empty, and not one of rlock's own helper keys: a
 // "lock" on a fence counter or a queue would corrupt the lock it belongs to.
-void check_key(const std::string& key) {
+// PREFIX counts: with it, a key could name another lock's fence counter ("--prefix
+// '{team}:rlock:' run fence").
+void check_key(const std::string& prefix, const std::string& key) {
   if (key.empty()) throw usage_error("KEY must not be empty");
-  if (is_helper_key(key))
-    throw usage_error("KEY '" + key + "' is named like one of rlock's own helper keys (" +
-                      "':rlock:fence', ':rlock{}:queue' ...); choose another name");
+  if (is_helper_key(prefix + key))
+    throw usage_error("KEY '" + terminal_safe(prefix + key) +
+                      "' is named like one of rlock's own helper keys (':rlock:fence', "
+                      "':rlock{}:queue' ...); choose another name");
+}
+
+// Every KEY argument of COMMAND, under PREFIX.
+void check_keys(const Command& command, Arguments& arguments, const std::string& prefix) {
+  for_each_option(command, [&](const Option& option) {
+    if (!option.positional() || std::string_view(option.names) != "KEY") return;
+    if (option.into == Into::text)
+      check_key(prefix, *static_cast<std::string*>(option.field(arguments)));
+    if (option.into == Into::texts)
+      for (const auto& key : *static_cast<std::vector<std::string>*>(option.field(arguments)))
+        check_key(prefix, key);
+  });
 }
 
 // Help as rlock(1) shows it: "Commands", not CLI11's "Subcommands", and each command's usage
@@ -455,13 +470,7 @@ int parse_and_run(const SplitArgs& args) {
   }
   // The keys and the command first: they are this invocation's, and the likelier mistake.
   Arguments& arguments = *parser->args;
-  for_each_option(command, [&](const Option& option) {
-    if (!option.positional() || std::string_view(option.names) != "KEY") return;
-    if (option.into == Into::text) check_key(*static_cast<std::string*>(option.field(arguments)));
-    if (option.into == Into::texts)
-      for (const auto& key : *static_cast<std::vector<std::string>*>(option.field(arguments)))
-        check_key(key);
-  });
+  check_keys(command, arguments, "");
   arguments.check(args.command);
 
   std::optional<std::string> config_file;
@@ -472,6 +481,7 @@ int parse_and_run(const SplitArgs& args) {
     resolved = resolve_settings(settings);
     set_verbosity(resolved.global.verbosity);
     set_log_format(resolved.global.log_format);
+    if (!resolved.global.prefix.empty()) check_keys(command, arguments, resolved.global.prefix);
   }
   return arguments.run(Invocation{args.command, settings, config_file, resolved});
 }

@@ -19,8 +19,9 @@
 //                           end of their place); every other waiter wants the lock alone
 //   {KEY}:rlock:pause       a pause (rlock pause, pause.h): nobody takes the lock while it
 //                           lives; it expires at the pause's end
-//   {KEY}:rlock:outputs     the runs whose output is kept (--keep-output, kept_output.h),
-//                           each with its stream {KEY}:rlock:output-FENCE
+//   rlock-output:{KEY}:rlock:outputs  the runs whose output is kept (--keep-output,
+//                           kept_output.h), each with its stream
+//                           rlock-output:{KEY}:rlock:output-FENCE (kept_output_key)
 //   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
 //                           -> expiry in ms, a minute on): an end sent again finds the first
 //   {KEY}:rlock:last-success  the newest success's history entry (a hash: id, then its

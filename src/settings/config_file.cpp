@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "util/error.h"
-#include "util/trusted_file.h"
 #include "util/log.h"
+#include "util/trusted_file.h"
 
 namespace rlock {
 
@@ -226,25 +226,24 @@ const char* first_of_kind(const RawSettings& settings, SettingKind kind) {
   return nullptr;
 }
 
-// A config file is trusted with what it sets. One that others can change and that sets a
-// command rlock runs as its user (password-command, notify) would let them run anything as
-// that user: refused. One that holds a password and that others can read or change (pointing
-// `redis` at their own server, to which rlock would send it) earns a warning, as a password
-// file does (man page, CONFIGURATION).
+// A config file is trusted with what it sets: the commands rlock runs as its user
+// (password-command, notify), the files it writes (metrics-file, heartbeat-file), the Redis it
+// sends its password to. One that others can change is refused whatever it sets, as ssh
+// refuses such a config; one that holds a password and that others can read earns a
+// warning, as a password file does (man page, CONFIGURATION).
 void check_access(const std::string& path, const struct stat& st, const RawSettings& settings) {
   FileAccess access = file_access(path, st);
-  const char* command = first_of_kind(settings, SettingKind::command);
-  if (command && !access.changed_by_others.empty())
-    throw Error(k_exit_config, "config file " + path + " can be changed by others (" +
-                                   access.changed_by_others + ") and sets " + command +
-                                   ", a command rlock runs as its user; refused");
-  if (!first_of_kind(settings, SettingKind::secret)) return;
-  if (!access.read_by_others.empty())
+  if (!access.changed_by_others.empty()) {
+    const char* command = first_of_kind(settings, SettingKind::command);
+    throw Error(k_exit_config,
+                "config file " + path + " can be changed by others (" + access.changed_by_others +
+                    (command ? ") and sets " + std::string(command) +
+                                   ", a command rlock runs as its user; refused"
+                             : "): it says what rlock runs, writes and connects to; refused"));
+  }
+  if (first_of_kind(settings, SettingKind::secret) && !access.read_by_others.empty())
     log_warning("config file " + path + " holds a password and can be read by others (" +
                 access.read_by_others + "); chmod 600 it");
-  else if (!access.changed_by_others.empty())
-    log_warning("config file " + path + " holds a password and can be changed by others (" +
-                access.changed_by_others + ")");
 }
 
 }  // namespace

@@ -76,17 +76,25 @@ TrustedDir TrustedDir::open(const std::string& path) {
     }
     if (part.empty() || part == ".") continue;
     walked += "/" + part;
-    if (::fstatat(dir.fd_.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISLNK(st.st_mode) && !trusted_owner(st.st_uid)) {
-      dir.problem_ = walked + " is a link that " + user_name(st.st_uid) +
-                     " owns: not followed (it could point anywhere)";
-      return dir;
+    // The component itself, not what it may point to: a link is judged by its owner before
+    // it is followed, and what is opened is what was judged.
+    Fd next(::openat(dir.fd_.get(), part.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (next.valid() && ::fstat(next.get(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      if (!trusted_owner(st.st_uid)) {
+        dir.problem_ = walked + " is a link that " + user_name(st.st_uid) +
+                       " owns: not followed (it could point anywhere)";
+        return dir;
+      }
+      // Root's or this user's, in a directory no other user can change: followed.
+      next.reset(::openat(dir.fd_.get(), part.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     }
-    dir.fd_.reset(::openat(dir.fd_.get(), part.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    dir.fd_ = std::move(next);
   }
   struct stat st {};
   if (!dir.fd_.valid() || ::fstat(dir.fd_.get(), &st) != 0)
     dir.problem_ = errno_message("open " + dir.path_);
+  else if (!S_ISDIR(st.st_mode))
+    dir.problem_ = errno_message("open " + dir.path_, ENOTDIR);
   else
     dir.problem_ = untrusted_dir(st, dir.path_);
   return dir;
@@ -116,8 +124,11 @@ Fd TrustedDir::open_file(std::string_view name, int flags, std::string& problem)
     problem = shown + " is not a regular file";
   } else if (!trusted_owner(st.st_uid)) {
     problem = shown + " belongs to " + user_name(st.st_uid) + ", not to " + user_name(::geteuid());
-  } else if (st.st_mode & S_IWOTH) {
-    problem = shown + " can be written by anyone (" + mode_text(st) + ")";
+  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    problem = shown + " can be written by others (" + mode_text(st) + ")";
+  } else if (st.st_nlink > 1) {
+    // A second name may be another user's hard link to a file rlock must not touch.
+    problem = shown + " has " + std::to_string(st.st_nlink) + " names (hard links)";
   } else {
     return fd;
   }

@@ -9,7 +9,7 @@
 //   - a directory that another user owns (root may), or that others can write and that has no
 //     sticky bit (with it, as in /tmp, nobody but its owner can remove or rename a file);
 //   - a file that is a link, is not a regular file, belongs to another user (root's may be
-//     used), or that others can write.
+//     used), that others (its group too) can write, or that has a second name (a hard link).
 // "Others" is anyone but this process's effective user (and root): the group's write bit
 // counts, as the group may hold other users.
 #pragma once

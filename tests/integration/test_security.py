@@ -302,10 +302,37 @@ class PlantedFiles(RedisTestCase):
             elif planted == "link":
                 with open(beat, "w"):
                     os.chmod(beat, 0o666)
+        # A file its group may write, and a second name of a file of root's.
+        private = self.shared_dir("private", 0o755)
+        for planted in ("group", "hard link"):
+            beat = os.path.join(private, "beat")
+            with open(beat, "w"):
+                pass
+            if planted == "group":
+                os.chmod(beat, 0o664)
+            else:
+                os.link(beat, os.path.join(self.tmp, "secret", "second-name"))
+            r, ran = self.run_job("--heartbeat-file", beat, "--stale-after", "2s")
+            self.assertEqual((r.returncode, ran), (64, False), r.stderr)
+            self.assertIn("mode 0664" if planted == "group" else "2 names (hard links)",
+                          r.stderr)
+            os.unlink(beat)
         # The job's own file, where only root can write, is used.
         mine = os.path.join(self.shared_dir("mine", 0o700), "beat")
         r, ran = self.run_job("--heartbeat-file", mine, "--stale-after", "2s")
         self.assertEqual((r.returncode, ran), (0, True), r.stderr)
+
+    def test_a_config_file_others_can_change_is_refused_whatever_it_sets(self):
+        open_dir = self.shared_dir("open", 0o777)
+        config = os.path.join(open_dir, "rlock.toml")
+        with open(config, "w") as f:
+            f.write(f'metrics-file = "{self.absent}"\n')
+        r, ran = self.run_job("--config", config)
+        self.assertEqual((r.returncode, ran), (78, False), r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn(config, r.stderr)
+        self.assertIn("without the sticky bit", r.stderr)
+        self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
 
 def readme_acl_line(user):
@@ -376,6 +403,15 @@ class SharedRedis(RedisTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(secret, r.stdout)
 
+    def test_a_key_under_a_prefix_cannot_name_another_locks_helper(self):
+        self.assertEqual(self.run_rlock(["run", "team", "--", "true"]).returncode, 0)
+        fence = self.server.cmd("GET", "{team}:rlock:fence")
+        for prefix, key in (("{team}:rlock:", "fence"), ("team}:rlock{}:", "fence")):
+            r = self.run_rlock(["--prefix", prefix, "run", key, "--", "true"])
+            self.assertEqual(r.returncode, 64, r.stderr)
+            self.assertIn("helper keys", r.stderr)
+        self.assertEqual(self.server.cmd("GET", "{team}:rlock:fence"), fence)
+
     def test_a_key_and_the_key_that_is_its_own_hash_tag_are_two_locks(self):
         a, b = "col:a", "{col:a}"
         # A pause of one does not hold the other.
@@ -395,9 +431,10 @@ class SharedRedis(RedisTestCase):
                    for k in (a, b)}
         self.assertEqual(len(history[b]["runs"]), 1, history[b])
         self.assertEqual(len(history[a]["runs"]), 3, history[a])
-        fences = {k: [run["fence"] for run in history[k]["runs"]] for k in (a, b)}
-        self.assertEqual(fences[b], [fences[b][0]])
-        self.assertEqual(sorted(set(fences[a])), sorted(fences[a]))
+        # Each key's counter holds its own last fence.
+        for key, counter in ((a, "{col:a}:rlock:fence"), (b, "{col:a}:rlock{}:fence")):
+            self.assertEqual(int(self.server.cmd("GET", counter)),
+                             max(int(run["fence"]) for run in history[key]["runs"]), key)
         # A --fair waiter on one does not delay the other.
         holder = self.start(["run", b, "--", "sleep", "30"])
         wait_until(lambda: self.server.cmd("EXISTS", b) == 1, 10, f"{b} taken")

@@ -461,9 +461,9 @@ class WatchMixin:
 class WatchWithNotifications(WatchMixin, RedisTestCase):
     NOTIFY = "KEA"
     MODE = "notifications"
-    # A watcher that may read the server's settings (README "Least privilege": the job's lines
-    # do not give CONFIG GET, which reads requirepass too).
-    extra_acl = (["+config|get"],)
+    # A watcher that may read the server's settings and subscribe (README "Least privilege":
+    # the job's lines do not give CONFIG GET, which reads requirepass too).
+    extra_acl = (["+config|get", "+subscribe", "&__keyspace@*__:*"],)
 
     def test_without_the_classes_it_needs_it_polls_and_says_why(self):
         self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "Ex")
@@ -573,7 +573,7 @@ class WatchWithNotifications(WatchMixin, RedisTestCase):
 class WatchByPolling(WatchMixin, RedisTestCase):
     NOTIFY = ""
     MODE = "polling"
-    extra_acl = (["+config|get"],)
+    extra_acl = (["+config|get", "+subscribe", "&__keyspace@*__:*"],)
 
     def test_the_documented_acl_alone_polls_and_says_why(self):
         self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "KEA")

@@ -33,25 +33,31 @@ TEST_CASE("every key of a lock shares the lock's slot") {
 }
 
 TEST_CASE("no two keys share a helper key") {
-  // Every key of up to 6 characters over the ones that matter ('{', '}', ':', a letter).
+  // Every key of up to four pieces that matter: braces, ':', the separators themselves, a kind,
+  // a letter. Keys named like helpers are refused as KEY (cli.cpp), with their prefix.
+  const std::vector<std::string> pieces{"a", "{", "}", ":", ":rlock:", ":rlock{}:", "fence"};
   std::vector<std::string> keys{""};
-  for (size_t from = 0, length = 0; length < 6; ++length) {
+  for (size_t from = 0, length = 0; length < 4; ++length) {
     size_t to = keys.size();
     for (size_t i = from; i < to; ++i)
-      for (char c : std::string_view("a{}:")) keys.push_back(keys[i] + c);
+      for (const std::string& p : pieces) keys.push_back(keys[i] + p);
     from = to;
   }
-  keys.erase(keys.begin());
-  for (const char* kind : {"fence", "pause", "outputs"}) {
-    std::map<std::string, std::string> owner;
-    for (const std::string& key : keys) {
-      auto [at, added] = owner.emplace(helper_key(key, kind), key);
-      CAPTURE(key);
-      CAPTURE(at->second);
-      CHECK(added);
-      CHECK(is_helper_key(at->first));
+  std::map<std::string, std::string> owner;  // helper -> "KEY / KIND"
+  for (const std::string& key : keys) {
+    if (key.empty() || is_helper_key(key)) continue;
+    for (const char* kind : {"fence", "pause", "history", "wake-0123", "outputs", "output-7"}) {
+      for (const std::string& name : {helper_key(key, kind), kept_output_key(key, kind)}) {
+        auto [at, added] = owner.emplace(name, key + " / " + kind);
+        CAPTURE(name);
+        CAPTURE(key);
+        CAPTURE(at->second);
+        CHECK(added);
+        CHECK(is_helper_key(name));
+      }
     }
   }
+  CHECK(owner.size() > 20000);
 }
 
 TEST_CASE("command_key") {
