@@ -171,67 +171,74 @@ std::string bash_value_action(const Hint& hint) {
   return ":";
 }
 
+// The bash functions that complete a key: the words of the line that say where Redis is,
+// dequoted, passed to `rlock list --complete`; each name it prints quoted for the line.
+std::string bash_keys() {
+  return "# A word of the line as the command will get it, in REPLY: without the quotes or the\n"
+         "# backslashes typed around it, ~/ for $HOME. Nothing in it is expanded or run.\n"
+         "_rlock_dequote() {\n"
+         "    REPLY=$1\n"
+         "    case $REPLY in\n"
+         "    \\'*) REPLY=${REPLY#\\'} REPLY=${REPLY%\\'} ;;\n"
+         "    \\\"*) REPLY=${REPLY#\\\"} REPLY=${REPLY%\\\"} ;;\n"
+         "    *) REPLY=${REPLY//\\\\\\\\/$'\\1'} REPLY=${REPLY//\\\\/} REPLY=${REPLY//$'\\1'/\\\\} "
+         ";;\n"
+         "    esac\n"
+         "    [[ $REPLY == \\~/* ]] && REPLY=$HOME/${REPLY#\\~/}\n"
+         "}\n\n"
+         "# Lock keys from `rlock list --complete` (rlock's locks, and other programs' that start "
+         "with\n"
+         "# what is typed), asked of the Redis and prefix the options on the line name, when it\n"
+         "# answers within a second. rlock prints one name a line; each is quoted for the line\n"
+         "# (printf %q), never expanded, run or split. After an opening quote readline inserts "
+         "the\n"
+         "# name as it is, so a name the quote cannot hold is left out.\n"
+         "_rlock_keys() {\n"
+         "    local -a connection=()\n"
+         "    local i key word\n"
+         "    for ((i = 1; i < cword; i++)); do\n"
+         "        case ${words[i]} in\n"
+         "        --) break ;;\n"
+         "        --*=*)\n"
+         "            _rlock_dequote \"${words[i]#*=}\"\n"
+         "            case ${words[i]%%=*} in\n"
+         "            " +
+         join(connection_names(true), " | ") +
+         ") connection+=(\"${words[i]%%=*}=$REPLY\") ;;\n"
+         "            esac ;;\n"
+         "        " +
+         join(connection_names(true), " | ") +
+         ")\n"
+         "            _rlock_dequote \"${words[i + 1]}\"\n"
+         "            connection+=(\"${words[i]}\" \"$REPLY\")\n"
+         "            ((i++)) ;;\n"
+         "        " +
+         join(connection_names(false), " | ") +
+         ") connection+=(\"${words[i]}\") ;;\n"
+         "        esac\n"
+         "    done\n"
+         "    _rlock_dequote \"$cur\"\n"
+         "    word=$REPLY\n"
+         "    COMPREPLY=()\n"
+         "    while IFS= read -r key; do\n"
+         "        case $cur in\n"
+         "        \\'*) [[ $key == *\\'* ]] && continue ;;\n"
+         "        \\\"*) [[ $key == *[\\\"\\$\\`\\\\!]* ]] && continue ;;\n"
+         "        *) printf -v key %q \"$key\" ;;\n"
+         "        esac\n"
+         "        COMPREPLY+=(\"$key\")\n"
+         "    done < <(" +
+         std::string(k_keys_from_list) +
+         " \"${connection[@]}\" --complete \"$word\" 2>/dev/null)\n"
+         "}\n\n";
+}
+
 std::string bash() {
   std::string out =
       "# bash completion for rlock(1), printed by `rlock completion bash` from the commands'\n"
       "# declarations (src/verbs/*.cpp): regenerate it, never edit it.   -*- shell-script -*-\n"
-      "\n"
-      "# A word of the line as the command will get it, in REPLY: without the quotes or the\n"
-      "# backslashes typed around it, ~/ for $HOME. Nothing in it is expanded or run.\n"
-      "_rlock_dequote() {\n"
-      "    REPLY=$1\n"
-      "    case $REPLY in\n"
-      "    \\'*) REPLY=${REPLY#\\'} REPLY=${REPLY%\\'} ;;\n"
-      "    \\\"*) REPLY=${REPLY#\\\"} REPLY=${REPLY%\\\"} ;;\n"
-      "    *) REPLY=${REPLY//\\\\\\\\/$'\\1'} REPLY=${REPLY//\\\\/} REPLY=${REPLY//$'\\1'/\\\\} "
-      ";;\n"
-      "    esac\n"
-      "    [[ $REPLY == \\~/* ]] && REPLY=$HOME/${REPLY#\\~/}\n"
-      "}\n\n"
-      "# Lock keys from `rlock list --complete` (rlock's locks, and other programs' that start "
-      "with\n"
-      "# what is typed), asked of the Redis and prefix the options on the line name, when it\n"
-      "# answers within a second. rlock prints one name a line; each is quoted for the line\n"
-      "# (printf %q), never expanded, run or split. After an opening quote readline inserts the\n"
-      "# name as it is, so a name the quote cannot hold is left out.\n"
-      "_rlock_keys() {\n"
-      "    local -a connection=()\n"
-      "    local i key word\n"
-      "    for ((i = 1; i < cword; i++)); do\n"
-      "        case ${words[i]} in\n"
-      "        --) break ;;\n"
-      "        --*=*)\n"
-      "            _rlock_dequote \"${words[i]#*=}\"\n"
-      "            case ${words[i]%%=*} in\n"
-      "            " +
-      join(connection_names(true), " | ") +
-      ") connection+=(\"${words[i]%%=*}=$REPLY\") ;;\n"
-      "            esac ;;\n"
-      "        " +
-      join(connection_names(true), " | ") +
-      ")\n"
-      "            _rlock_dequote \"${words[i + 1]}\"\n"
-      "            connection+=(\"${words[i]}\" \"$REPLY\")\n"
-      "            ((i++)) ;;\n"
-      "        " +
-      join(connection_names(false), " | ") +
-      ") connection+=(\"${words[i]}\") ;;\n"
-      "        esac\n"
-      "    done\n"
-      "    _rlock_dequote \"$cur\"\n"
-      "    word=$REPLY\n"
-      "    COMPREPLY=()\n"
-      "    while IFS= read -r key; do\n"
-      "        case $cur in\n"
-      "        \\'*) [[ $key == *\\'* ]] && continue ;;\n"
-      "        \\\"*) [[ $key == *[\\\"\\$\\`\\\\!]* ]] && continue ;;\n"
-      "        *) printf -v key %q \"$key\" ;;\n"
-      "        esac\n"
-      "        COMPREPLY+=(\"$key\")\n"
-      "    done < <(" +
-      std::string(k_keys_from_list) +
-      " \"${connection[@]}\" --complete \"$word\" 2>/dev/null)\n"
-      "}\n\n"
+      "\n" +
+      bash_keys() +
       "# Whether words[1..$2) are options of the command $1 and their values: then words[$2] is\n"
       "# the command (rlock -n 5 history KEY: -n takes a value for history, not for run).\n"
       "_rlock_before() {\n"
