@@ -50,13 +50,13 @@ class Rotation(RedisTestCase):
         rotator.start()
         try:
             r = self.run_rlock(["--redis", self.url] + how +
-                               ["run", "--ttl", "1s", "k", "--", "sleep", "4"],
+                               ["run", "--ttl", "2s", "k", "--", "sleep", "4"],
                                env=rlock_env())
         finally:
             stop.set()
             rotator.join()
-        self.assertGreaterEqual(len(self.passwords), 5, "too few rotations to prove anything")
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertGreaterEqual(len(self.passwords), 5, "too few rotations to prove anything")
         for p in self.passwords:
             self.assertNotIn(p, r.stdout + r.stderr)
         history = self.run_rlock(["--redis", self.url] + how + ["history", "--json", "k"],
