@@ -17,6 +17,18 @@ constexpr int k_history_page = 100;
 // A window with more runs than this is counted only this far back: a check must stay cheap
 // however long a history someone configured.
 constexpr int k_history_most = 10000;
+// The failures since the last success that a check keeps to show, the newest: the text names
+// three, the JSON these; the rest are counted.
+constexpr size_t k_failures_shown = 10;
+
+// What every node's history is read with: the window's period and zone, the fences that hold
+// the lock now, and the deadline of the pages after the first.
+struct CheckRead {
+  const Period& every;
+  const std::optional<std::string>& tz;
+  std::vector<int64_t> held;
+  TimePoint deadline;
+};
 
 Argv history_page(const std::string& key, const std::string& newest) {
   return {"XREVRANGE", helper_key(key, "history"),    newest, "-",
@@ -59,29 +71,64 @@ std::optional<RunRecord> kept_success(const Reply& reply) {
   return run;
 }
 
-// What one node's history says: its clock, and its runs, newest first.
+// A run read, as the counts need it: a few bytes, however large its entry.
+struct RunMark {
+  int64_t ended_ms = 0;
+  int64_t seq = 0;  // the entry ID's sequence number, which orders runs of the same ms
+  bool success = false;
+  bool in_window = false;
+  bool newer_than(const CheckedRun& run) const {
+    return std::pair(ended_ms, seq) > std::pair(run.ended_ms, entry_seq(run.record.id));
+  }
+  static int64_t entry_seq(const std::string& id) {
+    size_t dash = id.find('-');
+    return dash == std::string::npos ? 0 : std::strtoll(id.c_str() + dash + 1, nullptr, 10);
+  }
+};
+
+// What one node's history says: its clock, a mark for each run read, and the few runs a check
+// shows (the newest, the newest success, the newest failures), not every entry read: 10,000
+// entries of another program's may each be large (docs/DESIGN.md, "Reads with a bound").
 struct NodeHistory {
   int64_t now_ms = 0;
   CheckWindow window;
   int entries = 0;
   bool read_all = true;  // false: k_history_most entries were read, and more are in the window
-  std::vector<CheckedRun> runs;
+  std::vector<RunMark> marks;  // newest first
+  std::optional<CheckedRun> newest;
+  std::optional<CheckedRun> newest_success;
+  std::vector<CheckedRun> newest_failures;  // before newest_success, newest first, a few
 };
 
-// Adds the kept last success RUN to H's runs, unless the pages read have it already.
+// Adds RUN, a run read newest first, to H.
+void add_run(CheckedRun run, NodeHistory& h) {
+  bool success = is_success(run.record);
+  h.marks.push_back({run.ended_ms, RunMark::entry_seq(run.record.id), success, run.in_window});
+  if (!h.newest) h.newest = run;
+  if (success && !h.newest_success)
+    h.newest_success = std::move(run);
+  else if (!success && !h.newest_success && h.newest_failures.size() < k_failures_shown)
+    h.newest_failures.push_back(std::move(run));
+}
+
+// Adds the kept last success RUN to H, unless the pages read have it already.
 void add_kept_success(RunRecord run, NodeHistory& h) {
-  for (const CheckedRun& read : h.runs)
-    if (read.record.id == run.id) return;
+  if (h.newest_success && h.newest_success->record.id == run.id) return;
   CheckedRun kept;
   kept.ended_ms = history_entry_ms(run.id);
   kept.in_window = kept.ended_ms >= h.window.start_ms;
   kept.record = std::move(run);
-  h.runs.push_back(std::move(kept));
+  h.marks.push_back({kept.ended_ms, RunMark::entry_seq(kept.record.id), true, kept.in_window});
+  if (!h.newest) h.newest = kept;
+  if (!h.newest_success || h.newest_success->ended_ms < kept.ended_ms)
+    h.newest_success = std::move(kept);
 }
 
-// Adds the entries of PAGE (an XREVRANGE reply) to INTO; the ID of the oldest one, or "" when
-// the page was not full (the history ends there).
-Result<std::string> add_page(const Reply& page, NodeHistory& into) {
+// Adds the entries of PAGE (an XREVRANGE reply) to INTO; HELD: the fences that hold the lock
+// now, whose start entries are runs still going and not counted. The ID of the oldest entry,
+// or "" when the page was not full (the history ends there).
+Result<std::string> add_page(const Reply& page, const std::vector<int64_t>& held,
+                             NodeHistory& into) {
   if (!page.is_array()) return unexpected_reply("XREVRANGE");
   std::string oldest;
   for (const Reply& entry : page.elements) {
@@ -90,11 +137,16 @@ Result<std::string> add_page(const Reply& page, NodeHistory& into) {
     ++into.entries;
     oldest = record->id;
     if (!is_run(*record)) continue;
+    // A start entry: the run that holds the lock, or one that died without saying how it
+    // ended, a failure (settle_starts).
+    std::vector<RunRecord> one{std::move(*record)};
+    settle_starts(one, held);
+    if (one[0].end == run_end_name(RunEnd::running)) continue;
     CheckedRun run;
-    run.ended_ms = history_entry_ms(record->id);
+    run.ended_ms = history_entry_ms(one[0].id);
     run.in_window = run.ended_ms >= into.window.start_ms;
-    run.record = std::move(*record);
-    into.runs.push_back(std::move(run));
+    run.record = std::move(one[0]);
+    add_run(std::move(run), into);
   }
   if (page.elements.size() < static_cast<size_t>(k_history_page)) return std::string();
   return oldest;
@@ -103,9 +155,8 @@ Result<std::string> add_page(const Reply& page, NodeHistory& into) {
 // NODE's history from its first page (FIRST: the replies to history_page(), TIME and
 // last_success_read()) on, read further while its runs are still in the window, and at most
 // k_history_most entries: the kept last success stands for the rest.
-Result<NodeHistory> node_history(Redis& node, const std::string& key, const Period& every,
-                                 const std::optional<std::string>& tz,
-                                 const std::vector<Reply>& first, TimePoint deadline) {
+Result<NodeHistory> node_history(Redis& node, const std::string& key, const CheckRead& read,
+                                 const std::vector<Reply>& first) {
   if (first.size() != 3) return unexpected_reply("XREVRANGE, TIME and HMGET");
   const Argv asked[] = {history_page(key, "+"), {"TIME"}, last_success_read(key)};
   // A kept success of another type is none: the next success's end replaces it.
@@ -116,8 +167,8 @@ Result<NodeHistory> node_history(Redis& node, const std::string& key, const Peri
   if (!now) return unexpected_reply("TIME");
   NodeHistory h;
   h.now_ms = *now;
-  h.window = check_window(every, tz, *now);
-  auto oldest = add_page(first[0], h);
+  h.window = check_window(read.every, read.tz, *now);
+  auto oldest = add_page(first[0], read.held, h);
   while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms) {
     std::string newest = history_id_before(*oldest);
     if (newest.empty()) break;
@@ -125,9 +176,9 @@ Result<NodeHistory> node_history(Redis& node, const std::string& key, const Peri
       h.read_all = false;
       break;
     }
-    auto page = node.call(history_page(key, newest), deadline);
+    auto page = node.call(history_page(key, newest), read.deadline);
     if (!page) return page.failure();
-    oldest = add_page(*page, h);
+    oldest = add_page(*page, read.held, h);
   }
   if (!oldest) return oldest.failure();
   if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);
@@ -212,69 +263,83 @@ int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
   return failures;
 }
 
+namespace {
+
+// The counts and the runs shown of every node's history H (newest first each) in OUT.
+void summarize(std::vector<NodeHistory>& h, CheckResult& out) {
+  auto newer = [](const CheckedRun& a, const CheckedRun& b) {
+    return std::pair(a.ended_ms, RunMark::entry_seq(a.record.id)) >
+           std::pair(b.ended_ms, RunMark::entry_seq(b.record.id));
+  };
+  std::vector<CheckedRun> failures;
+  for (NodeHistory& node : h) {
+    if (node.newest && (!out.last_run || newer(*node.newest, *out.last_run)))
+      out.last_run = node.newest;
+    if (node.newest_success &&
+        (!out.last_success || newer(*node.newest_success, *out.last_success)))
+      out.last_success = node.newest_success;
+    for (CheckedRun& f : node.newest_failures) failures.push_back(std::move(f));
+  }
+  for (const NodeHistory& node : h)
+    for (const RunMark& run : node.marks) {
+      if (run.in_window) {
+        ++out.runs_in_window;
+        if (!run.success) ++out.failures_in_window;
+      }
+      // The failures since the last success (newest first): an ok check names them.
+      if (!run.success && (!out.last_success || run.newer_than(*out.last_success)))
+        ++out.failures_since_count;
+    }
+  std::erase_if(failures, [&](const CheckedRun& f) {
+    return out.last_success && !newer(f, *out.last_success);
+  });
+  std::stable_sort(failures.begin(), failures.end(), newer);
+  if (failures.size() > k_failures_shown) failures.resize(k_failures_shown);
+  out.failures_since = std::move(failures);
+}
+
+}  // namespace
+
 Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Period& every,
                                const std::optional<std::string>& tz, TimePoint deadline) {
-  // The history first, with TIME after it: in a Cluster a command without a key runs where the
+  // The lock first: a start entry of a run that holds it now is no failure, and a run that
+  // ends after this read has its end entry in the history read next.
+  auto locks = read_locks(redis, {key});
+  if (!locks) return locks.failure();
+  CheckResult out;
+  out.running = holders_now(locks->front());
+  out.pause = locks->front().pause;
+  out.pause_pttl = locks->front().pause_pttl;
+  CheckRead read{every, tz, held_fences(locks->front()), deadline};
+  // The history, with TIME after it: in a Cluster a command without a key runs where the
   // one before it ran, so the clock is that of the server whose IDs we compare it with. Under
   // Redlock each run's entry went to one node (the first that answered its writer), so every
   // node is read, each against its own clock.
   // The kept last success comes in the same round trip.
   auto first =
       redis.broadcast({history_page(key, "+"), {"TIME"}, last_success_read(key)}, deadline);
-  CheckResult out;
   std::optional<Failure> failure;
-  bool answered = false;
-  std::vector<CheckedRun> runs;
+  std::vector<NodeHistory> nodes;
   for (size_t i = 0; i < first.size(); ++i) {
     Redis& node = redis.node(i);
-    auto h = first[i] ? node_history(node, key, every, tz, *first[i], deadline)
+    auto h = first[i] ? node_history(node, key, read, *first[i])
                       : Result<NodeHistory>(first[i].failure());
     if (!h) {
       failure = h.failure();
       out.unanswered.push_back(node.name());
       continue;
     }
-    if (!answered) {
+    if (nodes.empty()) {
       out.now_ms = h->now_ms;
       out.window = h->window;
-      answered = true;
     }
     out.entries_read += h->entries;
     out.read_all = out.read_all && h->read_all;
-    for (CheckedRun& run : h->runs) runs.push_back(std::move(run));
+    nodes.push_back(std::move(*h));
   }
-  if (!answered) return *failure;
+  if (nodes.empty()) return *failure;
   if (redis.node_count() == 1) out.unanswered.clear();
-
-  auto locks = read_locks(redis, {key});
-  if (!locks) return locks.failure();
-  out.running = holders_now(locks->front());
-  out.pause = locks->front().pause;
-  out.pause_pttl = locks->front().pause_pttl;
-  // A start entry: the run that holds the lock (out.running says so), or one that died
-  // without saying how it ended, a failure (settle_starts).
-  std::vector<int64_t> held = held_fences(locks->front());
-  std::erase_if(runs, [&](CheckedRun& run) {
-    std::vector<RunRecord> one{run.record};
-    settle_starts(one, held);
-    run.record.end = one[0].end;
-    return run.record.end == run_end_name(RunEnd::running);
-  });
-  std::stable_sort(runs.begin(), runs.end(), [](const CheckedRun& a, const CheckedRun& b) {
-    return a.ended_ms > b.ended_ms;
-  });
-  for (const CheckedRun& run : runs) {
-    if (!out.last_run) out.last_run = run;
-    bool success = is_success(run.record);
-    if (success && (!out.last_success || (run.in_window && !out.last_success->in_window)))
-      out.last_success = run;
-    if (run.in_window) {
-      ++out.runs_in_window;
-      if (!success) ++out.failures_in_window;
-    }
-    // The failures since the last success (newest first): an ok check names them.
-    if (!success && !out.last_success) out.failures_since.push_back(run);
-  }
+  summarize(nodes, out);
 
   if (!out.succeeded()) {
     auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);

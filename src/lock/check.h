@@ -59,7 +59,10 @@ struct CheckResult {
   bool read_all = true;
   std::vector<Holder> running;          // who holds the lock now: the job is running
   std::vector<std::string> unanswered;  // Redlock nodes that did not answer (redacted names)
-  // The runs that failed after the newest success (all of them without one), newest first.
+  // How many runs failed after the newest success (all of them without one), and the newest
+  // ten of them, newest first: a check keeps no more of them (docs/DESIGN.md, "Reads with a
+  // bound").
+  int failures_since_count = 0;
   std::vector<CheckedRun> failures_since;
   // rlock pause (pause.h): no run is due while it lasts, so the check is no alarm.
   std::string pause;

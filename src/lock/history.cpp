@@ -81,9 +81,13 @@ void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& hel
 }
 
 std::vector<Argv> history_holders_reads(const std::string& key) {
-  return {{"GET", key},
-          {"HVALS", helper_key(key, "holders")},
-          {"HVALS", helper_key(key, "shared-values")}};
+  // HSCAN, not HVALS: a hash of another program's under these names cannot make the read
+  // large; rlock's hold a value per host that runs the job (docs/DESIGN.md, "Reads with a
+  // bound").
+  const std::string most = std::to_string(k_holders_read_most);
+  return {{"GETRANGE", key, "0", "1023"},
+          {"HSCAN", helper_key(key, "holders"), "0", "COUNT", most},
+          {"HSCAN", helper_key(key, "shared-values"), "0", "COUNT", most}};
 }
 
 std::vector<int64_t> fences_in_values(const std::vector<Reply>& values) {
@@ -92,10 +96,11 @@ std::vector<int64_t> fences_in_values(const std::vector<Reply>& values) {
     if (!r.is_string()) return;
     if (auto v = decode_lock_value(r.str); v && v->fence) out.push_back(*v->fence);
   };
+  // A value, or an HSCAN reply: a cursor and the fields and values; a token is no value.
   for (const Reply& r : values) {
     add(r);
-    if (r.is_array())
-      for (const Reply& e : r.elements) add(e);
+    if (r.is_array() && r.elements.size() == 2 && r.elements[1].is_array())
+      for (const Reply& e : r.elements[1].elements) add(e);
   }
   return out;
 }

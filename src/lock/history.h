@@ -85,8 +85,11 @@ Argv start_fields(const Holder& holder, const std::string& period = "");
 void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& held);
 // The fences of the holders of KEY in VALUES: replies to history_holders_reads() (lock values).
 std::vector<int64_t> fences_in_values(const std::vector<Reply>& values);
-// The reads that give fences_in_values() its replies: the lock's value, a semaphore's and a shared
-// lock's places' values.
+// The most holders' values read of a semaphore or a shared lock (HSCAN's COUNT) when a
+// history is read: as many as lock_state.h's k_places_read_most.
+inline constexpr int k_holders_read_most = 1000;
+// The reads that give fences_in_values() its replies: the lock's value's first bytes, a
+// semaphore's and a shared lock's places' values.
 std::vector<Argv> history_holders_reads(const std::string& key);
 
 // The result of claiming this period's slot.

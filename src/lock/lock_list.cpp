@@ -98,14 +98,16 @@ Result<Unit> look_at(Redis& redis, uint32_t server, const std::vector<std::strin
   Pipeline types;
   std::vector<size_t> type;
   for (const std::string& key : candidates) type.push_back(types.add({"TYPE", key}));
-  if (auto done = types.run(redis); !done) return done.failure();
+  // What the ACL denies (SCAN's names are not filtered by its key patterns: another tenant's
+  // locks) is passed over below, as the listing's user cannot read it.
+  if (auto done = types.run(redis, Pipeline::Denied::skipped); !done) return done.failure();
   Pipeline places;
   std::vector<std::pair<size_t, size_t>> exists;  // candidate, its EXISTS
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Reply& t = *types[type[i]];
     const std::string& key = candidates[i];
-    // An error reply (an ASK in a Cluster's resharding: the key has moved on) counts as no
-    // key here: a look does not fail the listing.
+    // An error reply (an ACL denial, or an ASK in a Cluster's resharding: the key has moved
+    // on) counts as no key here: a look does not fail the listing.
     if (t.type == Reply::Type::error) continue;
     if (t.str == "string")
       out.push_back({key, server, FoundLock::Seen::value, false});
@@ -116,9 +118,11 @@ Result<Unit> look_at(Redis& redis, uint32_t server, const std::vector<std::strin
           i, places.add({"EXISTS", helper_key(key, "sem"), helper_key(key, "shared")}));
   }
   if (places.empty()) return Unit{};
-  if (auto done = places.run(redis); !done) return done.failure();
+  if (auto done = places.run(redis, Pipeline::Denied::skipped); !done) return done.failure();
   for (const auto& [i, at] : exists)
-    if (places[at]->integer > 0)
+    if (places[at]->type == Reply::Type::error)
+      continue;
+    else if (places[at]->integer > 0)
       out.push_back({candidates[i], server, FoundLock::Seen::places, false});
     else if (all)
       out.push_back({candidates[i], server, FoundLock::Seen::free, false});
@@ -171,7 +175,7 @@ Result<Unit> find_foreign_locks(Redis& redis, uint32_t server, const std::string
     for (const std::string& k : *page)
       if (!is_helper_key(k)) keys.emplace_back(&k, ttls.add({"PTTL", k}));
     if (keys.empty()) continue;
-    if (auto done = ttls.run(redis); !done) return done.failure();
+    if (auto done = ttls.run(redis, Pipeline::Denied::skipped); !done) return done.failure();
     // A plain string is someone's lock only if it expires; without a TTL it is just data.
     for (const auto& [key, at] : keys)
       if (ttls[at]->is_integer() && ttls[at]->integer >= 0)

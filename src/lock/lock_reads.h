@@ -4,11 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lock/lock_state.h"
-#include "util/log.h"
 
 namespace rlock {
 
@@ -30,21 +30,31 @@ public:
     return commands_.size() - 1;
   }
   bool empty() const { return commands_.empty(); }
-  // Sends the commands. An ACL denial of any of them fails the whole, naming what was denied.
-  // A helper key of another type is named in a warning (docs/DESIGN.md, "Reads with a
-  // bound"): runs may fail on it, and the lock is shown all the same.
-  Result<Unit> run(Redis& redis) {
+  // What an ACL denial of one of the commands does: fail the whole, naming what was denied
+  // (a verb that names its keys), or leave that reply an error for the caller to pass over
+  // (list's looks at keys that SCAN found, which may be another tenant's).
+  enum class Denied { fails, skipped };
+  // Sends the commands. Says nothing of what it finds: a helper key of another type is a
+  // reply that wrong_type() names, and the verbs decide what to tell of it.
+  Result<Unit> run(Redis& redis, Denied denied = Denied::fails) {
     auto replies = redis.pipeline(commands_, Clock::now() + redis.command_timeout());
     if (!replies) return replies.failure();
     replies_ = std::move(*replies);
-    for (size_t i = 0; i < replies_.size(); ++i) {
-      const std::string& error = replies_[i].str;
-      if (replies_[i].type != Reply::Type::error) continue;
-      if (error.starts_with("NOPERM")) return redis.server_failure(error, commands_[i]);
-      if (error.starts_with("WRONGTYPE") && !any_type_[i])
-        log_warning(redis.server_failure(error, commands_[i]).message);
-    }
+    if (denied == Denied::skipped) return Unit{};
+    for (size_t i = 0; i < replies_.size(); ++i)
+      if (replies_[i].type == Reply::Type::error && replies_[i].str.starts_with("NOPERM"))
+        return redis.server_failure(replies_[i].str, commands_[i]);
     return Unit{};
+  }
+  // The message naming the helper key of the command added as AT when it holds another type
+  // than rlock keeps there (docs/DESIGN.md, "Reads with a bound"), or nothing: runs may fail
+  // on such a key, and the lock is shown all the same.
+  std::optional<std::string> wrong_type(const Redis& redis, size_t at) const {
+    if (at == k_not_asked || any_type_[at]) return std::nullopt;
+    const Reply& reply = replies_[at];
+    if (reply.type != Reply::Type::error || !reply.str.starts_with("WRONGTYPE"))
+      return std::nullopt;
+    return redis.server_failure(reply.str, commands_[at]).message;
   }
   const Argv& command(size_t at) const { return commands_[at]; }
   // The reply to the command added as AT; nullptr when it was not asked.
@@ -65,16 +75,21 @@ struct LockReads {
   size_t fence = k_not_asked;             // the fence counter (GET)
   size_t fence_pttl = k_not_asked;        // how long it is kept (PTTL)
   size_t history_pttl = k_not_asked;      // how long the history is kept (PTTL)
-  size_t alive = k_not_asked;             // the waiters' places, by expiry
-  size_t queue = k_not_asked;             // the waiters in arrival order
+  size_t alive = k_not_asked;             // the waiters' places, the latest expiries
+  size_t alive_count = k_not_asked;       // how many there are (ZCARD)
+  size_t queue = k_not_asked;             // the first waiters in arrival order
+  size_t queue_count = k_not_asked;       // how many there are (ZCARD)
   size_t sharers = k_not_asked;           // the waiters that want to share (--shared)
-  size_t semaphore = k_not_asked;         // the semaphore's places, by expiry
-  size_t semaphore_values = k_not_asked;  // their values
-  size_t shared = k_not_asked;            // a shared lock's places, by expiry
-  size_t shared_values = k_not_asked;     // their values
+  size_t semaphore = k_not_asked;         // the semaphore's places, the latest expiries
+  size_t semaphore_count = k_not_asked;   // how many there are (ZCARD)
+  size_t semaphore_values = k_not_asked;  // their values (HSCAN)
+  size_t shared = k_not_asked;            // a shared lock's places, the latest expiries
+  size_t shared_count = k_not_asked;      // how many there are (ZCARD)
+  size_t shared_values = k_not_asked;     // their values (HSCAN)
   size_t history = k_not_asked;           // the newest runs (XREVRANGE)
   size_t pause = k_not_asked;             // a pause (rlock pause: GET)
   size_t pause_pttl = k_not_asked;        // its time left (PTTL)
+  size_t ended = k_not_asked;             // the ended runs' key (ZCARD): its type alone
 };
 
 // GET and PTTL of KEY.

@@ -12,6 +12,12 @@ namespace rlock {
 
 namespace {
 
+// The most members and fields read (k_places_read_most), and ZRANGE's bounds for the first
+// and the last that many members, as commands' arguments.
+const std::string k_read_most_arg = std::to_string(k_places_read_most);
+const std::string k_last_read = std::to_string(k_places_read_most - 1);
+const std::string k_first_read = std::to_string(-k_places_read_most);
+
 // Fills KIND, VALUE from TYPE and the raw value.
 void classify(LockState& s) {
   if (s.type == "none") {
@@ -29,12 +35,13 @@ void classify(LockState& s) {
 }
 
 // The places of a semaphore or a shared lock that have not expired, from a ZRANGE WITHSCORES of
-// their expiries and an HGETALL of their values.
-std::vector<SemaphoreHolder> live_places(const Reply& expiries, const Reply& all_values,
-                                         int64_t now_ms) {
+// their expiries and an HSCAN of their values.
+std::vector<SemaphoreHolder> live_places(const Reply& expiries, const Reply* scan, int64_t now_ms) {
   std::map<std::string, std::string> values;
-  for (size_t j = 0; all_values.is_array() && j + 1 < all_values.elements.size(); j += 2)
-    values[all_values.elements[j].str] = all_values.elements[j + 1].str;
+  if (scan && scan->is_array() && scan->elements.size() == 2 && scan->elements[1].is_array()) {
+    const auto& pairs = scan->elements[1].elements;
+    for (size_t j = 0; j + 1 < pairs.size(); j += 2) values[pairs[j].str] = pairs[j + 1].str;
+  }
   std::vector<SemaphoreHolder> out;
   for (size_t j = 0; expiries.is_array() && j + 1 < expiries.elements.size(); j += 2) {
     auto expiry = static_cast<int64_t>(std::stod(expiries.elements[j + 1].str));
@@ -49,6 +56,51 @@ std::vector<SemaphoreHolder> live_places(const Reply& expiries, const Reply& all
   return out;
 }
 
+// How many members of a sorted set were not read: its ZCARD reply (COUNT) less the members of
+// its ZRANGE reply (READ), which has PER elements for each member.
+int64_t unread(const Pipeline& p, size_t count, size_t read, size_t per) {
+  const Reply* total = p[count];
+  const Reply* members = p[read];
+  if (!total || !total->is_integer() || !members || !members->is_array()) return 0;
+  return std::max<int64_t>(0,
+                           total->integer - static_cast<int64_t>(members->elements.size() / per));
+}
+
+// The waiters and places of R not read (LockState::not_shown). A waiter is in both the queue
+// and the places that say it is alive: counted once.
+int64_t not_shown(const Pipeline& p, const LockReads& r) {
+  return std::max(unread(p, r.queue_count, r.queue, 2), unread(p, r.alive_count, r.alive, 2)) +
+         unread(p, r.semaphore_count, r.semaphore, 2) + unread(p, r.shared_count, r.shared, 2);
+}
+
+// The helper keys that R asked of and that hold another type than rlock keeps there, named.
+std::vector<std::string> wrong_types(const Redis& redis, const Pipeline& p, const LockReads& r) {
+  std::vector<std::string> out;
+  for (size_t at : {r.type,
+                    r.value,
+                    r.pttl,
+                    r.fence,
+                    r.fence_pttl,
+                    r.history_pttl,
+                    r.alive,
+                    r.alive_count,
+                    r.queue,
+                    r.queue_count,
+                    r.sharers,
+                    r.semaphore,
+                    r.semaphore_count,
+                    r.semaphore_values,
+                    r.shared,
+                    r.shared_count,
+                    r.shared_values,
+                    r.history,
+                    r.pause,
+                    r.pause_pttl,
+                    r.ended})
+    if (auto message = p.wrong_type(redis, at)) out.push_back(std::move(*message));
+  return out;
+}
+
 // Everything status, inspect and watch show of KEY. TYPE before GET: decode_lock() tells a key
 // that changed between the two.
 LockReads ask_everything(Pipeline& p, const std::string& key) {
@@ -60,12 +112,17 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   r.history_pttl = p.add({"PTTL", helper_key(key, "history")});
   ask_places(p, r, key);
   ask_waiters_and_history(p, r, key);
-  r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", "-1", "WITHSCORES"});
-  r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", "-1"});
+  // The first waiters in arrival order, and which of the first want to share.
+  r.queue = p.add({"ZRANGE", helper_key(key, "queue"), "0", k_last_read, "WITHSCORES"});
+  r.queue_count = p.add({"ZCARD", helper_key(key, "queue")});
+  // How many the places are, which list does not ask (a command fewer per lock listed): its
+  // count of waiters stops at the bound unsaid.
+  r.alive_count = p.add({"ZCARD", helper_key(key, "alive")});
+  r.sharers = p.add({"ZRANGE", helper_key(key, "shared-waiters"), "0", k_last_read});
   r.pause = p.add({"GET", helper_key(key, "pause")});
   r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
   // Not shown: asked so that another type there, on which every run's end fails, is named.
-  p.add({"ZCARD", helper_key(key, "ended")});
+  r.ended = p.add({"ZCARD", helper_key(key, "ended")});
   return r;
 }
 
@@ -88,6 +145,37 @@ std::optional<RunRecord> last_run(const LockState& s, const Reply& history) {
   return std::nullopt;
 }
 
+// The waiters of S from what R asked in P: how many are alive, and the queue in arrival order.
+void decode_waiters(const Pipeline& p, const LockReads& r, int64_t now_ms, LockState& s) {
+  // Waiters that still renew their place (the dead are pruned at the next acquire).
+  std::map<std::string, double> place_until;
+  if (const Reply* alive = p[r.alive]; alive && alive->is_array()) {
+    for (size_t j = 0; j + 1 < alive->elements.size(); j += 2) {
+      double until = std::stod(alive->elements[j + 1].str);
+      place_until[alive->elements[j].str] = until;
+      if (until > static_cast<double>(now_ms)) ++s.waiters;
+    }
+  }
+  // The queue in arrival order (scores: server microseconds), each with its liveness, and
+  // whether it wants to share (--shared).
+  std::set<std::string> sharing;
+  if (const Reply* sharers = p[r.sharers]; sharers && sharers->is_array())
+    for (const Reply& token : sharers->elements) sharing.insert(token.str);
+  if (const Reply* queue = p[r.queue]; queue && queue->is_array()) {
+    for (size_t j = 0; j + 1 < queue->elements.size(); j += 2) {
+      QueuedWaiter w;
+      w.token = queue->elements[j].str;
+      w.shares = sharing.count(w.token) > 0;
+      auto arrived_ms = static_cast<int64_t>(std::stod(queue->elements[j + 1].str) / 1000);
+      w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
+      auto until = place_until.find(w.token);
+      w.place = until == place_until.end() ? Millis(0)
+                                           : Millis(static_cast<int64_t>(until->second) - now_ms);
+      s.queue.push_back(std::move(w));
+    }
+  }
+}
+
 }  // namespace
 
 void ask_value(Pipeline& p, LockReads& r, const std::string& key) {
@@ -97,14 +185,21 @@ void ask_value(Pipeline& p, LockReads& r, const std::string& key) {
 }
 
 void ask_places(Pipeline& p, LockReads& r, const std::string& key) {
-  r.semaphore = p.add({"ZRANGE", helper_key(key, "sem"), "0", "-1", "WITHSCORES"});
-  r.semaphore_values = p.add({"HGETALL", helper_key(key, "holders")});
-  r.shared = p.add({"ZRANGE", helper_key(key, "shared"), "0", "-1", "WITHSCORES"});
-  r.shared_values = p.add({"HGETALL", helper_key(key, "shared-values")});
+  // The latest expiries, the live places, in the order of their expiries; the values of as many
+  // (HSCAN returns all of a hash that small, and about that many of a larger one).
+  auto ask = [&](const char* places, const char* values, size_t& read, size_t& count,
+                 size_t& read_values) {
+    read = p.add({"ZRANGE", helper_key(key, places), k_first_read, "-1", "WITHSCORES"});
+    count = p.add({"ZCARD", helper_key(key, places)});
+    read_values = p.add({"HSCAN", helper_key(key, values), "0", "COUNT", k_read_most_arg});
+  };
+  ask("sem", "holders", r.semaphore, r.semaphore_count, r.semaphore_values);
+  ask("shared", "shared-values", r.shared, r.shared_count, r.shared_values);
 }
 
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key) {
-  r.alive = p.add({"ZRANGE", helper_key(key, "alive"), "0", "-1", "WITHSCORES"});
+  // The latest expiries: the waiters that are alive, unless more than the bound are.
+  r.alive = p.add({"ZRANGE", helper_key(key, "alive"), k_first_read, "-1", "WITHSCORES"});
   // The newest run that ran is among the last few: skipped runs and resets are passed over.
   r.history = p.add({"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", "10"});
 }
@@ -144,37 +239,13 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
       // someone else's data under our helper's name: show nothing rather than fail
     }
   }
-  // Waiters that still renew their place (the dead are pruned at the next acquire).
-  std::map<std::string, double> place_until;
-  if (const Reply* alive = p[r.alive]; alive && alive->is_array()) {
-    for (size_t j = 0; j + 1 < alive->elements.size(); j += 2) {
-      double until = std::stod(alive->elements[j + 1].str);
-      place_until[alive->elements[j].str] = until;
-      if (until > static_cast<double>(now_ms)) ++s.waiters;
-    }
-  }
-  // The queue in arrival order (scores: server microseconds), each with its liveness, and
-  // whether it wants to share (--shared).
-  std::set<std::string> sharing;
-  if (const Reply* sharers = p[r.sharers]; sharers && sharers->is_array())
-    for (const Reply& token : sharers->elements) sharing.insert(token.str);
-  if (const Reply* queue = p[r.queue]; queue && queue->is_array()) {
-    for (size_t j = 0; j + 1 < queue->elements.size(); j += 2) {
-      QueuedWaiter w;
-      w.token = queue->elements[j].str;
-      w.shares = sharing.count(w.token) > 0;
-      auto arrived_ms = static_cast<int64_t>(std::stod(queue->elements[j + 1].str) / 1000);
-      w.waiting = Millis(std::max<int64_t>(0, now_ms - arrived_ms));
-      auto until = place_until.find(w.token);
-      w.place = until == place_until.end() ? Millis(0)
-                                           : Millis(static_cast<int64_t>(until->second) - now_ms);
-      s.queue.push_back(std::move(w));
-    }
-  }
+  decode_waiters(p, r, now_ms, s);
   if (const Reply* places = p[r.semaphore])
-    s.semaphore = live_places(*places, *p[r.semaphore_values], now_ms);
+    s.semaphore = live_places(*places, p[r.semaphore_values], now_ms);
   if (const Reply* places = p[r.shared])
-    s.shared = live_places(*places, *p[r.shared_values], now_ms);
+    s.shared = live_places(*places, p[r.shared_values], now_ms);
+  s.not_shown = not_shown(p, r);
+  s.wrong_types = wrong_types(redis, p, r);
   // Changed between TYPE and GET: show it as it was typed, without a value.
   if (s.type == "string" && !(value && value->is_string())) s.type = "none";
   classify(s);

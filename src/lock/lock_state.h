@@ -17,6 +17,12 @@
 
 namespace rlock {
 
+// The most waiters, and places of a semaphore or a shared lock, read of one lock: their sorted
+// sets are data another Redis user could have made huge, and a reply's elements take many
+// times their bytes in memory (docs/DESIGN.md, "Reads with a bound"). rlock's own are as many
+// as the hosts that run the job.
+inline constexpr int64_t k_places_read_most = 1000;
+
 // One holder of a semaphore (--limit), or of a shared lock (--shared).
 struct SemaphoreHolder {
   std::string token;
@@ -61,6 +67,12 @@ struct LockState {
   std::string pause;                    // rlock pause's text (pause.h), or empty: not paused
   Millis pause_pttl{-2};                // the pause's time left
   int64_t now_ms = 0;                   // the server's clock when it was read
+  // Waiters and places past k_places_read_most, not read: WAITERS, QUEUE and the places are of
+  // those read.
+  int64_t not_shown = 0;
+  // The helper keys that hold another type than rlock keeps there, each named in a message
+  // for the verbs to say (Pipeline::wrong_type).
+  std::vector<std::string> wrong_types;
 };
 
 // The fences of S's holders now (the lock's, or its places'), a tombstone's too (its broken

@@ -51,6 +51,7 @@ LockView view_lock(const LockState& s, WallTime now) {
   v.queue = s.queue;
   v.semaphore = view_places(s.semaphore, now);
   v.shared = view_places(s.shared, now);
+  v.not_shown = s.not_shown;
   v.fence_counter = s.fence_counter;
   v.fence_counter_kept = s.fence_counter_pttl;
   v.history_kept = s.history_pttl;

@@ -52,6 +52,7 @@ struct LockView {
   std::vector<QueuedWaiter> queue;   // every waiter in arrival order, dead ones too
   std::vector<PlaceView> semaphore;  // its places, whatever KIND says (inspect shows both)
   std::vector<PlaceView> shared;     // --shared places, by expiry
+  int64_t not_shown = 0;             // waiters and places past the bound, not read
   std::optional<int64_t> fence_counter;
   // How long the fence counter and the history are kept (--retention): -1 for ever, -2 absent.
   Millis fence_counter_kept{-2};

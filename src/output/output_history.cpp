@@ -71,14 +71,14 @@ std::vector<std::string> history_row(const RunRecord& r) {
 // "; since then 2 failed: exit 3 on web-1 at ..., lost (76) on web-2 at ...": what an ok
 // check would hide, the newest three named.
 std::string failures_since_text(const CheckResult& r) {
-  if (r.failures_since.empty()) return "";
-  size_t n = r.failures_since.size();
+  if (r.failures_since_count == 0) return "";
+  auto n = static_cast<size_t>(r.failures_since_count);
   // Past the newest 10,000 entries the failures were not read, only the last success.
   std::string count = (r.read_all ? "" : "at least ") + std::to_string(n);
   std::string out =
       (r.last_success ? "; since then " : "; ") + count +
       (r.last_success ? " failed: " : (n == 1 ? " run, failed: " : " runs, all failed: "));
-  for (size_t i = 0; i < std::min<size_t>(n, 3); ++i)
+  for (size_t i = 0; i < std::min<size_t>(r.failures_since.size(), 3); ++i)
     out += (i ? ", " : "") + checked_run_text(r.failures_since[i]);
   return n > 3 ? out + ", ..." : out;
 }

@@ -123,6 +123,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   add_holder(rows, v);
   add_places(rows, v);
   add_queue(rows, v);
+  if (v.not_shown > 0) rows.emplace_back("not shown", not_shown_text(v));
   if (!v.pause_raw.empty()) rows.emplace_back("paused", pause_text(v.pause_raw, v.pause_ttl));
   add_retention(rows, v);
   if (v.has_value) rows.emplace_back("value", printable(v.value, 500));

@@ -192,6 +192,7 @@ json lock_json(const LockView& v, bool inspect) {
   j["token"] = v.holder ? or_null(v.holder->token) : json(nullptr);
   j["held_ms"] = v.holder ? json(v.holder->held.count()) : json(nullptr);
   j["waiters"] = v.waiters;
+  j["not_shown"] = v.not_shown;
   if (v.kind == LockState::Kind::semaphore) j["semaphore_holders"] = places_json(v.semaphore);
   if (v.kind == LockState::Kind::shared) j["shared_holders"] = places_json(v.shared);
   if (inspect) {
@@ -311,6 +312,7 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
                    {"last_success", checked_run_json(r.last_success)},
                    {"last_run", checked_run_json(r.last_run)},
                    {"failures_since", failures},
+                   {"failures_since_count", r.failures_since_count},
                    {"pause", pause_json(r.pause, r.pause_pttl)},
                    {"runs_in_window", r.runs_in_window},
                    {"failures_in_window", r.failures_in_window},

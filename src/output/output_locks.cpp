@@ -49,6 +49,12 @@ std::string held_details(const LockView& v) {
 
 }  // namespace
 
+std::string not_shown_text(const LockView& v) {
+  if (v.not_shown == 0) return "";
+  return std::to_string(v.not_shown) + " more waiters or places not shown (rlock reads at most " +
+         std::to_string(k_places_read_most) + " of each)";
+}
+
 std::string lock_details(const LockView& v) {
   switch (v.kind) {
   case LockState::Kind::free:
@@ -85,6 +91,7 @@ std::string state_text(const LockView& v, const OutputStyle& style) {
   std::string details = lock_details(v);
   std::string out = state_word(v, style);
   if (!details.empty()) out += (v.kind == LockState::Kind::broken ? ": " : "  ") + details;
+  if (v.not_shown > 0) out += "  " + not_shown_text(v);
   if (!v.pause_raw.empty()) out += "  " + paint(style, "33", pause_text(v.pause_raw, v.pause_ttl));
   return out;
 }

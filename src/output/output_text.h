@@ -56,6 +56,8 @@ std::string state_word(const LockView& v, const OutputStyle& style);
 // The part of a status line after the key and the state word: "by web-1 pid 21877
 // (report.sh)  for 3m12s  ttl 28.4s ..."; "" for a free lock and a key of another type.
 std::string lock_details(const LockView& v);
+// "1200 more waiters or places not shown ...": what the bound on reads left out, or "".
+std::string not_shown_text(const LockView& v);
 // The state word and the details after it (a tombstone's after a colon: "broken: web-1 pid
 // 21877 (report.sh) was broken by alice@ops-1 3s ago; free once ...").
 std::string state_text(const LockView& v, const OutputStyle& style);

@@ -58,8 +58,10 @@ int list_verb(const GlobalOptions& global, const std::string& pattern, bool json
   if (!found) return unavailable(found.failure());
   LockPrinter printer(output_style(json));
   for (const FoundLock& f : found->locks) printer.fit(f.key);
-  auto read =
-      read_found_locks(*found, [&](const std::vector<LockState>& batch) { printer.print(batch); });
+  auto read = read_found_locks(*found, [&](const std::vector<LockState>& batch) {
+    warn_wrong_types(batch);
+    printer.print(batch);
+  });
   // What was printed stands; the rest is missing (and the JSON document unfinished).
   if (!read) return unavailable(read.failure());
   printer.finish();

@@ -10,6 +10,7 @@ int status_verb(const GlobalOptions& global, const std::vector<std::string>& key
   auto redis = connect_redis(global);
   auto locks = read_locks(*redis, keys);
   if (!locks) return unavailable(locks.failure());
+  warn_wrong_types(*locks);
   print_locks(*locks, output_style(json));
   int status = k_exit_ok;
   for (const LockState& s : *locks) {

@@ -111,4 +111,9 @@ void check_token(const std::string& token) {
     throw usage_error("--token: '" + token + "' is not an rlock token (32 hex digits)");
 }
 
+void warn_wrong_types(const std::vector<LockState>& locks) {
+  for (const LockState& s : locks)
+    for (const std::string& message : s.wrong_types) log_warning(message);
+}
+
 }  // namespace rlock

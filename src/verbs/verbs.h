@@ -5,8 +5,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lock/lock.h"
+#include "lock/lock_state.h"
 #include "settings/options.h"
 #include "settings/settings.h"
 #include "util/error.h"
@@ -29,6 +31,11 @@ int failure_exit_status(const Failure& failure);
 
 // A Redis failure before anything started: one line on stderr, exit 69 (or 125, above).
 int unavailable(const Failure& failure);
+
+// Warns of each helper key of LOCKS that holds another type than rlock keeps there
+// (docs/DESIGN.md, "Reads with a bound"): status, inspect and list say it, the lock shown all
+// the same.
+void warn_wrong_types(const std::vector<LockState>& locks);
 
 // The exit status for a wait that did not get the lock (busy, interrupted, not a lock, Redis
 // unavailable), having said why on stderr; nullopt when it got the lock.

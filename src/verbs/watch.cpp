@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "lock/lock.h"
 #include "lock/lock_watch.h"
 #include "output/output.h"
 #include "process/signals.h"
 #include "redis/connection.h"
+#include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 #include "verbs/wait.h"
@@ -151,6 +153,14 @@ private:
     return WatchMode{false, "", std::move(reason), k_watch_poll_interval};
   }
 
+  // Warns of each helper key of another type the first time a read finds it, as status does
+  // (docs/DESIGN.md, "Reads with a bound"): a poll four times a second does not repeat it.
+  void warn_once(const std::vector<LockState>& locks) {
+    for (const LockState& s : locks)
+      for (const std::string& message : s.wrong_types)
+        if (warned_.insert(message).second) log_warning(message);
+  }
+
   // Reads every lock and prints what changed since the last read.
   Result<Unit> read_and_tell() {
     // A connection left idle may be closed by a proxy just as the read goes out: the close
@@ -162,6 +172,7 @@ private:
       locks = read_locks(redis_, keys_);
     last_read_ = Clock::now();
     if (!locks) return locks.failure();
+    warn_once(*locks);
     TimePoint at = Clock::now();
     auto runs = read_new_runs(*locks);
     if (!runs) return runs.failure();
@@ -321,6 +332,7 @@ private:
         if (!worth_retrying(locks.failure())) return unavailable(locks.failure());
         continue;
       }
+      warn_once(*locks);
       TimePoint at = Clock::now();
       auto runs = read_new_runs(*locks);
       if (!runs) {
@@ -344,6 +356,7 @@ private:
   WatchMode mode_;
   std::vector<Subscription> subscriptions_;      // none when polling
   std::vector<LockWatch> watches_;               // one per key
+  std::set<std::string> warned_;                 // the wrong types told (warn_once)
   std::vector<std::vector<std::string>> hints_;  // per key: its events since the last read
   // Per key: the ID of the last history entry read (or there at the first look).
   std::vector<std::optional<std::string>> history_seen_;

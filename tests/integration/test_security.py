@@ -371,6 +371,11 @@ class SharedRedis(RedisTestCase):
         self.assertIn(secret, r.stdout)
         holder = self.start(["run", "lock:held", "--", "sleep", "30"])
         wait_until(lambda: self.server.cmd("EXISTS", "lock:held") == 1, 10, "lock:held taken")
+        # Another tenant's lock, outside the on-call user's key patterns: SCAN still names its
+        # fence counter, and list passes over what the ACL denies.
+        other = self.run_rlock(["run", "other:x", "--", "true"])
+        self.assertEqual(other.returncode, 0, other.stderr)
+        self.server.cmd("SET", "other:x", "rlock/1 t host=h pid=1 fence=1", "PX", "600000")
         oncall = self.client_as("oncall", readme_acl_line("oncall"))
         url = f"redis://oncall:pw-oncall@127.0.0.1:{self.server.port}"
         env = rlock_env(RLOCK_REDIS_URL=url)
@@ -380,7 +385,17 @@ class SharedRedis(RedisTestCase):
             r = run_rlock(args, env=env)
             self.assertEqual(r.returncode, status, (args, r.stderr))
             self.assertNotIn(secret, r.stdout + r.stderr)
-        self.assertIn("lock:held", run_rlock(["list"], env=env).stdout)
+        listed = run_rlock(["list"], env=env)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertIn("lock:held", listed.stdout)
+        self.assertNotIn("other:x", listed.stdout)
+        completed = run_rlock(["list", "--complete", ""], env=env)
+        self.assertEqual(completed.returncode, 0, completed.stderr)
+        self.assertIn("lock:held", completed.stdout)
+        # A verb that names the key still fails, naming the command and the key.
+        denied = run_rlock(["status", "other:x"], env=env)
+        self.assertEqual(denied.returncode, 69)
+        self.assertIn("do not allow other:x, which rlock reads with TYPE", denied.stderr)
         watch = start_rlock(["watch", "lock:held"], env=env)
         self.addCleanup(stop_procs, [watch])
         holder.terminate()

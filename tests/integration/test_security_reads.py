@@ -163,6 +163,70 @@ class SecurityReads(RedisTestCase):
             self.assertIn("lock:big", out)
             self.assertLess(len(out), 1 * MB)
 
+    def zadd_many(self, key, count, score):
+        """COUNT short members added to the sorted set KEY, each with SCORE(i)."""
+        commands = []
+        for at in range(0, count, 1000):
+            args = ["ZADD", key]
+            for i in range(at, min(count, at + 1000)):
+                args += [str(score(i)), f"m{i}"]
+            commands.append(args)
+        send_all(self.server, commands, batch=50)
+
+    def test_a_queue_of_440k_waiters_is_read_in_part(self):
+        self.assertEqual(self.run_rlock(["run", "lock:mem", "--", "true"]).returncode, 0)
+        queue = self.helper("*lock:mem*rlock*fence").replace("fence", "queue")
+        self.zadd_many(queue, 440000, lambda i: 1000 + i)
+        for verb in (["status", "lock:mem"], ["inspect", "lock:mem"], ["list", "--all"],
+                     ["check", "lock:mem", "--every", "1h"], ["history", "lock:mem"]):
+            self.assert_bounded(verb)
+        rc, out, _ = self.assert_bounded(["inspect", "lock:mem"])
+        self.assertIn("439000 more waiters or places not shown (rlock reads at most 1000 of each)",
+                      out)
+        rc, out, _ = self.assert_bounded(["inspect", "--json", "lock:mem"])
+        doc = json.loads(out)
+        self.assertEqual((len(doc["queue"]), doc["not_shown"]), (1000, 439000))
+
+    def test_a_semaphore_of_440k_places_is_read_in_part(self):
+        r = self.run_rlock(["run", "--limit", "2", "lock:mem", "--", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        fence = self.helper("*lock:mem*rlock*fence")
+        sem, holders = fence.replace("fence", "sem"), fence.replace("fence", "holders")
+        until = int(self.server.cmd("TIME")[0]) * 1000 + 600000
+        self.zadd_many(sem, 440000, lambda i: until + i)
+        send_all(self.server, [["HSET", holders] + sum(([f"m{i}", f"rlock/1 m{i} host=h pid=1 "
+                                                          f"fence={i}"]
+                                                         for i in range(at, at + 1000)), [])
+                               for at in range(0, 440000, 1000)], batch=50)
+        for verb in (["status", "lock:mem"], ["inspect", "lock:mem"], ["list"],
+                     ["status", "--json", "lock:mem"], ["check", "lock:mem", "--every", "1h"],
+                     ["history", "lock:mem"]):
+            rc, out, err = self.assert_bounded(verb)
+            self.assertEqual(rc, 0, f"{verb}: {err}")
+        rc, out, _ = self.assert_bounded(["status", "lock:mem"])
+        self.assertIn("by 1000 (semaphore)", out)
+        self.assertIn("439000 more waiters or places not shown", out)
+
+    def test_check_of_3000_entries_of_40kb_keeps_few(self):
+        self.assertEqual(self.run_rlock(["run", "lock:job", "--", "true"]).returncode, 0)
+        history = self.helper("*lock:job*rlock*history")
+        host = "h" * 40000
+        entries = []
+        for i in range(3000):
+            entry = self.failure_entry(history, 10 + i)
+            entry[entry.index("host") + 1] = host
+            entries.append(entry)
+        send_all(self.server, entries, batch=100)
+        rc, out, err = self.assert_bounded(["check", "lock:job", "--every", "2h"])
+        self.assertEqual(rc, 0, err)
+        self.assertIn("since then 3000 failed: ", out)
+        rc, out, err = self.assert_bounded(["check", "--json", "lock:job", "--every", "2h"])
+        doc = json.loads(out)
+        self.assertEqual((doc["failures_since_count"], len(doc["failures_since"])), (3000, 10))
+        for verb in (["history", "-n", "3000", "lock:job"], ["status", "lock:job"],
+                     ["inspect", "lock:job"], ["list"], ["logs", "lock:job"]):
+            self.assert_bounded(verb)
+
     def deny(self, rule, undo):
         self.server.cmd("ACL", "SETUSER", "default", rule)
         self.addCleanup(self.server.cmd, "ACL", "SETUSER", "default", undo)
@@ -199,3 +263,23 @@ class SecurityReads(RedisTestCase):
                                    r"rlock keeps there")
         r = self.run_rlock(["status", "lock:job"])
         self.assertIn(ended, r.stderr)
+
+    def test_watch_names_a_helper_key_of_another_type_once(self):
+        self.assertEqual(self.run_rlock(["run", "lock:job", "--", "true"]).returncode, 0)
+        ended = self.helper("*lock:job*rlock*ended")
+        self.server.cmd("DEL", ended)
+        self.server.cmd("SET", ended, "someone else's")
+        # Polling, four reads a second: the warning is said once all the same.
+        self.server.cmd("CONFIG", "SET", "notify-keyspace-events", "")
+        watch = subprocess.Popen([RLOCK, "watch", "lock:job"], env=rlock_env(self.server),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertIn("lock:job", watch.stdout.readline())
+            self.run_rlock(["run", "lock:job", "--", "sleep", "1.5"])
+            # Its release, seen by a read at least six polls after the first.
+            while "released" not in (line := watch.stdout.readline()):
+                self.assertTrue(line, "watch ended before the release")
+        finally:
+            watch.terminate()
+            _, err = watch.communicate(timeout=10)
+        self.assertEqual(err.count(ended + " holds another type than rlock keeps there"), 1, err)
