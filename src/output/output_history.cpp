@@ -149,7 +149,7 @@ void HistoryPrinter::print(const std::vector<RunRecord>& runs) {
   if (style_.json) {
     // {"key": ..., "runs": [...]} as one document, each run an element of the array.
     for (const RunRecord& r : runs) {
-      out += printed_ ? ",\n" : "{\n  \"key\": " + json_string(key_) + ",\n  \"runs\": [\n";
+      out += printed_ ? ",\n" : history_head_json(key_);
       printed_ = true;
       out += history_run_json(r);
     }
@@ -165,7 +165,7 @@ void HistoryPrinter::print(const std::vector<RunRecord>& runs) {
 
 void HistoryPrinter::finish() {
   if (style_.json) {
-    write_stdout(printed_ ? "\n  ]\n}\n" : history_json(key_, {}));
+    write_stdout(printed_ ? history_tail_json() : history_json(key_, {}));
   } else if (!printed_) {
     write_stdout(columns({history_header()}));
   }

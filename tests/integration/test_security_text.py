@@ -137,6 +137,43 @@ class RawBytesAndLongKeys(RedisTestCase):
         self.run_rlock(["acquire", "lock:plain"])
         self.assertNotIn("_base64", self.run_rlock(["list", "--json"]).stdout)
 
+    def test_history_check_and_watch_json_escape_hosts_and_give_back_keys(self):
+        key = b"lock:\xff-" + RLO.encode() + b"\xc2\x85"
+        host = "web" + RLO + "1\u0085" + CSI
+        env = rlock_env(self.server, RLOCK_HOSTNAME=host)
+        arg = os.fsdecode(key)
+
+        def rlock(*args):
+            r = subprocess.run([RLOCK, *args], env=env, capture_output=True)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            for raw in (b"\xe2\x80\xae", b"\xc2\x85", b"\xc2\x9b", b"\xff"):
+                self.assertNotIn(raw, r.stdout, f"{args} wrote {raw!r} raw")
+            return r.stdout.decode()
+
+        empty = json.loads(rlock("history", "--json", key))
+        self.assertEqual(base64.b64decode(empty["key_base64"]), key)
+        watch = self.start(["watch", "--json", arg], env=env)
+        lines = Lines(watch)
+        lines.until(lambda line: '"watching"' in line)
+        self.assertEqual(subprocess.run([RLOCK, "run", key, "--", "true"], env=env).returncode, 0)
+        seen = lines.until(lambda line: '"released"' in line)
+        watch.send_signal(signal.SIGINT)
+        watch.communicate(timeout=10)
+        for line in seen:
+            self.assertNotIn(RLO, line)
+            self.assertNotIn("\u0085", line)
+        events = [json.loads(line) for line in seen]
+        taken = [e for e in events if e["event"] == "taken"][0]
+        self.assertEqual(taken["holder"]["host"], host)
+        self.assertEqual(base64.b64decode(taken["key_base64"]), key)
+        history = json.loads(rlock("history", "--json", key))
+        self.assertEqual(sorted(history), sorted(empty))  # one schema, whatever the data
+        self.assertEqual(base64.b64decode(history["key_base64"]), key)
+        self.assertEqual(history["runs"][0]["holder"]["host"], host)
+        check = json.loads(rlock("check", "--json", "--every", "1h", key))
+        self.assertEqual(base64.b64decode(check["key_base64"]), key)
+        self.assertEqual(check["last_run"]["host"], host)
+
     def test_keys_that_share_their_first_80_characters_read_as_two(self):
         same = "lock:" + "x" * 90
         keys = [same + "-a", same + "-b", "k" * 80]
