@@ -183,7 +183,7 @@ void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle&
             std::to_string(r.running[i].pid) + " since " + format_rfc3339(r.running[i].since);
   if (!r.unanswered.empty()) {
     line += "; no answer from";
-    for (const std::string& node : r.unanswered) line += " " + node;
+    for (const std::string& node : r.unanswered) line += " " + printable(node);
   }
   write_stdout(line + "\n");
 }

@@ -174,6 +174,28 @@ class RawBytesAndLongKeys(RedisTestCase):
         self.assertEqual(base64.b64decode(check["key_base64"]), key)
         self.assertEqual(check["last_run"]["host"], host)
 
+    def test_release_force_all_escapes_the_members_it_names(self):
+        member = "\x1b[31m" + RLO + "\u0085tok"
+        expiry = int(self.server.cmd("TIME")[0]) * 1000 + 60000
+        self.server.cmd("ZADD", "{semk}:rlock:sem", str(expiry), member)
+        r = self.run_rlock(["release", "--force", "--all", "semk"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for raw in ("\x1b", RLO, "\u0085"):
+            self.assertNotIn(raw, r.stdout + r.stderr)
+        self.assertIn("\\x1b[31m\\xe2\\x80\\xae\\xc2\\x85tok", r.stdout)
+
+    def test_logs_names_a_long_key_as_every_verb_does(self):
+        key = "lock:" + "y" * 90
+        r = self.run_rlock(["run", "--keep-output", "4k", key, "--", "echo", "hi"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        index = [k for k in self.server.cmd("KEYS", "*rlock*outputs") if key in k]
+        self.assertEqual(len(index), 1)
+        for i in range(6):  # more runs than rlock keeps: logs says it read only the newest
+            self.server.cmd("ZADD", index[0], str(i + 1), f"{i + 1} rlock/1 x")
+        r = self.run_rlock(["logs", key])
+        cut = key[:80] + "...#" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        self.assertIn(f"rlock: {cut}: the index of kept outputs holds", r.stderr)
+
     def test_keys_that_share_their_first_80_characters_read_as_two(self):
         same = "lock:" + "x" * 90
         keys = [same + "-a", same + "-b", "k" * 80]
