@@ -196,6 +196,19 @@ class RawBytesAndLongKeys(RedisTestCase):
         cut = key[:80] + "...#" + hashlib.sha1(key.encode()).hexdigest()[:8]
         self.assertIn(f"rlock: {cut}: the index of kept outputs holds", r.stderr)
 
+    def test_keys_that_differ_by_what_does_not_show_read_as_two(self):
+        keys = ["lock:a", "lock:\u200ba", "lock:a\ufeff", "lock:\u2028a", "a\\x1b", "a\x1b"]
+        for key in keys:
+            self.assertEqual(self.run_rlock(["acquire", key]).returncode, 0)
+        shown = [line.split()[0] for line in self.run_rlock(["list"]).stdout.splitlines()]
+        self.assertEqual(len(set(shown)), len(keys), shown)
+        self.assertIn("lock:\\xe2\\x80\\x8ba", shown)
+        self.assertIn("a\\\\x1b", shown)  # the key spelled with a backslash
+        self.assertIn("a\\x1b", shown)  # the key with ESC
+        status = self.run_rlock(["status", "--json", "lock:\u200ba"]).stdout
+        self.assertIn("\\u200b", status)
+        self.assertNotIn("\u200b", status)
+
     def test_keys_that_share_their_first_80_characters_read_as_two(self):
         same = "lock:" + "x" * 90
         keys = [same + "-a", same + "-b", "k" * 80]
