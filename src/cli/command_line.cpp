@@ -111,7 +111,10 @@ void hide_url_passwords(int argc, char** argv) {
   for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
     if (!std::strstr(argv[i], "://")) continue;
     std::string masked = masked_url_text(argv[i]);
+    // The word's bytes past the shorter text are NULs: ps shows the word up to the first.
+    size_t length = std::strlen(argv[i]);
     std::memcpy(argv[i], masked.data(), masked.size());
+    std::memset(argv[i] + masked.size(), 0, length - masked.size());
   }
 }
 

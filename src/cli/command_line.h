@@ -33,10 +33,11 @@ struct SplitArgs {
 // command_line.cpp: rlock --redis URL status KEY is rlock status --redis URL KEY).
 SplitArgs split_at_double_dash(int argc, char** argv);
 
-// Overwrites with '*', in ARGV itself, each password in the URLs among rlock's own words (those
-// before the first "--"), once they are read: ps and /proc/PID/cmdline show that memory for as
-// long as rlock runs, and the keeper of acquire --while-pid (a fork) has the same. The
-// command's words are its own.
+// Overwrites each password in the URLs among rlock's own words (those before the first "--")
+// with "***" (masked_url_text()), in ARGV itself, once they are read: ps and /proc/PID/cmdline
+// show that memory for as long as rlock runs, and the keeper of acquire --while-pid (a fork)
+// has the same. The rest of the word is shifted left and its last bytes made NUL, so that
+// neither the password nor its length shows. The command's words are its own.
 void hide_url_passwords(int argc, char** argv);
 
 }  // namespace rlock

@@ -149,7 +149,7 @@ void HistoryPrinter::print(const std::vector<RunRecord>& runs) {
   if (style_.json) {
     // {"key": ..., "runs": [...]} as one document, each run an element of the array.
     for (const RunRecord& r : runs) {
-      out += printed_ ? ",\n" : "{\n  \"key\": " + json_string(key_) + ",\n  \"runs\": [\n";
+      out += printed_ ? ",\n" : history_head_json(key_);
       printed_ = true;
       out += history_run_json(r);
     }
@@ -165,7 +165,7 @@ void HistoryPrinter::print(const std::vector<RunRecord>& runs) {
 
 void HistoryPrinter::finish() {
   if (style_.json) {
-    write_stdout(printed_ ? "\n  ]\n}\n" : history_json(key_, {}));
+    write_stdout(printed_ ? history_tail_json() : history_json(key_, {}));
   } else if (!printed_) {
     write_stdout(columns({history_header()}));
   }
@@ -183,7 +183,7 @@ void print_check(const CheckOptions& o, const CheckResult& r, const OutputStyle&
             std::to_string(r.running[i].pid) + " since " + format_rfc3339(r.running[i].since);
   if (!r.unanswered.empty()) {
     line += "; no answer from";
-    for (const std::string& node : r.unanswered) line += " " + node;
+    for (const std::string& node : r.unanswered) line += " " + printable(node);
   }
   write_stdout(line + "\n");
 }

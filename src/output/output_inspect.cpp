@@ -49,7 +49,7 @@ void add_holder(Rows& rows, const LockView& v) {
                         "known on " + printable(h.who.host) + " (run rlock inspect there)");
     rows.emplace_back("acquired at",
                       format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
-    rows.emplace_back("token", h.token);
+    rows.emplace_back("token", printable(h.token));
     if (h.fence) rows.emplace_back("fence", std::to_string(*h.fence));
   } else if (v.kind == LockState::Kind::foreign) {
     rows.emplace_back("holder", "another client (not rlock)");

@@ -254,33 +254,33 @@ json checked_run_json(const std::optional<CheckedRun>& c) {
           {"source", r.from_period ? "period" : "history"}};
 }
 
+// J as an element of a top-level object's array: dumped() with every line indented four
+// spaces, without a newline at its end (status and list's "locks", history's "runs").
+std::string indented(const json& j) {
+  std::string one = dumped(j, 2);
+  std::string out;
+  for (size_t at = 0, next; at < one.size(); at = next + 1) {
+    next = std::min(one.find('\n', at), one.size());
+    out.append("    ").append(one, at, next - at);
+    if (next < one.size()) out += '\n';
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string listed_lock_json(const LockView& v) {
-  std::string one = dumped(lock_json(v, false), 2);
-  std::string out;
-  for (size_t at = 0, next; at < one.size(); at = next + 1) {
-    next = std::min(one.find('\n', at), one.size());
-    out.append("    ").append(one, at, next - at);
-    if (next < one.size()) out += '\n';
-  }
-  return out;
+std::string listed_lock_json(const LockView& v) { return indented(lock_json(v, false)); }
+
+std::string history_head_json(const std::string& key) {
+  // {"key": ..., "key_base64": ...} as history_json() writes it, then the "runs" it opens:
+  // "runs" sorts after both, as nlohmann::json orders an object's members.
+  std::string head = dumped({{"key", key}}, 2);
+  return head.substr(0, head.rfind('\n')) + ",\n  \"runs\": [\n";
 }
 
-std::string history_run_json(const RunRecord& run) {
-  std::string one = run_json(run).dump(2, ' ', false, json::error_handler_t::replace);
-  std::string out;
-  for (size_t at = 0, next; at < one.size(); at = next + 1) {
-    next = std::min(one.find('\n', at), one.size());
-    out.append("    ").append(one, at, next - at);
-    if (next < one.size()) out += '\n';
-  }
-  return out;
-}
+std::string history_run_json(const RunRecord& run) { return indented(run_json(run)); }
 
-std::string json_string(const std::string& text) {
-  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string history_tail_json() { return "\n  ]\n}\n"; }
 
 std::string inspect_json(const LockView& v) { return document(lock_json(v, true)); }
 

@@ -20,11 +20,11 @@ std::string listed_lock_json(const LockView& v);
 // inspect: the lock with its queue, fence counter and retention.
 std::string inspect_json(const LockView& v);
 std::string history_json(const std::string& key, const std::vector<RunRecord>& runs);
-// One run of history_json()'s "runs", indented as an element of that array: a document
-// written run by run (HistoryPrinter).
+// history_json() written run by run (HistoryPrinter): the head, with the key, that opens
+// "runs"; each run as an element of that array (joined by ",\n"); the tail that closes both.
+std::string history_head_json(const std::string& key);
 std::string history_run_json(const RunRecord& run);
-// A JSON string: TEXT quoted and escaped.
-std::string json_string(const std::string& text);
+std::string history_tail_json();
 std::string check_json(const CheckOptions& o, const CheckResult& r);
 std::string acquired_json(const std::string& key, const std::string& token, int64_t fence,
                           Millis ttl);

@@ -40,7 +40,7 @@ std::string held_details(const LockView& v) {
   std::string out = "by " + holder_text(h.who);
   out += "  for " + format_duration(h.held);
   out += "  " + ttl_text(v.ttl);
-  out += "  token " + h.token.substr(0, 8) + "...";
+  out += "  token " + printable(h.token.substr(0, 8)) + "...";
   out += waiters_text(v);
   std::string gone = gone_text(h, v.ttl);
   if (!gone.empty()) out += "  " + gone;

@@ -46,7 +46,7 @@ void StatusLine::draw(const std::string& text) {
   if (!enabled_) return;
   winsize ws{};
   size_t width = ::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
-  std::string line = "\r\033[K" + terminal_safe(text, width - 4);
+  std::string line = "\r\033[K" + terminal_safe(text, width - 4, Backslashes::kept);
   write_stderr(std::move(line));
   shown_ = true;
 }

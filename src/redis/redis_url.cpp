@@ -153,16 +153,18 @@ std::string masked_url_text(std::string_view text) {
   // Each NUL of MARKED stands for a password; what surrounds it is TEXT's own bytes. A password
   // ends at the '@', or where there is none, at the end of its address.
   std::string marked = redacted_with(text, std::string_view("", 1));
-  std::string out(text);
+  std::string out;
   size_t at = userinfo_end(text);
   size_t i = 0;
   for (char c : marked) {
     if (c != '\0') {
-      ++i;
+      out += text[i++];
       continue;
     }
-    size_t end = at != std::string_view::npos ? at : text.find_first_of(",/?#", i);
-    for (; i < std::min(end, text.size()); ++i) out[i] = '*';
+    size_t end =
+        std::min(at != std::string_view::npos ? at : text.find_first_of(",/?#", i), text.size());
+    out.append(std::min(end - i, k_masked_secret.size()), '*');
+    i = end;
   }
   return out;
 }

@@ -46,8 +46,13 @@ std::vector<RedisUrl> parse_redis_seeds(std::string_view text);
 // but a plain user name), for showing URLs as given (`rlock config`).
 std::string redact_url_text(std::string_view text);
 
-// TEXT with each byte of any password in it (as redact_url_text() finds it) replaced by '*':
-// as long as TEXT, so that it can overwrite TEXT where it is, as rlock's own argv (ps).
+// How masked_url_text() writes a password: the same three stars whatever its length, which
+// would otherwise show in ps.
+inline constexpr std::string_view k_masked_secret = "***";
+
+// TEXT with any password in it (as redact_url_text() finds it) written k_masked_secret, or as
+// many '*' as it has bytes when it has fewer: never longer than TEXT, so that it can overwrite
+// TEXT where it is, as rlock's own argv (ps).
 std::string masked_url_text(std::string_view text);
 
 // TEXT with any password taken out (redis://user:pw@h is redis://user:@h, a user whose password

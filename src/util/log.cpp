@@ -43,8 +43,10 @@ bool shown(Level level) {
 std::string text_line(Level level, const Event& e) {
   std::string line = "rlock: ";
   if (level >= Level::warning) line += std::string(level_name(level)) + ": ";
-  if (!e.key.empty()) line += terminal_safe(e.key) + ": ";
-  return line + terminal_safe(e.message) + "\n";
+  // A message holds pieces escaped by printable() already: its backslashes are theirs.
+  if (!e.key.empty())
+    line += terminal_safe(e.key, std::string_view::npos, Backslashes::kept) + ": ";
+  return line + terminal_safe(e.message, std::string_view::npos, Backslashes::kept) + "\n";
 }
 
 std::string json_line(Level level, const Event& e) {

@@ -58,13 +58,16 @@ uint32_t code_point(std::string_view text, size_t i, size_t len) {
   return cp;
 }
 
-// Whether CP is a C1 control (escapes to some terminals) or one of Unicode's bidirectional
+// Whether CP is a C1 control (escapes to some terminals), one of Unicode's bidirectional
 // marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A to U+202E, U+2066
-// to U+2069), which reorder what is shown around them: a key or a host name could then read as
-// another. Valid UTF-8 all the same, so it is told by its code point.
+// to U+2069), which reorder what is shown around them, a zero-width character (U+200B to
+// U+200D, U+FEFF), which shows as nothing, or a line or paragraph separator (U+2028, U+2029),
+// which breaks a line: a key or a host name could then read as another. Valid UTF-8 all the
+// same, so it is told by its code point.
 bool hidden_control(uint32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
-         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
+         cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
 }
 
 // Appends each of the LEN bytes at TEXT[I] as \xNN.
@@ -240,7 +243,7 @@ std::string shell_command_summary(std::string_view text) {
   return alone ? name : name + " ...";
 }
 
-std::string terminal_safe(std::string_view text, size_t max_chars) {
+std::string terminal_safe(std::string_view text, size_t max_chars, Backslashes backslashes) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
@@ -253,6 +256,9 @@ std::string terminal_safe(std::string_view text, size_t max_chars) {
     size_t len = utf8_sequence_length(text, i);
     if (len == 0 || c < 0x20 || c == 0x7f) {
       append_escaped(out, text, i, 1);
+      ++i;
+    } else if (c == '\\' && backslashes == Backslashes::escaped) {
+      out += "\\\\";  // so that a key spelled "a\x1b" does not read as "a" and ESC
       ++i;
     } else if (hidden_control(code_point(text, i, len))) {
       append_escaped(out, text, i, len);  // one character, however many escapes

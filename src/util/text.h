@@ -26,14 +26,22 @@ inline int hex_digit_value(char c) {
 // The length of the valid UTF-8 sequence at TEXT[I] (1 for ASCII), or 0 when there is none.
 size_t utf8_sequence_length(std::string_view text, size_t i);
 
+// Whether terminal_safe() writes a backslash as "\\": always for a text from outside (a key,
+// a host, a value); not for a message already made of such escaped pieces, which would then
+// read "\\x1b" for what one escape said.
+enum class Backslashes { escaped, kept };
+
 // TEXT for a terminal line: control characters (newlines, escape sequences, C1), Unicode's
 // bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E, U+200F, U+202A to
-// U+202E, U+2066 to U+2069) and bytes that are not valid UTF-8 become \xNN, a byte each; other
-// valid UTF-8 stays. Keys and input echoed in messages can neither break a log line in two, nor
-// drive the terminal, nor reorder what is around them (man page, DESCRIPTION). The one
-// escaping rule of every text output (stdout and stderr; JSON has json_string and
-// json_escape_hidden). Past MAX_CHARS characters (an escape is one), the rest becomes "...".
-std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos);
+// U+202E, U+2066 to U+2069), zero-width characters (U+200B to U+200D, U+FEFF), line and
+// paragraph separators (U+2028, U+2029) and bytes that are not valid UTF-8 become \xNN, a byte
+// each, and a backslash "\\" (BACKSLASHES); other valid UTF-8 stays. Keys and input echoed in
+// messages can neither break a log line in two, nor drive the terminal, nor reorder or hide
+// what is around them, nor read as another (man page, DESCRIPTION). The one escaping rule of
+// every text output (stdout and stderr; JSON has json_string and json_escape_hidden). Past
+// MAX_CHARS characters (an escape is one), the rest becomes "...".
+std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos,
+                          Backslashes backslashes = Backslashes::escaped);
 
 // A command's output for the operator's terminal, piece by piece (rlock logs shows another
 // host's): as terminal_safe (bidirectional characters too), except that newlines and tabs stay, and

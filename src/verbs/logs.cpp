@@ -127,7 +127,7 @@ std::string header(const std::string& key, const KeptRun& run, const OutputBound
 // The index of kept outputs holds INDEXED runs, more than rlock keeps: another program added
 // them, and only the newest were read (docs/DESIGN.md, "Reads with a bound").
 void say_index_unread(const std::string& key, int64_t indexed) {
-  write_stderr("rlock: " + printable(key) + ": the index of kept outputs holds " +
+  write_stderr("rlock: " + printable_key(key) + ": the index of kept outputs holds " +
                std::to_string(indexed) + " runs, of which rlock keeps " +
                std::to_string(k_kept_runs) + ": only the newest " + std::to_string(k_kept_runs) +
                " were read\n");
@@ -153,7 +153,7 @@ int stop_reading(const std::string& key, const OutputRead& read, const OutputBou
   std::string rest = bounds.end && bounds.end->offset > at
                          ? format_byte_size(bounds.end->offset - at) + " from byte "
                          : "the rest, from byte ";
-  write_stderr("rlock: " + printable(key) + ": stopped after " +
+  write_stderr("rlock: " + printable_key(key) + ": stopped after " +
                format_byte_size(k_max_keep_output) + ", the most a run keeps (--keep-output): " +
                rest + std::to_string(at) + " on, was not written by rlock run and is not shown\n");
   return k_exit_ok;

@@ -48,9 +48,10 @@ int give_back(Redis& redis, const std::string& key, const std::string& token) {
 // What became of one lock, or place of a semaphore or a shared lock (SHARED); its exit status.
 int report(const std::string& key, const Broken& b, bool shared) {
   std::string shown = printable_key(key);
+  // A place's token is a member of a sorted set, which any client may have written.
   std::string what = b.token.empty() ? shown
-                     : shared        ? shown + " shared place " + b.token
-                                     : shown + " place " + b.token;
+                     : shared        ? shown + " shared place " + printable(b.token)
+                                     : shown + " place " + printable(b.token);
   // A broken shared place keeps out only a holder that wants the lock alone.
   std::string nobody = shared ? "Nobody can take the lock alone " : "Nobody can take it ";
   auto value = decode_lock_value(b.value);

@@ -137,6 +137,78 @@ class RawBytesAndLongKeys(RedisTestCase):
         self.run_rlock(["acquire", "lock:plain"])
         self.assertNotIn("_base64", self.run_rlock(["list", "--json"]).stdout)
 
+    def test_history_check_and_watch_json_escape_hosts_and_give_back_keys(self):
+        key = b"lock:\xff-" + RLO.encode() + b"\xc2\x85"
+        host = "web" + RLO + "1\u0085" + CSI
+        env = rlock_env(self.server, RLOCK_HOSTNAME=host)
+        arg = os.fsdecode(key)
+
+        def rlock(*args):
+            r = subprocess.run([RLOCK, *args], env=env, capture_output=True)
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            for raw in (b"\xe2\x80\xae", b"\xc2\x85", b"\xc2\x9b", b"\xff"):
+                self.assertNotIn(raw, r.stdout, f"{args} wrote {raw!r} raw")
+            return r.stdout.decode()
+
+        empty = json.loads(rlock("history", "--json", key))
+        self.assertEqual(base64.b64decode(empty["key_base64"]), key)
+        watch = self.start(["watch", "--json", arg], env=env)
+        lines = Lines(watch)
+        lines.until(lambda line: '"watching"' in line)
+        self.assertEqual(subprocess.run([RLOCK, "run", key, "--", "true"], env=env).returncode, 0)
+        seen = lines.until(lambda line: '"released"' in line)
+        watch.send_signal(signal.SIGINT)
+        watch.communicate(timeout=10)
+        for line in seen:
+            self.assertNotIn(RLO, line)
+            self.assertNotIn("\u0085", line)
+        events = [json.loads(line) for line in seen]
+        taken = [e for e in events if e["event"] == "taken"][0]
+        self.assertEqual(taken["holder"]["host"], host)
+        self.assertEqual(base64.b64decode(taken["key_base64"]), key)
+        history = json.loads(rlock("history", "--json", key))
+        self.assertEqual(sorted(history), sorted(empty))  # one schema, whatever the data
+        self.assertEqual(base64.b64decode(history["key_base64"]), key)
+        self.assertEqual(history["runs"][0]["holder"]["host"], host)
+        check = json.loads(rlock("check", "--json", "--every", "1h", key))
+        self.assertEqual(base64.b64decode(check["key_base64"]), key)
+        self.assertEqual(check["last_run"]["host"], host)
+
+    def test_release_force_all_escapes_the_members_it_names(self):
+        member = "\x1b[31m" + RLO + "\u0085tok"
+        expiry = int(self.server.cmd("TIME")[0]) * 1000 + 60000
+        self.server.cmd("ZADD", "{semk}:rlock:sem", str(expiry), member)
+        r = self.run_rlock(["release", "--force", "--all", "semk"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for raw in ("\x1b", RLO, "\u0085"):
+            self.assertNotIn(raw, r.stdout + r.stderr)
+        self.assertIn("\\x1b[31m\\xe2\\x80\\xae\\xc2\\x85tok", r.stdout)
+
+    def test_logs_names_a_long_key_as_every_verb_does(self):
+        key = "lock:" + "y" * 90
+        r = self.run_rlock(["run", "--keep-output", "4k", key, "--", "echo", "hi"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        index = [k for k in self.server.cmd("KEYS", "*rlock*outputs") if key in k]
+        self.assertEqual(len(index), 1)
+        for i in range(6):  # more runs than rlock keeps: logs says it read only the newest
+            self.server.cmd("ZADD", index[0], str(i + 1), f"{i + 1} rlock/1 x")
+        r = self.run_rlock(["logs", key])
+        cut = key[:80] + "...#" + hashlib.sha1(key.encode()).hexdigest()[:8]
+        self.assertIn(f"rlock: {cut}: the index of kept outputs holds", r.stderr)
+
+    def test_keys_that_differ_by_what_does_not_show_read_as_two(self):
+        keys = ["lock:a", "lock:\u200ba", "lock:a\ufeff", "lock:\u2028a", "a\\x1b", "a\x1b"]
+        for key in keys:
+            self.assertEqual(self.run_rlock(["acquire", key]).returncode, 0)
+        shown = [line.split()[0] for line in self.run_rlock(["list"]).stdout.splitlines()]
+        self.assertEqual(len(set(shown)), len(keys), shown)
+        self.assertIn("lock:\\xe2\\x80\\x8ba", shown)
+        self.assertIn("a\\\\x1b", shown)  # the key spelled with a backslash
+        self.assertIn("a\\x1b", shown)  # the key with ESC
+        status = self.run_rlock(["status", "--json", "lock:\u200ba"]).stdout
+        self.assertIn("\\u200b", status)
+        self.assertNotIn("\u200b", status)
+
     def test_keys_that_share_their_first_80_characters_read_as_two(self):
         same = "lock:" + "x" * 90
         keys = [same + "-a", same + "-b", "k" * 80]
@@ -259,7 +331,10 @@ class SecretsOfCommandsAndUrls(RedisTestCase):
         wait_until(lambda: os.path.exists(self.path("started")), 10, "the run")
         seen = self.cmdline(run.pid)
         self.assertNotIn(secret.encode(), seen)
-        self.assertIn(b"redis://argv-user:" + b"*" * len(secret) + b"@", seen)
+        # Three stars, whatever the password's length; the word's last bytes are NULs.
+        self.assertIn(b"redis://argv-user:***@127.0.0.1", seen)
+        self.assertRegex(seen, rb"argv-user:\*\*\*@127\.0\.0\.1:\d+" +
+                         b"\0" * (len(secret) - 3 + 1) + b"run\0")
         self.assertIn(b"\0--\0sh\0-c\0", seen)  # the command's words are its own
         open(self.path("go"), "w").close()
         self.assertEqual(run.wait(timeout=10), 0)
@@ -273,7 +348,7 @@ class SecretsOfCommandsAndUrls(RedisTestCase):
         self.assertEqual(len(keepers), 1)
         seen = self.cmdline(keepers[0])
         self.assertNotIn(secret.encode(), seen)
-        self.assertIn(b"--redis=redis://argv-user:***", seen)
+        self.assertIn(b"--redis=redis://argv-user:***@127.0.0.1", seen)
         sleeper.kill()
         sleeper.wait()
         wait_until(lambda: self.server.cmd("EXISTS", "lock:kept") == 0, 5, "the release")

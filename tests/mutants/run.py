@@ -685,6 +685,13 @@ MUTANTS = [
        "std::to_string(k_history_page_runs)};",
        "std::to_string(k_history_most_runs)};")],
      ['test_security_reads.SecurityReads.test_history_of_100000_runs_is_paged']),
+    ("history JSON written past dumped()",
+     [("src/output/output_json.cpp",
+       "std::string history_run_json(const RunRecord& run) { return indented(run_json(run)); }",
+       "std::string history_run_json(const RunRecord& run) {\n"
+       "  return run_json(run).dump(2, ' ', false, json::error_handler_t::replace);\n}")],
+     ['test_security_text.RawBytesAndLongKeys.'
+      'test_history_check_and_watch_json_escape_hosts_and_give_back_keys']),
 ]
 
 

@@ -56,13 +56,16 @@ std::string url_error(const std::string& text) {
 
 TEST_CASE("a URL with its password masked in place, for rlock's own argv") {
   using rlock::masked_url_text;
-  CHECK(masked_url_text("redis://u:topsecret@h:1") == "redis://u:*********@h:1");
-  CHECK(masked_url_text("--redis=redis://topsecret@h:1") == "--redis=redis://*********@h:1");
-  CHECK(masked_url_text("rediss://app:p@ss@h") == "rediss://app:****@h");
-  CHECK(masked_url_text("redis://a/b:c@h:1") == "redis://*****@h:1");
+  CHECK(masked_url_text("redis://u:topsecret@h:1") == "redis://u:***@h:1");
+  CHECK(masked_url_text("--redis=redis://topsecret@h:1") == "--redis=redis://***@h:1");
+  CHECK(masked_url_text("rediss://app:p@ss@h") == "rediss://app:***@h");
+  CHECK(masked_url_text("redis://a/b:c@h:1") == "redis://***@h:1");
   CHECK(masked_url_text("redis-sentinel://:pw@s1,s2/m") == "redis-sentinel://:**@s1,s2/m");
+  // Three stars whatever the length; a shorter password, one star a byte.
+  CHECK(masked_url_text("redis://u:" + std::string(40, 'x') + "@h") == "redis://u:***@h");
+  CHECK(masked_url_text("redis://u:x@h") == "redis://u:*@h");
   // A password typed without its "@host" reads as a port, in each address.
-  CHECK(masked_url_text("redis://h:1,u:secret/0") == "redis://h:1,u:******/0");
+  CHECK(masked_url_text("redis://h:1,u:secret/0") == "redis://h:1,u:***/0");
   for (const char* kept : {"redis://h:1", "redis://app:@h:1", "unix:///run/r.sock", "key"}) {
     CAPTURE(kept);
     CHECK(masked_url_text(kept) == kept);

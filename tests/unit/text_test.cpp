@@ -88,8 +88,8 @@ TEST_CASE("bidirectional characters are escaped, a byte each, as C1 is") {
                              "b") == "a\\xe2\\x80\\xaeb");
   CHECK(rlock::terminal_safe("\xe2\x81\xa6x\xe2\x81\xa9") == "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9");
   CHECK(rlock::terminal_safe("\xe2\x80\x8f\xd8\x9c") == "\\xe2\\x80\\x8f\\xd8\\x9c");
-  // Their neighbours stay: U+2029, U+202F, U+2065, U+061B.
-  for (const char* kept : {"\xe2\x80\xa9", "\xe2\x80\xaf", "\xe2\x81\xa5", "\xd8\x9b"}) {
+  // Their neighbours stay: U+200A, U+202F, U+2065, U+061B (U+2029 is a paragraph separator).
+  for (const char* kept : {"\xe2\x80\x8a", "\xe2\x80\xaf", "\xe2\x81\xa5", "\xd8\x9b"}) {
     CAPTURE(kept);
     CHECK(rlock::terminal_safe(kept) == kept);
   }
@@ -115,4 +115,28 @@ TEST_CASE("JSON escapes C1 and bidirectional characters, and carries bytes in ba
   CHECK(rlock::base64("fo") == "Zm8=");
   CHECK(rlock::base64("foo") == "Zm9v");
   CHECK(rlock::base64("k\xff\xfe") == "a//+");
+}
+
+TEST_CASE("zero-width characters and line separators are escaped as hidden, in text and JSON") {
+  // U+200B, U+200C, U+200D, U+FEFF, U+2028, U+2029: lock:a and lock:<ZWSP>a must read as two.
+  CHECK(rlock::terminal_safe("lock:\xe2\x80\x8b"
+                             "a") == "lock:\\xe2\\x80\\x8ba");
+  CHECK(rlock::terminal_safe("\xe2\x80\x8c\xe2\x80\x8d\xef\xbb\xbf") ==
+        "\\xe2\\x80\\x8c\\xe2\\x80\\x8d\\xef\\xbb\\xbf");
+  CHECK(rlock::terminal_safe("a\xe2\x80\xa8"
+                             "b\xe2\x80\xa9") == "a\\xe2\\x80\\xa8b\\xe2\\x80\\xa9");
+  CHECK(rlock::json_string("\xe2\x80\x8b\xef\xbb\xbf\xe2\x80\xa8") == "\"\\u200b\\ufeff\\u2028\"");
+  CHECK(rlock::json_escape_hidden("\"\xe2\x80\x8d\xe2\x80\xa9\"") == "\"\\u200d\\u2029\"");
+  rlock::OutputEscaper e;
+  CHECK(e.feed("x\xe2\x80\x8by\n") == "x\\xe2\\x80\\x8by\n");
+}
+
+TEST_CASE("a backslash is written \\\\ so that no text reads as an escape") {
+  CHECK(rlock::terminal_safe("a\\x1b") == "a\\\\x1b");
+  CHECK(rlock::terminal_safe("a\x1b") == "a\\x1b");
+  CHECK(rlock::terminal_safe("a\\\x1b") == "a\\\\\\x1b");
+  CHECK(rlock::terminal_safe("C:\\dir") == "C:\\\\dir");
+  // A message made of pieces escaped already keeps their backslashes.
+  CHECK(rlock::terminal_safe("k: a\\x1b\x07", std::string_view::npos, rlock::Backslashes::kept) ==
+        "k: a\\x1b\\x07");
 }
