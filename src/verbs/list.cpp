@@ -42,7 +42,9 @@ int complete_keys(GlobalOptions global, const std::string& word) {
   for (const FoundLock& f : found->locks) {
     if (!f.key.starts_with(global.prefix)) continue;
     std::string name = f.key.substr(global.prefix.size());
-    if (name.empty() || terminal_safe(name) != name) continue;
+    // A backslash is no trouble for a line (the shell quotes it), only for a terminal.
+    if (name.empty() || terminal_safe(name, std::string_view::npos, Backslashes::kept) != name)
+      continue;
     out += name + "\n";
     if (++offered == k_most_completions) break;
   }
