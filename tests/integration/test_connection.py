@@ -141,7 +141,7 @@ class RefusedCommands(RedisTestCase):
     def test_each_verb_names_the_command(self):
         for args, command in ((["status", "k"], "TIME"), (["inspect", "k"], "TIME"),
                               (["list"], "INFO"), (["history", "k"], "XREVRANGE"),
-                              (["check", "k", "--every", "1h"], "XREVRANGE"),
+                              (["check", "k", "--every", "1h"], "TIME"),
                               (["watch", "k"], "TIME")):
             r = self.assert_named(args, command)
             self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
