@@ -179,9 +179,12 @@ while :; do sleep 0.05; done
         r = self.run_rlock(["release", KEY, "--force", "--reason", "hung on the db"],
                            env=self.host("ops-1"))
         self.assertEqual(r.returncode, 0, r.stderr)
+        # Before the holder's next renewal, status shows the tombstone "broken by ... (why)";
+        # after it, the run the holder recorded, "last run: broken by ...: why". A slow build
+        # can see either; both name who and why.
         r = self.run_rlock(["status", KEY])
         self.assertIn(f"broken by {ME}@ops-1", r.stdout)
-        self.assertIn("(hung on the db)", r.stdout)
+        self.assertRegex(r.stdout, r"\(hung on the db\)|: hung on the db \(76\)")
         self.assertEqual(holder.wait(timeout=10), 76)
         run = self.history()[0]
         self.assertEqual((run["end"], run["exit_status"], run["by"], run["reason"]),
