@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -264,7 +265,7 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
 }
 
 OutputCapture::~OutputCapture() {
-  if (thread_.joinable()) (void)finish(Millis(0), [] { return true; });
+  if (thread_.joinable()) (void)finish(Millis(0), Millis(0), [] { return true; });
 }
 
 int OutputCapture::command_fd(int stream) const { return state_->command_fd[stream]; }
@@ -284,7 +285,8 @@ void OutputCapture::spawned() {
   for (int i = 0; i < state_->count; ++i) state_->channels[i].command_end.reset();
 }
 
-uint64_t OutputCapture::finish(Millis patience, const std::function<bool()>& interrupted) {
+uint64_t OutputCapture::finish(Millis patience, Millis grace,
+                              const std::function<bool()>& asked_to_stop) {
   State& s = *state_;
   if (!thread_.joinable()) return 0;
   spawned();
@@ -295,6 +297,7 @@ uint64_t OutputCapture::finish(Millis patience, const std::function<bool()>& int
     (void)!::write(s.wake_write.get(), &c, 1);
   };
   wake();
+  std::optional<TimePoint> give_up_at;  // GRACE after rlock was asked to stop
   std::unique_lock<std::mutex> lock(s.mutex);
   // Waited for as long as bytes move or are owed, unless rlock is asked to stop, or the thread
   // is held up in a write that does not return (a file system that hangs).
@@ -304,13 +307,15 @@ uint64_t OutputCapture::finish(Millis patience, const std::function<bool()>& int
       thread_.join();
       return s.dropped;
     }
-    if (!s.abandon.load() && interrupted && interrupted()) {
+    TimePoint now = Clock::now();
+    if (!give_up_at && asked_to_stop && asked_to_stop()) give_up_at = now + grace;
+    if (give_up_at && now >= *give_up_at && !s.abandon.load()) {
       s.abandon.store(true);
       wake();
     }
-    TimePoint moved(std::chrono::nanoseconds(s.progress_ns.load()));
-    TimePoint since = std::max(moved, TimePoint(std::chrono::nanoseconds(s.finish_ns.load())));
-    if (s.abandon.load() && Clock::now() > since + patience + k_finish_look) break;
+    // The thread looks at ABANDON before each poll: one that has not stopped by the next look
+    // is in a write that does not return.
+    if (give_up_at && now >= *give_up_at + k_finish_look) break;
   }
   lock.unlock();
   thread_.detach();  // it ends by itself, with the state it shares

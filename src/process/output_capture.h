@@ -58,12 +58,12 @@ public:
   // The command's process group is done. Writes on all that the command wrote before it ended,
   // however long its reader takes (as the command would have waited), and what else comes
   // within PATIENCE (a process it started outside its group may hold the pipes open, and
-  // write); then gives up once nothing moved for PATIENCE, or at once when INTERRUPTED says
-  // so (rlock was asked to stop), looked at every 50 ms. Returns what it dropped: bytes it
-  // could not write on (a full disk) or not read when it gave up; k_unknown_dropped when it
-  // was held up in a write that does not return (a file system that hangs), and left to end
-  // by itself. Not to be called twice.
-  uint64_t finish(Millis patience, const std::function<bool()>& interrupted);
+  // write); then gives up once nothing moved for PATIENCE, or GRACE after ASKED_TO_STOP first
+  // says so (rlock was asked to stop: a signal, rlock stop; looked at every 50 ms). Returns
+  // what it dropped: bytes it could not write on (a full disk) or not read when it gave up;
+  // k_unknown_dropped when it was held up in a write that does not return (a file system that
+  // hangs), and left to end by itself. Not to be called twice.
+  uint64_t finish(Millis patience, Millis grace, const std::function<bool()>& asked_to_stop);
   static constexpr uint64_t k_unknown_dropped = UINT64_MAX;
 
   struct State;  // what the thread works with (output_capture.cpp)

@@ -2,6 +2,8 @@
 // child process (child.h); the child runs only while the lease holds.
 #include <unistd.h>
 
+#include <system_error>
+
 #include "lock/held_lock.h"
 #include "lock/history.h"
 #include "lock/lease.h"
@@ -240,11 +242,13 @@ public:
     // before the lock is given back: a follower sees it before anyone else can take the lock.
     if (output_) {
       RunRecord record = record_of(end);
+      // The renewals run until the release, however soon the command ended.
+      renew_from_now();
       // A reader that does not read holds the run as it would have held the command, until
-      // rlock is asked to stop (a signal, rlock stop).
+      // rlock is asked to stop (a signal, rlock stop): then for k_stop_grace at most.
       output_->finish(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
-                      [this] {
-                        return signals_.next_request_to_stop().has_value() ||
+                      [&] {
+                        return end.asked_to_stop || signals_.next_request_to_stop().has_value() ||
                                (stops_ && stops_->take().has_value());
                       });
     }
@@ -373,6 +377,18 @@ private:
     log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_--) + " (" +
                 e.what() + "); the run ends as the last attempt did");
     return nullptr;
+  }
+
+  // The renewal thread starts at its first renewal (LeaseKeeper::start_due); a run that goes on
+  // after its command ended starts it now. A thread that cannot start is said: the lease then
+  // runs out, and the release says so.
+  void renew_from_now() {
+    if (keeper_->started()) return;
+    try {
+      keeper_->start();
+    } catch (const std::system_error& e) {
+      log_warning(options_.key + ": cannot start the renewal thread (" + e.what() + ")");
+    }
   }
 
   // The terminal the command gets as its foreground: only when rlock has it (a background

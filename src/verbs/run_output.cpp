@@ -75,17 +75,27 @@ void RunOutput::spawned(bool keep_pipes) {
 }
 
 void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget,
-                       const std::function<bool()>& interrupted) {
-  uint64_t dropped = capture_.finish(patience, interrupted);
+                       const std::function<bool()>& asked_to_stop) {
+  bool asked = false;
+  uint64_t dropped = capture_.finish(patience, k_stop_grace, [&] {
+    asked = asked || asked_to_stop();
+    return asked;
+  });
   if (dropped == OutputCapture::k_unknown_dropped)
     log(Level::warning, {"output_dropped", options_.key,
                          "a write of the command's output did not return (a file system that "
                          "hangs?); the rest of it was left"});
+  else if (dropped > 0 && asked)
+    log(Level::warning, {"output_dropped", options_.key,
+                         format_byte_size(dropped) +
+                             " of the command's output were dropped: rlock was asked to stop, "
+                             "and the reader did not take them within " +
+                             format_duration(k_stop_grace)});
   else if (dropped > 0)
     log(Level::warning, {"output_dropped", options_.key,
                          format_byte_size(dropped) +
                              " of the command's output could not be written on (a write failed, "
-                             "rlock was asked to stop, or nothing moved for " +
+                             "or nothing moved for " +
                              format_duration(patience) + ") and were dropped"});
   if (!keeping_) return;
   OutputKeeper::Report r = keeper_->finish(end, status, Clock::now() + budget);

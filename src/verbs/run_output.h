@@ -15,6 +15,11 @@
 
 namespace rlock {
 
+// Once rlock is asked to stop (a signal that ends it, Ctrl-C, rlock stop), how long a reader that
+// does not take the command's output may still hold the run: then what is left is dropped, said,
+// and the lock given back (rlock(1) --keep-output).
+inline constexpr Millis k_stop_grace{500};
+
 class RunOutput {
 public:
   // The capture for OPTIONS, for the run of FENCE with lock value VALUE (nothing without
@@ -32,10 +37,10 @@ public:
   // follow (--retry), the pipes stay open for them until finish().
   void spawned(bool keep_pipes);
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
-  // its output is written on (OutputCapture::finish, with PATIENCE, until INTERRUPTED), then
-  // sent within BUDGET; what was lost is said.
+  // its output is written on (OutputCapture::finish, with PATIENCE; once ASKED_TO_STOP says
+  // so, for k_stop_grace more at most), then sent within BUDGET; what was lost is said.
   void finish(const std::string& end, int status, Millis patience, Millis budget,
-              const std::function<bool()>& interrupted);
+              const std::function<bool()>& asked_to_stop);
 
   RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper);
 

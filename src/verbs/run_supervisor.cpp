@@ -49,12 +49,13 @@ public:
       notice_guardian(now);
       if (child_status_ && !between_attempts() && group_done(now)) {
         End why = stopping_ ? stopping_->why : End::exited;
-        Outcome end{why, *child_status_, child_signalled_,
-                    why == End::stopped ? stop_request_ : std::nullopt};
         // A death by SIGINT or SIGQUIT is Ctrl-C or Ctrl-\ in the command's terminal, which
         // rlock does not see: as a shell stops a loop, it is the last attempt.
         bool quit = child_signalled_ && (*child_status_ == exit_status_for_signal(SIGINT) ||
                                          *child_status_ == exit_status_for_signal(SIGQUIT));
+        Outcome end{why, *child_status_, child_signalled_,
+                    why == End::stopped ? stop_request_ : std::nullopt};
+        end.asked_to_stop = interrupted_ || stop_request_.has_value() || quit;
         std::optional<Millis> delay;
         if (why == End::exited && !interrupted_ && !quit && !lost_ && attempts_)
           delay = attempts_->again(end);
@@ -68,7 +69,8 @@ public:
         if (lost_ && !stopping_) stopping_ = Stopping{End::lost, now};
         if (stopping_ || interrupted_)
           return {stopping_ ? stopping_->why : End::exited, *child_status_, child_signalled_,
-                  stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt, true};
+                  stopping_ && stopping_->why == End::stopped ? stop_request_ : std::nullopt, true,
+                  interrupted_ || stop_request_.has_value()};
         if (now >= *next_attempt_at_ && !attempts_->still_held()) {
           log(Level::error, {"lost", key(), "lock lost between attempts: no more attempts"});
           lost_ = true;

@@ -27,6 +27,9 @@ struct Outcome {
   // --retry: the run ended after one attempt had ended and before the next began (a signal,
   // a stop, the loss, --max-run); CHILD_STATUS is the last attempt's.
   bool between_attempts = false;
+  // rlock was asked to stop: a signal that ends a process, Ctrl-C in the command's terminal
+  // (its death by SIGINT or SIGQUIT), rlock stop. What is left of the run is not waited for.
+  bool asked_to_stop = false;
 };
 
 // --retry: what the supervisor asks of the run to start the command again, under the same
