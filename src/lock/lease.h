@@ -46,13 +46,31 @@ constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), 
 // A --kill-after at or above ttl/2 leaves too little of the lease to renew in.
 constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_after < ttl / 2; }
 
-class LeaseKeeper {
+// A lease as rlock run's supervisor watches it: LeaseKeeper, or a fake in the unit tests.
+class Lease {
 public:
   enum class State : int {
     held,
     not_mine,  // a renewal found the key gone or someone else's: lost now
     expired,   // no renewal succeeded before the deadline (Redis unreachable, or we were frozen)
   };
+  virtual ~Lease() = default;
+
+  // The end of the last confirmed lease, and what is known of it now.
+  virtual TimePoint deadline() const = 0;
+  virtual State state() const = 0;
+  // Readable at every change (renewed, lost); drain_wakeups() empties it.
+  virtual int wake_fd() const = 0;
+  virtual void drain_wakeups() = 0;
+  // The renewals' thread: when it must run by, whether it does, and its start (throws
+  // std::system_error when it cannot: ulimit -u).
+  virtual TimePoint start_due() const = 0;
+  virtual bool started() const = 0;
+  virtual void start() = 0;
+};
+
+class LeaseKeeper : public Lease {
+public:
 
   // ACQUIRE_SENT: when the command that took the lock was sent. The keeper signals every change
   // (renewed, lost) by making wake_fd() readable. ON_RENEWED, if given, is called on the
@@ -67,17 +85,16 @@ public:
   // The thread is needed only from the first renewal on, ttl/3 after acquisition: a command
   // that ends sooner (most cron jobs' `true` moments, every benchmark's) never pays for it.
   // Call start() by start_due(); calling it earlier is fine, later delays the first renewal.
-  TimePoint start_due() const { return next_renewal_ - renew_interval(ttl_) / 2; }
-  void start();
-  bool started() const { return thread_.joinable(); }
+  TimePoint start_due() const override { return next_renewal_ - renew_interval(ttl_) / 2; }
+  void start() override;
+  bool started() const override { return thread_.joinable(); }
   // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
   void stop();
 
-  TimePoint deadline() const { return TimePoint(TimePoint::duration(deadline_.load())); }
-  State state() const { return static_cast<State>(state_.load()); }
-  int wake_fd() const { return wake_read_.get(); }
-  // Empties the wake pipe; call after waking on it.
-  void drain_wakeups();
+  TimePoint deadline() const override { return TimePoint(TimePoint::duration(deadline_.load())); }
+  State state() const override { return static_cast<State>(state_.load()); }
+  int wake_fd() const override { return wake_read_.get(); }
+  void drain_wakeups() override;
 
   int64_t renewals() const { return renewals_.load(); }
   int64_t renewal_failures() const { return failures_.load(); }
@@ -131,7 +148,7 @@ struct LossVerdict {
 // The verdict at NOW on a lease in STATE that ends at DEADLINE. A broken lock (not_ours) gets
 // KILL_AFTER for its command to stop, but no more than the lease: `release --force` keeps
 // the key taken until the lease's end, and no longer (break_lock.lua).
-LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+LossVerdict judge_lease(Lease::State state, TimePoint deadline, TimePoint now,
                         Millis kill_after, bool ignore_loss);
 
 }  // namespace rlock

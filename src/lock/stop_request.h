@@ -87,7 +87,18 @@ Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
 // joined, unless it is held up on a server that does not answer (a Cluster's map being read
 // again, a Sentinel failover), which would hold up the run's end: then it is left to end by
 // itself, with the state it shares.
-class StopListener {
+// rlock stop's requests as rlock run's supervisor hears them: StopListener, or a fake in the
+// unit tests.
+class StopRequests {
+public:
+  virtual ~StopRequests() = default;
+  // Readable when a request came.
+  virtual int wake_fd() const = 0;
+  // The request that came, once (drains wake_fd()).
+  virtual std::optional<StopRequest> take() = 0;
+};
+
+class StopListener : public StopRequests {
 public:
   using Connect = std::function<std::unique_ptr<Redis>()>;
   StopListener(Connect connect, std::string key, std::string token, Millis delay);
@@ -98,9 +109,8 @@ public:
   // Throws std::system_error when the thread cannot start (ulimit -u): the caller goes on
   // without (a stop is then not heard).
   void start();
-  int wake_fd() const;
-  // The request that came, once (drains wake_fd()).
-  std::optional<StopRequest> take();
+  int wake_fd() const override;
+  std::optional<StopRequest> take() override;
 
   struct State;  // what the thread works with (stop_request.cpp)
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "process/process_group.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/fd.h"
@@ -39,7 +40,7 @@ struct CommandProblem {
 };
 std::optional<CommandProblem> check_command(const std::string& file, std::string* path = nullptr);
 
-class Child {
+class Child : public ProcessGroup {
 public:
   struct Spec {
     std::vector<std::string> argv;
@@ -68,38 +69,22 @@ public:
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const override { return pid_; }
   const std::optional<CommandProblem>& exec_problem() const { return exec_problem_; }
 
-  // kill(2) to the child's whole process group.
-  void signal_group(int sig) const;
+  void signal_group(int sig) const override;
 
   // The lease was confirmed until DEADLINE (a renewal succeeded): the guardian moves its own
   // deadline there. Safe from any thread; only ever later deadlines count.
   void extend_lease(TimePoint deadline);
-  // rlock itself has begun stopping the command: the guardian leaves the kill signal to it and
-  // keeps only its SIGKILL at the lease's end.
-  void stopping();
-  // Whether the guardian acted on the lease's end: rlock was not there to (stopped or starved).
-  bool guardian_stopped_group() const;
+  void stopping() override;
+  bool guardian_stopped_group() const override;
 
   struct GuardedLease;  // what the guardian shares with rlock (guardian.h)
 
-  struct Event {
-    enum class Kind { exited, stopped } kind;
-    int status;              // exited: shell-style exit status; stopped: the stop signal
-    bool signalled = false;  // exited: killed by a signal (status 128+N), not an exit(N)
-  };
-  // After SIGCHLD: reaps whatever ended (the command, the guardian, and processes the command
-  // left behind, whose parent rlock becomes as their subreaper) and returns the command's next
-  // state change, if any.
-  std::optional<Event> poll();
-
-  // Reaps every child that has ended, leaving the command's and the guardian's ends for poll():
-  // rlock is the subreaper of what the command started, and leaves no zombie to init.
-  void reap() {
-    while (poll()) {}
-  }
+  // Also reaps the guardian, and the processes the command left behind, whose parent rlock
+  // becomes as their subreaper (leaving the command's and the guardian's ends for poll()).
+  std::optional<Event> poll() override;
 
   // What the command and every process of it that rlock reaped used (wait4's rusage): CPU time
   // summed, the largest resident set among them. Each process's own rusage also holds the
@@ -111,13 +96,8 @@ public:
   };
   const Usage& usage() const { return usage_; }
 
-  // After poll(): when the guardian died (someone killed it), starts another and returns how
-  // the old one ended (a shell-style status), so that rlock's death still stops the command.
-  std::optional<int> replace_dead_guardian();
-
-  // How many processes of the command's process group are alive: the command itself and what
-  // it left running (its leftovers). Zombies do not count.
-  int live_group_members() const;
+  std::optional<int> replace_dead_guardian() override;
+  int live_group_members() const override;
 
   // The child is done and rlock will exit normally: the guardian leaves without killing
   // anything (background processes the child left behind are the child's business).

@@ -46,7 +46,7 @@ constexpr Millis k_status_line_patience{100};
 // they are needed, so that on any way out (a step's early end, an exception) they are undone
 // in reverse: the renewal thread stops, the command's group is killed, the terminal comes
 // back, and only then is the lock given back; the metrics are written last.
-class Run : Attempts {
+class Run {
 public:
   // SIGNALS: rlock's, made before any thread or child exists (they inherit the mask). REPORT
   // gets what the run did as it ends, on every way out (--notify).
@@ -227,17 +227,41 @@ public:
     return std::nullopt;
   }
 
-  // Renews the lease while the command's group runs; stops it on loss, --max-run or request.
-  Outcome supervise(StopListener::Connect connect) {
-    // The supervisor starts the renewal thread, which tells the guardian of every renewal.
+  // Renews the lease while the command's group runs, and under --retry runs it again while
+  // attempts are left and its end is worth another; stops it on loss, --max-run or request.
+  AttemptEnd supervise(StopListener::Connect connect) {
+    // The renewal thread tells the guardian of every renewal.
     keeper_.emplace(*lock_, options_.ttl, *lease_from_,
                     [this](TimePoint deadline) { job_.extend_lease(deadline); });
     connect_ = connect;
-    Outcome end = supervise_command(
-        options_,
-        {job_.child(), *keeper_, signals_, terminal_.get(), heartbeat_ ? &*heartbeat_ : nullptr,
-         listen_for_stops(stops_, std::move(connect), *lock_), options_.retry > 0 ? this : nullptr},
-        got_.sent);
+    Supervisor supervisor(options_,
+                          {*keeper_, signals_, terminal_.get(),
+                           heartbeat_ ? &*heartbeat_ : nullptr,
+                           listen_for_stops(stops_, std::move(connect), *lock_)},
+                          got_.sent);
+    AttemptEnd end = supervisor.watch(job_.child());
+    while (auto delay = again(end, supervisor.lost())) {
+      if (auto ended = supervisor.wait_until(Clock::now() + *delay, end)) {
+        end = *ended;
+        break;
+      }
+      end.between_attempts = true;  // should the run end before the next attempt starts
+      if (!still_held()) {
+        log(Level::error,
+            {"lost", options_.key, "lock lost between attempts: no more attempts"});
+        end.end = RunEnd::lost;
+        break;
+      }
+      Child* next = start_next();
+      if (!next) break;  // the run ends as the last attempt did
+      if (auto problem = next->exec_problem()) {
+        // Gone or no longer executable since the first attempt: that attempt ends at once.
+        log_error(problem->message);
+        end = AttemptEnd{RunEnd::exited, problem->exit_status};
+        continue;
+      }
+      end = supervisor.watch(*next);
+    }
     // The rest of the output is written on and kept while the lease is still renewed, its end
     // before the lock is given back: a follower sees it before anyone else can take the lock.
     if (output_) {
@@ -256,7 +280,7 @@ public:
     keeper_->stop();
     metrics_.m.renewals = keeper_->renewals();
     metrics_.m.renewal_failures = keeper_->renewal_failures();
-    metrics_.m.losses = end.end == End::lost ? 1 : 0;
+    metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
     if (terminal_) terminal_->take_back();
     job_.child().dismiss_guardian();
     return end;
@@ -264,18 +288,18 @@ public:
 
   // Records how the run ended (its period, its history) and gives the lock back, or keeps it
   // for --min-hold; returns rlock's exit status.
-  int finish(const Outcome& end) {
+  int finish(const AttemptEnd& end) {
     RunRecord record = record_of(end);
-    // A signal between two attempts: the run ends as the last attempt did, recorded already.
-    bool recorded = end.between_attempts && end.end == End::exited;
+    // The run ended between attempts as the last attempt did: that end is recorded already.
+    bool recorded = end.between_attempts && command_ended(end.end);
     metrics_.run_ended(record, !recorded);
     held_time_ = Millis(record.held_ms);
     last_attempt_ = record.attempt;
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
-    bool redis_away = end.end == End::lost && !lost_to_another;
-    if (end.end == End::lost && lost_to_another) record_breaker(*lock_, record);
+    bool redis_away = end.end == RunEnd::lost && !lost_to_another;
+    if (end.end == RunEnd::lost && lost_to_another) record_breaker(*lock_, record);
     auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
     if (period_) {
       // Before the release: the next holder must find this period's run finished, not running.
@@ -291,9 +315,9 @@ public:
       history = history_entry(options_.key, record, options_.history_length, options_.retention);
     Millis budget = redis_away ? k_quick_attempt : k_release_budget;
     bool reached = true;
-    if (end.end == End::exited)
+    if (command_ended(end.end))
       reached = held_->finish(options_.min_hold, &history, budget);
-    else if (end.end == End::lost)
+    else if (end.end == RunEnd::lost)
       reached = held_->release_lost(&history, budget);
     else
       reached = held_->release(&history, budget);
@@ -314,7 +338,7 @@ private:
 
   // The run's record, or under --retry its attempt's: the command's cost is the attempt's,
   // unknown when the run ended before its next attempt began.
-  RunRecord record_of(const Outcome& end) const {
+  RunRecord record_of(const AttemptEnd& end) const {
     RunRecord record;
     record.holder = holder_;
     record.holder.since = WallTime(Millis(got_.taken_ms));  // the server's, when it was taken
@@ -324,7 +348,7 @@ private:
     record.waited_ms = got_.waited.count();
     record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got_.sent).count();
     if (options_.retry > 0) record.attempt = attempt_;
-    if (end.between_attempts && end.end != End::exited) {
+    if (end.between_attempts && !command_ended(end.end)) {
       ++record.attempt;  // the one that was to come
     } else {
       set_cost(record, job_.child().usage());
@@ -332,10 +356,12 @@ private:
     return run_record(std::move(record), end);
   }
 
-  // --retry (Attempts): the attempt that ended as END is tried again while attempts are left
-  // and its status is worth it; its end goes to the history now.
-  std::optional<Millis> again(const Outcome& end) override {
-    if (attempt_ > options_.retry || !worth_retrying(options_, end.child_status))
+  // --retry: after the attempt that ended as END, the delay before the next (its end recorded
+  // now), or nothing when it is the last: no attempts left, its status not worth another, rlock
+  // asked to stop, the lock LOST, or its end could not be recorded (the run's end records it).
+  std::optional<Millis> again(const AttemptEnd& end, bool lost) {
+    if (options_.retry == 0 || attempt_ > options_.retry || !command_ended(end.end) ||
+        end.asked_to_stop || lost || !worth_retrying(options_, end.status))
       return std::nullopt;
     RunRecord record = record_of(end);
     if (!record_history(attempts_lock().redis(), options_, record)) return std::nullopt;
@@ -346,7 +372,9 @@ private:
     return delay;
   }
 
-  bool still_held() override {
+  // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
+  // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
+  bool still_held() {
     auto held = attempts_lock().holds(Clock::now() + lock_->command_timeout());
     return !held || *held;
   }
@@ -362,9 +390,10 @@ private:
     return *attempts_lock_;
   }
 
-  // --retry (Attempts): the next attempt, on the lease the last one had; its start is in the
-  // history before it runs.
-  Child* start_next() override try {
+  // --retry: the next attempt, on the lease the last one had; its start is in the history
+  // before it runs. Null when rlock could not start it (said): the run ends as the last
+  // attempt did.
+  Child* start_next() try {
     ++attempt_;
     set_attempt(job_.spec, attempt_);
     got_.start =

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 #include "lock/held_lock.h"
 #include "lock/lease.h"
@@ -168,30 +169,18 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
   return std::nullopt;
 }
 
-RunRecord run_record(RunRecord run, const Outcome& end) {
+RunRecord run_record(RunRecord run, const AttemptEnd& end) {
+  run.end = run_end_name(end.end);
   switch (end.end) {
-  case End::exited:
-    run.exit_status = end.child_status;
-    run.end = run_end_name(end.signalled ? RunEnd::signalled : RunEnd::exited);
-    break;
-  case End::lost:
-    run.exit_status = k_exit_lost;
-    run.end = run_end_name(RunEnd::lost);
-    break;
-  case End::max_run:
-    run.exit_status = k_exit_max_run;
-    run.end = run_end_name(RunEnd::max_run);
-    break;
-  case End::hung:
-    run.exit_status = k_exit_hung;
-    run.end = run_end_name(RunEnd::hung);
-    break;
-  case End::stopped:
+  case RunEnd::lost: run.exit_status = k_exit_lost; break;
+  case RunEnd::max_run: run.exit_status = k_exit_max_run; break;
+  case RunEnd::hung: run.exit_status = k_exit_hung; break;
+  case RunEnd::stopped:
     run.exit_status = k_exit_stopped;
-    run.end = run_end_name(RunEnd::stopped);
     run.by = end.stop->by;
     run.reason = end.stop->reason;
     break;
+  default: run.exit_status = end.status; break;
   }
   return run;
 }
@@ -231,12 +220,18 @@ StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener:
                                const Lock& lock) {
   try {
     stops.emplace(std::move(connect), lock.key(), lock.token(), k_stop_listen_after);
+    stops->start();
     return &*stops;
   } catch (const Error& e) {
     log(Level::warning, {"stop_listener", lock.key(),
                          std::string(e.what()) + "; rlock stop will not reach this run"});
-    return nullptr;
+  } catch (const std::system_error& e) {
+    log(Level::warning, {"stop_listener", lock.key(),
+                         std::string("cannot listen for stop requests (") + e.what() +
+                             "); rlock stop will not reach this run"});
   }
+  stops.reset();
+  return nullptr;
 }
 
 void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay) {

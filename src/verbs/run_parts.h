@@ -85,7 +85,7 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
 
 // How the run (or, under --retry, the attempt) that ended as END is recorded: RUN says whose it
 // was (holder, fence, times, cost); the end and exit status come from END.
-RunRecord run_record(RunRecord run, const Outcome& end);
+RunRecord run_record(RunRecord run, const AttemptEnd& end);
 
 // --retry: whether an attempt that exited with STATUS is worth another (--retry-on), and the
 // delay before attempt N + 1.
@@ -102,8 +102,9 @@ std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& o
 void set_cost(RunRecord& record, const Child::Usage& used);
 
 // Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
-// connection CONNECT makes: the listener, or null when it cannot (ulimit -n; said), when the
-// run goes on deaf to rlock stop: the operator's tool fails, not the job.
+// connection CONNECT makes, on a thread of its own: the listener, or null when it cannot
+// (ulimit -n, ulimit -u; said), when the run goes on deaf to rlock stop: the operator's tool
+// fails, not the job.
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
                                const Lock& lock);
 

@@ -1,69 +1,125 @@
-// rlock run's watch over a running command: its process group, the lease, --max-run, the
-// heartbeat, signals, job control and stop requests, until the group has ended.
+// rlock run's watch over its command: the process group, the lease, --max-run, the heartbeat,
+// signals, job control and stop requests, while an attempt runs (watch) and while the run waits
+// for its next attempt (wait_until). The run decides what comes next (run.cpp).
 #pragma once
 
 #include <optional>
 
+#include "lock/history.h"
 #include "lock/stop_request.h"
 #include "util/clock.h"
 
 namespace rlock {
 
-class Child;
 class Heartbeat;
-class LeaseKeeper;
+class Lease;
+class ProcessGroup;
 class SignalEvents;
 class Terminal;
 struct RunOptions;
 
-// Why the command's group ended, as far as rlock had a part in it.
-enum class End { exited, lost, max_run, hung, stopped };
-
-struct Outcome {
-  End end;
-  int child_status;
-  bool signalled;  // the command died of a signal (child_status 128+N); an exit(N) is not
-  std::optional<StopRequest> stop;  // End::stopped: who asked, and why
-  // --retry: the run ended after one attempt had ended and before the next began (a signal,
-  // a stop, the loss, --max-run); CHILD_STATUS is the last attempt's.
-  bool between_attempts = false;
+// How an attempt (or the run, between attempts) ended, as far as rlock had a part in it.
+struct AttemptEnd {
+  // exited or signalled: the command's own end; lost, max_run, hung, stopped: rlock's.
+  RunEnd end = RunEnd::exited;
+  int status = 0;                   // the command's shell-style status (the last attempt's)
+  std::optional<StopRequest> stop;  // RunEnd::stopped: who asked, and why
   // rlock was asked to stop: a signal that ends a process, Ctrl-C in the command's terminal
-  // (its death by SIGINT or SIGQUIT), rlock stop. What is left of the run is not waited for.
+  // (its death by SIGINT or SIGQUIT), rlock stop. No attempt follows, and what is left of the
+  // run (a reader that stalls) is not waited for.
   bool asked_to_stop = false;
+  // The run ended while it waited for its next attempt: STATUS is the last attempt's, whose
+  // end is recorded already.
+  bool between_attempts = false;
 };
 
-// --retry: what the supervisor asks of the run to start the command again, under the same
-// lock and lease.
-class Attempts {
-public:
-  virtual ~Attempts() = default;
-  // The attempt that ended as END (End::exited, not after a signal rlock forwarded) is to be
-  // followed by another after the returned delay (its end recorded), or is the last: nothing
-  // (also when its end could not be recorded: the run's end records it).
-  virtual std::optional<Millis> again(const Outcome& end) = 0;
-  // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
-  // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
-  virtual bool still_held() = 0;
-  // Starts the next attempt: its command (exec_problem() set when it could not run), or null
-  // when rlock could not start it (said): the run then ends as the last attempt did.
-  virtual Child* start_next() = 0;
-};
+// Whether END is the command's own (it exited, or died of a signal rlock did not send for a
+// reason of its own).
+inline bool command_ended(RunEnd end) { return end == RunEnd::exited || end == RunEnd::signalled; }
 
-// What the supervisor watches. TERMINAL, HEARTBEAT, STOPS and ATTEMPTS may be null: no controlling
-// terminal, no --heartbeat-file, no listener for stop requests.
-struct Supervised {
-  Child& child;
-  LeaseKeeper& keeper;
+// What the supervisor watches besides the command. TERMINAL, HEARTBEAT and STOPS may be null: no
+// controlling terminal, no --heartbeat-file, no listener for stop requests.
+struct Watched {
+  Lease& lease;
   SignalEvents& signals;
   Terminal* terminal;
   Heartbeat* heartbeat;
-  StopListener* stops;
-  Attempts* attempts;  // null: one attempt
+  StopRequests* stops;
 };
 
-// Watches until the command's whole process group has ended: the command, and whatever it left
-// running there (flock(1) keeps its lock while any process that inherited it lives), which
-// --leftovers kill stops instead. STARTED: when the lock was taken (--max-run counts from it).
-Outcome supervise_command(const RunOptions& options, const Supervised& what, TimePoint started);
+class Supervisor {
+public:
+  // STARTED: when the lock was taken (--max-run counts from it).
+  Supervisor(const RunOptions& options, const Watched& watched, TimePoint started);
+
+  // Watches GROUP until all of it has ended: the command, and whatever it left running there
+  // (flock(1) keeps its lock while any process that inherited it lives), which --leftovers kill
+  // stops instead. A loss, --max-run, a hang or a stop request stops the group first.
+  AttemptEnd watch(ProcessGroup& group);
+  // While no command runs, until AT: the run's end when something ends it first (a signal, a
+  // stop request, the loss, --max-run), told as LAST (the attempt that ended) ended; nothing
+  // when AT came. The lease is renewed meanwhile; rlock keeps the terminal.
+  std::optional<AttemptEnd> wait_until(TimePoint at, const AttemptEnd& last);
+
+  // The lease was lost (also under --on-lost ignore, when the command ran on).
+  bool lost() const { return lost_; }
+
+private:
+  struct Stopping {
+    RunEnd why;
+    TimePoint kill_at;  // SIGKILL to the group at this point
+  };
+  // The attempt being watched.
+  struct Attempt {
+    ProcessGroup* group = nullptr;
+    std::optional<int> status;  // once the command has exited
+    bool signalled = false;
+    std::optional<Stopping> stopping;
+    std::optional<TimePoint> killed_at;
+    bool leftovers_found = false;
+    Millis group_poll{0};
+  };
+
+  AttemptEnd attempt_end() const;
+  bool group_done(TimePoint now);
+  void notice_guardian(TimePoint now);
+  void decide(TimePoint now);
+  void start_keeper(TimePoint now);
+  void check_lease(TimePoint now);
+  void on_stop_request();
+  void begin_stop(RunEnd why, TimePoint kill_at, int sig);
+  void kill_group(TimePoint now);
+  TimePoint next_wake();
+  void wait_for_event(TimePoint until);
+  void on_signal(int sig);
+  bool asked_again(TimePoint now);
+  void collect_child();
+  void on_child_stopped(int stop_signal);
+  void resume_child(TimePoint now);
+  bool stopping() const;
+  bool ignore_loss() const;
+  TimePoint loss_threshold() const;
+  const std::string& key() const;
+
+  const RunOptions& options_;
+  Lease& lease_;
+  SignalEvents& signals_;
+  Terminal* terminal_;
+  Heartbeat* heartbeat_;  // --heartbeat-file, or null
+  StopRequests* stops_;   // rlock stop's requests, or null
+  const Millis kill_after_;
+  TimePoint keeper_start_at_;
+  bool keeper_failed_ = false;
+  std::optional<TimePoint> max_run_at_;
+  std::optional<TimePoint> asked_to_stop_at_;  // the first SIGTERM or SIGINT
+  std::optional<StopRequest> stop_request_;
+  bool interrupted_ = false;  // a signal that ends a process came
+  bool suspended_ = false;    // by job control, with the command (on_child_stopped)
+  bool lost_ = false;
+  std::optional<Attempt> attempt_;  // none between attempts
+  ProcessGroup* last_group_ = nullptr;  // the last watched: reaped between attempts
+  // Between attempts: how the run ends before its next attempt (a stop, the loss, --max-run).
+  std::optional<RunEnd> ends_as_;
+};
 
 }  // namespace rlock
