@@ -3,7 +3,7 @@
 // goes to every node whatever the quorum said: one whose reply was lost may hold it too. Every
 // operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so many said no
 // that none can. A node that is down or black-holed costs no time while a quorum answers, and one
-// that answers later is counted as failed for that operation (exchange(), redis_node.h). The
+// that answers later is counted as failed for that operation (exchange(), exchange.h). The
 // acquire's undo and the release still go to it: its late take is then given back.
 #include <algorithm>
 

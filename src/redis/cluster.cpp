@@ -28,6 +28,8 @@
 #include <optional>
 
 #include "redis/cluster_map.h"
+#include "redis/exchange.h"
+#include "redis/proxy.h"
 #include "redis/redis_node.h"
 
 namespace rlock {

@@ -48,7 +48,7 @@ struct ConnectOptions {
 };
 
 // A connection goes through its phases without blocking (advance()), so that one poll() can
-// drive several at once (exchange(), redis_node.h); the blocking calls (send, receive) drive
+// drive several at once (exchange(), exchange.h); the blocking calls (send, receive) drive
 // one alone, with a deadline. Commands can be queued at once: they go out when the connection
 // is up (connected, TLS handshake done, AUTH and SELECT answered).
 class Connection {

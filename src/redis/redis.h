@@ -83,7 +83,7 @@ public:
   virtual Redis& node(size_t) { return *this; }
   // Sends COMMANDS to every node (or those TO marks) at once, in one round trip: each node's
   // replies, or why it gave none. Returns as soon as it has heard ENOUGH: a node that has not
-  // replied by then is a failure for this call (exchange(), redis_node.h).
+  // replied by then is a failure for this call (exchange(), exchange.h).
   virtual std::vector<Result<std::vector<Reply>>> broadcast(const std::vector<Argv>& commands,
                                                             TimePoint deadline,
                                                             const std::vector<bool>& to = {},

@@ -4,6 +4,7 @@
 // caller has heard enough (exchange()).
 #include "redis/redlock.h"
 
+#include "redis/exchange.h"
 #include "redis/redis_node.h"
 
 namespace rlock {

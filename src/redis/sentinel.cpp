@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "redis/exchange.h"
 #include "redis/redis_node.h"
 #include "util/error.h"
 
