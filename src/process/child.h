@@ -58,6 +58,8 @@ public:
     // O_CLOEXEC); -1: rlock's own.
     int stdout_fd = -1;
     int stderr_fd = -1;
+    // The command's stdin instead of rlock's (--notify's /dev/null); -1: rlock's own.
+    int stdin_fd = -1;
   };
 
   // Forks the guardian, then the child in a new process group (the terminal's foreground group

@@ -4,10 +4,11 @@ cost (CPU time and peak memory, from wait4's rusage)."""
 import json
 import os
 import signal
+import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, read_pids, rlock_env, wait_until
 
 # The notification appends one line a time it runs: what it was told.
 NOTE = 'echo "$RLOCK_HOST $RLOCK_RESULT $RLOCK_EXIT_STATUS ${RLOCK_FAILURES-unset}" >> "$NOTES"'
@@ -122,6 +123,59 @@ class Notify(RedisTestCase):
             self.assertEqual(f.read(), "kept line\n")
         with open(env_file + ".path") as f:
             self.assertFalse(os.path.exists(f.read().strip()), "the output file was left")
+
+    def communicate(self, p, timeout, what):
+        """(stdout, stderr) of P once it has exited and every holder of its pipes has closed
+        them, as `2>&1 | cat` or `$(rlock ...)` wait for; fails after TIMEOUT seconds."""
+        try:
+            return p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.fail(f"rlock's stdout or stderr still open after {timeout}s: {what}")
+
+    def test_what_the_hook_left_running_is_killed_when_its_shell_ends(self):
+        # The sleep holds rlock's stderr: a reader of it (cron's pipe) would wait 300s.
+        pid_file = self.path("sleep.pid")
+        p = self.start(["run", "--notify-timeout", "60s", "--notify",
+                        f"sleep 300 & echo $! > {pid_file}; echo done", "job", "--", "false"])
+        out, err = self.communicate(p, 10, "the hook's sleep was left running")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(out, "")  # rlock's stdout is the job's
+        self.assertIn("done", err)
+        self.assertNotIn("--notify", err)  # neither a timeout nor a failure
+        pid = read_pids(pid_file)[0]
+        wait_until(lambda: gone(pid), 10, f"the hook's sleep (pid {pid}) to die")
+
+    def test_a_hook_past_its_timeout_is_killed_with_what_ignores_term(self):
+        pids = self.path("pids")
+        hook = (f"sh -c 'trap \"\" TERM HUP INT; echo $$ >> {pids}; sleep 300; :' & "
+                f"echo $$ >> {pids}; wait")
+        p = self.start(["run", "--notify-timeout", "1s", "--notify", hook, "job", "--", "false"])
+        _, err = self.communicate(p, 30, "the hook outlived --notify-timeout")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("still running after 1s (--notify-timeout); killed", err)
+        self.assertEqual(len(read_pids(pids)), 2, err)
+        for pid in read_pids(pids):
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die")
+
+    def test_a_signal_that_ends_rlock_kills_the_hook_at_once(self):
+        hook = f'sleep 300 & echo $$ $! > {self.path("pids")}; wait'
+        p = self.start(["run", "--notify-timeout", "60s", "--notify", hook, "job", "--", "false"])
+        pids = [int(pid) for pid in self.wait_file("pids").split()]
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = self.communicate(p, 10, "the hook outlived rlock's SIGTERM")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("--notify: its command was killed: rlock was asked to stop", err)
+        for pid in pids:
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die")
+
+    def test_a_sigkilled_rlock_leaves_no_hook(self):
+        hook = f'sleep 300 & echo $$ $! > {self.path("pids")}; wait'
+        p = self.start(["run", "--notify-timeout", "60s", "--notify", hook, "job", "--", "false"])
+        pids = [int(pid) for pid in self.wait_file("pids").split()]
+        os.kill(p.pid, signal.SIGKILL)  # rlock alone: its guardian is left to act
+        p.wait(timeout=10)
+        for pid in pids:
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die with rlock")
 
     def test_what_did_not_run_is_told_only_always(self):
         holder = self.start(["run", "job", "--", "sleep", "30"])
