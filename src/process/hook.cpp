@@ -33,13 +33,15 @@ HookEnd wait_for_shell(Child& hook, TimePoint deadline, SignalEvents& signals) {
 }  // namespace
 
 HookEnd run_hook(const std::string& text, const std::vector<std::string>& env,
-                 const std::vector<std::string>& unset, Millis timeout, SignalEvents& signals) {
+                 const std::vector<std::string>& unset, int passed_fd, Millis timeout,
+                 SignalEvents& signals) {
   TimePoint deadline = Clock::now() + timeout;
   Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!null.valid()) return {HookEnd::Kind::not_started, 0, errno_message("open /dev/null")};
   Child::Spec spec{{"sh", "-c", text}, env, unset, "/bin/sh", std::nullopt};
   spec.stdout_fd = STDERR_FILENO;
   spec.stdin_fd = null.get();
+  spec.passed_fd = passed_fd;
   std::optional<Child> hook;
   try {
     hook.emplace(spec, signals, nullptr);

@@ -27,8 +27,10 @@ struct HookEnd {
 };
 
 // Runs TEXT with our environment, ENV ("NAME=value") set in it and the names in UNSET taken
-// out, for at most TIMEOUT. SIGNALS: rlock's (signals.h), read while it waits.
+// out, for at most TIMEOUT. PASSED_FD (O_CLOEXEC), unless -1, stays open in the hook at its
+// number. SIGNALS: rlock's (signals.h), read while it waits.
 HookEnd run_hook(const std::string& text, const std::vector<std::string>& env,
-                 const std::vector<std::string>& unset, Millis timeout, SignalEvents& signals);
+                 const std::vector<std::string>& unset, int passed_fd, Millis timeout,
+                 SignalEvents& signals);
 
 }  // namespace rlock

@@ -96,12 +96,14 @@ class Notify(RedisTestCase):
         self.server.cmd("ACL", "SETUSER", "notifier", "on", ">url-s3cret", "~*", "&*", "+@all")
         url = f"redis://notifier:url-s3cret@127.0.0.1:{self.server.port}"
         env_file = self.path("env")
+        tmpdir = self.path("tmp")
+        os.mkdir(tmpdir)
         r = self.run_as("web-7", ["run", "--keep-output", "64k", "--notify",
                                   f"env > {env_file}; cp \"$RLOCK_OUTPUT_FILE\" {env_file}.out; "
                                   f"echo \"$RLOCK_OUTPUT_FILE\" > {env_file}.path",
                                   "job", "--", "sh", "-c", "echo kept line; exit 5"],
                         extra_env={"RLOCK_REDIS_URL": url, "REDISCLI_AUTH": "cli-s3cret",
-                                   "RLOCK_PASSWORD": "env-s3cret"})
+                                   "RLOCK_PASSWORD": "env-s3cret", "TMPDIR": tmpdir})
         self.assertEqual(r.returncode, 5, r.stderr)
         with open(env_file) as f:
             text = f.read()
@@ -122,7 +124,8 @@ class Notify(RedisTestCase):
         with open(env_file + ".out") as f:
             self.assertEqual(f.read(), "kept line\n")
         with open(env_file + ".path") as f:
-            self.assertFalse(os.path.exists(f.read().strip()), "the output file was left")
+            self.assertRegex(f.read(), r"^/dev/fd/\d+\n$")
+        self.assertEqual(os.listdir(tmpdir), [], "the output file was left")
 
     def communicate(self, p, timeout, what):
         """(stdout, stderr) of P once it has exited and every holder of its pipes has closed
@@ -168,14 +171,40 @@ class Notify(RedisTestCase):
         for pid in pids:
             wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die")
 
-    def test_a_sigkilled_rlock_leaves_no_hook(self):
-        hook = f'sleep 300 & echo $$ $! > {self.path("pids")}; wait'
-        p = self.start(["run", "--notify-timeout", "60s", "--notify", hook, "job", "--", "false"])
+    def test_a_sigkilled_rlock_leaves_no_hook_and_no_output_file(self):
+        tmpdir = self.path("tmp")
+        os.mkdir(tmpdir)
+        hook = (f'cat "$RLOCK_OUTPUT_FILE" > {self.path("seen")}; sleep 300 & '
+                f'echo $$ $! > {self.path("pids")}; wait')
+        p = self.start(["run", "--keep-output", "64k", "--notify-timeout", "60s", "--notify", hook,
+                        "job", "--", "sh", "-c", "echo kept line; exit 3"],
+                       env=rlock_env(self.server, TMPDIR=tmpdir))
         pids = [int(pid) for pid in self.wait_file("pids").split()]
+        with open(self.path("seen")) as f:
+            self.assertEqual(f.read(), "kept line\n")
         os.kill(p.pid, signal.SIGKILL)  # rlock alone: its guardian is left to act
         p.wait(timeout=10)
         for pid in pids:
             wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die with rlock")
+        self.assertEqual(os.listdir(tmpdir), [], "rlock's output file was left")
+
+    def test_the_output_file_is_read_by_path_twice_and_by_a_child_of_the_hook(self):
+        out = self.path("out")
+        hook = (f'cat "$RLOCK_OUTPUT_FILE" > {out}; cat "$RLOCK_OUTPUT_FILE" >> {out}; '
+                f'cat < "$RLOCK_OUTPUT_FILE" >> {out}; '
+                f'sh -c \'cat "$RLOCK_OUTPUT_FILE"\' > {out}.child; '
+                f'readlink /proc/$$/fd/0 > {out}.stdin')
+        # rlock's stdin a pipe: the hook's is /dev/null all the same.
+        r = self.run_rlock(["run", "--keep-output", "64k", "--notify", hook, "job", "--",
+                            "sh", "-c", "echo kept line; exit 3"], input="")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertNotIn("--notify", r.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), "kept line\n" * 3)
+        with open(out + ".child") as f:
+            self.assertEqual(f.read(), "kept line\n")
+        with open(out + ".stdin") as f:
+            self.assertEqual(f.read(), "/dev/null\n")
 
     def test_what_did_not_run_is_told_only_always(self):
         holder = self.start(["run", "job", "--", "sleep", "30"])
