@@ -81,6 +81,8 @@ struct ChildStart {
   int exec_error_fd;
   int stdout_fd;  // -1: rlock's
   int stderr_fd;
+  int stdin_fd;
+  int passed_fd;  // -1: none
 };
 
 // The child between creation and exec: its own process group (the terminal's foreground one),
@@ -102,6 +104,10 @@ int child_main(void* arg) {
   // dup2 leaves the copy without O_CLOEXEC: the command keeps it, and only it.
   if (c->stdout_fd >= 0) ::dup2(c->stdout_fd, STDOUT_FILENO);
   if (c->stderr_fd >= 0) ::dup2(c->stderr_fd, STDERR_FILENO);
+  if (c->stdin_fd >= 0) ::dup2(c->stdin_fd, STDIN_FILENO);
+  // Only this process's table of descriptors changes: the clone shares rlock's memory, not
+  // its descriptors.
+  if (c->passed_fd >= 0) ::fcntl(c->passed_fd, F_SETFD, 0);
   c->signals->restore_for_child();
   ::execvpe(c->file, c->argv, c->envp);
   int err = errno;
@@ -218,7 +224,9 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
                    guard_write_.get(),
                    exec_write.get(),
                    spec.stdout_fd,
-                   spec.stderr_fd};
+                   spec.stderr_fd,
+                   spec.stdin_fd,
+                   spec.passed_fd};
   pid_ = spawn_child(start);
   // Both sides set the group and the terminal, so neither order of running can race.
   ::setpgid(pid_, pid_);

@@ -59,6 +59,11 @@ public:
     // O_CLOEXEC); -1: rlock's own.
     int stdout_fd = -1;
     int stderr_fd = -1;
+    // The command's stdin instead of rlock's (--notify's /dev/null); -1: rlock's own.
+    int stdin_fd = -1;
+    // A descriptor of rlock's (O_CLOEXEC) that the command keeps open at the same number, for
+    // it to find by /dev/fd/N (--notify's RLOCK_OUTPUT_FILE); -1: none.
+    int passed_fd = -1;
   };
 
   // Forks the guardian, then the child in a new process group (the terminal's foreground group

@@ -2,76 +2,56 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <optional>
 
 #include "process/child.h"
 #include "process/signals.h"
 #include "util/clock.h"
+#include "util/error.h"
+#include "util/fd.h"
 
 namespace rlock {
 
 namespace {
 
-// After KILL, how long to wait for the shell to be reaped (a process in uninterruptible sleep
-// dies only when it wakes); then rlock goes on, and its exit leaves the zombie to init.
-constexpr Millis k_reap_grace{1000};
-
-// The shell's wait status once it has ended, waiting up to UNTIL; nothing when it has not.
-std::optional<int> reaped(pid_t pid, TimePoint until) {
+// Waits for the hook's shell to end, for DEADLINE or for a signal that asks rlock to stop,
+// whichever comes first. SIGCHLD wakes it.
+HookEnd wait_for_shell(Child& hook, TimePoint deadline, SignalEvents& signals) {
   for (;;) {
-    int status = 0;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return 0;  // not ours to wait for any more
-    if (Clock::now() >= until) return std::nullopt;
-    ::poll(nullptr, 0, 10);
+    while (auto event = hook.poll())
+      if (event->kind == Child::Event::Kind::exited)
+        return {HookEnd::Kind::exited, event->status, ""};
+    if (Clock::now() >= deadline) return {HookEnd::Kind::timed_out, 0, ""};
+    pollfd fd{signals.fd(), POLLIN, 0};
+    ::poll(&fd, 1, millis_until(deadline));
+    while (auto sig = signals.next())
+      if (ends_a_process(*sig)) return {HookEnd::Kind::interrupted, 0, ""};
   }
 }
 
 }  // namespace
 
 HookEnd run_hook(const std::string& text, const std::vector<std::string>& env,
-                 const std::vector<std::string>& unset, Millis timeout, SignalEvents& signals) {
-  // All the child needs is made before fork: rlock may have threads, and the child may not
-  // allocate.
-  std::vector<std::string> argv_store{"sh", "-c", text};
-  std::vector<std::string> env_store = child_environment(env, unset);
-  std::vector<char*> argv = c_strings(argv_store);
-  std::vector<char*> envp = c_strings(env_store);
+                 const std::vector<std::string>& unset, int passed_fd, Millis timeout,
+                 SignalEvents& signals) {
   TimePoint deadline = Clock::now() + timeout;
-  pid_t pid = ::fork();
-  if (pid < 0) return {HookEnd::Kind::not_started, 0, std::string("fork: ") + std::strerror(errno)};
-  if (pid == 0) {
-    signals.restore_for_child();
-    ::setpgid(0, 0);
-    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // closed by the exec; 0 is not
-    if (null >= 0) ::dup2(null, STDIN_FILENO);
-    ::dup2(STDERR_FILENO, STDOUT_FILENO);
-    ::execve("/bin/sh", argv.data(), envp.data());
-    ::_exit(127);
+  Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null.valid()) return {HookEnd::Kind::not_started, 0, errno_message("open /dev/null")};
+  Child::Spec spec{{"sh", "-c", text}, env, unset, "/bin/sh", std::nullopt};
+  spec.stdout_fd = STDERR_FILENO;
+  spec.stdin_fd = null.get();
+  spec.passed_fd = passed_fd;
+  std::optional<Child> hook;
+  try {
+    hook.emplace(spec, signals, nullptr);
+  } catch (const Error& e) {
+    return {HookEnd::Kind::not_started, 0, e.what()};
   }
-  ::setpgid(pid, pid);  // both sides: neither order of running can race
-  auto stop = [&](HookEnd::Kind why) {
-    ::kill(-pid, SIGKILL);
-    (void)reaped(pid, Clock::now() + k_reap_grace);
-    return HookEnd{why, 0, ""};
-  };
-  for (;;) {
-    if (auto status = reaped(pid, Clock::now()))
-      return {HookEnd::Kind::exited, exit_status_from_wait(*status), ""};
-    TimePoint now = Clock::now();
-    if (now >= deadline) return stop(HookEnd::Kind::timed_out);
-    pollfd fd{signals.fd(), POLLIN, 0};
-    if (::poll(&fd, 1, millis_until(deadline)) <= 0) continue;
-    while (auto sig = signals.next())
-      if (ends_a_process(*sig)) return stop(HookEnd::Kind::interrupted);
-  }
+  if (auto problem = hook->exec_problem()) return {HookEnd::Kind::not_started, 0, problem->message};
+  // Child's destructor KILLs the hook's group on every way out: the shell with it while it
+  // runs, else what it left running there.
+  return wait_for_shell(*hook, deadline, signals);
 }
 
 }  // namespace rlock

@@ -1,5 +1,6 @@
 #include "verbs/run_notify.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ namespace {
 constexpr int k_failures_read = 1000;
 // Entries of kept output read at once for RLOCK_OUTPUT_FILE.
 constexpr size_t k_output_read = 1024;
+// RLOCK_OUTPUT_FILE's descriptor is the first free one from this number on.
+constexpr int k_output_fd_from = 10;
 
 bool ran(const std::string& result) {
   return result != "busy" && result != "done" && result != "error";
@@ -34,26 +37,31 @@ void say(const std::string& key, const std::string& message) {
   log(Level::warning, {"notify", key, "--notify: " + message});
 }
 
-// RLOCK_OUTPUT_FILE, removed on every way out.
-struct OutputFile {
-  std::string path;
-  OutputFile() = default;
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
+// A file of this user's (0600) with no name in DIR: the kernel frees it with its last
+// descriptor, so rlock leaves none behind however it dies (SIGKILL included). Where the file
+// system has no O_TMPFILE, a file made by mkostemp and unlinked at once. Invalid, errno set,
+// when neither can be made.
+Fd unnamed_file(const std::string& dir) {
+  Fd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (file.valid()) return file;
+  std::string path = dir + "/rlock-output-XXXXXX";
+  file.reset(::mkostemp(path.data(), O_CLOEXEC));
+  if (file.valid()) ::unlink(path.c_str());
+  return file;
+}
 
-// The run's kept output (--keep-output) in a file of its own that only this user reads, for
-// RLOCK_OUTPUT_FILE: its path, empty when there is none to give (said).
-std::string output_file(Redis& redis, const RunOptions& options, int64_t fence) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/rlock-output-XXXXXX";
-  Fd file(::mkstemp(path.data()));
+// The run's kept output (--keep-output) for RLOCK_OUTPUT_FILE, in an unnamed file that the
+// hook inherits and opens as /dev/fd/N; invalid when there is none to give (said).
+Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  Fd made = unnamed_file(dir);
+  // Above the descriptors a shell script numbers itself (`exec 3>log`), which would take
+  // the file's place.
+  Fd file(made.valid() ? ::fcntl(made.get(), F_DUPFD_CLOEXEC, k_output_fd_from) : -1);
   if (!file.valid()) {
-    say(options.key, "no file for the kept output (" + path + ": " + std::strerror(errno) + ")");
-    return "";
+    say(options.key, "no file for the kept output in " + dir + " (" + std::strerror(errno) + ")");
+    return Fd();
   }
   TimePoint deadline = Clock::now() + redis.command_timeout();
   OutputRead read;
@@ -67,13 +75,12 @@ std::string output_file(Redis& redis, const RunOptions& options, int64_t fence) 
     read = std::move(*more);
     for (const OutputPiece& piece : read.pieces)
       if (!write_all(file.get(), piece.bytes.data(), piece.bytes.size())) {
-        say(options.key,
-            "the kept output could not be written to " + path + ": " + std::strerror(errno));
-        ::unlink(path.c_str());
-        return "";
+        say(options.key, "the kept output could not be written to a file in " + dir + ": " +
+                             std::strerror(errno));
+        return Fd();
       }
   } while (read.pieces.size() + (read.end ? 1 : 0) == k_output_read);
-  return path;
+  return file;
 }
 
 }  // namespace
@@ -159,15 +166,16 @@ void tell(const RunOptions& options, Redis& redis, const RunReport& report, Sign
   set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
   set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
   set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
-  OutputFile output;
+  Fd output;
   if (options.keep_output > 0 && report.fence > 0)
-    output.path = output_file(redis, options, report.fence);
-  set("RLOCK_OUTPUT_FILE", !output.path.empty(), output.path);
+    output = output_file(redis, options, report.fence);
+  set("RLOCK_OUTPUT_FILE", output.valid(), "/dev/fd/" + std::to_string(output.get()));
   // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
   keep_secrets(env, unset, false);
 
   log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
-  say_hook_end(options, run_hook(*options.notify, env, unset, options.notify_timeout, signals));
+  say_hook_end(options, run_hook(*options.notify, env, unset, output.get(), options.notify_timeout,
+                                 signals));
 }
 
 }  // namespace

@@ -4,10 +4,11 @@ cost (CPU time and peak memory, from wait4's rusage)."""
 import json
 import os
 import signal
+import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, read_pids, rlock_env, wait_until
 
 # The notification appends one line a time it runs: what it was told.
 NOTE = 'echo "$RLOCK_HOST $RLOCK_RESULT $RLOCK_EXIT_STATUS ${RLOCK_FAILURES-unset}" >> "$NOTES"'
@@ -95,12 +96,14 @@ class Notify(RedisTestCase):
         self.server.cmd("ACL", "SETUSER", "notifier", "on", ">url-s3cret", "~*", "&*", "+@all")
         url = f"redis://notifier:url-s3cret@127.0.0.1:{self.server.port}"
         env_file = self.path("env")
+        tmpdir = self.path("tmp")
+        os.mkdir(tmpdir)
         r = self.run_as("web-7", ["run", "--keep-output", "64k", "--notify",
                                   f"env > {env_file}; cp \"$RLOCK_OUTPUT_FILE\" {env_file}.out; "
                                   f"echo \"$RLOCK_OUTPUT_FILE\" > {env_file}.path",
                                   "job", "--", "sh", "-c", "echo kept line; exit 5"],
                         extra_env={"RLOCK_REDIS_URL": url, "REDISCLI_AUTH": "cli-s3cret",
-                                   "RLOCK_PASSWORD": "env-s3cret"})
+                                   "RLOCK_PASSWORD": "env-s3cret", "TMPDIR": tmpdir})
         self.assertEqual(r.returncode, 5, r.stderr)
         with open(env_file) as f:
             text = f.read()
@@ -121,7 +124,87 @@ class Notify(RedisTestCase):
         with open(env_file + ".out") as f:
             self.assertEqual(f.read(), "kept line\n")
         with open(env_file + ".path") as f:
-            self.assertFalse(os.path.exists(f.read().strip()), "the output file was left")
+            self.assertRegex(f.read(), r"^/dev/fd/\d+\n$")
+        self.assertEqual(os.listdir(tmpdir), [], "the output file was left")
+
+    def communicate(self, p, timeout, what):
+        """(stdout, stderr) of P once it has exited and every holder of its pipes has closed
+        them, as `2>&1 | cat` or `$(rlock ...)` wait for; fails after TIMEOUT seconds."""
+        try:
+            return p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.fail(f"rlock's stdout or stderr still open after {timeout}s: {what}")
+
+    def test_what_the_hook_left_running_is_killed_when_its_shell_ends(self):
+        # The sleep holds rlock's stderr: a reader of it (cron's pipe) would wait 300s.
+        pid_file = self.path("sleep.pid")
+        p = self.start(["run", "--notify-timeout", "60s", "--notify",
+                        f"sleep 300 & echo $! > {pid_file}; echo done", "job", "--", "false"])
+        out, err = self.communicate(p, 10, "the hook's sleep was left running")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertEqual(out, "")  # rlock's stdout is the job's
+        self.assertIn("done", err)
+        self.assertNotIn("--notify", err)  # neither a timeout nor a failure
+        pid = read_pids(pid_file)[0]
+        wait_until(lambda: gone(pid), 10, f"the hook's sleep (pid {pid}) to die")
+
+    def test_a_hook_past_its_timeout_is_killed_with_what_ignores_term(self):
+        pids = self.path("pids")
+        hook = (f"sh -c 'trap \"\" TERM HUP INT; echo $$ >> {pids}; sleep 300; :' & "
+                f"echo $$ >> {pids}; wait")
+        p = self.start(["run", "--notify-timeout", "1s", "--notify", hook, "job", "--", "false"])
+        _, err = self.communicate(p, 30, "the hook outlived --notify-timeout")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("still running after 1s (--notify-timeout); killed", err)
+        self.assertEqual(len(read_pids(pids)), 2, err)
+        for pid in read_pids(pids):
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die")
+
+    def test_a_signal_that_ends_rlock_kills_the_hook_at_once(self):
+        hook = f'sleep 300 & echo $$ $! > {self.path("pids")}; wait'
+        p = self.start(["run", "--notify-timeout", "60s", "--notify", hook, "job", "--", "false"])
+        pids = [int(pid) for pid in self.wait_file("pids").split()]
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = self.communicate(p, 10, "the hook outlived rlock's SIGTERM")
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("--notify: its command was killed: rlock was asked to stop", err)
+        for pid in pids:
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die")
+
+    def test_a_sigkilled_rlock_leaves_no_hook_and_no_output_file(self):
+        tmpdir = self.path("tmp")
+        os.mkdir(tmpdir)
+        hook = (f'cat "$RLOCK_OUTPUT_FILE" > {self.path("seen")}; sleep 300 & '
+                f'echo $$ $! > {self.path("pids")}; wait')
+        p = self.start(["run", "--keep-output", "64k", "--notify-timeout", "60s", "--notify", hook,
+                        "job", "--", "sh", "-c", "echo kept line; exit 3"],
+                       env=rlock_env(self.server, TMPDIR=tmpdir))
+        pids = [int(pid) for pid in self.wait_file("pids").split()]
+        with open(self.path("seen")) as f:
+            self.assertEqual(f.read(), "kept line\n")
+        os.kill(p.pid, signal.SIGKILL)  # rlock alone: its guardian is left to act
+        p.wait(timeout=10)
+        for pid in pids:
+            wait_until(lambda: gone(pid), 10, f"the hook's pid {pid} to die with rlock")
+        self.assertEqual(os.listdir(tmpdir), [], "rlock's output file was left")
+
+    def test_the_output_file_is_read_by_path_twice_and_by_a_child_of_the_hook(self):
+        out = self.path("out")
+        hook = (f'cat "$RLOCK_OUTPUT_FILE" > {out}; cat "$RLOCK_OUTPUT_FILE" >> {out}; '
+                f'cat < "$RLOCK_OUTPUT_FILE" >> {out}; '
+                f'sh -c \'cat "$RLOCK_OUTPUT_FILE"\' > {out}.child; '
+                f'readlink /proc/$$/fd/0 > {out}.stdin')
+        # rlock's stdin a pipe: the hook's is /dev/null all the same.
+        r = self.run_rlock(["run", "--keep-output", "64k", "--notify", hook, "job", "--",
+                            "sh", "-c", "echo kept line; exit 3"], input="")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertNotIn("--notify", r.stderr)
+        with open(out) as f:
+            self.assertEqual(f.read(), "kept line\n" * 3)
+        with open(out + ".child") as f:
+            self.assertEqual(f.read(), "kept line\n")
+        with open(out + ".stdin") as f:
+            self.assertEqual(f.read(), "/dev/null\n")
 
     def test_what_did_not_run_is_told_only_always(self):
         holder = self.start(["run", "job", "--", "sleep", "30"])
