@@ -257,7 +257,8 @@ public:
       if (auto problem = next->exec_problem()) {
         // Gone or no longer executable since the first attempt: that attempt ends at once.
         log_error(problem->message);
-        end = AttemptEnd{RunEnd::exited, problem->exit_status};
+        end = AttemptEnd{};
+        end.status = problem->exit_status;
         continue;
       }
       end = supervisor.watch(*next);
