@@ -10,6 +10,7 @@
 #include "lock/lock.h"
 #include "lock/scripts.h"
 #include "redis/retry.h"
+#include "util/exit_status.h"
 
 namespace rlock {
 
@@ -34,23 +35,57 @@ Result<PeriodSlot> current_slot(Redis& redis, const Period& period,
 
 }  // namespace
 
-const char* run_end_name(RunEnd end) {
-  switch (end) {
-  case RunEnd::exited: return "exited";
-  case RunEnd::signalled: return "signalled";
-  case RunEnd::lost: return "lost";
-  case RunEnd::broken: return "broken";
-  case RunEnd::max_run: return "max-run";
-  case RunEnd::hung: return "hung";
-  case RunEnd::stopped: return "stopped";
-  case RunEnd::busy: return "busy";
-  case RunEnd::paused: return "paused";
-  case RunEnd::done_this_period: return "done-this-period";
-  case RunEnd::period_reset: return "period-reset";
-  case RunEnd::running: return "running";
-  case RunEnd::no_end: return "no-end";
-  }
-  return "unknown";
+namespace {
+
+// How each end is told at the edges. A null result or label: success or failure by the exit
+// status. An exit status of -1: the command's own, -2: --conflict-exit-code's.
+struct RunEndWords {
+  RunEnd end;
+  const char* name;
+  const char* result;
+  const char* label;
+  int exit_status;
+};
+constexpr int k_command_status = -1, k_conflict_status = -2;
+constexpr RunEndWords k_run_ends[] = {
+    {RunEnd::exited, "exited", nullptr, nullptr, k_command_status},
+    {RunEnd::signalled, "signalled", "failure", "signalled", k_command_status},
+    {RunEnd::lost, "lost", "lost", "lost", k_exit_lost},
+    {RunEnd::broken, "broken", "lost", "lost", k_exit_lost},
+    {RunEnd::max_run, "max-run", "max-run", "max-run", k_exit_max_run},
+    {RunEnd::hung, "hung", "hung", "hung", k_exit_hung},
+    {RunEnd::stopped, "stopped", "stopped", "stopped", k_exit_stopped},
+    {RunEnd::busy, "busy", "busy", "busy", k_conflict_status},
+    {RunEnd::paused, "paused", "busy", "busy", k_conflict_status},
+    {RunEnd::done_this_period, "done-this-period", "done", "done", k_conflict_status},
+    {RunEnd::period_reset, "period-reset", "error", "error", k_exit_ok},
+    {RunEnd::running, "running", "error", "error", k_exit_internal},
+    {RunEnd::no_end, "no-end", "error", "error", k_exit_internal},
+};
+
+const RunEndWords& words(RunEnd end) {
+  for (const RunEndWords& w : k_run_ends)
+    if (w.end == end) return w;
+  return k_run_ends[0];  // every enumerator has its row (history_test.cpp)
+}
+
+}  // namespace
+
+const char* run_end_name(RunEnd end) { return words(end).name; }
+
+const char* run_result_name(RunEnd end, int status) {
+  const char* result = words(end).result;
+  return result ? result : status == 0 ? "success" : "failure";
+}
+
+const char* run_end_label(RunEnd end, int status) {
+  const char* label = words(end).label;
+  return label ? label : status == 0 ? "success" : "failure";
+}
+
+int run_end_exit_status(RunEnd end, int status, int conflict) {
+  int fixed = words(end).exit_status;
+  return fixed == k_command_status ? status : fixed == k_conflict_status ? conflict : fixed;
 }
 
 bool RunRecord::ended() const {

@@ -26,10 +26,12 @@
 
 namespace rlock {
 
-// How a run ended, as its history entry and its period's slot name it (run_end_name()).
-// period_reset is no run: an operator's `rlock reset-period`, recorded with the runs. running
-// is a run's start entry; no_end is what readers make of one whose fence no longer holds the
-// lock (settle_starts): its rlock died, and nobody knows how the command ended.
+// How a run ended: the one value from run's supervisor to the history, the metrics, --notify,
+// check and rlock's exit status (k_run_ends in history.cpp gives each its words and status;
+// adding an end adds a row there). period_reset is no run: an operator's `rlock reset-period`,
+// recorded with the runs. running is a run's start entry; no_end is what readers make of one
+// whose fence no longer holds the lock (settle_starts): its rlock died, and nobody knows how
+// the command ended.
 enum class RunEnd {
   exited,
   signalled,
@@ -45,7 +47,17 @@ enum class RunEnd {
   running,
   no_end
 };
+// As the history, JSON and watch name END.
 const char* run_end_name(RunEnd end);
+// As RLOCK_RESULT names a run that ended as END with rlock's exit status STATUS: success,
+// failure, lost, hung, max-run, stopped when the command ran; busy or done when it did not.
+const char* run_result_name(RunEnd end, int status);
+// As the metrics file labels it (rlock_runs_total's end): the result, but signalled by its own
+// name.
+const char* run_end_label(RunEnd end, int status);
+// rlock's exit status for a run that ended as END: the command's own STATUS when it ended by
+// itself (exited, signalled), CONFLICT (--conflict-exit-code) when it did not run.
+int run_end_exit_status(RunEnd end, int status, int conflict);
 
 struct RunRecord {
   std::string id;  // the stream entry's ID (when read back)

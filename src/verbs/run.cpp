@@ -57,7 +57,7 @@ public:
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
   ~Run() {
-    report_ = {run_result(metrics_.m), 0, held_time_, got_.fence, holder_.host, last_attempt_};
+    report_ = {end_, 0, held_time_, got_.fence, holder_.host, last_attempt_};
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -92,6 +92,7 @@ public:
               : acquire(*lock_, encode_lock_value(value), options_, signals_, still_wanted);
     if (done_meanwhile) return *done_meanwhile;
     bool busy = std::holds_alternative<NotObtained>(outcome);
+    if (busy) end_ = std::get<NotObtained>(outcome).paused ? RunEnd::paused : RunEnd::busy;
     if (auto status = exit_unless_obtained(outcome, options_)) {
       // Not obtained: busy, or interrupted while waiting, or Redis failed us.
       metrics_.m.result =
@@ -161,6 +162,7 @@ public:
   // The period has had its run (that of CLAIM): said, and recorded with --record-skips.
   int done_this_period(const SlotClaim& claim, const PeriodGuard& period) {
     metrics_.m.result = "done";
+    end_ = RunEnd::done_this_period;
     log(Level::info, {"done_this_period", options_.key,
                       period_done_text(claim, period.slot_name(), options_.retry_failed)});
     if (options_.record_skips) {
@@ -293,14 +295,16 @@ public:
     RunRecord record = record_of(end);
     // The run ended between attempts as the last attempt did: that end is recorded already.
     bool recorded = end.between_attempts && command_ended(end.end);
-    metrics_.run_ended(record, !recorded);
-    held_time_ = Millis(record.held_ms);
-    last_attempt_ = record.attempt;
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
     // or it refuses us below. Each step of the way out then gets one quick try.
     bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
-    if (end.end == RunEnd::lost && lost_to_another) record_breaker(*lock_, record);
+    end_ = end.end;
+    if (end.end == RunEnd::lost && lost_to_another && record_breaker(*lock_, record))
+      end_ = RunEnd::broken;
+    metrics_.run_ended(*end_, record, !recorded);
+    held_time_ = Millis(record.held_ms);
+    last_attempt_ = record.attempt;
     auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
     if (period_) {
       // Before the release: the next holder must find this period's run finished, not running.
@@ -437,6 +441,7 @@ private:
   MetricsRecorder metrics_;
   Obtained got_{};
   std::optional<HeldLock> held_;
+  std::optional<RunEnd> end_;            // how the run ended; none: an error kept it from running
   Millis held_time_{0};                  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;

@@ -85,13 +85,6 @@ Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
 
 }  // namespace
 
-std::string run_result(const RunMetrics& m) {
-  if (m.end.empty()) return m.result == "acquired" ? "error" : m.result;
-  if (m.end == "signalled") return "failure";
-  if (m.end == "broken") return "lost";
-  return m.end;  // success, failure, lost, hung, max-run, stopped
-}
-
 bool worth_telling(const RunOptions& options, const std::string& result,
                    std::optional<int> before) {
   using On = RunOptions::NotifyOn;
@@ -145,7 +138,7 @@ void say_hook_end(const RunOptions& options, const HookEnd& end) {
 }
 
 void tell(const RunOptions& options, Redis& redis, const RunReport& report, SignalEvents& signals) {
-  const std::string& result = report.result;
+  const std::string result = report.result();
   std::optional<int> before;
   if (count_needed(options, result)) before = fleet_failures(redis, options, report.fence);
   if (!worth_telling(options, result, before)) return;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "output/metrics.h"
+#include "lock/history.h"
 #include "settings/options.h"
 #include "util/duration.h"
 
@@ -18,17 +18,19 @@ class SignalEvents;
 
 // What rlock run did, as the notification's environment tells it.
 struct RunReport {
-  std::string result;  // RLOCK_RESULT (run_result())
+  // How the run ended (busy, paused and done-this-period when the command did not run); none:
+  // an error kept it from running (Redis failed us, or the command could not start).
+  std::optional<RunEnd> end;
   int exit_status = 0;
   Millis duration{0};  // while the lock was held, every attempt's
   int64_t fence = 0;   // 0: the run took no lock
   std::string host;
   int attempt = 0;  // --retry: the number of the last attempt
-};
 
-// A run's result as RLOCK_RESULT says it, from its metrics (RunMetrics' result and end): success,
-// failure, lost, hung, max-run or stopped when the command ran; busy, done or error when not.
-std::string run_result(const RunMetrics& m);
+  // RLOCK_RESULT: success, failure, lost, hung, max-run or stopped when the command ran; busy,
+  // done or error when not.
+  std::string result() const { return end ? run_result_name(*end, exit_status) : "error"; }
+};
 
 // Whether OPTIONS (--notify-on, --notify-after) tell of a run that ended as RESULT after
 // BEFORE failures in a row across the fleet; BEFORE unknown (the history could not be read):

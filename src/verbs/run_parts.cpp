@@ -60,10 +60,9 @@ void MetricsRecorder::add_cost(const RunRecord& r) {
   m.max_rss_bytes = std::max(m.max_rss_bytes, double(r.max_rss_kb) * 1024);
 }
 
-void MetricsRecorder::run_ended(const RunRecord& r, bool cost) {
+void MetricsRecorder::run_ended(RunEnd end, const RunRecord& r, bool cost) {
   if (cost) add_cost(r);
-  m.end =
-      r.end == run_end_name(RunEnd::exited) ? (r.exit_status == 0 ? "success" : "failure") : r.end;
+  m.end = run_end_label(end, r.exit_status);
 }
 
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
@@ -80,13 +79,14 @@ void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
   }
 }
 
-void record_breaker(Lock& lock, RunRecord& record) {
+bool record_breaker(Lock& lock, RunRecord& record) {
   auto breaking =
       broken_by(lock.redis(), lock.key(), lock.token(), Clock::now() + lock.command_timeout());
-  if (!breaking || !*breaking) return;
+  if (!breaking || !*breaking) return false;
   record.end = run_end_name(RunEnd::broken);
   record.by = (*breaking)->by;
   record.reason = (*breaking)->reason;
+  return true;
 }
 
 void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
@@ -171,16 +171,10 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
 
 RunRecord run_record(RunRecord run, const AttemptEnd& end) {
   run.end = run_end_name(end.end);
-  switch (end.end) {
-  case RunEnd::lost: run.exit_status = k_exit_lost; break;
-  case RunEnd::max_run: run.exit_status = k_exit_max_run; break;
-  case RunEnd::hung: run.exit_status = k_exit_hung; break;
-  case RunEnd::stopped:
-    run.exit_status = k_exit_stopped;
+  run.exit_status = run_end_exit_status(end.end, end.status, end.status);
+  if (end.stop) {
     run.by = end.stop->by;
     run.reason = end.stop->reason;
-    break;
-  default: run.exit_status = end.status; break;
   }
   return run;
 }

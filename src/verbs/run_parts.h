@@ -34,8 +34,9 @@ struct MetricsRecorder {
   std::optional<TimePoint> acquired;
   // Adds what the command (or an attempt of it) cost, as its record R says.
   void add_cost(const RunRecord& r);
-  // The run ended as R says; its cost is added too unless COST is false (counted already).
-  void run_ended(const RunRecord& r, bool cost);
+  // The run ended as END, recorded as R; its cost is added too unless COST is false (counted
+  // already).
+  void run_ended(RunEnd end, const RunRecord& r, bool cost);
 };
 
 // Says that the lock was taken, with FENCE, after waiting WAITED: on stderr when it waited,
@@ -43,8 +44,9 @@ struct MetricsRecorder {
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited);
 
 // A lock lost to release --force: RECORD is made the record of a broken run, by whom and why,
-// as the tombstone in its place says (one read, on this rare way out only).
-void record_breaker(Lock& lock, RunRecord& record);
+// as the tombstone in its place says (one read, on this rare way out only). False when no
+// tombstone says so (the key was deleted, or taken by another token).
+bool record_breaker(Lock& lock, RunRecord& record);
 
 // --record-skips: a run of HOLDER (with TOKEN) kept out by a holder or by a pause (who
 // paused, and why), which exits with STATUS.

@@ -2,6 +2,9 @@
 // the delays, and the settings' values.
 #include <doctest/doctest.h>
 
+#include <string>
+#include <tuple>
+
 #include "lock/check.h"
 #include "settings/settings.h"
 #include "util/error.h"
@@ -88,21 +91,38 @@ TEST_CASE("worth_telling: failure, change and always, from the Nth failure in a 
   CHECK(worth_telling(always, "success", std::nullopt));
 }
 
-TEST_CASE("run_result: what RLOCK_RESULT says") {
-  RunMetrics m;
-  m.result = "busy";
-  CHECK(run_result(m) == "busy");
-  m.result = "acquired";
-  CHECK(run_result(m) == "error");  // taken, but the command never started
-  for (auto [end, result] : {std::pair{"success", "success"},
-                             {"failure", "failure"},
-                             {"signalled", "failure"},
-                             {"broken", "lost"},
-                             {"max-run", "max-run"},
-                             {"stopped", "stopped"}}) {
-    m.end = end;
-    CHECK(run_result(m) == result);
+TEST_CASE("RunReport::result: what RLOCK_RESULT says") {
+  RunReport r;
+  CHECK(r.result() == "error");  // the lock could not be had, or the command never started
+  for (auto [end, status, result] : {std::tuple{RunEnd::busy, 75, "busy"},
+                                     {RunEnd::paused, 75, "busy"},
+                                     {RunEnd::done_this_period, 75, "done"},
+                                     {RunEnd::exited, 0, "success"},
+                                     {RunEnd::exited, 3, "failure"},
+                                     {RunEnd::signalled, 143, "failure"},
+                                     {RunEnd::broken, 76, "lost"},
+                                     {RunEnd::max_run, 124, "max-run"},
+                                     {RunEnd::stopped, 80, "stopped"}}) {
+    r.end = end;
+    r.exit_status = status;
+    CHECK(r.result() == result);
   }
+}
+
+TEST_CASE("every end has its words and its exit status") {
+  for (RunEnd end : {RunEnd::exited, RunEnd::signalled, RunEnd::lost, RunEnd::broken,
+                     RunEnd::max_run, RunEnd::hung, RunEnd::stopped, RunEnd::busy, RunEnd::paused,
+                     RunEnd::done_this_period, RunEnd::period_reset, RunEnd::running,
+                     RunEnd::no_end}) {
+    CAPTURE(static_cast<int>(end));
+    CHECK((end == RunEnd::exited) == (std::string(run_end_name(end)) == "exited"));
+  }
+  CHECK(run_end_exit_status(RunEnd::exited, 3, 75) == 3);
+  CHECK(run_end_exit_status(RunEnd::busy, 0, 9) == 9);
+  CHECK(run_end_exit_status(RunEnd::lost, 0, 75) == 76);
+  CHECK(run_end_exit_status(RunEnd::hung, 0, 75) == 79);
+  CHECK(std::string(run_end_label(RunEnd::signalled, 143)) == "signalled");
+  CHECK(std::string(run_end_label(RunEnd::broken, 76)) == "lost");
 }
 
 TEST_CASE("retries: which statuses, and the delays that double up to an hour") {
