@@ -2,7 +2,8 @@
 """rlock's peak memory with --keep-output: what `rlock run --keep-output SIZE` holds at most
 while a command writes 200 MB through it. A benchmark, not a test.
 
-    bench/keep_output_peak.py [--rlock build/rlock] [--mb 200] [--sizes 1M,4M,16M] [--rounds 3]
+    bench/keep_output_peak.py [--rlock build/rlock] [--before OLD] [--mb 200] [--rounds 3]
+                              [--sizes 1M,4M,16M] [--out bench/results.md]
 
 Each writer runs under `rlock run --keep-output SIZE`, its stdout to /dev/null:
 - zeros: `head -c N /dev/zero`, as fast as a program can write;
@@ -20,7 +21,8 @@ peak RSS from wait4()'s ru_maxrss: the largest of rlock and the processes it wai
 `head`, `base64` and `awk` take 2 MB or less). Not by a Python process: a child forked from one
 counts the parent's 8 MB or more, before its exec, in its peak. Printed: the largest of ROUNDS
 runs, in MiB, beside the goal of docs/PERFORMANCE.md "Kept output" (2 × SIZE + 8 MB), and the
-same writers without --keep-output.
+same writers without --keep-output; with --before, an older binary's beside. Also written to
+its section of bench/results.md (or --out).
 """
 import argparse
 import os
@@ -30,9 +32,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from keep_output import start_server  # noqa: E402
+from sections import write_section  # noqa: E402
 
 TIME = "/usr/bin/time"
 
@@ -94,58 +99,76 @@ def peak_kb(rlock, args, env, work, stderr_to):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rlock", default=os.path.join(os.path.dirname(__file__), "..", "build",
-                                                    "rlock"))
+    ap.add_argument("--rlock", default=os.path.join(HERE, "..", "build", "rlock"))
+    ap.add_argument("--before", help="an older rlock binary, measured beside (taking turns)")
     ap.add_argument("--redis-server", default=shutil.which("redis-server"))
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--sizes", default="1M,4M,16M")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--writers", default="zeros,text,two streams")
     ap.add_argument("--redis", default="fast,slow", help="fast, slow or both")
+    ap.add_argument("--out", default=os.path.join(HERE, "results.md"))
     a = ap.parse_args()
     if not os.access(TIME, os.X_OK):
         raise SystemExit(f"{TIME} is needed (Debian's package time)")
-    rlock = os.path.abspath(a.rlock)
+    binaries = [("rlock", os.path.abspath(a.rlock))]
+    if a.before:
+        binaries.append(("before", os.path.abspath(a.before)))
+    version = subprocess.run([a.redis_server, "--version"], capture_output=True,
+                             text=True).stdout.split()[2]
     work = tempfile.mkdtemp(prefix="rlock-peak-")
     proc, port, client = start_server(a.redis_server, work)
     env = dict(os.environ, RLOCK_REDIS_URL=f"redis://127.0.0.1:{port}")
     jobs = writers(a.mb * 1_000_000)
-    chosen = [w for w in a.writers.split(",") if w]
-    sizes = a.sizes.split(",")
-    modes = a.redis.split(",")
     stderr_to = os.path.join(work, "stderr")
-    rows = []
+    rows = []  # (writer, Redis, SIZE, {binary: peak kB}, goal kB)
+
+    def largest(args, mode):
+        """Each binary's largest peak over the rounds, the binaries taking turns."""
+        peaks = {name: 0 for name, _ in binaries}
+        for _ in range(a.rounds):
+            for name, binary in binaries:
+                if mode == "slow":
+                    with Staller(proc):
+                        peak = peak_kb(binary, args, env, work, stderr_to)
+                else:
+                    peak = peak_kb(binary, args, env, work, stderr_to)
+                peaks[name] = max(peaks[name], peak)
+        return peaks
+
     try:
-        for writer in chosen:
-            without = max(peak_kb(rlock, ["run", "bench:peak", "--", "sh", "-c", jobs[writer]],
-                                  env, work, stderr_to) for _ in range(a.rounds))
-            rows.append((writer, "-", "(without)", without, None))
-            for mode in modes:
-                for size in sizes:
-                    args = ["run", "--keep-output", size, "bench:peak", "--", "sh", "-c",
-                            jobs[writer]]
-                    peaks = []
-                    for _ in range(a.rounds):
-                        if mode == "slow":
-                            with Staller(proc):
-                                peaks.append(peak_kb(rlock, args, env, work, stderr_to))
-                        else:
-                            peaks.append(peak_kb(rlock, args, env, work, stderr_to))
-                    goal = (2 * size_bytes(size) + 8_000_000) / 1024
-                    rows.append((writer, mode, size, max(peaks), goal))
-                    print(f"{writer} {mode} {size}: {[round(p / 1024, 1) for p in peaks]} MiB",
-                          file=sys.stderr, flush=True)
+        for writer in a.writers.split(","):
+            command = ["bench:peak", "--", "sh", "-c", jobs[writer]]
+            rows.append((writer, "fast", "none", largest(["run"] + command, "fast"), None))
+            for mode in a.redis.split(","):
+                for size in a.sizes.split(","):
+                    peaks = largest(["run", "--keep-output", size] + command, mode)
+                    rows.append((writer, mode, size, peaks, 2 * size_bytes(size) + 8_000_000))
+                    print(rows[-1], file=sys.stderr, flush=True)
     finally:
         client.close()
         proc.kill()
         proc.wait()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"Peak RSS of rlock run over {a.mb} MB, the largest of {a.rounds} runs\n")
-    print("| writer | Redis | --keep-output | peak RSS | goal: 2 × SIZE + 8 MB |")
-    print("|---|---|---|---|---|")
-    for writer, mode, size, peak, goal in rows:
-        mark = "" if goal is None else f"{goal / 1024:.1f} MiB{'' if peak <= goal else ' (over)'}"
-        print(f"| {writer} | {mode} | {size} | {peak / 1024:.1f} MiB | {mark} |")
+    mib = lambda kb: f"{kb / 1024:.1f} MiB"  # noqa: E731
+    lines = [
+        f"### Peak RSS with --keep-output (redis-server {version}, {time.strftime('%Y-%m-%d')})",
+        "",
+        f"`rlock run --keep-output SIZE` over {a.mb} MB (two streams: a fifth), its stdout to "
+        f"/dev/null; Redis fast, or slow (stopped 1.5 s of every 2 s); the largest peak RSS of "
+        f"{a.rounds} runs (GNU time's %M), the binaries taking turns. Goal: 2 × SIZE + 8 MB.",
+        "",
+        "| writer | Redis | --keep-output | " + " | ".join(n for n, _ in binaries) + " | goal |",
+        "|---|---|---|" + "---|" * len(binaries) + "---|",
+    ]
+    for writer, mode, size, peaks, goal in rows:
+        cells = [mib(peaks[n]) + (" (over)" if goal and peaks[n] * 1024 > goal else "")
+                 for n, _ in binaries]
+        lines.append(f"| {writer} | {mode if goal else '-'} | {size} | " + " | ".join(cells) +
+                     f" | {mib(goal / 1024) if goal else ''} |")
+    text = "\n".join(lines)
+    print(text)
+    write_section(a.out, "keep_output_peak", text)
 
 
 if __name__ == "__main__":
