@@ -99,8 +99,8 @@ def main():
                 subprocess.run(["bash", "-o", "pipefail", "-c", line], check=True)
                 relay_times[k].append(time.monotonic() - start)
         kept = 0
-        for member in client("ZRANGE", "{bench:keep}:rlock:outputs", "-1", "-1"):
-            stream = "{bench:keep}:rlock:output-" + member.split()[0]
+        for member in client("ZRANGE", "rlock-output:{bench:keep}:rlock:outputs", "-1", "-1"):
+            stream = "rlock-output:{bench:keep}:rlock:output-" + member.split()[0]
             kept = sum(len(e[1][1]) for e in client("XRANGE", stream, "-", "+")
                        if e[1][0] in ("o", "e"))
     finally:

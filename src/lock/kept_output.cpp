@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <mutex>
 
 #include "lock/lock.h"
+#include "lock/output_window.h"
 #include "lock/scripts.h"
 #include "util/log.h"
 
@@ -27,8 +27,14 @@ constexpr Millis k_send_every{100};
 // After a failure, how soon to send again, doubling up to the most.
 constexpr Millis k_retry_first{250};
 constexpr Millis k_retry_most{5000};
-// The most entries one send carries.
+// The most entries one command carries.
 constexpr size_t k_send_entries = 1024;
+// A round of sends carries an eighth of SIZE a command, and at least this: the copies a command
+// makes of what it carries (its pieces, the script's arguments, the bytes for the socket) then
+// cost less than half of SIZE beside the SIZE bytes waiting. A round sent as one command, with
+// each of those copies as large as SIZE, peaked at 9.5 times SIZE (docs/PERFORMANCE.md "Kept
+// output").
+constexpr size_t k_send_least = 256 * 1024;
 // At the run's end, how soon to send again after a failure.
 constexpr Millis k_end_retry{50};
 // Once sending failed (Redis away), what the end of the run gives the last send.
@@ -144,24 +150,31 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
 
 // Shared by the keeper and its thread, which may outlive it (~OutputKeeper).
 struct OutputKeeper::State {
+  explicit State(uint64_t keep) : size(keep), pending(keep) {}
+
   Connect connect;
   std::string key, stream, index, member, fence;
   uint64_t size = 0;
   size_t piece_bytes = k_piece_most;
+  size_t send_bytes = k_send_least;  // the most one command carries
   Millis retention{0};
 
   std::mutex mutex;
   std::condition_variable wake;  // output came, or the run ended
   std::condition_variable done_cv;
-  std::deque<OutputPiece> pending;  // not sent yet: the newest SIZE bytes at most
-  uint64_t pending_bytes = 0;
-  uint64_t taken = 0;              // the output's length so far
+  // Not in Redis yet: the newest SIZE bytes at most, a command's on their way among them.
+  OutputWindow pending;
+  uint64_t flight_end = 0;         // a command on its way carries the output up to here
+  uint64_t flight_dropped = 0;     // of those, bytes pending dropped meanwhile: lost if it fails
   uint64_t confirmed = 0;          // Redis has the output up to here
   uint64_t skipped = 0;            // dropped unsent
   uint64_t missed = 0;             // dropped unsent while sending failed or was slow
   uint64_t dropped_in_flight = 0;  // dropped while a call was on its way: missed if it was slow
   bool failing = false;
-  std::optional<TimePoint> sending_since;  // a call to Redis is on its way (the entry, a send)
+  // A call to Redis is on its way: the run's entry, or a round of sends, which sends what was
+  // pending when it began (up to round_end) in one command or more.
+  std::optional<TimePoint> sending_since;
+  uint64_t round_end = 0;
   bool ending = false;
   std::string end;
   int status = 0;
@@ -172,15 +185,19 @@ struct OutputKeeper::State {
   std::string failure;
 
   void run();
-  // Appends BYTES at the back, in pieces of piece_bytes at most (mutex held).
-  void append(int stream, std::string_view bytes, uint64_t offset);
-  // Drops the oldest pending bytes past SIZE (mutex held).
-  void trim();
+  // BYTES of STREAM, next in the output (mutex held).
+  void add(int stream, std::string_view bytes);
+  // The pending bytes from FROM to TO were dropped unsent (mutex held).
+  void dropped(uint64_t from, uint64_t to);
+  // The next command's pieces, from the first pending byte (mutex held).
+  std::vector<OutputPiece> next_batch();
   // Sends BATCH (and, with END, the end) in one command: the script's reply.
-  Result<Reply> send(Redis& redis, const std::deque<OutputPiece>& batch, bool with_end,
+  Result<Reply> send(Redis& redis, std::vector<OutputPiece> batch, bool with_end,
                      TimePoint deadline);
-  // A call to Redis begins (mutex held), and has ended, answered or not (ANSWERED): what was
-  // dropped meanwhile is missed when it failed or was slow.
+  // Whether the round of sends has bytes left to send (mutex held).
+  bool round_left() const { return !pending.empty() && pending.begin() < round_end; }
+  // A call to Redis (a round) begins (mutex held), and has ended, answered or not (ANSWERED):
+  // what was dropped meanwhile is missed when it failed or was slow.
   void call_begins() { sending_since = Clock::now(); }
   void call_ended(bool answered) {
     if (!answered || Clock::now() - *sending_since >= k_slow_send) missed += dropped_in_flight;
@@ -195,55 +212,66 @@ struct OutputKeeper::State {
   }
 };
 
-void OutputKeeper::State::append(int stream, std::string_view bytes, uint64_t offset) {
-  while (!bytes.empty()) {
-    if (pending.empty() || pending.back().stream != stream ||
-        pending.back().bytes.size() >= piece_bytes)
-      pending.push_back({offset, stream, {}});
-    OutputPiece& last = pending.back();
-    size_t n = std::min(bytes.size(), piece_bytes - last.bytes.size());
-    last.bytes.append(bytes.substr(0, n));
-    bytes.remove_prefix(n);
-    offset += n;
-    pending_bytes += n;
-  }
+void OutputKeeper::State::add(int stream, std::string_view bytes) {
+  uint64_t begin = pending.begin();
+  pending.add(stream, bytes);
+  dropped(begin, pending.begin());
 }
 
-void OutputKeeper::State::trim() {
-  while (pending_bytes > size) {
-    OutputPiece& first = pending.front();
-    uint64_t n = std::min<uint64_t>(first.bytes.size(), pending_bytes - size);
-    skipped += n;
-    if (sending_since)
-      dropped_in_flight += n;
-    else if (failing)
-      missed += n;
-    pending_bytes -= n;
-    if (n == first.bytes.size()) {
-      pending.pop_front();
-    } else {
-      first.bytes.erase(0, n);
-      first.offset += n;
-    }
-  }
+void OutputKeeper::State::dropped(uint64_t from, uint64_t to) {
+  if (from >= to) return;
+  // Bytes a command on its way carries are sent if it is answered: only then are they
+  // counted, as skipped, when it is not.
+  uint64_t flying = from < flight_end ? std::min(to, flight_end) - from : 0;
+  flight_dropped += flying;
+  uint64_t n = to - from - flying;
+  skipped += n;
+  if (sending_since)
+    dropped_in_flight += n;
+  else if (failing)
+    missed += n;
 }
 
-Result<Reply> OutputKeeper::State::send(Redis& redis, const std::deque<OutputPiece>& batch,
-                                        bool with_end, TimePoint deadline) {
-  Argv args{fence, std::to_string(size), std::to_string(retention.count())};
+std::vector<OutputPiece> OutputKeeper::State::next_batch() {
+  // Entries of piece_bytes at most, of one stream each; at most send_bytes a command, which
+  // bounds its copies, and k_send_entries: one script call holds up Redis for every other
+  // client, and lines of two pipes could be many. Copied while take() waits: the ring may be
+  // written over once the mutex is let go.
+  std::vector<OutputPiece> batch;
+  uint64_t upto = ending ? pending.end() : std::min(round_end, pending.end());
+  uint64_t at = pending.begin(), most = at + send_bytes;
+  while (at < std::min(upto, most) && batch.size() < k_send_entries) {
+    OutputWindow::Run run = pending.run_at(at);
+    uint64_t to = std::min({upto, most, run.end, at + piece_bytes});
+    batch.push_back({at, run.stream, pending.bytes(at, to)});
+    at = to;
+  }
+  flight_end = at;
+  flight_dropped = 0;
+  return batch;
+}
+
+Result<Reply> OutputKeeper::State::send(Redis& redis, std::vector<OutputPiece> batch, bool with_end,
+                                        TimePoint deadline) {
+  // The arguments are built in the call, not copied into it.
+  ScriptCall call{&scripts::output_append,
+                  {stream, index},
+                  {fence, std::to_string(size), std::to_string(retention.count())}};
+  Argv& args = call.args;
+  args.reserve(7 + 3 * batch.size());
   {
     std::lock_guard<std::mutex> guard(mutex);
-    args.push_back(with_end ? std::to_string(taken) : "");
+    args.push_back(with_end ? std::to_string(pending.end()) : "");
     args.push_back(end);
     args.push_back(std::to_string(status));
     args.push_back(std::to_string(skipped));
   }
-  for (const OutputPiece& p : batch) {
+  for (OutputPiece& p : batch) {
     args.push_back(std::to_string(p.offset));
     args.push_back(p.stream == 1 ? "o" : "e");
-    args.push_back(p.bytes);
+    args.push_back(std::move(p.bytes));
   }
-  return eval(redis, scripts::output_append, {stream, index}, args, deadline);
+  return eval(redis, call, deadline);
 }
 
 bool OutputKeeper::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry) {
@@ -270,8 +298,6 @@ void OutputKeeper::State::run() {
   Millis retry = k_retry_first;
   for (;;) {
     std::optional<Failure> failed;
-    std::deque<OutputPiece> batch;
-    bool with_end = false;
     if (!entered) {
       // The run's entry first: a Redis frozen meanwhile holds up this call as it would a send.
       {
@@ -292,26 +318,38 @@ void OutputKeeper::State::run() {
         failed = r.failure();
     }
     if (entered) {
+      std::vector<OutputPiece> batch;
+      bool with_end = false;
       {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [this] { return ending || !pending.empty(); });
-        if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
-        // At most k_send_entries a command: one script call holds up Redis for every other
-        // client, and a backlog of small pieces (two pipes' lines) could be many.
-        while (!pending.empty() && batch.size() < k_send_entries) {
-          pending_bytes -= pending.front().bytes.size();
-          batch.push_back(std::move(pending.front()));
-          pending.pop_front();
+        // What was left of the round was dropped while its last command was on its way.
+        if (sending_since && !ending && !round_left()) call_ended(true);
+        if (!sending_since) {
+          // A round begins once there is output and its time has come: it sends all that is
+          // pending now, and what comes meanwhile waits for the next round.
+          wake.wait(lock, [this] { return ending || !pending.empty(); });
+          if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
+          call_begins();
+          round_end = pending.end();
+          next_send = Clock::now() + k_send_every;
         }
-        with_end = ending && pending.empty();
-        call_begins();
-        // A backlog goes on at once; otherwise the next send waits its time.
-        next_send = pending.empty() ? Clock::now() + k_send_every : Clock::now();
+        batch = next_batch();
+        with_end = ending && flight_end == pending.end();
       }
-      auto r = send(*redis, batch, with_end, call_deadline(*redis));
+      auto r = send(*redis, std::move(batch), with_end, call_deadline(*redis));
       std::lock_guard<std::mutex> guard(mutex);
-      // What was dropped while a send failed, or took so long that Redis is slow, is said.
-      call_ended(static_cast<bool>(r));
+      if (r) {
+        pending.drop_to(flight_end);
+        confirmed = flight_end;
+      } else {
+        // Not sent, or not known to be: what pending still has of it is sent again (the
+        // script adds no entry twice), and what it dropped meanwhile is lost.
+        skipped += flight_dropped;
+        missed += flight_dropped;
+      }
+      flight_end = flight_dropped = 0;
+      // What was dropped while a round failed, or took so long that Redis is slow, is said.
+      if (!r || r->integer == -1 || with_end || !round_left()) call_ended(static_cast<bool>(r));
       if (r && r->integer == -1) {
         pushed_out = true;
         return;
@@ -319,26 +357,17 @@ void OutputKeeper::State::run() {
       if (r) {
         failing = false;
         retry = k_retry_first;
-        if (!batch.empty()) confirmed = batch.back().offset + batch.back().bytes.size();
         if (with_end) {
           end_sent = true;
-          confirmed = taken;
           return;
         }
         continue;
       }
       failed = r.failure();
-      // Not sent, or not known to be: it goes back in front, to be sent again (the script
-      // adds no entry twice), and the newest SIZE bytes stay.
-      for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-        pending_bytes += it->bytes.size();
-        pending.push_front(std::move(*it));
-      }
     }
     std::unique_lock<std::mutex> lock(mutex);
     failing = true;
     failure = failed->message;
-    trim();
     log(Level::debug, {"keep_output", key, "keeping the command's output: " + failure});
     if (!wait_to_retry(lock, retry)) return;
     retry = std::min(retry * 2, k_retry_most);
@@ -347,7 +376,7 @@ void OutputKeeper::State::run() {
 
 OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fence,
                            const std::string& value, uint64_t size, Millis retention)
-    : state_(std::make_shared<State>()) {
+    : state_(std::make_shared<State>(size)) {
   State& s = *state_;
   s.connect = std::move(connect);
   s.key = key;
@@ -355,9 +384,9 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.stream = stream_key(key, fence);
   s.index = kept_output_key(key, "outputs");
   s.member = s.fence + " " + value;
-  s.size = size;
   s.piece_bytes =
       std::clamp<size_t>(size / 16, k_piece_least + k_node_room, k_piece_most) - k_node_room;
+  s.send_bytes = std::max<size_t>(size / 8, k_send_least);
   s.retention = retention;
 }
 
@@ -396,9 +425,7 @@ void OutputKeeper::take(int stream, std::string_view bytes) {
   if (s.ending) return;
   // The thread waits for a first byte, then for its next send's time: only the first wakes it.
   bool first = s.pending.empty();
-  s.append(stream, bytes, s.taken);
-  s.taken += bytes.size();
-  s.trim();
+  s.add(stream, bytes);
   if (first) s.wake.notify_one();
 }
 
@@ -415,9 +442,9 @@ OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, Ti
   if (thread_.joinable())
     s.done_cv.wait_until(lock, s.finish_by + k_finish_margin, [&] { return s.done; });
   Report r;
-  r.total = s.taken;
-  uint64_t window = std::min(s.taken, s.size);
-  r.unkept = s.end_sent ? 0 : std::min(window, s.taken - s.confirmed);
+  r.total = s.pending.end();
+  uint64_t window = std::min(r.total, s.size);
+  r.unkept = s.end_sent ? 0 : std::min(window, r.total - s.confirmed);
   r.missed = s.missed;
   r.pushed_out = s.pushed_out;
   r.end_kept = s.end_sent;

@@ -87,8 +87,11 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
 // Sends a run's output to Redis as it comes, on a thread and a connection of its own, so that
 // a Redis that is slow or away never holds up the command (take() never waits on it) nor the
 // lease: while it cannot send, it keeps only the newest SIZE bytes, the ones to be kept, and
-// drops the rest, counting them. At most one send every 100 ms: a command that prints fast
-// costs Redis ten commands a second, each at most SIZE bytes.
+// drops the rest, counting them. At most one round of sends every 100 ms, of what is waiting
+// then, in commands of an eighth of SIZE (at least 256 KiB), so that a command's copies of what
+// it carries stay small beside SIZE: a command that prints fast costs Redis ten rounds a
+// second, each at most SIZE bytes, and rlock's peak memory stays under 2 × SIZE + 8 MB
+// (docs/PERFORMANCE.md "Kept output").
 class OutputKeeper {
 public:
   using Connect = std::function<std::unique_ptr<Redis>()>;

@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -318,6 +319,29 @@ def run_rlock(args, server=None, env=None, timeout=60, input=None, **kw):
     """Runs rlock to the end; returns CompletedProcess with text stdout/stderr."""
     return subprocess.run([RLOCK] + list(args), env=env or rlock_env(server), timeout=timeout,
                           capture_output=True, text=True, input=input, **kw)
+
+
+# Runs argv[2:] and writes its peak RSS (kB, getrusage's ru_maxrss) to the file argv[1].
+MEASURE = """import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_measured(args, peak_file, env, timeout=120, **kw):
+    """Runs rlock ARGS to its end, its peak RSS written to PEAK_FILE: (CompletedProcess, the
+    peak in kB). rlock is started by a small process of its own (MEASURE), since a child forked
+    from a test would count the test's memory, before its exec, in its peak; that process's own
+    8 MB (Python without site) still count, a floor under every peak."""
+    r = subprocess.run([sys.executable, "-S", "-c", MEASURE, peak_file, RLOCK] + list(args),
+                       env=env, timeout=timeout, **kw)
+    with open(peak_file) as f:
+        return r, int(f.read())
 
 
 def start_rlock(args, server=None, env=None, **kw):

@@ -5,21 +5,10 @@ import json
 import os
 import re
 import subprocess
-import sys
 
-from harness import RLOCK, RedisTestCase, rlock_env
+from harness import RLOCK, RedisTestCase, rlock_env, run_measured
 
 MB = 1 << 20
-# Runs argv[2:] and writes its peak RSS (kB, getrusage's ru_maxrss) to the file argv[1].
-MEASURE = """import os, sys
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
-_, status, usage = os.wait4(pid, 0)
-with open(sys.argv[1], "w") as f:
-    f.write(str(usage.ru_maxrss))
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
 PEAK_MOST_KB = 64 * 1024
 
 
@@ -44,14 +33,10 @@ def send_all(server, commands, batch=2000):
 
 class SecurityReads(RedisTestCase):
     def measured(self, args):
-        """Runs rlock ARGS to its end: (returncode, stdout, stderr, peak RSS in kB). rlock is
-        started by a small process of its own (MEASURE), since a child forked from this one
-        would count this one's memory, before its exec, in its peak."""
-        peak_file = self.path("peak")
-        r = subprocess.run([sys.executable, "-c", MEASURE, peak_file, RLOCK] + args,
-                           env=rlock_env(self.server), capture_output=True, timeout=120)
-        with open(peak_file) as f:
-            peak = int(f.read())
+        """Runs rlock ARGS to its end: (returncode, stdout, stderr, peak RSS in kB), measured
+        as harness.run_measured says."""
+        r, peak = run_measured(args, self.path("peak"), rlock_env(self.server),
+                               capture_output=True)
         return (r.returncode, r.stdout.decode(errors="replace"),
                 r.stderr.decode(errors="replace"), peak)
 
