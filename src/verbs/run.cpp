@@ -22,7 +22,7 @@
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
-#include "verbs/run_job.h"
+#include "verbs/run_hold.h"
 #include "verbs/run_notify.h"
 #include "verbs/run_output.h"
 #include "verbs/run_parts.h"
@@ -42,10 +42,8 @@ constexpr Millis k_quick_attempt{300};
 constexpr Millis k_status_line_patience{100};
 
 // One run of the command under the lock, step by step (run_verb tells the order). Each step
-// returns the exit status when the run ends there. The members are declared in the order
-// they are needed, so that on any way out (a step's early end, an exception) they are undone
-// in reverse: the renewal thread stops, the command's group is killed, the terminal comes
-// back, and only then is the lock given back; the metrics are written last.
+// returns the exit status when the run ends there. What the run holds lets go in the order
+// RunHold says, on any way out; the metrics are written after that (MetricsRecorder).
 class Run {
 public:
   // SIGNALS: rlock's, made before any thread or child exists (they inherit the mask). REPORT
@@ -105,7 +103,7 @@ public:
       return status;
     }
     got_ = std::get<Obtained>(outcome);
-    held_.emplace(*lock_, options_.ttl, got_.sent);
+    hold_.emplace(*lock_, options_.ttl, got_.sent);
     started(got_.start);
     metrics_.m.result = "acquired";
     metrics_.m.wait_seconds = std::chrono::duration<double>(got_.waited).count();
@@ -132,7 +130,7 @@ public:
     auto claim =
         period_->claim(holder_, got_.fence, start, Clock::now() + lock_->command_timeout());
     if (claim && claim->claimed) return started(claim->start);
-    held_->release();
+    hold_->lock().release();
     if (!claim) {
       metrics_.m.result = "error";
       return unavailable(claim.failure());
@@ -178,7 +176,7 @@ public:
   // --keep-output, its output goes through rlock to Redis, on a connection CONNECT makes.
   std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program,
                                    const StopListener::Connect& connect) {
-    Child::Spec& spec = job_.spec;
+    Child::Spec& spec = hold_->job().spec;
     spec = command_spec(options_, argv, program, lock_->token(), got_.fence);
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
@@ -186,7 +184,7 @@ public:
     if (heartbeat_) {
       // The job's first beat is its start, however long it waited for the lock.
       if (auto problem = heartbeat_->start(Clock::now())) {
-        held_->release();
+        hold_->lock().release();
         log_error("--heartbeat-file: " + *problem);
         return k_exit_usage;
       }
@@ -204,10 +202,10 @@ public:
                                                  options_.ttl.count(), std::nullopt}));
     if (output_ && !output_->start_capture()) output_.reset();
     if (output_) output_->into(spec);
-    terminal_ = Terminal::if_controlling();
+    hold_->keep_terminal(Terminal::if_controlling());
     signals_.watch_job_control();
     try {
-      job_.start(signals_, foreground());
+      hold_->job().start(signals_, foreground());
     } catch (const Error& e) {
       if (!output_) throw;
       // The capture's pipes took what the command needed (ulimit -n): the job goes first.
@@ -215,12 +213,12 @@ public:
                   "; starting the command without keeping its output");
       output_.reset();
       spec.stdout_fd = spec.stderr_fd = -1;
-      job_.start(signals_, foreground());
+      hold_->job().start(signals_, foreground());
     }
-    if (auto problem = job_.child().exec_problem()) {
+    if (auto problem = hold_->job().child().exec_problem()) {
       output_.reset();
-      if (terminal_) terminal_->take_back();
-      held_->release();
+      if (Terminal* terminal = hold_->terminal()) terminal->take_back();
+      hold_->lock().release();
       log_error(problem->message);
       return problem->exit_status;
     }
@@ -232,16 +230,14 @@ public:
   // Renews the lease while the command's group runs, and under --retry runs it again while
   // attempts are left and its end is worth another; stops it on loss, --max-run or request.
   AttemptEnd supervise(StopListener::Connect connect) {
-    // The renewal thread tells the guardian of every renewal.
-    keeper_.emplace(*lock_, options_.ttl, *lease_from_,
-                    [this](TimePoint deadline) { job_.extend_lease(deadline); });
+    LeaseKeeper& renewals = hold_->renew(*lock_, options_.ttl, *lease_from_);
     connect_ = connect;
     Supervisor supervisor(options_,
-                          {*keeper_, signals_, terminal_.get(),
+                          {renewals, signals_, hold_->terminal(),
                            heartbeat_ ? &*heartbeat_ : nullptr,
                            listen_for_stops(stops_, std::move(connect), *lock_)},
                           got_.sent);
-    AttemptEnd end = supervisor.watch(job_.child());
+    AttemptEnd end = supervisor.watch(hold_->job().child());
     while (auto delay = again(end, supervisor.lost())) {
       if (auto ended = supervisor.wait_until(Clock::now() + *delay, end)) {
         end = *ended;
@@ -280,12 +276,10 @@ public:
                       });
     }
     stops_.reset();
-    keeper_->stop();
-    metrics_.m.renewals = keeper_->renewals();
-    metrics_.m.renewal_failures = keeper_->renewal_failures();
+    hold_->command_done();
+    metrics_.m.renewals = renewals.renewals();
+    metrics_.m.renewal_failures = renewals.renewal_failures();
     metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
-    if (terminal_) terminal_->take_back();
-    job_.child().dismiss_guardian();
     return end;
   }
 
@@ -297,7 +291,7 @@ public:
     bool recorded = end.between_attempts && command_ended(end.end);
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
     // or it refuses us below. Each step of the way out then gets one quick try.
-    bool lost_to_another = keeper_->state() == LeaseKeeper::State::not_mine;
+    bool lost_to_another = hold_->renewals().state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
     end_ = end.end;
     if (end.end == RunEnd::lost && lost_to_another && record_breaker(*lock_, record))
@@ -321,11 +315,11 @@ public:
     Millis budget = redis_away ? k_quick_attempt : k_release_budget;
     bool reached = true;
     if (command_ended(end.end))
-      reached = held_->finish(options_.min_hold, &history, budget);
+      reached = hold_->lock().finish(options_.min_hold, &history, budget);
     else if (end.end == RunEnd::lost)
-      reached = held_->release_lost(&history, budget);
+      reached = hold_->lock().release_lost(&history, budget);
     else
-      reached = held_->release(&history, budget);
+      reached = hold_->lock().release(&history, budget);
     if (!reached) redis_away = true;
     // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
     if (history) send_history(redis_, options_.key, *history, step_budget());
@@ -337,7 +331,7 @@ private:
   // command never start, the release removes it.
   std::optional<int> started(const std::string& start) {
     got_.start = start;
-    if (!start.empty()) held_->forget_start(history_forget(options_.key, lock_->token(), start));
+    if (!start.empty()) hold_->lock().forget_start(history_forget(options_.key, lock_->token(), start));
     return std::nullopt;
   }
 
@@ -356,7 +350,7 @@ private:
     if (end.between_attempts && !command_ended(end.end)) {
       ++record.attempt;  // the one that was to come
     } else {
-      set_cost(record, job_.child().usage());
+      set_cost(record, hold_->job().child().usage());
     }
     return run_record(std::move(record), end);
   }
@@ -400,13 +394,13 @@ private:
   // attempt did.
   Child* start_next() try {
     ++attempt_;
-    set_attempt(job_.spec, attempt_);
+    set_attempt(hold_->job().spec, attempt_);
     got_.start =
-        record_attempt_start(attempts_lock(), *held_, options_, holder_, got_.fence, attempt_);
+        record_attempt_start(attempts_lock(), hold_->lock(), options_, holder_, got_.fence, attempt_);
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
-    return &job_.start_next(signals_, foreground(), *keeper_);
+    return &hold_->job().start_next(signals_, foreground(), hold_->renewals());
   } catch (const Error& e) {  // out of descriptors or processes: the job is not worse off
     log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_--) + " (" +
                 e.what() + "); the run ends as the last attempt did");
@@ -417,9 +411,10 @@ private:
   // after its command ended starts it now. A thread that cannot start is said: the lease then
   // runs out, and the release says so.
   void renew_from_now() {
-    if (keeper_->started()) return;
+    LeaseKeeper& renewals = hold_->renewals();
+    if (renewals.started()) return;
     try {
-      keeper_->start();
+      renewals.start();
     } catch (const std::system_error& e) {
       log_warning(options_.key + ": cannot start the renewal thread (" + e.what() + ")");
     }
@@ -428,7 +423,8 @@ private:
   // The terminal the command gets as its foreground: only when rlock has it (a background
   // job's command stays in the background).
   Terminal* foreground() const {
-    return terminal_ && terminal_->ours() ? terminal_.get() : nullptr;
+    Terminal* terminal = hold_->terminal();
+    return terminal && terminal->ours() ? terminal : nullptr;
   }
 
   const RunOptions& options_;
@@ -440,20 +436,17 @@ private:
   const Holder holder_;
   MetricsRecorder metrics_;
   Obtained got_{};
-  std::optional<HeldLock> held_;
   std::optional<RunEnd> end_;            // how the run ended; none: an error kept it from running
   Millis held_time_{0};                  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
-  std::unique_ptr<Terminal> terminal_;
+  std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
   std::unique_ptr<RunOutput> output_;
-  JobProcess job_;
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
   StopListener::Connect connect_;  // --retry: for attempts_lock()
   std::unique_ptr<Redis> attempts_redis_;
   std::unique_ptr<Lock> attempts_lock_;
-  std::optional<LeaseKeeper> keeper_;
   std::optional<StopListener> stops_;
 };
 

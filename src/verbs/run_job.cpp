@@ -25,6 +25,12 @@ Child& JobProcess::start_next(const SignalEvents& signals, Terminal* terminal,
   return *child_;
 }
 
+void JobProcess::kill() {
+  std::unique_ptr<Child> last;  // destroyed after the mutex is released
+  std::lock_guard<std::mutex> hold(mutex_);
+  last = std::move(child_);
+}
+
 void JobProcess::extend_lease(TimePoint deadline) {
   std::lock_guard<std::mutex> hold(mutex_);
   if (child_) child_->extend_lease(deadline);

@@ -27,8 +27,11 @@ public:
   // The lease was confirmed until DEADLINE: the running attempt's guardian moves there.
   void extend_lease(TimePoint deadline);
 
+  bool started() const { return child_ != nullptr; }
   Child& child() { return *child_; }
   const Child& child() const { return *child_; }
+  // Whatever is left of the command's group is killed, and the command reaped (~Child).
+  void kill();
 
 private:
   std::mutex mutex_;  // child_, between the supervisor and the renewal thread
