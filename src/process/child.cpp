@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <utility>
 
 #include "process/guardian.h"
@@ -64,9 +65,34 @@ bool is_executable_file(const std::string& path, int* err) {
   return true;
 }
 
+// The interpreter that the #! line of the script at PATH names, when it names one that cannot
+// run (missing, or not executable); empty otherwise. The kernel's exec of such a script fails
+// with ENOENT, which would read as the script itself not being found.
+std::string bad_interpreter(const std::string& path, int* err) {
+  Fd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  char line[256];
+  ssize_t n = file.valid() ? ::read(file.get(), line, sizeof line - 1) : -1;
+  if (n < 3 || line[0] != '#' || line[1] != '!') return "";
+  std::string_view rest(line + 2, static_cast<size_t>(n) - 2);
+  rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+  std::string interpreter(rest.substr(0, rest.find_first_of(" \t\r\n")));
+  if (interpreter.empty() || interpreter.front() != '/') return "";
+  return is_executable_file(interpreter, err) ? "" : interpreter;
+}
+
 CommandProblem problem_for_errno(const std::string& file, int err) {
   if (err == ENOENT || err == ENOTDIR) return {k_exit_not_found, file + ": command not found"};
   return {k_exit_not_executable, file + ": cannot execute: " + std::strerror(err)};
+}
+
+// As a shell says it: a script whose interpreter cannot run is "bad interpreter" (126), not a
+// command not found.
+std::optional<CommandProblem> interpreter_problem(const std::string& script) {
+  int err = 0;
+  std::string interpreter = bad_interpreter(script, &err);
+  if (interpreter.empty()) return std::nullopt;
+  return CommandProblem{k_exit_not_executable,
+                        script + ": bad interpreter " + interpreter + ": " + std::strerror(err)};
 }
 
 // What the child needs between its creation and exec, prepared by rlock beforehand.
@@ -175,6 +201,7 @@ std::optional<CommandProblem> check_command(const std::string& file, std::string
   int err = 0;
   if (file.find('/') != std::string::npos) {
     if (!is_executable_file(file, &err)) return problem_for_errno(file, err);
+    if (auto problem = interpreter_problem(file)) return problem;
     if (path) *path = file;
     return std::nullopt;
   }
@@ -187,6 +214,7 @@ std::optional<CommandProblem> check_command(const std::string& file, std::string
     std::string dir = dirs.substr(start, colon == std::string::npos ? colon : colon - start);
     std::string candidate = (dir.empty() ? "." : dir) + "/" + file;
     if (is_executable_file(candidate, &err)) {
+      if (auto problem = interpreter_problem(candidate)) return problem;
       if (path) *path = candidate;
       return std::nullopt;
     }
@@ -237,7 +265,9 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
     exited_ = true;
-    exec_problem_ = problem_for_errno(spec.argv[0], err);
+    std::optional<CommandProblem> script =
+        err == ENOENT && !spec.path.empty() ? interpreter_problem(spec.path) : std::nullopt;
+    exec_problem_ = script ? *script : problem_for_errno(spec.argv[0], err);
   }
 }
 

@@ -458,7 +458,15 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
                       "lock with");
   std::vector<std::string> argv = command_argv(options);
   std::string program;
-  if (auto refused = refuse_unrunnable(options, argv, &program)) return *refused;
+  if (auto refused = refuse_unrunnable(options, argv, &program)) {
+    // Kept from running by an error, as a Redis that failed us is: --notify-on always tells
+    // it, and no Redis is asked.
+    SignalEvents signals;
+    notify(options, nullptr,
+           {std::nullopt, *refused, Millis(0), 0, current_holder(command_name(options)).host, 0},
+           signals);
+    return *refused;
+  }
   std::optional<Heartbeat> heartbeat;
   if (options.heartbeat_file) {
     // A file that cannot be made is a mistake to report before the lock is taken.
@@ -488,7 +496,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     }();
     // The run is over: the lock given back (or kept for --min-hold), its metrics written.
     report.exit_status = status;
-    notify(options, *redis, report, signals);
+    notify(options, redis.get(), report, signals);
     return status;
   } catch (Error& e) {
     // rlock's own failure (out of descriptors, say) names the lock; it was given back.

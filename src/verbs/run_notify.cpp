@@ -137,10 +137,10 @@ void say_hook_end(const RunOptions& options, const HookEnd& end) {
   }
 }
 
-void tell(const RunOptions& options, Redis& redis, const RunReport& report, SignalEvents& signals) {
+void tell(const RunOptions& options, Redis* redis, const RunReport& report, SignalEvents& signals) {
   const std::string result = report.result();
   std::optional<int> before;
-  if (count_needed(options, result)) before = fleet_failures(redis, options, report.fence);
+  if (redis && count_needed(options, result)) before = fleet_failures(*redis, options, report.fence);
   if (!worth_telling(options, result, before)) return;
 
   std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
@@ -160,8 +160,8 @@ void tell(const RunOptions& options, Redis& redis, const RunReport& report, Sign
   set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
   set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
   Fd output;
-  if (options.keep_output > 0 && report.fence > 0)
-    output = output_file(redis, options, report.fence);
+  if (redis && options.keep_output > 0 && report.fence > 0)
+    output = output_file(*redis, options, report.fence);
   set("RLOCK_OUTPUT_FILE", output.valid(), "/dev/fd/" + std::to_string(output.get()));
   // The hook gets no Redis secret of rlock's, redis-cli's either: it talks to the outside.
   keep_secrets(env, unset, false);
@@ -173,7 +173,7 @@ void tell(const RunOptions& options, Redis& redis, const RunReport& report, Sign
 
 }  // namespace
 
-void notify(const RunOptions& options, Redis& redis, const RunReport& report,
+void notify(const RunOptions& options, Redis* redis, const RunReport& report,
             SignalEvents& signals) {
   if (!options.notify) return;
   try {

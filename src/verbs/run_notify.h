@@ -37,10 +37,11 @@ struct RunReport {
 // only what needs no count (always, or each failure).
 bool worth_telling(const RunOptions& options, const std::string& result, std::optional<int> before);
 
-// Runs --notify's command for REPORT when OPTIONS say so, after reading the history when the
-// decision or the environment needs it. Its failure, hang or lack of a process is one warning,
-// never the run's; a signal from SIGNALS (rlock's) stops it.
-void notify(const RunOptions& options, Redis& redis, const RunReport& report,
+// Runs --notify's command for REPORT when OPTIONS say so, after reading the history in REDIS
+// when the decision or the environment needs it (null: no Redis was asked, as for a command
+// that cannot run). Its failure, hang or lack of a process is one warning, never the run's; a
+// signal from SIGNALS (rlock's) stops it.
+void notify(const RunOptions& options, Redis* redis, const RunReport& report,
             SignalEvents& signals);
 
 }  // namespace rlock

@@ -230,6 +230,26 @@ class Notify(RedisTestCase):
         os.killpg(holder.pid, signal.SIGTERM)
         holder.wait(timeout=10)
 
+    def test_a_command_that_cannot_run_is_told_only_always_and_asks_no_redis(self):
+        script = self.path("report.sh")
+        with open(script, "w") as f:
+            f.write("#!/usr/bin/no-such-python\nprint('report')\n")
+        os.chmod(script, 0o755)
+        for command, status in (([self.path("no-such-job")], 127), ([script], 126)):
+            with self.subTest(command=command):
+                self.assertEqual(self.run_as("web-2", ["run", "--notify", NOTE, "job", "--",
+                                                       *command]).returncode, status)
+                self.assertEqual(self.told(), [])
+                r = self.run_as("web-2", ["run", "--notify-on", "always", "--notify", NOTE,
+                                          "job", "--", *command])
+                self.assertEqual(r.returncode, status, r.stderr)
+                self.assertEqual(self.told(), [f"web-2 error {status} unset"])
+                os.remove(self.notes)
+        # Said as a shell says it: the script is there, its interpreter is not.
+        self.assertIn(f"{script}: bad interpreter /usr/bin/no-such-python: No such file or "
+                      "directory", r.stderr)
+        self.assertEqual(self.server.cmd("KEYS", "*"), [])
+
     def test_settings_that_need_another(self):
         for args in (["--notify-after", "2"], ["--notify-on", "always"],
                      ["--notify-timeout", "1s"], ["--retry-delay", "1s"], ["--retry-on", "3"],

@@ -578,6 +578,12 @@ MUTANTS = [
        "end.asked_to_stop = false;")],
      ['test_run_stalled.StalledReader.test_term_before_the_first_renewal',
       'test_run_stalled.StalledReader.test_rlock_stop_before_the_first_renewal']),
+    ("a command that cannot run told to nobody, even with always",
+     [("src/verbs/run.cpp", "    notify(options, nullptr,", "    if (false) notify(options, nullptr,")],
+     ['test_notify.Notify.test_a_command_that_cannot_run_is_told_only_always_and_asks_no_redis']),
+    ("a script whose interpreter is missing reported as not found",
+     [("src/process/child.cpp", "    if (auto problem = interpreter_problem(file)) return problem;\n", "")],
+     ['test_notify.Notify.test_a_command_that_cannot_run_is_told_only_always_and_asks_no_redis']),
     ("a resent piece added whole",
      [("src/lock/lua/output_append.lua", "    if offset < last_end then", "    if false then")],
      ['test_logs.Logs.test_a_piece_sent_again_adds_only_what_redis_did_not_take']),
@@ -592,10 +598,10 @@ MUTANTS = [
     ("the notification while the lock is held",
      [("src/verbs/run.cpp",
        "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;",
-       "    notify(options_, redis_, {run_result(metrics_.m), record.exit_status, "
+       "    notify(options_, &redis_, {end_, record.exit_status, "
        "Millis(record.held_ms), got_.fence, holder_.host, 0}, signals_);\n"
        "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;"),
-      ("src/verbs/run.cpp", "    notify(options, *redis, report, signals);", "")],
+      ("src/verbs/run.cpp", "    notify(options, redis.get(), report, signals);", "")],
      ['test_notify.Notify.test_the_notification_runs_once_the_lock_is_given_back']),
     ("change tells every failure of a streak",
      [("src/verbs/run_notify.cpp",
