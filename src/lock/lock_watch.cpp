@@ -121,14 +121,19 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     if (now.kind == LockState::Kind::held && now.value && now.value->ttl_ms) lease_ = lease_of(now);
     event(l, Kind::state);
   } else {
+    // In the order they can have happened between two looks: a pause's end before what it
+    // let be taken; a holder's end before the next holder; the waiter that took the lock
+    // leaving the queue as it did; a pause's start after all that (nothing is taken once
+    // paused).
     const LockState& last = *last_;
     Millis since = std::chrono::duration_cast<Millis>(at - last_at_);
+    look_at_resume(l, last, since);
     look_at_holder(l, last, since);
     look_at_places(l, last, since);
     if (now.waiters != last.waiters)
       event(l, now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters =
           last.waiters;
-    look_at_pause(l, last, since);
+    if (!now.pause.empty() && now.pause != last.pause) event(l, Kind::paused).ttl = now.pause_pttl;
   }
   holder_run_ = run_of(l, now.value);
   last_ = now;
@@ -209,17 +214,13 @@ void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
   }
 }
 
-void LockWatch::look_at_pause(Look& l, const LockState& last, Millis since) {
-  const LockState& now = l.now;
-  if (!now.pause.empty() && now.pause != last.pause) {
-    event(l, Kind::paused).ttl = now.pause_pttl;
-  } else if (now.pause.empty() && !last.pause.empty()) {
-    // Resumed, or its time was up: the time it had left at the last look tells.
-    WatchEvent& e = event(l, Kind::resumed);
-    bool ran_out = last.pause_pttl.count() >= 0 && last.pause_pttl - since <= k_timing_margin;
-    e.evidence = ran_out ? Evidence::ttl : Evidence::none;
-    e.raw = last.pause;
-  }
+void LockWatch::look_at_resume(Look& l, const LockState& last, Millis since) {
+  if (!l.now.pause.empty() || last.pause.empty()) return;
+  // Resumed, or its time was up: the time it had left at the last look tells.
+  WatchEvent& e = event(l, Kind::resumed);
+  bool ran_out = last.pause_pttl.count() >= 0 && last.pause_pttl - since <= k_timing_margin;
+  e.evidence = ran_out ? Evidence::ttl : Evidence::none;
+  e.raw = last.pause;
 }
 
 void LockWatch::look_at_places(Look& l, const LockState& last, Millis since) {

@@ -121,8 +121,8 @@ private:
   // What became of the holder since LAST, SINCE ago: released, expired, taken, broken,
   // renewed late, overdue.
   void look_at_holder(Look& l, const LockState& last, Millis since);
-  // A pause that began, changed or ended since LAST, SINCE ago.
-  void look_at_pause(Look& l, const LockState& last, Millis since);
+  // A pause that ended since LAST, SINCE ago: resumed, or its time was up.
+  void look_at_resume(Look& l, const LockState& last, Millis since);
   // The places of a semaphore or a shared lock taken or given up since LAST.
   void look_at_places(Look& l, const LockState& last, Millis since);
   // The runs of RUNS that no look saw: each took the lock and gave it back between two looks.

@@ -84,6 +84,25 @@ class Pause(RedisTestCase):
         self.assertEqual(waiter.wait(timeout=10), 0, waiter.stderr.read())
         self.assertEqual(self.ran(), ["waiter"])
 
+    def test_watch_tells_the_resume_before_the_waiter_it_let_take_the_lock(self):
+        self.assertEqual(self.run_rlock(["pause", KEY, "--for", "10m"]).returncode, 0)
+        watch = self.start(["watch", "--json", KEY])
+        events = []
+
+        def next_event():
+            events.append(json.loads(watch.stdout.readline())["event"])
+            return events[-1]
+        wait_until(lambda: next_event() == "state", 10, "watch's first state")
+        waiter = self.start(["run", "--wait", "1m", KEY, "--", "sleep", "30"],
+                            env=self.host("web-2"))
+        wait_until(lambda: next_event() == "queued", 10, "the waiter in the queue")
+        self.assertEqual(self.run_rlock(["resume", KEY]).returncode, 0)
+        wait_until(lambda: next_event() == "taken", 10, "the waiter taking the lock")
+        self.assertIn("resumed", events)
+        self.assertLess(events.index("resumed"), events.index("taken"), events)
+        waiter.send_signal(signal.SIGTERM)
+        waiter.wait(timeout=10)
+
     def test_resume_wakes_every_waiter_of_a_semaphore(self):
         # Three places, three waiters: all get in at the resume, not one then the others at
         # the pause's end (10m).

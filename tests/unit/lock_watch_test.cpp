@@ -170,3 +170,23 @@ TEST_CASE("every run recorded between two looks is told, in order, once") {
   // The same entries again (a look that read nothing new keeps last_run): nothing.
   CHECK(w.look(now, t0 + 1250ms, {}).empty());
 }
+
+TEST_CASE("a waiter that took the lock on a resume is told after the resume") {
+  TimePoint t0{};
+  LockWatch w;
+  LockState paused = free_lock();
+  paused.pause = "rlock-pause by=alice@ops-1";
+  paused.pause_pttl = 60000ms;
+  paused.waiters = 1;
+  CHECK(kinds(w.look(paused, t0, {})) == std::vector{Kind::state});
+  // One look sees the pause gone, the waiter holding the lock and the queue empty.
+  LockState taken = held(k_token, 8, 30000ms);
+  CHECK(kinds(w.look(taken, t0 + 100ms, {})) ==
+        std::vector{Kind::resumed, Kind::taken, Kind::dequeued});
+  // A take and a pause seen in one look: the take came first (nothing is taken once paused).
+  CHECK(kinds(w.look(free_lock(), t0 + 200ms, {})) == std::vector{Kind::released});
+  LockState next = held(std::string(32, 'b'), 9, 30000ms);
+  next.pause = "rlock-pause by=bob@ops-2";
+  next.pause_pttl = 60000ms;
+  CHECK(kinds(w.look(next, t0 + 300ms, {})) == std::vector{Kind::taken, Kind::paused});
+}
