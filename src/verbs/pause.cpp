@@ -15,6 +15,8 @@ namespace rlock {
 
 namespace {
 
+// A pause longer than this is said: it is likely a mistake.
+constexpr Millis k_long_pause = std::chrono::hours(24);
 // A reason longer than this is refused: it is for a status line, not a report.
 constexpr size_t k_reason_most = 500;
 
@@ -85,6 +87,12 @@ int pause_verb(const GlobalOptions& global, const std::string& key, const PauseO
   if (paused->held)
     line += "; the run that holds it goes on (rlock stop " + printable_key(key) + " ends it)";
   write_stdout(line + "\n");
+  // A pause is for maintenance, an incident: a longer one is likely a typo (400d for 4d), and
+  // keeps every host's runs out until then, so it is said.
+  if (paused->pttl > k_long_pause)
+    log_warning(printable_key(key) + ": paused for " + format_duration(paused->pttl) +
+                ", longer than a day: no run starts until then (rlock resume " +
+                printable_key(key) + " ends it sooner)");
   return k_exit_ok;
 }
 

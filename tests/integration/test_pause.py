@@ -103,6 +103,15 @@ class Pause(RedisTestCase):
         waiter.send_signal(signal.SIGTERM)
         waiter.wait(timeout=10)
 
+    def test_a_pause_longer_than_a_day_is_said(self):
+        r = self.run_rlock(["pause", KEY, "--for", "23h"])
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        r = self.run_rlock(["pause", KEY, "--for", "400d", "--reason", "disk swap"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"{KEY}: paused for 400d, longer than a day: no run starts until then "
+                      f"(rlock resume {KEY} ends it sooner)", r.stderr)
+        self.assertGreater(self.server.cmd("PTTL", PAUSE), 399 * 86400 * 1000)
+
     def test_resume_wakes_every_waiter_of_a_semaphore(self):
         # Three places, three waiters: all get in at the resume, not one then the others at
         # the pause's end (10m).
