@@ -241,7 +241,7 @@ std::vector<OutputPiece> OutputKeeper::State::next_batch() {
   uint64_t upto = ending ? pending.end() : std::min(round_end, pending.end());
   uint64_t at = pending.begin(), most = at + send_bytes;
   while (at < std::min(upto, most) && batch.size() < k_send_entries) {
-    OutputWindow::Run run = pending.run_at(at);
+    OutputWindow::Stretch run = pending.stretch_at(at);
     uint64_t to = std::min({upto, most, run.end, at + piece_bytes});
     batch.push_back({at, run.stream, pending.bytes(at, to)});
     at = to;

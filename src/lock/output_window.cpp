@@ -41,7 +41,7 @@ void OutputWindow::drop_to(uint64_t offset) {
   }
 }
 
-OutputWindow::Run OutputWindow::run_at(uint64_t offset) const {
+OutputWindow::Stretch OutputWindow::stretch_at(uint64_t offset) const {
   // The changes at or before OFFSET flip the stream of begin_ each.
   auto next = std::upper_bound(changes_.begin(), changes_.end(), offset);
   auto flips = next - changes_.begin();

@@ -32,13 +32,13 @@ public:
   uint64_t end() const { return end_; }
   bool empty() const { return begin_ == end_; }
 
-  // The bytes of one stream that OFFSET (kept) is among: the stream, and where its bytes end
-  // (the next byte is of the other stream, or not come yet).
-  struct Run {
+  // The stretch of one stream's bytes that OFFSET (kept) is in: the stream, and where the
+  // stretch ends (the next byte is of the other stream, or not come yet).
+  struct Stretch {
     int stream = 1;
     uint64_t end = 0;
   };
-  Run run_at(uint64_t offset) const;
+  Stretch stretch_at(uint64_t offset) const;
   // A copy of the bytes from FROM to TO, both within [begin(), end()].
   std::string bytes(uint64_t from, uint64_t to) const;
 

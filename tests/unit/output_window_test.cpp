@@ -11,7 +11,7 @@ namespace {
 std::string runs(const OutputWindow& w) {
   std::string out;
   for (uint64_t at = w.begin(); at < w.end();) {
-    OutputWindow::Run run = w.run_at(at);
+    OutputWindow::Stretch run = w.stretch_at(at);
     out += (out.empty() ? "" : "|") + std::to_string(run.stream) + ":" + w.bytes(at, run.end);
     at = run.end;
   }
@@ -47,8 +47,8 @@ TEST_CASE("OutputWindow: where stdout and stderr alternate, each byte keeps its 
   w.add(2, "b");
   w.add(1, "c");
   CHECK(runs(w) == "1:aa|2:bbbb|1:c");
-  CHECK(w.run_at(3).stream == 2);
-  CHECK(w.run_at(3).end == 6);
+  CHECK(w.stretch_at(3).stream == 2);
+  CHECK(w.stretch_at(3).end == 6);
   w.drop_to(1);
   CHECK(runs(w) == "1:a|2:bbbb|1:c");
   w.drop_to(2);  // exactly where stderr begins
