@@ -169,7 +169,6 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const 
     Argv args{holder.host,
               std::to_string(holder.pid),
               holder.user,
-              "",  // was the host's clock: the script takes the server's
               std::to_string(fence),
               retry_failed_ ? "1" : "0",
               std::to_string(expire_at)};

@@ -76,7 +76,7 @@ std::string bad_interpreter(const std::string& path, int* err) {
   std::string_view rest(line + 2, static_cast<size_t>(n) - 2);
   rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
   std::string interpreter(rest.substr(0, rest.find_first_of(" \t\r\n")));
-  if (interpreter.empty() || interpreter.front() != '/') return "";
+  if (interpreter.empty()) return "";
   return is_executable_file(interpreter, err) ? "" : interpreter;
 }
 

@@ -141,14 +141,16 @@ class Records(RedisTestCase):
     def test_a_run_that_never_starts_its_command_leaves_no_start(self):
         self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 0)
         fences = [int(self.server.cmd("GET", "{k}:rlock:fence"))]
-        # Runnable when rlock looks, but exec fails in the child (its interpreter is missing):
-        # the lock was taken, the command never started.
+        # Runnable when rlock looks, but exec fails in the child (the file is open for
+        # writing: ETXTBSY): the lock was taken, the command never started.
         script = self.path("job")
         with open(script, "w") as f:
-            f.write("#!/no/such/interpreter\n")
-        os.chmod(script, 0o755)
-        r = self.run_rlock(["run", "k", "--", script])
-        self.assertEqual(r.returncode, 127, r.stderr)
+            f.write("#!/bin/sh\n")
+            f.flush()
+            os.chmod(script, 0o755)
+            r = self.run_rlock(["run", "k", "--", script])
+        self.assertEqual(r.returncode, 126, r.stderr)
+        self.assertIn("Text file busy", r.stderr)
         fences.append(int(self.server.cmd("GET", "{k}:rlock:fence")))
         # Taken, and given back at once for want of replicas (--min-replicas).
         r = self.run_rlock(["run", "--min-replicas", "1", "k", "--", "true"])
