@@ -161,7 +161,6 @@ struct OutputKeeper::State {
 
   std::mutex mutex;
   std::condition_variable wake;  // output came, or the run ended
-  std::condition_variable done_cv;
   // Not in Redis yet: the newest SIZE bytes at most, a command's on their way among them.
   OutputWindow pending;
   uint64_t flight_end = 0;         // a command on its way carries the output up to here
@@ -179,7 +178,6 @@ struct OutputKeeper::State {
   std::string end;
   int status = 0;
   TimePoint finish_by{};
-  bool done = false;
   bool end_sent = false;
   bool pushed_out = false;
   std::string failure;
@@ -391,31 +389,24 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
 }
 
 OutputKeeper::~OutputKeeper() {
-  if (!thread_.joinable()) return;
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  if (!state_->ending) {
-    // Not finished (an exception): the thread gives up at once.
-    state_->ending = true;
-    state_->finish_by = Clock::now();
-    state_->wake.notify_all();
+  if (!thread_.running()) return;
+  TimePoint finish_by;
+  {
+    std::lock_guard<std::mutex> guard(state_->mutex);
+    if (!state_->ending) {
+      // Not finished (an exception): the thread gives up at once.
+      state_->ending = true;
+      state_->finish_by = Clock::now();
+      state_->wake.notify_all();
+    }
+    finish_by = state_->finish_by;
   }
-  if (state_->done_cv.wait_until(lock, state_->finish_by + k_finish_margin,
-                                 [this] { return state_->done; })) {
-    lock.unlock();
-    thread_.join();
-  } else {
-    lock.unlock();
-    thread_.detach();  // held up on a server that does not answer: it ends by itself
-  }
+  // Held up on a server that does not answer: it ends by itself.
+  thread_.join_by(finish_by + k_finish_margin);
 }
 
 void OutputKeeper::start() {
-  thread_ = std::thread([state = state_] {
-    state->run();
-    std::lock_guard<std::mutex> guard(state->mutex);
-    state->done = true;
-    state->done_cv.notify_all();
-  });
+  thread_.start([state = state_] { state->run(); });
 }
 
 void OutputKeeper::take(int stream, std::string_view bytes) {
@@ -439,8 +430,12 @@ OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, Ti
     s.finish_by = s.failing ? std::min(deadline, Clock::now() + k_failing_finish) : deadline;
     s.wake.notify_all();
   }
-  if (thread_.joinable())
-    s.done_cv.wait_until(lock, s.finish_by + k_finish_margin, [&] { return s.done; });
+  if (thread_.running()) {
+    TimePoint finish_by = s.finish_by;
+    lock.unlock();
+    thread_.wait_until(finish_by + k_finish_margin);
+    lock.lock();
+  }
   Report r;
   r.total = s.pending.end();
   uint64_t window = std::min(r.total, s.size);

@@ -22,11 +22,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "lock/lock_value.h"
 #include "redis/redis.h"
+#include "util/background_thread.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -125,7 +125,7 @@ public:
 
 private:
   std::shared_ptr<State> state_;
-  std::thread thread_;
+  BackgroundThread thread_;
 };
 
 }  // namespace rlock

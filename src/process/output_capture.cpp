@@ -9,8 +9,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -143,10 +141,7 @@ struct OutputCapture::State {
   std::atomic<int64_t> patience_ms{0};  // finish()'s
   std::atomic<int64_t> progress_ns{0};  // when a byte last moved
   std::atomic<bool> abandon{false};     // give up now (rlock was asked to stop)
-  std::mutex mutex;
-  std::condition_variable ended;
-  bool done = false;
-  uint64_t dropped = 0;
+  uint64_t dropped = 0;  // once run() has returned
 
   void run();
 };
@@ -205,7 +200,6 @@ void OutputCapture::State::run() {
     }
     if (moved > 0) progress_ns.store(ns_of(Clock::now()));
   }
-  std::lock_guard<std::mutex> guard(mutex);
   for (int i = 0; i < count; ++i)
     dropped += channels[i].dropped + channels[i].unsent() +
                (channels[i].open ? waiting_in(channels[i].read_end.get()) : 0);
@@ -265,7 +259,7 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
 }
 
 OutputCapture::~OutputCapture() {
-  if (thread_.joinable()) (void)finish(Millis(0), Millis(0), [] { return true; });
+  if (thread_.running()) (void)finish(Millis(0), Millis(0), [] { return true; });
 }
 
 int OutputCapture::command_fd(int stream) const { return state_->command_fd[stream]; }
@@ -273,12 +267,7 @@ int OutputCapture::command_fd(int stream) const { return state_->command_fd[stre
 bool OutputCapture::terminal(int stream) const { return state_->terminal[stream]; }
 
 void OutputCapture::start() {
-  thread_ = std::thread([state = state_] {
-    state->run();
-    std::lock_guard<std::mutex> guard(state->mutex);
-    state->done = true;
-    state->ended.notify_all();
-  });
+  thread_.start([state = state_] { state->run(); });
 }
 
 void OutputCapture::spawned() {
@@ -288,7 +277,7 @@ void OutputCapture::spawned() {
 uint64_t OutputCapture::finish(Millis patience, Millis grace,
                               const std::function<bool()>& asked_to_stop) {
   State& s = *state_;
-  if (!thread_.joinable()) return 0;
+  if (!thread_.running()) return 0;
   spawned();
   s.patience_ms.store(patience.count());
   s.finish_ns.store(ns_of(Clock::now()));
@@ -298,15 +287,9 @@ uint64_t OutputCapture::finish(Millis patience, Millis grace,
   };
   wake();
   std::optional<TimePoint> give_up_at;  // GRACE after rlock was asked to stop
-  std::unique_lock<std::mutex> lock(s.mutex);
   // Waited for as long as bytes move or are owed, unless rlock is asked to stop, or the thread
   // is held up in a write that does not return (a file system that hangs).
-  for (;;) {
-    if (s.ended.wait_for(lock, k_finish_look, [&] { return s.done; })) {
-      lock.unlock();
-      thread_.join();
-      return s.dropped;
-    }
+  while (!thread_.wait_until(Clock::now() + k_finish_look)) {
     TimePoint now = Clock::now();
     if (!give_up_at && asked_to_stop && asked_to_stop()) give_up_at = now + grace;
     if (give_up_at && now >= *give_up_at && !s.abandon.load()) {
@@ -314,12 +297,12 @@ uint64_t OutputCapture::finish(Millis patience, Millis grace,
       wake();
     }
     // The thread looks at ABANDON before each poll: one that has not stopped by the next look
-    // is in a write that does not return.
-    if (give_up_at && now >= *give_up_at + k_finish_look) break;
+    // is in a write that does not return. It ends by itself, with the state it shares.
+    if (give_up_at && now >= *give_up_at + k_finish_look && !thread_.join_by(now))
+      return k_unknown_dropped;
   }
-  lock.unlock();
-  thread_.detach();  // it ends by itself, with the state it shares
-  return k_unknown_dropped;
+  thread_.join_by(Clock::now());
+  return s.dropped;
 }
 
 }  // namespace rlock

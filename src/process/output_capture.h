@@ -23,8 +23,8 @@
 #include <functional>
 #include <memory>
 #include <string_view>
-#include <thread>
 
+#include "util/background_thread.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/fd.h"
@@ -70,7 +70,7 @@ public:
 
 private:
   std::shared_ptr<State> state_;
-  std::thread thread_;
+  BackgroundThread thread_;
 };
 
 }  // namespace rlock
