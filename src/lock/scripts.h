@@ -39,6 +39,7 @@ extern const Script history_start;  // an attempt's, under --retry
 // rlock stop's requests to holders (stop_request.cpp).
 extern const Script stop;
 extern const Script stop_answer;
+extern const Script stop_withdraw;
 
 // A run's kept output (kept_output.cpp).
 extern const Script output_start;

@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstdlib>
 
 #include "lock/lock.h"
+#include "lock/lock_value.h"
 #include "lock/scripts.h"
 #include "util/log.h"
 #include "util/resources.h"
@@ -37,9 +39,24 @@ std::string list_key(const std::string& key, const std::string& token) {
   return helper_key(key, "stop-") + token;
 }
 
-std::string answer_key(const std::string& key, const std::string& token) {
-  return helper_key(key, "stopping-") + token;
+// Where the holder of TOKEN answers asker ID; an asker without an id (an rlock from before
+// per-asker answers, on a host not yet upgraded) on the one list per holder it watches.
+std::string answer_key(const std::string& key, const std::string& token, const std::string& id) {
+  std::string list = helper_key(key, "stopping-") + token;
+  return id.empty() ? list : list + "-" + id;
 }
+
+// The lists an asker watches for a holder's answer: its own, and the one an older holder
+// answers every asker on, so that a host not yet upgraded is not taken for away.
+std::array<std::string, 2> answer_lists(const std::string& key, const std::string& token,
+                                        const std::string& id) {
+  return {answer_key(key, token, id), answer_key(key, token, "")};
+}
+
+// The answers a holder gives (stop_answer.lua): its asker's request taken, or another's taken
+// before, followed by that request.
+constexpr std::string_view k_answer_taken = "taken";
+constexpr std::string_view k_answer_stopping = "stopping ";
 
 Result<StopAsk> decode_ask(const Reply& reply) {
   if (!reply.is_array() || reply.elements.empty()) return unexpected_reply("the stop script");
@@ -67,6 +84,7 @@ std::string encode_stop_request(const StopRequest& r) {
   std::string out = "by=" + r.by + " at=" + r.at + " until=" + std::to_string(r.until_ms) +
                     " signal=" + std::to_string(r.signal);
   if (r.kill_after) out += " kill_after=" + std::to_string(r.kill_after->count());
+  if (!r.id.empty()) out += " id=" + r.id;
   return out + " reason=" + r.reason;
 }
 
@@ -93,10 +111,13 @@ std::optional<StopRequest> decode_stop_request(std::string_view text) {
       r.signal = std::atoi(value.c_str());
     } else if (name == "kill_after") {
       r.kill_after = Millis(std::atoll(value.c_str()));
+    } else if (name == "id") {
+      r.id = value;
     }
     text = space == std::string_view::npos ? std::string_view{} : text.substr(space + 1);
   }
-  if (r.by.empty() || r.signal < 0 || r.signal >= 65) return std::nullopt;
+  if (r.by.empty() || (!r.id.empty() && !is_token(r.id)) || r.signal < 0 || r.signal >= 65)
+    return std::nullopt;
   return r;
 }
 
@@ -108,12 +129,8 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
                             const StopRequest& request, Millis answer_within, TimePoint deadline) {
   Argv keys{key, helper_key(key, "sem"), helper_key(key, "holders"), helper_key(key, "shared"),
             helper_key(key, "shared-values")};
-  Argv args{helper_key(key, "stop-"),
-            encode_stop_request(request),
-            token,
-            std::to_string(std::max<int64_t>(1, answer_within.count())),
-            helper_key(key, "stopping-"),
-            "0"};
+  Argv args{helper_key(key, "stop-"), encode_stop_request(request), token,
+            std::to_string(std::max<int64_t>(1, answer_within.count())), "0"};
   if (redis.node_count() == 1) {
     auto reply = eval(redis, scripts::stop, keys, args, deadline);
     if (!reply) return reply.failure();
@@ -150,61 +167,70 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
   return *best;
 }
 
-Result<std::vector<std::pair<std::string, TimePoint>>>
-await_stop_answers(Redis& redis, const std::string& key, std::vector<std::string> tokens,
-                   TimePoint until, int interrupt_fd) {
-  std::vector<std::pair<std::string, TimePoint>> answered;
+Result<std::vector<StopAnswer>> await_stop_answers(Redis& redis, const std::string& key,
+                                                   const std::string& id,
+                                                   std::vector<std::string> tokens, TimePoint until,
+                                                   int interrupt_fd) {
+  std::vector<StopAnswer> answered;
   while (!tokens.empty()) {
     TimePoint now = Clock::now();
     if (now >= until) break;
     Millis left = std::chrono::ceil<Millis>(until - now);
-    std::optional<std::string> list;  // whose answer came
+    std::optional<std::pair<std::string, std::string>> got;  // whose answer came, and what
     if (redis.node_count() == 1) {
       Argv pop{"BLPOP"};
-      for (const std::string& t : tokens) pop.push_back(answer_key(key, t));
+      for (const std::string& t : tokens)
+        for (std::string& list : answer_lists(key, t, id)) pop.push_back(std::move(list));
       pop.push_back(std::to_string(left.count() / 1000.0));
       auto r = redis.blocking_call(pop, until + redis.command_timeout(), interrupt_fd);
       if (!r) return r.failure();
-      if (r->is_array() && r->elements.size() == 2) list = r->elements[0].str;
+      if (r->is_array() && r->elements.size() == 2)
+        got.emplace(r->elements[0].str, r->elements[1].str);
     } else {
       // Redlock: no blocking command (a node's list is its own): each node is looked at in
       // turn, the answer being on the node the holder listens on.
-      for (size_t i = 0; i < redis.node_count() && !list; ++i)
-        for (const std::string& t : tokens)
-          if (auto r = redis.node(i).call({"LPOP", answer_key(key, t)}, now + left);
-              r && r->is_string()) {
-            list = answer_key(key, t);
-            break;
-          }
+      for (size_t i = 0; i < redis.node_count() && !got; ++i)
+        for (size_t t = 0; t < tokens.size() && !got; ++t)
+          for (const std::string& list : answer_lists(key, tokens[t], id))
+            if (auto r = redis.node(i).call({"LPOP", list}, now + left); r && r->is_string()) {
+              got.emplace(list, r->str);
+              break;
+            }
       pollfd p{interrupt_fd, POLLIN, 0};
-      if (!list && ::poll(&p, interrupt_fd < 0 ? 0 : 1,
-                          static_cast<int>(std::min(left, k_answer_look).count())) > 0)
+      if (!got && ::poll(&p, interrupt_fd < 0 ? 0 : 1,
+                         static_cast<int>(std::min(left, k_answer_look).count())) > 0)
         return Failure{Failure::Kind::interrupted, redis.name() + ": interrupted"};
     }
     auto it = std::find_if(tokens.begin(), tokens.end(), [&](const std::string& t) {
-      return list && answer_key(key, t) == *list;
+      auto lists = answer_lists(key, t, id);
+      return got && std::find(lists.begin(), lists.end(), got->first) != lists.end();
     });
     if (it == tokens.end()) continue;
-    answered.emplace_back(*it, Clock::now());
+    StopAnswer answer{*it, Clock::now(), std::nullopt};
+    if (got->second.starts_with(k_answer_stopping))
+      answer.before =
+          decode_stop_request(std::string_view(got->second).substr(k_answer_stopping.size()));
+    answered.push_back(std::move(answer));
     tokens.erase(it);
   }
   return answered;
 }
 
-Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
+Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key, const std::string& id,
                                     const std::vector<std::string>& tokens, TimePoint deadline) {
-  Argv del{"DEL"};
-  for (const std::string& t : tokens) del.push_back(list_key(key, t));
   if (tokens.empty()) return Unit{};
+  Argv lists;
+  for (const std::string& t : tokens) lists.push_back(list_key(key, t));
   for (size_t i = 0; i < redis.node_count(); ++i)
-    if (auto r = redis.node(i).call(del, deadline); !r) return r.failure();
+    if (auto r = eval(redis.node(i), scripts::stop_withdraw, lists, {id}, deadline); !r)
+      return r.failure();
   return Unit{};
 }
 
 // Shared by the listener and its thread, which may outlive it (~StopListener).
 struct StopListener::State {
   Connect connect;
-  std::string key, list, answer;
+  std::string key, token, list;
   Millis delay;
   Fd wake_read, wake_write;  // the request came
   Fd end_read, end_write;    // the listener is to end
@@ -214,10 +240,11 @@ struct StopListener::State {
   std::optional<StopRequest> request;
 
   void run();
-  // Waits on Redis for a request until one comes, is answered, or the listener is ended.
+  // Waits on Redis for requests until the listener is ended: the first taken is handed to the
+  // run, and every later one answered with it.
   void listen(Redis& redis);
-  // Takes REQUEST on SERVER, unless its asker gave up on it: whether to act on it.
-  bool take_on(Redis& server, const StopRequest& request);
+  // Answers REQUEST on SERVER with ANSWER, unless its asker gave up on it: whether it was.
+  bool answer_on(Redis& server, const StopRequest& request, std::string_view answer);
   // Whether the listener was ended while waiting up to FOR_HOW_LONG.
   bool ended_within(Millis for_how_long);
 };
@@ -228,7 +255,7 @@ StopListener::StopListener(Connect connect, std::string key, std::string token, 
   s.connect = std::move(connect);
   s.key = std::move(key);
   s.list = list_key(s.key, token);
-  s.answer = answer_key(s.key, token);
+  s.token = std::move(token);
   s.delay = delay;
   int p[2];
   if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -297,6 +324,7 @@ void StopListener::State::run() {
 void StopListener::State::listen(Redis& redis) {
   size_t node = 0;  // Redlock: the node listened on, the next after a failure
   Millis retry = k_listen_retry_first;
+  std::optional<StopRequest> taken;  // the request acted on
   for (;;) {
     Redis& server = redis.node(node % redis.node_count());
     auto reply = server.blocking_call(
@@ -318,19 +346,26 @@ void StopListener::State::listen(Redis& redis) {
       log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
       continue;
     }
-    if (!take_on(server, *got)) continue;
+    if (taken) {
+      // The run ends at the word of the first; a later asker is told whose that was.
+      (void)answer_on(server, *got, std::string(k_answer_stopping) + encode_stop_request(*taken));
+      continue;
+    }
+    if (!answer_on(server, *got, k_answer_taken)) continue;
+    taken = got;
     {
       std::lock_guard<std::mutex> guard(mutex);
       request = std::move(got);
     }
     char c = 1;
     (void)!::write(wake_write.get(), &c, 1);
-    return;  // the run ends now; one request is enough
   }
 }
 
-bool StopListener::State::take_on(Redis& server, const StopRequest& got) {
-  auto taken = eval(server, scripts::stop_answer, {answer}, {std::to_string(got.until_ms), "taken"},
+bool StopListener::State::answer_on(Redis& server, const StopRequest& got,
+                                    std::string_view answer) {
+  auto taken = eval(server, scripts::stop_answer, {answer_key(key, token, got.id)},
+                    {std::to_string(got.until_ms), std::string(answer)},
                     Clock::now() + server.command_timeout());
   if (taken && taken->integer == 1) return true;
   // Given up on (this rlock was frozen, or cut off, past the asker's wait), or unanswerable:

@@ -2,13 +2,16 @@
 // command, and the holder acts within a second, however long its renewals are apart.
 //
 // Keys of lock KEY (in KEY's hash slot, like the lock's other helpers; lock.h):
-//   {KEY}:rlock:stop-TOKEN      the request to the holder of TOKEN: a list of one, which that
-//                               holder's rlock BLPOPs while its command runs (StopListener),
-//                               so that a holder nobody asks sends Redis nothing more. It
-//                               expires when its asker stops waiting for an answer (stop.lua).
-//   {KEY}:rlock:stopping-TOKEN  the holder's answer, which the asker BLPOPs: pushed only while
-//                               the asker still waits (stop_answer.lua), so that a holder that
-//                               comes back later never acts on a request given up on.
+//   {KEY}:rlock:stop-TOKEN      the requests to the holder of TOKEN, in the order they came: a
+//                               list, which that holder's rlock BLPOPs while its command runs
+//                               (StopListener), so that a holder nobody asks sends Redis nothing
+//                               more. It expires when its last asker stops waiting (stop.lua).
+//   {KEY}:rlock:stopping-TOKEN-ID  the holder's answer to asker ID, which that asker BLPOPs:
+//                               pushed only while the asker still waits (stop_answer.lua), so
+//                               that a holder that comes back later never acts on a request
+//                               given up on. Each asker has its own, so that operators who ask
+//                               at the same moment are each answered: the first request taken
+//                               is acted on, and every later one is told whose that was.
 // The lock given back is the end.
 #pragma once
 
@@ -36,10 +39,14 @@ struct StopRequest {
   int signal = 0;      // --signal: the holder's --kill-signal instead (0: the holder's own)
   std::optional<Millis> kill_after;  // --kill-after: the holder's own instead
   int64_t until_ms = 0;  // the server's clock when the asker gives up waiting for an answer
+  // The asker's, a token's form: its answer list is stopping-TOKEN-ID. Empty from an rlock
+  // before per-asker answers, answered on stopping-TOKEN.
+  std::string id;
 };
 
-// "by=alice@ops-1 at=... until=... signal=15 kill_after=5000 reason=db maintenance": the reason
-// last, as it may hold spaces; the others never do.
+// "by=alice@ops-1 at=... until=... signal=15 kill_after=5000 id=3f2a... reason=db maintenance":
+// the reason last, as it may hold spaces; the others never do. A request whose id has not a
+// token's form (is_token: it names a key) is refused; one without (an older rlock's) is read.
 std::string encode_stop_request(const StopRequest& request);
 std::optional<StopRequest> decode_stop_request(std::string_view text);
 
@@ -68,25 +75,37 @@ struct StopAsk {
 Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::string& token,
                             const StopRequest& request, Millis answer_within, TimePoint deadline);
 
-// Waits until UNTIL for the answers of the holders of TOKENS: those that answered, and when.
-// INTERRUPT_FD (when not -1) readable first: a failure of kind interrupted.
-Result<std::vector<std::pair<std::string, TimePoint>>>
-await_stop_answers(Redis& redis, const std::string& key, std::vector<std::string> tokens,
-                   TimePoint until, int interrupt_fd);
+// A holder's answer to one asker.
+struct StopAnswer {
+  std::string token;  // the holder's
+  TimePoint at;       // when it came
+  // The request the holder had taken before this asker's, when it had: it was stopping already,
+  // at the word of that request's asker, and this one's is not acted on.
+  std::optional<StopRequest> before;
+};
 
-// Takes back the requests to the holders of TOKENS that have not taken them yet, so that none
-// acts on a request its asker gave up on (interrupted).
-Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key,
+// Waits until UNTIL for the answers to asker ID of the holders of TOKENS: those that answered.
+// INTERRUPT_FD (when not -1) readable first: a failure of kind interrupted.
+Result<std::vector<StopAnswer>> await_stop_answers(Redis& redis, const std::string& key,
+                                                   const std::string& id,
+                                                   std::vector<std::string> tokens, TimePoint until,
+                                                   int interrupt_fd);
+
+// Takes back asker ID's requests to the holders of TOKENS that have not taken them yet, so
+// that none acts on a request its asker gave up on (interrupted); other askers' stay.
+Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key, const std::string& id,
                                     const std::vector<std::string>& tokens, TimePoint deadline);
 
 // Listens for a stop request to the holder of TOKEN, on a thread and a connection of its own
 // (CONNECT makes it there, and may own nothing of the caller's: the thread may outlive it),
-// from DELAY after start() on: a command that ends sooner never costs
-// Redis a connection, and a request made meanwhile waits in its list. wake_fd() becomes
-// readable when a request came; take() returns it. Destruction ends the wait: the thread is
-// joined, unless it is held up on a server that does not answer (a Cluster's map being read
-// again, a Sentinel failover), which would hold up the run's end: then it is left to end by
-// itself, with the state it shares.
+// from DELAY after start() on: a command that ends sooner never costs Redis a connection, and
+// a request made meanwhile waits in its list. wake_fd() becomes readable when a request came;
+// take() returns it. Once one is taken, it goes on listening and answers every later request
+// with that one, so that their askers are told at once who stopped the run, and none waits for
+// an answer that never comes. Destruction ends the wait: the thread is joined, unless it is
+// held up on a server that does not answer (a Cluster's map being read again, a Sentinel
+// failover), which would hold up the run's end: then it is left to end by itself, with the
+// state it shares.
 // rlock stop's requests as rlock run's supervisor hears them: StopListener, or a fake in the
 // unit tests.
 class StopRequests {

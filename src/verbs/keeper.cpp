@@ -52,8 +52,10 @@ public:
     // given the lock back yet, and stop_unkept() stops PID before the lease ends.
     LeaseKeeper lease(lock_, options_.ttl, got_.sent);
     lease.start();
-    HeldLock held(lock_, options_.ttl, got_.sent);
+    // Ends after the lock is given back (HeldLock): a stop asked until then is answered, with
+    // whose stop it was if another's came first.
     std::unique_ptr<StopListener> stops = stop_listener();
+    HeldLock held(lock_, options_.ttl, got_.sent);
     for (;;) {
       // PID, and the commands of its group when it leads one: the lock is held until the last
       // of them is gone, as `rlock run` holds it for its command's leftovers.

@@ -27,6 +27,10 @@ constexpr Millis k_answer_margin{1000};
 constexpr Millis k_default_within{60000};
 // How often to look whether the lock was given back.
 constexpr Millis k_look_every{50};
+// While waiting for an answer, how often to look whether the holder gave the lock back without
+// one: a run that ends as it is asked (its listener gone first) never answers, and its asker
+// must not wait out k_answer_within to call it away.
+constexpr Millis k_answer_slice{250};
 // A reason longer than this is refused: it is for a history line, not a report.
 constexpr size_t k_reason_most = 500;
 
@@ -43,6 +47,8 @@ struct Asked {
   StopAsked holder;
   std::string who;  // the holder as it was when asked (describe_holder)
   std::optional<Millis> taken_after, released_after;
+  // The request the holder had taken before ours: it was stopping already, at another's word.
+  std::optional<StopRequest> before;
 };
 
 LockMode mode_of(const std::string& kind) {
@@ -57,37 +63,72 @@ struct Cut {
   int status = 0;
 };
 
-// Waits for the answers of ASKED (the server refuses them once k_answer_within has passed),
-// then until those that answered gave the lock back, within WITHIN of their answer. A signal
-// takes back the requests not taken yet: none is acted on after its asker gave up.
-std::optional<Cut> follow(Redis& redis, const std::string& key, const std::string& kind,
-                          std::vector<Asked>& asked, Millis within, SignalEvents& signals) {
-  TimePoint began = Clock::now();
-  std::vector<std::string> tokens;
-  for (const Asked& a : asked) tokens.push_back(a.holder.token);
-  auto answered = await_stop_answers(redis, key, tokens, began + k_answer_within + k_answer_margin,
-                                     signals.fd());
-  if (!answered && answered.failure().kind == Failure::Kind::interrupted) {
-    (void)withdraw_stop_requests(redis, key, tokens, Clock::now() + redis.command_timeout());
-    return Cut{std::nullopt,
-               exit_status_for_signal(signals.next_request_to_stop().value_or(SIGINT))};
+// Whether the holder of A still holds KEY.
+Result<bool> still_holds(Redis& redis, const std::string& key, const std::string& kind,
+                         const Asked& a) {
+  return make_lock(redis, key, a.holder.token, mode_of(kind))
+      ->holds(Clock::now() + redis.command_timeout());
+}
+
+Millis since(TimePoint began) { return std::chrono::duration_cast<Millis>(Clock::now() - began); }
+
+// Waits for the holders' answers to asker ID, from BEGAN (the server refuses them once
+// k_answer_within has passed). One that gives the lock back meanwhile without answering was
+// ending: nothing more to wait for. A signal takes back the requests not taken yet: none is
+// acted on after its asker gave up.
+std::optional<Cut> hear_answers(Redis& redis, const std::string& key, const std::string& id,
+                                const std::string& kind, std::vector<Asked>& asked, TimePoint began,
+                                SignalEvents& signals) {
+  TimePoint answers_by = began + k_answer_within + k_answer_margin;
+  std::vector<std::string> unanswered;
+  for (const Asked& a : asked) unanswered.push_back(a.holder.token);
+  while (!unanswered.empty() && Clock::now() < answers_by) {
+    auto answered =
+        await_stop_answers(redis, key, id, unanswered,
+                           std::min(Clock::now() + k_answer_slice, answers_by), signals.fd());
+    if (!answered && answered.failure().kind == Failure::Kind::interrupted) {
+      (void)withdraw_stop_requests(redis, key, id, unanswered,
+                                   Clock::now() + redis.command_timeout());
+      return Cut{std::nullopt,
+                 exit_status_for_signal(signals.next_request_to_stop().value_or(SIGINT))};
+    }
+    if (!answered) return Cut{answered.failure()};
+    for (const StopAnswer& answer : *answered)
+      for (Asked& a : asked)
+        if (a.holder.token == answer.token) {
+          a.taken_after = std::chrono::duration_cast<Millis>(answer.at - began);
+          a.before = answer.before;
+        }
+    for (Asked& a : asked) {
+      if (std::find(unanswered.begin(), unanswered.end(), a.holder.token) == unanswered.end())
+        continue;
+      if (!a.taken_after) {
+        auto held = still_holds(redis, key, kind, a);
+        if (!held) return Cut{held.failure()};
+        if (*held) continue;
+        a.released_after = since(began);
+      }
+      std::erase(unanswered, a.holder.token);
+    }
   }
-  if (!answered) return Cut{answered.failure()};
-  for (const auto& [token, at] : *answered)
-    for (Asked& a : asked)
-      if (a.holder.token == token) a.taken_after = std::chrono::duration_cast<Millis>(at - began);
+  return std::nullopt;
+}
+
+// Waits until the holders that answered gave the lock back, within WITHIN of their answer.
+std::optional<Cut> await_given_back(Redis& redis, const std::string& key, const std::string& kind,
+                                    std::vector<Asked>& asked, TimePoint began, Millis within,
+                                    SignalEvents& signals) {
   for (;;) {
     bool waiting = false;
     for (Asked& a : asked) {
       if (!a.taken_after || a.released_after) continue;
-      auto lock = make_lock(redis, key, a.holder.token, mode_of(kind));
-      auto held = lock->holds(Clock::now() + redis.command_timeout());
+      auto held = still_holds(redis, key, kind, a);
       if (!held) return Cut{held.failure()};
-      Millis since = std::chrono::duration_cast<Millis>(Clock::now() - began);
+      Millis now = since(began);
       if (!*held)
-        a.released_after = since;
+        a.released_after = now;
       else
-        waiting = waiting || since < *a.taken_after + within;
+        waiting = waiting || now < *a.taken_after + within;
     }
     if (!waiting) return std::nullopt;
     // Taken, so acted on: a signal now ends only our wait.
@@ -98,6 +139,12 @@ std::optional<Cut> follow(Redis& redis, const std::string& key, const std::strin
 
 // What became of one holder asked; its exit status.
 int report(const std::string& key, const Asked& a) {
+  if (!a.taken_after && a.released_after) {
+    // Its run was ending: what it was asked to stop is over all the same.
+    write_stdout(printable_key(key) + ": " + a.who + " gave the lock back after " +
+                 format_duration(*a.released_after) + ", before it took the request\n");
+    return k_exit_ok;
+  }
   if (!a.taken_after) {
     log_error(key + ": " + a.who + " did not answer within " + format_duration(k_answer_within) +
               ": its rlock is away (its host down or cut off, rlock frozen) or does not listen (a "
@@ -111,6 +158,13 @@ int report(const std::string& key, const Asked& a) {
               " but still holds the lock (its command or what it left running does not end?)");
     return k_exit_busy;
   }
+  if (a.before) {
+    write_stdout(printable_key(key) + ": " + a.who +
+                 " was already stopping; the lock was given back after " +
+                 format_duration(*a.released_after) + "; stopped by " +
+                 printable(stopped_by_text(a.before->by, a.before->reason), 200) + "\n");
+    return k_exit_ok;
+  }
   write_stdout(printable_key(key) + ": stopped " + a.who + "; the lock was given back after " +
                format_duration(*a.released_after) + "\n");
   return k_exit_ok;
@@ -120,11 +174,16 @@ int report(const std::string& key, const Asked& a) {
 
 int stop_verb(const GlobalOptions& global, const std::string& key, const StopOptions& options) {
   if (!options.token.empty()) check_token(options.token);
-  SignalEvents signals;  // Ctrl-C takes back what was asked (follow)
+  SignalEvents signals;  // Ctrl-C takes back what was asked (hear_answers)
   auto redis = connect_redis(global);
   Holder me = current_holder("");
-  StopRequest request{me.user + "@" + me.host, "-", options.reason, options.signal,
-                      options.kill_after};
+  // The holders answer this asker on lists of its own, named by a fresh id.
+  StopRequest request{.by = me.user + "@" + me.host,
+                      .at = "-",
+                      .reason = options.reason,
+                      .signal = options.signal,
+                      .kill_after = options.kill_after,
+                      .id = make_token()};
   std::replace(request.by.begin(), request.by.end(), ' ', '_');
   auto asked = ask_to_stop(*redis, key, options.token, request, k_answer_within,
                            Clock::now() + redis->command_timeout());
@@ -152,8 +211,11 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
   }
   std::vector<Asked> all;
   for (const StopAsked& a : asked->asked)
-    all.push_back({a, describe_holder(a.value, a.pttl), std::nullopt, std::nullopt});
-  if (auto cut = follow(*redis, key, asked->kind, all, options.within, signals)) {
+    all.push_back({a, describe_holder(a.value, a.pttl), std::nullopt, std::nullopt, std::nullopt});
+  TimePoint began = Clock::now();
+  auto cut = hear_answers(*redis, key, request.id, asked->kind, all, began, signals);
+  if (!cut) cut = await_given_back(*redis, key, asked->kind, all, began, options.within, signals);
+  if (cut) {
     if (cut->failure) return unavailable(*cut->failure);
     return cut->status;
   }
@@ -208,9 +270,10 @@ constexpr Command k_stop_command = {
     {k_options, k_connection},
     "The holder sends the signal to its command's process group within a second, KILL after\n"
     "the kill-after, gives the lock back, records the run as stopped by you, and exits 80.\n"
-    "Exit status: 0 stopped and given back, 1 nothing held (or not by --token), 69 Redis "
-    "unreachable or not a lock, 75 the holder did not answer within 5s or still holds it; "
-    "64 usage, 78 configuration, 125 rlock failed.",
+    "If another's stop came first, you are told whose.\n"
+    "Exit status: 0 given back (stopped at your or another's request), 1 nothing held (or not "
+    "by --token), 69 Redis unreachable or not a lock, 75 the holder did not answer within 5s "
+    "or still holds it; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<StopArgs>};
 
 }  // namespace rlock

@@ -17,6 +17,9 @@ ME = pwd.getpwuid(os.geteuid()).pw_name
 TRAPPING = ('trap \'echo TERM >> "$T/signals"; exit 3\' TERM; '
             'trap \'echo INT >> "$T/signals"; exit 4\' INT; '
             'echo $$ > "$T/started"; while :; do sleep 0.05; done')
+# One that takes half a second to end after its TERM: every stop of a race is made while it
+# holds the lock, however slowly a loaded machine starts the askers (a later one finds it free).
+LINGERING = TRAPPING.replace("exit 3", "sleep 0.5; exit 3")
 
 
 class Stop(RedisTestCase):
@@ -77,6 +80,120 @@ class Stop(RedisTestCase):
         self.assertEqual((event["run"]["end"], event["run"]["exit_status"], event["run"]["by"]),
                          ("stopped", 80, f"{ME}@ops-1"))
 
+    def race_stops(self, hosts):
+        """Runs `rlock stop KEY --reason "from HOST"` on each of HOSTS at the same moment: each
+        waits at a gate (a FIFO) until all do, and all are let through by one write. Returns,
+        for each, (host, exit status, stdout, stderr, seconds from the gate's opening)."""
+        gate = self.path("gate")
+        if not os.path.exists(gate):
+            os.mkfifo(gate)
+        # Held open for writing, so that no shell's open blocks and none misses its line.
+        fd = os.open(gate, os.O_RDWR)
+        self.addCleanup(os.close, fd)
+        procs = []
+        for host in hosts:
+            p = subprocess.Popen(["sh", "-c", 'read _ < "$T/gate" && exec "$0" "$@"', RLOCK,
+                                  "stop", KEY, "--reason", "from " + host],
+                                 env=self.host(host), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
+            self.procs.append(p)
+            procs.append(p)
+
+        def at_gate(pid):
+            try:
+                return os.readlink(f"/proc/{pid}/fd/0") == gate
+            except FileNotFoundError:
+                return False
+        wait_until(lambda: all(at_gate(p.pid) for p in procs), 10, "the stops at the gate")
+        os.write(fd, b"\n" * len(procs))
+        opened = time.monotonic()
+        took = {}
+
+        def all_ended():
+            for i, p in enumerate(procs):
+                if i not in took and p.poll() is not None:
+                    took[i] = time.monotonic() - opened
+            return len(took) == len(procs)
+        wait_until(all_ended, 30, "every stop to end", interval=0.001)
+        return [(host, p.returncode, p.stdout.read(), p.stderr.read(), took[i])
+                for i, (host, p) in enumerate(zip(hosts, procs))]
+
+    def assert_told_who_stopped(self, results, holder, run):
+        """Each of RESULTS (race_stops) ended at once with 0: the asker whose request HOLDER
+        took says it stopped it; every other, that it was stopped by that asker, and why."""
+        takers = 0
+        for host, status, out, err, took in results:
+            self.assertEqual(status, 0, (host, out, err))
+            # The holder answers every asker at once (1s required; CI machines are slow).
+            self.assertLess(took, 3.0, (host, out, err))
+            line = [l for l in out.splitlines() if f" {holder} pid " in l]
+            self.assertEqual(len(line), 1, (host, out))
+            if run["by"] == f"{ME}@{host}":
+                takers += 1
+                self.assertTrue(line[0].startswith(f"{KEY}: stopped {holder} pid "), line)
+            else:
+                self.assertIn("was already stopping", line[0])
+                self.assertTrue(line[0].endswith(f"; stopped by {run['by']}: {run['reason']}"),
+                                line)
+            self.assertIn("the lock was given back after", line[0])
+        self.assertEqual(takers, 1, results)
+
+    def test_stops_asked_at_the_same_moment_are_each_told_who_stopped_the_run(self):
+        # Repeated, so that a lost race is likely; in some rounds the stops come before the
+        # holder listens (half a second into its run) and wait in its list.
+        for n, (askers, listening) in enumerate(((2, True), (3, True), (2, False), (3, True),
+                                                 (2, True), (3, False)), 1):
+            holder = self.start_job(started=f"started-{n}", text=LINGERING)
+            if listening:
+                wait_until(lambda: "cmd=blpop" in self.server.cmd("CLIENT", "LIST"), 5,
+                           "the holder's listener")
+            results = self.race_stops([f"ops-{i}" for i in range(1, askers + 1)])
+            self.assertEqual(holder.wait(timeout=10), 80)
+            runs = self.history()
+            self.assertEqual(len(runs), n, runs)  # one run, stopped once
+            self.assertEqual(runs[0]["end"], "stopped")
+            self.assertIn(runs[0]["reason"], [f"from ops-{i}" for i in range(1, askers + 1)])
+            self.assertEqual(runs[0]["by"], f"{ME}@{runs[0]['reason'][5:]}")
+            self.assert_told_who_stopped(results, "web-1", runs[0])
+            self.assert_no_lock(KEY)
+            self.assertEqual(self.server.cmd("KEYS", "*stop-*"), [])
+
+    def test_stops_asked_at_the_same_moment_reach_every_holder_of_a_semaphore(self):
+        holders = {h: self.start_job(h, ["--limit", "2"], "started-" + h, LINGERING)
+                   for h in ("web-1", "web-2")}
+        wait_until(lambda: self.server.cmd("CLIENT", "LIST").count("cmd=blpop") == 2, 5,
+                   "the holders' listeners")
+        results = self.race_stops(["ops-1", "ops-2"])
+        for h, proc in holders.items():
+            self.assertEqual(proc.wait(timeout=10), 80)
+        runs = {run["holder"]["host"]: run for run in self.history()}
+        self.assertEqual(sorted(runs), ["web-1", "web-2"])
+        for h in holders:
+            self.assert_told_who_stopped(results, h, runs[h])
+        self.assertEqual(self.server.cmd("ZCARD", "{lock:job}:rlock:sem"), 0)
+
+    def test_a_stop_while_the_holder_is_stopping_is_told_who_stopped_it(self):
+        # The job takes 2s to end after its TERM: time enough to ask again.
+        holder = self.start_job(text=TRAPPING.replace("exit 3", "sleep 2; exit 3"))
+        first = self.start(["stop", KEY, "--reason", "first"], env=self.host("ops-1"))
+        wait_until(lambda: self.signals(), 3.0, "TERM to the job")
+        asked = time.monotonic()
+        r = self.run_rlock(["stop", KEY, "--reason", "second"], env=self.host("ops-2"))
+        self.assertLess(time.monotonic() - asked, 3.0)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("was already stopping", r.stdout)
+        self.assertTrue(r.stdout.endswith(f"; stopped by {ME}@ops-1: first\n"), r.stdout)
+        out, err = first.communicate(timeout=10)
+        self.assertEqual(first.returncode, 0, err)
+        self.assertIn("stopped web-1 pid", out)
+        self.assertEqual(holder.wait(timeout=10), 80)
+        self.assertEqual(self.signals(), ["TERM"])
+        run = self.history()[0]
+        self.assertEqual((run["by"], run["reason"]), (f"{ME}@ops-1", "first"))
+        # Asked once it is over: nothing to stop.
+        r = self.run_rlock(["stop", KEY], env=self.host("ops-3"))
+        self.assertEqual((r.returncode, r.stdout), (1, KEY + ": free; nothing to stop\n"))
+
     def test_a_stop_that_signal_and_kill_after_override_reaches_every_holder(self):
         # A semaphore's two holders on two hosts: both asked, each with INT instead of its TERM.
         first = self.start_job("web-1", ["--limit", "2"], "started-1")
@@ -134,15 +251,40 @@ class Stop(RedisTestCase):
         self.assertEqual(holder.returncode, 3)  # the job's own: TERM forwarded, not a stop
         self.assertEqual(self.history()[0]["end"], "exited")
 
+    def requests(self, token):
+        return self.server.cmd("LRANGE", "{lock:job}:rlock:stop-" + token, 0, -1)
+
     def test_ctrl_c_takes_back_a_request_not_taken_yet(self):
         # A lock of rlock acquire without --while-pid: nothing listens for the request.
         token = self.run_rlock(["acquire", KEY], env=self.host("web-1")).stdout.strip()
-        stop = self.start(["stop", KEY], env=self.host("ops-1"))
-        wait_until(lambda: self.server.cmd("KEYS", "*:rlock:stop-*"), 5, "the request")
+        stop = self.start(["stop", KEY, "--reason", "mine"], env=self.host("ops-1"))
+        wait_until(lambda: len(self.requests(token)) == 1, 5, "the request")
+        # Another operator's, asked meanwhile, stays: only its asker may take it back.
+        other = self.start(["stop", KEY, "--reason", "theirs"], env=self.host("ops-2"))
+        wait_until(lambda: len(self.requests(token)) == 2, 5, "the other request")
         stop.send_signal(signal.SIGINT)
         self.assertEqual(stop.wait(timeout=10), 130)
+        left = self.requests(token)
+        self.assertEqual(len(left), 1, left)
+        self.assertIn(f"by={ME}@ops-2 ", left[0])
+        other.send_signal(signal.SIGINT)
+        self.assertEqual(other.wait(timeout=10), 130)
         self.assertEqual(self.server.cmd("KEYS", "*:rlock:stop-*"), [])
         self.assertEqual(self.run_rlock(["release", KEY, "--token", token]).returncode, 0)
+
+    def test_a_holder_that_gives_the_lock_back_before_it_answers_ends_the_wait(self):
+        # Nothing listens (acquire without --while-pid), and the lock is given back meanwhile:
+        # its run ended as it was asked. The asker is not left to call it away 5s on.
+        token = self.run_rlock(["acquire", KEY], env=self.host("web-1")).stdout.strip()
+        stop = self.start(["stop", KEY], env=self.host("ops-1"))
+        wait_until(lambda: self.requests(token), 5, "the request")
+        released = time.monotonic()
+        self.assertEqual(self.run_rlock(["release", KEY, "--token", token]).returncode, 0)
+        out, err = stop.communicate(timeout=10)
+        self.assertLess(time.monotonic() - released, 3.0)
+        self.assertEqual(stop.returncode, 0, err)
+        self.assertRegex(out, f"^{KEY}: web-1 pid .* gave the lock back after .*, before it took "
+                              "the request\n$")
 
     def test_a_script_that_holds_the_lock_with_acquire_while_pid_is_stopped(self):
         script = self.path("script.sh")

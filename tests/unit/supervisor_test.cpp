@@ -113,7 +113,7 @@ public:
     return std::exchange(pending, std::nullopt);
   }
   void ask(const std::string& by, int signal = 0) {
-    pending = StopRequest{by, "", "maintenance", signal, std::nullopt, 0};
+    pending = StopRequest{by, "", "maintenance", signal, std::nullopt, 0, std::string(32, 'a')};
     wake.poke();
   }
 };

@@ -1,11 +1,13 @@
 -- uses: common.lua
 -- rlock stop: asks the holders of a lock to stop their commands (stop_request.h). Each gets
--- REQUEST in its list PREFIX..TOKEN, which its rlock BLPOPs while the command runs, and its
--- answer list ANSWER_PREFIX..TOKEN is emptied. The request holds until= EXPIRY ms from now by
--- the server's clock, after which its asker has given up: the list expires then, and the
--- answer (stop_answer.lua) is refused, so that a holder that comes back later (a host that
--- was away, a frozen rlock, which the server may have handed the request to all the same)
--- never acts on it. A newer request replaces an older one not taken yet.
+-- REQUEST at the end of its list PREFIX..TOKEN, which its rlock BLPOPs while the command runs.
+-- The request holds until= EXPIRY ms from now by the server's clock, after which its asker has
+-- given up: the answer (stop_answer.lua) is refused then, so that a holder that comes back
+-- later (a host that was away, a frozen rlock, which the server may have handed the request
+-- to all the same) never acts on it, and the list expires with its last asker's wait.
+-- Requests of operators who ask at the same moment queue, none replacing another: the
+-- holder acts on the first it takes and answers each later one with it, so that every asker
+-- hears whose stop it was (a replaced request was never answered: its asker said "away").
 -- The asker's clock is not trusted: at= in REQUEST becomes the server's now.
 -- KEYS: the lock, a semaphore's places and their values, a shared lock's places and their
 -- values. TOKEN (if not ''): only that holder; with EVERYWHERE ('1', Redlock), asked whatever
@@ -16,17 +18,15 @@
 -- is no rlock lock (a plain string: value, then its pttl).
 local lock, sem, sem_values, shared, shared_values = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local prefix, request, token, expiry = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local answer_prefix, everywhere = ARGV[5], ARGV[6] == '1'
+local everywhere = ARGV[5] == '1'
 local clock = now_ms()
 request = string.gsub(request, ' at=[^ ]*', ' at=' .. rfc3339(clock), 1)
 request = string.gsub(request, ' until=[^ ]*', ' until=' .. string.format('%.0f', clock + expiry), 1)
 
 local function ask(out, holder, value, pttl)
   local list = prefix .. holder
-  redis.call('DEL', list)
   redis.call('RPUSH', list, request)
-  redis.call('PEXPIRE', list, expiry)
-  redis.call('DEL', answer_prefix .. holder)
+  if redis.call('PTTL', list) < expiry then redis.call('PEXPIRE', list, expiry) end
   for _, x in ipairs({holder, value, pttl}) do out[#out + 1] = x end
 end
 

@@ -1,8 +1,9 @@
 -- uses: common.lua
--- A holder's answer to rlock stop (stop_request.h): it takes the request unless its asker has
--- given up on it, that is unless DEADLINE (the request's until=, the server's ms: stop.lua)
--- is past. 1 taken: the answer is in the list ANSWER, which the asker BLPOPs, for a minute;
--- 0 given up: the holder goes on.
+-- A holder's answer to one rlock stop (stop_request.h): it takes the request unless its asker
+-- has given up on it, that is unless DEADLINE (the request's until=, the server's ms:
+-- stop.lua) is past. 1 taken: the answer TEXT ("taken", or "stopping" and the request taken
+-- before) is in that asker's list ANSWER, which it BLPOPs, for a minute; 0 given up: the holder
+-- goes on.
 local answer, deadline = KEYS[1], tonumber(ARGV[1])
 if now_ms() > deadline then return 0 end
 redis.call('RPUSH', answer, ARGV[2])
