@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <condition_variable>
 #include <cstdlib>
 
 #include "lock/lock.h"
@@ -234,9 +233,7 @@ struct StopListener::State {
   Millis delay;
   Fd wake_read, wake_write;  // the request came
   Fd end_read, end_write;    // the listener is to end
-  std::mutex mutex;
-  std::condition_variable ended;
-  bool done = false;  // the thread has returned
+  std::mutex mutex;  // request
   std::optional<StopRequest> request;
 
   void run();
@@ -269,25 +266,15 @@ StopListener::StopListener(Connect connect, std::string key, std::string token, 
 }
 
 StopListener::~StopListener() {
-  if (!thread_.joinable()) return;
+  if (!thread_.running()) return;
   char c = 1;
   (void)!::write(state_->end_write.get(), &c, 1);
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  if (state_->ended.wait_for(lock, k_join_patience, [this] { return state_->done; })) {
-    lock.unlock();
-    thread_.join();
-  } else {
-    thread_.detach();  // it ends by itself, holding the state it shares
-  }
+  // Held up on a server that does not answer: it ends by itself, with the state it shares.
+  thread_.join_by(Clock::now() + k_join_patience);
 }
 
 void StopListener::start() {
-  thread_ = std::thread([state = state_] {
-    state->run();
-    std::lock_guard<std::mutex> guard(state->mutex);
-    state->done = true;
-    state->ended.notify_all();
-  });
+  thread_.start([state = state_] { state->run(); });
 }
 
 int StopListener::wake_fd() const { return state_->wake_read.get(); }

@@ -21,10 +21,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "redis/redis.h"
+#include "util/background_thread.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -135,7 +135,7 @@ public:
 
 private:
   std::shared_ptr<State> state_;
-  std::thread thread_;
+  BackgroundThread thread_;
 };
 
 }  // namespace rlock
