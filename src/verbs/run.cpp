@@ -89,17 +89,16 @@ public:
         first ? *first
               : acquire(*lock_, encode_lock_value(value), options_, signals_, still_wanted);
     if (done_meanwhile) return *done_meanwhile;
-    bool busy = std::holds_alternative<NotObtained>(outcome);
-    if (busy) end_ = std::get<NotObtained>(outcome).paused ? RunEnd::paused : RunEnd::busy;
     if (auto status = exit_unless_obtained(outcome, options_)) {
-      // Not obtained: busy, or interrupted while waiting, or Redis failed us.
-      metrics_.m.result =
-          std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome)
-              ? "error"
-              : "busy";
+      // Not obtained: busy (paused), or interrupted while waiting (told as busy), or Redis
+      // failed us (an error).
+      auto* busy = std::get_if<NotObtained>(&outcome);
+      bool failed =
+          std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome);
+      metrics_.m.result = failed ? "error" : "busy";
+      if (!failed) end_ = busy && busy->paused ? RunEnd::paused : RunEnd::busy;
       if (busy && options_.record_skips)
-        record_skip(redis_, options_, holder_, lock_->token(), std::get<NotObtained>(outcome),
-                    *status);
+        record_skip(redis_, options_, holder_, lock_->token(), *busy, *status);
       return status;
     }
     got_ = std::get<Obtained>(outcome);

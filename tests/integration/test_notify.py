@@ -250,6 +250,19 @@ class Notify(RedisTestCase):
                       "directory", r.stderr)
         self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
+    def test_a_wait_interrupted_is_told_as_busy(self):
+        holder = self.start(["run", "job", "--", "sleep", "30"])
+        wait_until(lambda: self.server.cmd("GET", "job"), 10, "the holder")
+        env = rlock_env(self.server, RLOCK_HOSTNAME="web-2", NOTES=self.notes)
+        waiter = self.start(["run", "--wait", "1m", "--notify-on", "always", "--notify", NOTE,
+                             "job", "--", "true"], env=env)
+        wait_until(lambda: self.server.cmd("ZCARD", "{job}:rlock:queue") == 1, 10, "the waiter")
+        waiter.send_signal(signal.SIGTERM)
+        self.assertEqual(waiter.wait(timeout=10), 143)
+        self.assertEqual(self.told(), ["web-2 busy 143 unset"])
+        os.killpg(holder.pid, signal.SIGTERM)
+        holder.wait(timeout=10)
+
     def test_settings_that_need_another(self):
         for args in (["--notify-after", "2"], ["--notify-on", "always"],
                      ["--notify-timeout", "1s"], ["--retry-delay", "1s"], ["--retry-on", "3"],
