@@ -8,7 +8,9 @@
 //                           period), end=running, and replaced by its end: a run whose rlock
 //                           died keeps its start, read as "running" while its fence holds the
 //                           lock and as no-end ("no end reported") once it does not. Entries
-//                           of older rlocks are ends only.
+//                           of older rlocks are ends only. Under --retry each attempt is an
+//                           entry of the run's fence: a run is every entry of its fence, and
+//                           its newest says how it ended (RunsOnce in check.h).
 #pragma once
 
 #include <functional>

@@ -9,10 +9,15 @@ namespace rlock {
 
 namespace {
 
+// " (attempt 4)": the run's last attempt under --retry, after others; "" for a run of one.
+std::string attempts_text(const RunRecord& r) {
+  return r.attempt > 1 ? " (attempt " + std::to_string(r.attempt) + ")" : "";
+}
+
 // "exit 3 on web-2 at 2026-11-30T02:00:05.120Z", the time by the server's clock.
 std::string checked_run_text(const CheckedRun& r) {
-  std::string out = result_text(r.record) + " on " + printable(r.record.holder.host) + " at " +
-                    server_time_text(r.ended_ms);
+  std::string out = result_text(r.record) + attempts_text(r.record) + " on " +
+                    printable(r.record.holder.host) + " at " + server_time_text(r.ended_ms);
   return r.from_period ? out + " (this period's --once-per record)" : out;
 }
 
@@ -103,9 +108,11 @@ std::string check_verdict(const CheckOptions& o, const CheckResult& r, const Out
   }
   if (r.ok()) {
     const CheckedRun& s = *r.last_success;
-    std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +
-                      " on " + printable(s.record.holder.host) + " (exit 0 after " +
-                      format_duration(Millis(s.record.held_ms)) + ")";
+    std::string out =
+        paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) + " on " +
+        printable(s.record.holder.host) + " (exit 0 after " +
+        format_duration(Millis(s.record.held_ms)) +
+        (s.record.attempt > 1 ? ", attempt " + std::to_string(s.record.attempt) : "") + ")";
     if (s.from_period) out += " (this period's --once-per record)";
     return out + failures_since_text(r);
   }

@@ -249,6 +249,7 @@ json checked_run_json(const std::optional<CheckedRun>& c) {
           {"end", r.record.end},
           {"exit_status", r.record.ended() ? json(r.record.exit_status) : json(nullptr)},
           {"held_ms", r.record.held_ms},
+          {"attempt", r.record.attempt > 0 ? json(r.record.attempt) : json(nullptr)},
           {"fence", r.record.fence},
           {"in_window", r.in_window},
           {"source", r.from_period ? "period" : "history"}};

@@ -694,6 +694,13 @@ MUTANTS = [
        "  return run_json(run).dump(2, ' ', false, json::error_handler_t::replace);\n}")],
      ['test_security_text.RawBytesAndLongKeys.'
       'test_history_check_and_watch_json_escape_hosts_and_give_back_keys']),
+    ("each attempt of a retried run counted as a run",
+     [("src/lock/check.h",
+       "  bool first(int64_t fence) { return fence <= 0 || judged_.insert(fence).second; }",
+       "  bool first(int64_t fence) { return fence <= 0 || judged_.insert(fence).second || true; }")],
+     ['unit', 'test_check.RetriedRuns.test_four_failed_attempts_are_one_failed_run',
+      'test_watch.WatchByPolling.'
+      'test_a_retried_run_it_did_not_see_is_told_once_as_its_last_attempt_ended']),
 ]
 
 
