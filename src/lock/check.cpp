@@ -39,9 +39,10 @@ Argv history_page(const std::string& key, const std::string& newest) {
 // (KEYS[3] of history_add.lua) holds besides its ID: named, so that a hash of another
 // program's cannot make the read large.
 constexpr const char* k_entry_fields[] = {
-    "host",      "pid",         "user",       "cmd",        "since",  "fence",
-    "waited_ms", "held_ms",     "status",     "end",        "period", "by",
-    "reason",    "cpu_user_ms", "cpu_sys_ms", "max_rss_kb", "attempt"};
+    "host",           "pid",         "user",       "cmd",        "since",   "fence",
+    "waited_ms",      "held_ms",     "status",     "end",        "period",  "by",
+    "reason",         "cpu_user_ms", "cpu_sys_ms", "max_rss_kb", "attempt", "attempt_since",
+    "attempt_held_ms"};
 
 Argv last_success_read(const std::string& key) {
   Argv out{"HMGET", helper_key(key, "last-success"), "id"};

@@ -53,19 +53,21 @@ std::vector<std::string> history_header() {
   return {"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "CPU", "MAX RSS", "FENCE", "RESULT"};
 }
 
-// One run of history, a cell per column of history_header().
+// One run of history, a cell per column of history_header(); under --retry one attempt, with
+// its own start and length (an older rlock's entry has only the run's: since and held_ms).
 std::vector<std::string> history_row(const RunRecord& r) {
   // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
   bool held = r.fence > 0;
+  bool own = r.attempt_span_known();
   bool waited = r.end != run_end_name(RunEnd::period_reset);
   bool cost = r.cpu_user_ms >= 0;
   std::string result = result_text(r);
   if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
   if (!r.period.empty()) result += "  " + printable(r.period);
-  return {format_rfc3339(r.holder.since),
+  return {format_rfc3339(own ? r.attempt_since : r.holder.since),
           printable(r.holder.host),
           std::to_string(r.holder.pid),
-          held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
+          held && r.ended() ? format_duration(Millis(own ? r.attempt_held_ms : r.held_ms)) : "-",
           waited ? format_duration(Millis(r.waited_ms)) : "-",
           cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
           cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",

@@ -264,6 +264,7 @@ class WatchMixin:
         told += self.more(lines)
         self.assertEqual([e["event"] for e in told], ["taken", "released"])
         self.assertEqual((told[-1]["run"]["attempt"], told[-1]["run"]["exit_status"]), (3, 0))
+        self.assertGreaterEqual(told[-1]["held_ms"], told[-1]["run"]["attempt_held_ms"])
         self.interrupt(lines)
 
     def test_a_release_says_how_the_run_ended(self):

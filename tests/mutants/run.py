@@ -701,6 +701,11 @@ MUTANTS = [
      ['unit', 'test_check.RetriedRuns.test_four_failed_attempts_are_one_failed_run',
       'test_watch.WatchByPolling.'
       'test_a_retried_run_it_did_not_see_is_told_once_as_its_last_attempt_ended']),
+    ("an attempt's HELD counted from the run's start",
+     [("src/verbs/run_parts.cpp",
+       "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();",
+       "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - sent).count();")],
+     ['test_history.History.test_each_attempt_with_its_own_start_and_length']),
 ]
 
 
