@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <set>
+#include <unordered_set>
 
 #include "lock/lock.h"
 #include "lock/lock_state.h"
@@ -39,9 +39,10 @@ Argv history_page(const std::string& key, const std::string& newest) {
 // (KEYS[3] of history_add.lua) holds besides its ID: named, so that a hash of another
 // program's cannot make the read large.
 constexpr const char* k_entry_fields[] = {
-    "host",      "pid",         "user",       "cmd",        "since",  "fence",
-    "waited_ms", "held_ms",     "status",     "end",        "period", "by",
-    "reason",    "cpu_user_ms", "cpu_sys_ms", "max_rss_kb", "attempt"};
+    "host",           "pid",         "user",       "cmd",        "since",   "fence",
+    "waited_ms",      "held_ms",     "status",     "end",        "period",  "by",
+    "reason",         "cpu_user_ms", "cpu_sys_ms", "max_rss_kb", "attempt", "attempt_since",
+    "attempt_held_ms"};
 
 Argv last_success_read(const std::string& key) {
   Argv out{"HMGET", helper_key(key, "last-success"), "id"};
@@ -71,61 +72,17 @@ std::optional<RunRecord> kept_success(const Reply& reply) {
   return run;
 }
 
-// A run read, as the counts need it: a few bytes, however large its entry.
-struct RunMark {
-  int64_t ended_ms = 0;
-  int64_t seq = 0;  // the entry ID's sequence number, which orders runs of the same ms
-  bool success = false;
-  bool in_window = false;
-  bool newer_than(const CheckedRun& run) const {
-    return std::pair(ended_ms, seq) > std::pair(run.ended_ms, entry_seq(run.record.id));
-  }
-  static int64_t entry_seq(const std::string& id) {
-    size_t dash = id.find('-');
-    return dash == std::string::npos ? 0 : std::strtoll(id.c_str() + dash + 1, nullptr, 10);
-  }
-};
-
-// What one node's history says: its clock, a mark for each run read, and the few runs a check
-// shows (the newest, the newest success, the newest failures), not every entry read: 10,000
-// entries of another program's may each be large (docs/DESIGN.md, "Reads with a bound").
+// What one node's history says: its clock, and its runs as a check counts them.
 struct NodeHistory {
   int64_t now_ms = 0;
   CheckWindow window;
   int entries = 0;
   bool read_all = true;  // false: k_history_most entries were read, and more are in the window
-  std::vector<RunMark> marks;  // newest first
-  std::optional<CheckedRun> newest;
-  std::optional<CheckedRun> newest_success;
-  std::vector<CheckedRun> newest_failures;  // before newest_success, newest first, a few
+  std::optional<RunTally> runs;
 };
 
-// Adds RUN, a run read newest first, to H.
-void add_run(CheckedRun run, NodeHistory& h) {
-  bool success = is_success(run.record);
-  h.marks.push_back({run.ended_ms, RunMark::entry_seq(run.record.id), success, run.in_window});
-  if (!h.newest) h.newest = run;
-  if (success && !h.newest_success)
-    h.newest_success = std::move(run);
-  else if (!success && !h.newest_success && h.newest_failures.size() < k_failures_shown)
-    h.newest_failures.push_back(std::move(run));
-}
-
-// Adds the kept last success RUN to H, unless the pages read have it already.
-void add_kept_success(RunRecord run, NodeHistory& h) {
-  if (h.newest_success && h.newest_success->record.id == run.id) return;
-  CheckedRun kept;
-  kept.ended_ms = history_entry_ms(run.id);
-  kept.in_window = kept.ended_ms >= h.window.start_ms;
-  kept.record = std::move(run);
-  h.marks.push_back({kept.ended_ms, RunMark::entry_seq(kept.record.id), true, kept.in_window});
-  if (!h.newest) h.newest = kept;
-  if (!h.newest_success || h.newest_success->ended_ms < kept.ended_ms)
-    h.newest_success = std::move(kept);
-}
-
 // Adds the entries of PAGE (an XREVRANGE reply) to INTO; HELD: the fences that hold the lock
-// now, whose start entries are runs still going and not counted. The ID of the oldest entry,
+// now, whose start entries are runs still going (settle_starts). The ID of the oldest entry,
 // or "" when the page was not full (the history ends there).
 Result<std::string> add_page(const Reply& page, const std::vector<int64_t>& held,
                              NodeHistory& into) {
@@ -136,17 +93,9 @@ Result<std::string> add_page(const Reply& page, const std::vector<int64_t>& held
     if (!record) return unexpected_reply("XREVRANGE");
     ++into.entries;
     oldest = record->id;
-    if (!is_run(*record)) continue;
-    // A start entry: the run that holds the lock, or one that died without saying how it
-    // ended, a failure (settle_starts).
     std::vector<RunRecord> one{std::move(*record)};
     settle_starts(one, held);
-    if (one[0].end == run_end_name(RunEnd::running)) continue;
-    CheckedRun run;
-    run.ended_ms = history_entry_ms(one[0].id);
-    run.in_window = run.ended_ms >= into.window.start_ms;
-    run.record = std::move(one[0]);
-    add_run(std::move(run), into);
+    into.runs->add(std::move(one[0]));
   }
   if (page.elements.size() < static_cast<size_t>(k_history_page)) return std::string();
   return oldest;
@@ -168,6 +117,7 @@ Result<NodeHistory> node_history(Redis& node, const std::string& key, const Chec
   NodeHistory h;
   h.now_ms = *now;
   h.window = check_window(read.every, read.tz, *now);
+  h.runs.emplace(h.window.start_ms);
   auto oldest = add_page(first[0], read.held, h);
   while (oldest && !oldest->empty() && history_entry_ms(*oldest) >= h.window.start_ms) {
     std::string newest = history_id_before(*oldest);
@@ -181,7 +131,7 @@ Result<NodeHistory> node_history(Redis& node, const std::string& key, const Chec
     oldest = add_page(*page, read.held, h);
   }
   if (!oldest) return oldest.failure();
-  if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);
+  if (auto kept = kept_success(first[2])) h.runs->add_kept_success(std::move(*kept));
   return h;
 }
 
@@ -252,11 +202,11 @@ bool is_success(const RunRecord& r) {
 int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
   auto ours =
       std::find_if(runs.begin(), runs.end(), [&](const RunRecord& r) { return r.fence == fence; });
-  std::set<int64_t> judged{fence};  // a run's older attempts are judged by its last
+  RunsOnce once;
+  once.first(fence);  // ours is not before itself
   int failures = 0;
   for (auto r = ours == runs.end() ? runs.begin() : ours; r != runs.end(); ++r) {
-    if (!is_run(*r) || r->end == run_end_name(RunEnd::running)) continue;
-    if (!judged.insert(r->fence).second) continue;
+    if (!once.ended(*r)) continue;
     if (is_success(*r)) break;
     ++failures;
   }
@@ -265,40 +215,99 @@ int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
 
 namespace {
 
-// The counts and the runs shown of every node's history H (newest first each) in OUT.
-void summarize(std::vector<NodeHistory>& h, CheckResult& out) {
-  auto newer = [](const CheckedRun& a, const CheckedRun& b) {
-    return std::pair(a.ended_ms, RunMark::entry_seq(a.record.id)) >
-           std::pair(b.ended_ms, RunMark::entry_seq(b.record.id));
+// The sequence number of a stream entry's ID, which orders entries of the same ms.
+int64_t entry_seq(const std::string& id) {
+  size_t dash = id.find('-');
+  return dash == std::string::npos ? 0 : std::strtoll(id.c_str() + dash + 1, nullptr, 10);
+}
+
+}  // namespace
+
+void RunTally::add(RunRecord entry) {
+  // A start entry: the run that holds the lock, or one that died without saying how it ended,
+  // a failure (settle_starts). A run's older attempts are judged by its newest entry.
+  if (!is_run(entry) || !runs_.first(entry.fence)) return;
+  if (entry.end == run_end_name(RunEnd::running)) {
+    going_.push_back(entry.fence);
+    return;
+  }
+  CheckedRun run;
+  run.ended_ms = history_entry_ms(entry.id);
+  run.in_window = run.ended_ms >= window_start_ms_;
+  run.record = std::move(entry);
+  bool success = is_success(run.record);
+  marks_.push_back(
+      {run.ended_ms, entry_seq(run.record.id), run.record.fence, success, run.in_window});
+  if (!newest_) newest_ = run;
+  if (success && !newest_success_)
+    newest_success_ = std::move(run);
+  else if (!success && !newest_success_ && newest_failures_.size() < k_failures_shown)
+    newest_failures_.push_back(std::move(run));
+}
+
+void RunTally::add_kept_success(RunRecord run) {
+  // A success is the last attempt of its run: entries told of its run had it.
+  if (newest_success_ && newest_success_->record.id == run.id) return;
+  if (!runs_.first(run.fence)) return;
+  CheckedRun kept;
+  kept.ended_ms = history_entry_ms(run.id);
+  kept.in_window = kept.ended_ms >= window_start_ms_;
+  kept.record = std::move(run);
+  marks_.push_back(
+      {kept.ended_ms, entry_seq(kept.record.id), kept.record.fence, true, kept.in_window});
+  if (!newest_) newest_ = kept;
+  if (!newest_success_ || newest_success_->ended_ms < kept.ended_ms)
+    newest_success_ = std::move(kept);
+}
+
+void count_runs(std::vector<RunTally>& tallies, CheckResult& out) {
+  // Newest first by the clock of the node that recorded it, then its place in the stream.
+  auto order = [](const CheckedRun& r) { return std::pair(r.ended_ms, entry_seq(r.record.id)); };
+  auto newer = [&](const CheckedRun& a, const CheckedRun& b) { return order(a) > order(b); };
+  // Under Redlock a run's attempts may be on two nodes, each of which marked its own newest:
+  // the run is counted once, as its newest of all says, and not at all while it runs.
+  std::unordered_set<int64_t> going;
+  for (const RunTally& t : tallies) going.insert(t.going_.begin(), t.going_.end());
+  auto judge = [&] {
+    RunsOnce once;
+    for (int64_t fence : going) once.first(fence);
+    return once;
   };
   std::vector<CheckedRun> failures;
-  for (NodeHistory& node : h) {
-    if (node.newest && (!out.last_run || newer(*node.newest, *out.last_run)))
-      out.last_run = node.newest;
-    if (node.newest_success &&
-        (!out.last_success || newer(*node.newest_success, *out.last_success)))
-      out.last_success = node.newest_success;
-    for (CheckedRun& f : node.newest_failures) failures.push_back(std::move(f));
+  for (RunTally& t : tallies) {
+    if (t.newest_ && !going.contains(t.newest_->record.fence) &&
+        (!out.last_run || newer(*t.newest_, *out.last_run)))
+      out.last_run = t.newest_;
+    if (t.newest_success_ && (!out.last_success || newer(*t.newest_success_, *out.last_success)))
+      out.last_success = t.newest_success_;
+    for (CheckedRun& f : t.newest_failures_) failures.push_back(std::move(f));
   }
-  for (const NodeHistory& node : h)
-    for (const RunMark& run : node.marks) {
-      if (run.in_window) {
-        ++out.runs_in_window;
-        if (!run.success) ++out.failures_in_window;
-      }
-      // The failures since the last success (newest first): an ok check names them.
-      if (!run.success && (!out.last_success || run.newer_than(*out.last_success)))
-        ++out.failures_since_count;
+  std::vector<RunTally::Mark> marks;
+  for (const RunTally& t : tallies) marks.insert(marks.end(), t.marks_.begin(), t.marks_.end());
+  std::stable_sort(marks.begin(), marks.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.ended_ms, a.seq) > std::pair(b.ended_ms, b.seq);
+  });
+  RunsOnce counted = judge();
+  for (const RunTally::Mark& run : marks) {
+    if (!counted.first(run.fence)) continue;
+    if (run.in_window) {
+      ++out.runs_in_window;
+      if (!run.success) ++out.failures_in_window;
     }
+    // The failures since the last success (newest first): an ok check names them.
+    if (!run.success &&
+        (!out.last_success || std::pair(run.ended_ms, run.seq) > order(*out.last_success)))
+      ++out.failures_since_count;
+  }
   std::erase_if(failures, [&](const CheckedRun& f) {
     return out.last_success && !newer(f, *out.last_success);
   });
   std::stable_sort(failures.begin(), failures.end(), newer);
+  RunsOnce shown = judge();
+  std::erase_if(failures, [&](const CheckedRun& f) { return !shown.first(f.record.fence); });
   if (failures.size() > k_failures_shown) failures.resize(k_failures_shown);
   out.failures_since = std::move(failures);
 }
-
-}  // namespace
 
 Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Period& every,
                                const std::optional<std::string>& tz, TimePoint deadline) {
@@ -339,7 +348,9 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   }
   if (nodes.empty()) return *failure;
   if (redis.node_count() == 1) out.unanswered.clear();
-  summarize(nodes, out);
+  std::vector<RunTally> tallies;
+  for (NodeHistory& node : nodes) tallies.push_back(std::move(*node.runs));
+  count_runs(tallies, out);
 
   if (!out.succeeded()) {
     auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);

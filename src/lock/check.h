@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "lock/history.h"
@@ -30,6 +31,26 @@ CheckWindow check_window(const Period& every, const std::optional<std::string>& 
 // (--record-skips: busy, done-this-period) and period resets are not. A success exited 0.
 bool is_run(const RunRecord& r);
 bool is_success(const RunRecord& r);
+
+// A run is every history entry of its fence: under --retry one per attempt, and the newest
+// says how the run ended (its last attempt's end), or that it still runs (a start while its
+// fence holds the lock: settle_starts). Told a history's entries newest first, this says which
+// one stands for each run, so that every reader counts a run once, as its last attempt ended.
+class RunsOnce {
+public:
+  // Whether an entry of the run with FENCE is the first told of that run (the others are its
+  // older attempts). An entry without a fence (0) is a run of its own.
+  bool first(int64_t fence) { return fence <= 0 || judged_.insert(fence).second; }
+  // Whether R, the next entry (newest first, settled), says how a run ended: the first entry
+  // of a run, not a start. Skips and resets are no runs; a run whose newest entry is a start
+  // still runs, and none of its older attempts is its end.
+  bool ended(const RunRecord& r) {
+    return is_run(r) && first(r.fence) && r.end != run_end_name(RunEnd::running);
+  }
+
+private:
+  std::unordered_set<int64_t> judged_;
+};
 
 // How many runs failed in a row before the run with FENCE (RUNS: a key's history, newest first,
 // every host's, as read_history() gives it): the fleet's failures, which --notify counts. A
@@ -79,6 +100,44 @@ struct CheckResult {
   }
   bool ok() const { return (succeeded() && !slow()) || paused(); }
 };
+
+// One node's history as a check counts it, told its entries newest first: a mark of a few bytes
+// for each run, as its newest entry says (RunsOnce), and the few runs a check shows (the newest,
+// the newest success, the newest failures before it), not every entry told: 10,000 entries of
+// another program's may each be large (docs/DESIGN.md, "Reads with a bound").
+class RunTally {
+public:
+  // Runs that ended from WINDOW_START_MS on (the node's clock) are in the window.
+  explicit RunTally(int64_t window_start_ms) : window_start_ms_(window_start_ms) {}
+  // ENTRY, the next of the history, newest first, its start settled (settle_starts).
+  void add(RunRecord entry);
+  // The kept last success (KEYS[3] of history_add.lua), unless the entries told had its run.
+  void add_kept_success(RunRecord run);
+
+private:
+  friend void count_runs(std::vector<RunTally>& tallies, CheckResult& out);
+  // A run, as the counts need it.
+  struct Mark {
+    int64_t ended_ms = 0;
+    int64_t seq = 0;    // the entry ID's sequence number, which orders runs of the same ms
+    int64_t fence = 0;  // the run's: under Redlock its attempts may be on two nodes
+    bool success = false;
+    bool in_window = false;
+  };
+  int64_t window_start_ms_;
+  RunsOnce runs_;               // the runs told, so that each is marked once
+  std::vector<Mark> marks_;     // newest first
+  std::vector<int64_t> going_;  // the fences of runs still going: an attempt of theirs runs
+  std::optional<CheckedRun> newest_;
+  std::optional<CheckedRun> newest_success_;
+  std::vector<CheckedRun> newest_failures_;  // before newest_success_, newest first, a few
+};
+
+// OUT's runs in the window and their failures, the failures since the last success and the
+// runs it names, from every node's TALLIES (under Redlock each run's entries are on the nodes
+// that first answered their writer): each run once, as its newest entry of all says, none
+// that still runs.
+void count_runs(std::vector<RunTally>& tallies, CheckResult& out);
 
 // Reads what KEY's history (every node's, under Redlock), its lock and, when the history has no
 // success in the window, the period's slot say. A failure: no Redis answered.

@@ -301,6 +301,9 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
                 {"cpu_user_ms", std::to_string(r.cpu_user_ms), "cpu_sys_ms",
                  std::to_string(r.cpu_sys_ms), "max_rss_kb", std::to_string(r.max_rss_kb)});
   if (r.attempt > 0) args.insert(args.end(), {"attempt", std::to_string(r.attempt)});
+  if (r.attempt_held_ms >= 0)
+    args.insert(args.end(), {"attempt_since", format_rfc3339(r.attempt_since), "attempt_held_ms",
+                             std::to_string(r.attempt_held_ms)});
   // Each attempt of a run (--retry) is an entry of its own, sent again until answered: its
   // token and number find the first delivery.
   args[0] = entry_token(r.token, r.attempt);
@@ -372,6 +375,10 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
       r.max_rss_kb = number(value);
     else if (name == "attempt")
       r.attempt = static_cast<int>(number(value));
+    else if (name == "attempt_since")
+      r.attempt_since = parse_rfc3339(value).value_or(WallTime{});
+    else if (name == "attempt_held_ms")
+      r.attempt_held_ms = number(value);
   }
   return r;
 }

@@ -8,7 +8,9 @@
 //                           period), end=running, and replaced by its end: a run whose rlock
 //                           died keeps its start, read as "running" while its fence holds the
 //                           lock and as no-end ("no end reported") once it does not. Entries
-//                           of older rlocks are ends only.
+//                           of older rlocks are ends only. Under --retry each attempt is an
+//                           entry of the run's fence: a run is every entry of its fence, and
+//                           its newest says how it ended (RunsOnce in check.h).
 #pragma once
 
 #include <functional>
@@ -80,9 +82,16 @@ struct RunRecord {
   int attempt = 0;    // --retry: which attempt of the run this is (1, 2 ...); 0: no --retry
   std::string token;  // the run's own (not recorded): an entry sent again finds the first by it
   std::string start;  // the ID of the run's start entry, which its end replaces (not recorded)
+  // --retry: when the attempt began by the server's clock (the first when the lock was taken)
+  // and how long it ran, for `history` to show each attempt's own span where since and held_ms
+  // are the run's. -1: not recorded (no --retry, a start entry, or an older rlock's entry).
+  WallTime attempt_since{};
+  int64_t attempt_held_ms = -1;
 
   // Whether the entry says how the run ended: not a start (running, or no end reported).
   bool ended() const;
+  // Whether the entry has its attempt's own start and length (attempt_since, attempt_held_ms).
+  bool attempt_span_known() const { return attempt_held_ms >= 0 && attempt_since != WallTime{}; }
 };
 
 // A history entry for a run that did not happen (--record-skips): END says why, STATUS is what

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "lock/check.h"
 #include "lock/lock.h"
 #include "lock/lock_reads.h"
 #include "lock/pause.h"
@@ -127,20 +128,18 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
 }
 
 // The newest run that ran, in HISTORY (XREVRANGE) of the lock S: skipped ones (--record-skips)
-// and resets say nothing of the job, nor does the start of the run that holds it now (S shows
-// it); a start whose run no longer holds it is a run that died (settle_starts).
+// and resets say nothing of the job, nor does the run that holds it now (S shows it), whose
+// newest entry is a start, its earlier attempts' ends included (RunsOnce); a start whose run no
+// longer holds it is a run that died (settle_starts).
 std::optional<RunRecord> last_run(const LockState& s, const Reply& history) {
   std::vector<int64_t> held = held_fences(s);
+  RunsOnce once;
   for (const Reply& entry : history.elements) {
     auto run = decode_history_entry(entry);
-    if (!run || run->end == run_end_name(RunEnd::busy) ||
-        run->end == run_end_name(RunEnd::paused) ||
-        run->end == run_end_name(RunEnd::done_this_period) ||
-        run->end == run_end_name(RunEnd::period_reset))
-      continue;
+    if (!run) continue;
     std::vector<RunRecord> one{std::move(*run)};
     settle_starts(one, held);
-    if (one[0].end != run_end_name(RunEnd::running)) return std::move(one[0]);
+    if (once.ended(one[0])) return std::move(one[0]);
   }
   return std::nullopt;
 }

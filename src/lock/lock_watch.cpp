@@ -256,7 +256,13 @@ void LockWatch::ran_unseen(const LockState& last, const LockState& now,
   bool places = !last.semaphore.empty() || !now.semaphore.empty() || !last.shared.empty() ||
                 !now.shared.empty();
   bool shared = !last.shared.empty() || !now.shared.empty();
-  for (const RunRecord& run : runs) {
+  // A run is as its newest entry says (RunsOnce): the last of its attempts under --retry.
+  RunsOnce once;
+  std::vector<const RunRecord*> ended;
+  for (auto r = runs.rbegin(); r != runs.rend(); ++r)
+    if (once.ended(*r)) ended.push_back(&*r);
+  for (auto r = ended.rbegin(); r != ended.rend(); ++r) {
+    const RunRecord& run = **r;
     if (run.fence <= 0 || std::find(fences_.begin(), fences_.end(), run.fence) != fences_.end())
       continue;
     LockValue value;

@@ -9,10 +9,15 @@ namespace rlock {
 
 namespace {
 
+// " (attempt 4)": the run's last attempt under --retry, after others; "" for a run of one.
+std::string attempts_text(const RunRecord& r) {
+  return r.attempt > 1 ? " (attempt " + std::to_string(r.attempt) + ")" : "";
+}
+
 // "exit 3 on web-2 at 2026-11-30T02:00:05.120Z", the time by the server's clock.
 std::string checked_run_text(const CheckedRun& r) {
-  std::string out = result_text(r.record) + " on " + printable(r.record.holder.host) + " at " +
-                    server_time_text(r.ended_ms);
+  std::string out = result_text(r.record) + attempts_text(r.record) + " on " +
+                    printable(r.record.holder.host) + " at " + server_time_text(r.ended_ms);
   return r.from_period ? out + " (this period's --once-per record)" : out;
 }
 
@@ -48,19 +53,21 @@ std::vector<std::string> history_header() {
   return {"ACQUIRED AT", "HOST", "PID", "HELD", "WAITED", "CPU", "MAX RSS", "FENCE", "RESULT"};
 }
 
-// One run of history, a cell per column of history_header().
+// One run of history, a cell per column of history_header(); under --retry one attempt, with
+// its own start and length (an older rlock's entry has only the run's: since and held_ms).
 std::vector<std::string> history_row(const RunRecord& r) {
   // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
   bool held = r.fence > 0;
+  bool own = r.attempt_span_known();
   bool waited = r.end != run_end_name(RunEnd::period_reset);
   bool cost = r.cpu_user_ms >= 0;
   std::string result = result_text(r);
   if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
   if (!r.period.empty()) result += "  " + printable(r.period);
-  return {format_rfc3339(r.holder.since),
+  return {format_rfc3339(own ? r.attempt_since : r.holder.since),
           printable(r.holder.host),
           std::to_string(r.holder.pid),
-          held && r.ended() ? format_duration(Millis(r.held_ms)) : "-",
+          held && r.ended() ? format_duration(Millis(own ? r.attempt_held_ms : r.held_ms)) : "-",
           waited ? format_duration(Millis(r.waited_ms)) : "-",
           cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
           cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",
@@ -103,9 +110,11 @@ std::string check_verdict(const CheckOptions& o, const CheckResult& r, const Out
   }
   if (r.ok()) {
     const CheckedRun& s = *r.last_success;
-    std::string out = paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) +
-                      " on " + printable(s.record.holder.host) + " (exit 0 after " +
-                      format_duration(Millis(s.record.held_ms)) + ")";
+    std::string out =
+        paint(style, "32", "ok") + ", last success " + server_time_text(s.ended_ms) + " on " +
+        printable(s.record.holder.host) + " (exit 0 after " +
+        format_duration(Millis(s.record.held_ms)) +
+        (s.record.attempt > 1 ? ", attempt " + std::to_string(s.record.attempt) : "") + ")";
     if (s.from_period) out += " (this period's --once-per record)";
     return out + failures_since_text(r);
   }

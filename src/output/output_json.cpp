@@ -140,6 +140,9 @@ json run_json(const RunRecord& r) {
           {"by", or_null(r.by)},
           {"reason", or_null(r.reason)},
           {"attempt", r.attempt > 0 ? json(r.attempt) : json(nullptr)},
+          {"attempt_started_at",
+           r.attempt_span_known() ? json(format_rfc3339(r.attempt_since)) : json(nullptr)},
+          {"attempt_held_ms", r.attempt_span_known() ? json(r.attempt_held_ms) : json(nullptr)},
           {"cpu_user_ms", known_or_null(r.cpu_user_ms)},
           {"cpu_sys_ms", known_or_null(r.cpu_sys_ms)},
           {"max_rss_kb", known_or_null(r.max_rss_kb)}};
@@ -249,6 +252,7 @@ json checked_run_json(const std::optional<CheckedRun>& c) {
           {"end", r.record.end},
           {"exit_status", r.record.ended() ? json(r.record.exit_status) : json(nullptr)},
           {"held_ms", r.record.held_ms},
+          {"attempt", r.record.attempt > 0 ? json(r.record.attempt) : json(nullptr)},
           {"fence", r.record.fence},
           {"in_window", r.in_window},
           {"source", r.from_period ? "period" : "history"}};

@@ -344,13 +344,17 @@ private:
     record.token = lock_->token();
     record.fence = got_.fence;
     record.waited_ms = got_.waited.count();
-    record.held_ms = std::chrono::duration_cast<Millis>(Clock::now() - got_.sent).count();
+    TimePoint now = Clock::now();
+    record.held_ms = std::chrono::duration_cast<Millis>(now - got_.sent).count();
     if (options_.retry > 0) record.attempt = attempt_;
+    TimePoint from = attempt_ > 1 ? attempt_from_ : got_.sent;  // the first: the lock's taking
     if (end.between_attempts && !command_ended(end.end)) {
       ++record.attempt;  // the one that was to come
+      from = now;        // it never began
     } else {
       set_cost(record, hold_->job().child().usage());
     }
+    if (options_.retry > 0) set_attempt_span(record, got_.sent, from, now);
     return run_record(std::move(record), end);
   }
 
@@ -399,7 +403,9 @@ private:
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
-    return &hold_->job().start_next(signals_, foreground(), hold_->renewals());
+    Child& next = hold_->job().start_next(signals_, foreground(), hold_->renewals());
+    attempt_from_ = Clock::now();
+    return &next;
   } catch (const Error& e) {  // out of descriptors or processes: the job is not worse off
     log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_--) + " (" +
                 e.what() + "); the run ends as the last attempt did");
@@ -442,6 +448,7 @@ private:
   std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
   std::unique_ptr<RunOutput> output_;
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
+  TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
   StopListener::Connect connect_;  // --retry: for attempts_lock()
   std::unique_ptr<Redis> attempts_redis_;

@@ -210,6 +210,11 @@ void set_cost(RunRecord& record, const Child::Usage& used) {
   record.max_rss_kb = used.max_rss_kb;
 }
 
+void set_attempt_span(RunRecord& record, TimePoint sent, TimePoint from, TimePoint now) {
+  record.attempt_since = record.holder.since + std::chrono::duration_cast<Millis>(from - sent);
+  record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();
+}
+
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
                                const Lock& lock) {
   try {

@@ -102,6 +102,10 @@ std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& o
                                  const Holder& holder, int64_t fence, int attempt);
 // RECORD's cost: what the command used.
 void set_cost(RunRecord& record, const Child::Usage& used);
+// --retry: RECORD's attempt ran from FROM to NOW, and the run took the lock at SENT (the steady
+// clock), when RECORD's since says by the server's: the attempt's own start by the server's
+// clock, and its length.
+void set_attempt_span(RunRecord& record, TimePoint sent, TimePoint from, TimePoint now);
 
 // Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
 // connection CONNECT makes, on a thread of its own: the listener, or null when it cannot

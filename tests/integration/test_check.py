@@ -2,6 +2,7 @@
 history by the Redis server's clock."""
 import json
 import os
+import signal
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
@@ -232,6 +233,82 @@ class Check(RedisTestCase):
         self.assertEqual(r.returncode, 69, r.stderr)
         self.assertEqual(r.stdout, "")
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+
+
+class RetriedRuns(RedisTestCase):
+    """A run is a run: under --retry each attempt is a history entry of the run's one fence, and
+    check counts the run once, as its last attempt ended (as --notify and RLOCK_FAILURES do)."""
+
+    def retried(self, script, retries=3, key="lock:job"):
+        return self.run_rlock(["run", "--retry", str(retries), "--retry-delay", "0", key, "--",
+                               "sh", "-c", script])
+
+    def flaky(self, fail_times):
+        """A shell script that fails FAIL_TIMES times (its attempts counted in a file), then
+        succeeds."""
+        count = self.path("count")
+        return f'echo x >> {count}; [ $(wc -l < {count}) -gt {fail_times} ] || exit 3'
+
+    def check(self, *args):
+        return self.run_rlock(["check", "lock:job", "--every", "1h", *args])
+
+    def test_four_failed_attempts_are_one_failed_run(self):
+        self.assertEqual(self.retried("exit 3").returncode, 3)
+        self.assertEqual(self.server.cmd("XLEN", "{lock:job}:rlock:history"), 4)
+        r = self.check()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stdout, r"^lock:job: no successful run in the last 1h \(since \S+Z\): "
+                                   r"1 run, failed; last: exit 3 \(attempt 4\) on \S+ at \S+Z; "
+                                   r"no success in its history\n$")
+        j = json.loads(self.check("--json").stdout)
+        self.assertEqual((j["runs_in_window"], j["failures_in_window"], j["failures_since_count"],
+                          j["history_entries"]), (1, 1, 1, 4))
+        self.assertEqual([f["attempt"] for f in j["failures_since"]], [4])
+        self.assertEqual((j["last_run"]["attempt"], j["last_run"]["exit_status"]), (4, 3))
+
+    def test_a_run_that_succeeds_on_its_third_attempt_is_one_success(self):
+        r = self.retried(self.flaky(2))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.check()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^lock:job: ok, last success \S+Z on \S+ \(exit 0 after "
+                                   r"\S+, attempt 3\)\n$")
+        j = json.loads(self.check("--json").stdout)
+        self.assertEqual((j["ok"], j["runs_in_window"], j["failures_in_window"],
+                          j["failures_since_count"], j["failures_since"]), (True, 1, 0, 0, []))
+        self.assertEqual(j["last_success"]["attempt"], 3)
+
+    def test_two_runs_each_retried_are_two_runs(self):
+        for _ in range(2):
+            self.assertEqual(self.retried("exit 3", retries=2).returncode, 3)
+        r = self.check()
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(": 2 runs, all failed; last: exit 3 (attempt 3) on ", r.stdout)
+        j = json.loads(self.check("--json").stdout)
+        self.assertEqual((j["runs_in_window"], j["failures_in_window"], j["failures_since_count"]),
+                         (2, 2, 2))
+        fences = [f["fence"] for f in j["failures_since"]]
+        self.assertEqual(len(set(fences)), 2, fences)
+        # A third, retried to success: one more run, and the two failures are before it.
+        self.assertEqual(self.retried(self.flaky(1), retries=2).returncode, 0)
+        j = json.loads(self.check("--json").stdout)
+        self.assertEqual((j["ok"], j["runs_in_window"], j["failures_in_window"],
+                          j["failures_since_count"]), (True, 3, 2, 0))
+
+    def test_a_run_whose_next_attempt_runs_is_not_counted_yet(self):
+        # Its first attempt failed; its second runs now: the run has not ended.
+        started = self.path("started")
+        p = self.start(["run", "--retry", "1", "--retry-delay", "0", "lock:job", "--", "sh", "-c",
+                        f'[ "$RLOCK_ATTEMPT" = 1 ] && exit 3; touch {started}; exec sleep 30'])
+        wait_until(lambda: os.path.exists(started), 10, "the second attempt")
+        j = json.loads(self.check("--json").stdout)
+        self.assertEqual((j["runs_in_window"], j["failures_since_count"], j["last_run"]),
+                         (0, 0, None))
+        self.assertEqual(len(j["running"]), 1)
+        status = self.run_rlock(["status", "lock:job", "--json"])
+        self.assertIsNone(json.loads(status.stdout)["locks"][0]["last_run"])
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=10)
 
 
 class CheckRedlock(RedisTestCase):

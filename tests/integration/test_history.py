@@ -10,6 +10,18 @@ from zoneinfo import ZoneInfo
 from harness import RedisTestCase, rlock_env, wait_until
 
 
+def stamp_ms(text):
+    """An RFC 3339 time as rlock writes it (2026-11-30T04:00:01.515Z), in ms since the epoch."""
+    return int(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000)
+
+
+def duration_ms(text):
+    """A duration as rlock prints a short one (308ms, 1.2s), in ms."""
+    if text.endswith("ms"):
+        return int(text[:-2])
+    return round(float(text[:-1]) * 1000)
+
+
 class OncePer(RedisTestCase):
     def run_as(self, host, args, **kw):
         return self.run_rlock(args, env=rlock_env(self.server, RLOCK_HOSTNAME=host), **kw)
@@ -307,6 +319,52 @@ class History(RedisTestCase):
                    "the server to be done with rlock's connections")
         self.assertEqual(self.server.cmd("XLEN", "{k}:rlock:history"), 1)
         self.assertEqual([run["end"] for run in self.history("k")], ["lost"])
+
+    def test_each_attempt_with_its_own_start_and_length(self):
+        r = self.run_rlock(["run", "--retry", "3", "--retry-delay", "0", "k", "--", "sh", "-c",
+                            "sleep 0.3; exit 1"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        runs = self.history("k")
+        self.assertEqual([run["attempt"] for run in runs], [4, 3, 2, 1])
+        self.assertEqual(len({run["fence"] for run in runs}), 1)
+        # The run's: when the lock was taken, and how long it was held until each attempt's end.
+        self.assertEqual(len({run["acquired_at"] for run in runs}), 1)
+        total = runs[0]["held_ms"]
+        # Each attempt's own: the first from the lock's taking, the others from their start,
+        # one after another; each held about its 0.3 s, bounded widely.
+        oldest_first = runs[::-1]
+        self.assertEqual(oldest_first[0]["attempt_started_at"], oldest_first[0]["acquired_at"])
+        starts = [stamp_ms(run["attempt_started_at"]) for run in oldest_first]
+        helds = [run["attempt_held_ms"] for run in oldest_first]
+        for i, held in enumerate(helds):
+            self.assertGreaterEqual(held, 250, helds)
+            self.assertLess(held, total * 3 // 4, (helds, total))
+            if i > 0:
+                self.assertGreaterEqual(starts[i], starts[i - 1] + helds[i - 1] - 20, starts)
+        self.assertGreaterEqual(total, sum(helds) - 20, (helds, total))
+        # The text: a line each, with that attempt's start and length.
+        lines = self.run_rlock(["history", "k"]).stdout.splitlines()[1:]
+        self.assertEqual(len(lines), 4, lines)
+        self.assertEqual([line.split()[0] for line in lines],
+                         [run["attempt_started_at"] for run in runs])
+        shown = [duration_ms(line.split()[3]) for line in lines]
+        for held, run in zip(shown, runs):
+            self.assertAlmostEqual(held, run["attempt_held_ms"], delta=run["attempt_held_ms"] // 10)
+            self.assertLess(held, total * 3 // 4)
+        self.assertTrue(lines[0].endswith("exit 1, attempt 4"), lines[0])
+
+    def test_an_attempt_an_older_rlock_recorded_shows_the_runs_start_and_held(self):
+        # Written before attempts had their own start and length: the run's are shown.
+        self.server.cmd("XADD", "{k}:rlock:history", "*", "host", "old-1", "pid", "7", "user",
+                        "ops", "cmd", "job", "since", "2026-11-30T04:00:01.515Z", "fence", "3",
+                        "waited_ms", "0", "held_ms", "2500", "status", "1", "end", "exited",
+                        "attempt", "2")
+        run = self.history("k")[0]
+        self.assertEqual((run["attempt"], run["acquired_at"], run["held_ms"]),
+                         (2, "2026-11-30T04:00:01.515Z", 2500))
+        self.assertEqual((run["attempt_started_at"], run["attempt_held_ms"]), (None, None))
+        line = self.run_rlock(["history", "k"]).stdout.splitlines()[1].split()
+        self.assertEqual((line[0], line[3]), ("2026-11-30T04:00:01.515Z", "2.5s"))
 
     def test_no_history_yet(self):
         r = self.run_rlock(["history", "never"])

@@ -247,6 +247,26 @@ class WatchMixin:
         self.assert_told_once_in_order(lines, fences)
         self.interrupt(lines)
 
+    def test_a_retried_run_it_did_not_see_is_told_once_as_its_last_attempt_ended(self):
+        # Its three attempts are three history entries of one fence: one run, which succeeded.
+        lines = self.watch(KEY)
+        lines.next()
+        lines.next()
+        count = self.path("count")
+        lines.proc.send_signal(signal.SIGSTOP)
+        try:
+            r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "0", KEY, "--", "sh", "-c",
+                                f"echo x >> {count}; [ $(wc -l < {count}) -gt 2 ]"])
+        finally:
+            lines.proc.send_signal(signal.SIGCONT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        told = lines.until(lambda e: e["event"] == "released", timeout=15, what="the release")
+        told += self.more(lines)
+        self.assertEqual([e["event"] for e in told], ["taken", "released"])
+        self.assertEqual((told[-1]["run"]["attempt"], told[-1]["run"]["exit_status"]), (3, 0))
+        self.assertGreaterEqual(told[-1]["held_ms"], told[-1]["run"]["attempt_held_ms"])
+        self.interrupt(lines)
+
     def test_a_release_says_how_the_run_ended(self):
         lines = self.watch(KEY, json_lines=False)
         lines.next()

@@ -704,7 +704,7 @@ MUTANTS = [
       'test_a_failing_password_command_names_its_program_only']),
     ("check ignores the kept last success",
      [("src/lock/check.cpp",
-       "  if (auto kept = kept_success(first[2])) add_kept_success(std::move(*kept), h);\n",
+       "  if (auto kept = kept_success(first[2])) h.runs->add_kept_success(std::move(*kept));\n",
        "")],
      ['test_security_reads.SecurityReads.test_check_finds_a_success_behind_10500_failures']),
     ("logs reads a run's output unbounded",
@@ -724,6 +724,18 @@ MUTANTS = [
        "  return run_json(run).dump(2, ' ', false, json::error_handler_t::replace);\n}")],
      ['test_security_text.RawBytesAndLongKeys.'
       'test_history_check_and_watch_json_escape_hosts_and_give_back_keys']),
+    ("each attempt of a retried run counted as a run",
+     [("src/lock/check.h",
+       "  bool first(int64_t fence) { return fence <= 0 || judged_.insert(fence).second; }",
+       "  bool first(int64_t fence) { return fence <= 0 || judged_.insert(fence).second || true; }")],
+     ['unit', 'test_check.RetriedRuns.test_four_failed_attempts_are_one_failed_run',
+      'test_watch.WatchByPolling.'
+      'test_a_retried_run_it_did_not_see_is_told_once_as_its_last_attempt_ended']),
+    ("an attempt's HELD counted from the run's start",
+     [("src/verbs/run_parts.cpp",
+       "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();",
+       "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - sent).count();")],
+     ['test_history.History.test_each_attempt_with_its_own_start_and_length']),
 ]
 
 

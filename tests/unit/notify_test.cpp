@@ -142,6 +142,22 @@ TEST_CASE("retries: which statuses, and the delays that double up to an hour") {
   CHECK(retry_delay(o, 5) == 0s);
 }
 
+TEST_CASE("set_attempt_span: an attempt's own start and length, by the run's since") {
+  RunRecord r;
+  r.holder.since = WallTime(Millis(1796539471026));  // the server's clock at the lock's taking
+  TimePoint sent = TimePoint(std::chrono::seconds(50));
+  // The first attempt starts when the lock was taken.
+  set_attempt_span(r, sent, sent, sent + 1200ms);
+  CHECK(r.attempt_since == r.holder.since);
+  CHECK(r.attempt_held_ms == 1200);
+  // A later one from its own start: 2.5 s into the run, for 300 ms.
+  set_attempt_span(r, sent, sent + 2500ms, sent + 2800ms);
+  CHECK(r.attempt_since == r.holder.since + Millis(2500));
+  CHECK(r.attempt_held_ms == 300);
+  CHECK(r.attempt_span_known());
+  CHECK(!RunRecord{}.attempt_span_known());  // an older rlock's entry: the run's times
+}
+
 TEST_CASE("the settings of --retry and --notify") {
   Resolved r = resolved({{"retry", "2"},
                          {"retry-on", "1, 75,3-5,4"},
