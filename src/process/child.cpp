@@ -36,6 +36,9 @@ namespace rlock {
 
 namespace {
 
+// How long a SIGKILLed command (or hook) may take to be reaped as its Child ends.
+constexpr Millis k_reap_grace{2000};
+
 bool read_full(int fd, void* buf, size_t len) {
   auto* p = static_cast<char*>(buf);
   while (len > 0) {
@@ -75,7 +78,8 @@ std::string bad_interpreter(const std::string& path, int* err) {
   if (n < 3 || line[0] != '#' || line[1] != '!') return "";
   std::string_view rest(line + 2, static_cast<size_t>(n) - 2);
   rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
-  std::string interpreter(rest.substr(0, rest.find_first_of(" \t\r\n")));
+  // The kernel ends the name at a blank or the newline: a \r of DOS line endings is in it.
+  std::string interpreter(rest.substr(0, rest.find_first_of(" \t\n")));
   if (interpreter.empty()) return "";
   return is_executable_file(interpreter, err) ? "" : interpreter;
 }
@@ -91,6 +95,10 @@ std::optional<CommandProblem> interpreter_problem(const std::string& script) {
   int err = 0;
   std::string interpreter = bad_interpreter(script, &err);
   if (interpreter.empty()) return std::nullopt;
+  if (interpreter.back() == '\r')
+    return CommandProblem{k_exit_not_executable,
+                          script + ": bad interpreter " + interpreter.substr(0, interpreter.size() - 1) +
+                              "\\r: the script has DOS line endings (\\r\\n)"};
   return CommandProblem{k_exit_not_executable,
                         script + ": bad interpreter " + interpreter + ": " + std::strerror(err)};
 }
@@ -272,13 +280,16 @@ Child::Child(const Spec& spec, const SignalEvents& signals, Terminal* terminal)
 }
 
 Child::~Child() {
-  // An exception between fork and a normal end: leave no child running unguarded.
-  // Also after the command itself exited: what it left in its group (--leftovers wait) must
-  // not outlive the lock, which is given back after this.
+  // An exception between fork and a normal end: leave no child running unguarded. After a
+  // normal end (rlock run waits for the whole group) something is left only if SIGKILL could
+  // not end it yet; a hook's group is killed here once its shell ended.
   if (pid_ > 0 && (!exited_ || live_group_members() > 0)) {
     ::kill(-pid_, SIGKILL);
-    if (!exited_)
-      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    // Reaped once it is gone; one in uninterruptible sleep (a file system that hangs) dies
+    // only when it wakes: after k_reap_grace it is left to whoever reaps it when rlock exits.
+    TimePoint give_up = Clock::now() + k_reap_grace;
+    while (!exited_ && ::waitpid(pid_, nullptr, WNOHANG) == 0 && Clock::now() < give_up)
+      ::poll(nullptr, 0, 5);
   }
   if (guardian_ > 0) {
     dismiss_guardian();

@@ -238,7 +238,8 @@ public:
                           got_.sent);
     AttemptEnd end = supervisor.watch(hold_->job().child());
     while (auto delay = again(end, supervisor.lost())) {
-      if (auto ended = supervisor.wait_until(Clock::now() + *delay, end)) {
+      if (auto ended =
+              supervisor.wait_until(Clock::now() + *delay, end, hold_->job().child())) {
         end = *ended;
         break;
       }
@@ -262,24 +263,39 @@ public:
     }
     // The rest of the output is written on and kept while the lease is still renewed, its end
     // before the lock is given back: a follower sees it before anyone else can take the lock.
-    if (output_) {
-      RunRecord record = record_of(end);
-      // The renewals run until the release, however soon the command ended.
-      renew_from_now();
-      // A reader that does not read holds the run as it would have held the command, until
-      // rlock is asked to stop (a signal, rlock stop): then for k_stop_grace at most.
-      output_->finish(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
-                      [&] {
-                        return end.asked_to_stop || signals_.next_request_to_stop().has_value() ||
-                               (stops_ && stops_->take().has_value());
-                      });
-    }
+    // rlock has the terminal again: a Ctrl-C while the output drains reaches it, not the
+    // command's group, which is gone.
+    if (Terminal* terminal = hold_->terminal()) terminal->take_back();
+    if (output_) drain_output(end);
     stops_.reset();
     hold_->command_done();
     metrics_.m.renewals = renewals.renewals();
     metrics_.m.renewal_failures = renewals.renewal_failures();
     metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
     return end;
+  }
+
+  // The rest of the command's output is written on and kept, while the lease is renewed, and
+  // its end before the lock is given back: a follower sees it before anyone else can take the
+  // lock. A reader that does not read holds the run as it would have held the command, until
+  // rlock is asked to stop (a signal, rlock stop): then for k_stop_grace at most. A stop
+  // request that comes meanwhile ends the run as stopped (its asker is told so); a signal, as
+  // the command ended.
+  void drain_output(AttemptEnd& end) {
+    RunRecord record = record_of(end);
+    renew_from_now();
+    std::optional<StopRequest> late_stop;
+    output_->finish(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
+                    [&] {
+                      if (stops_ && !late_stop) late_stop = stops_->take();
+                      return end.asked_to_stop || late_stop ||
+                             signals_.next_request_to_stop().has_value();
+                    });
+    if (late_stop && command_ended(end.end) && !end.between_attempts) {
+      end.end = RunEnd::stopped;
+      end.stop = late_stop;
+      end.asked_to_stop = true;
+    }
   }
 
   // Records how the run ended (its period, its history) and gives the lock back, or keeps it

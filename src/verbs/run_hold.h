@@ -3,7 +3,8 @@
 // command's group is killed, the terminal comes back, and only then is the lock given back
 // (docs/DESIGN.md "Lease safety"). On every way out of the run, an early return or an
 // exception, the destructor lets go in that order; the run's normal end lets go step by step
-// (command_done(), then the release that carries the run's record).
+// (command_done(), then the release that carries the run's record), once the supervisor saw
+// the whole group gone (or SIGKILLed past its grace).
 #pragma once
 
 #include <memory>

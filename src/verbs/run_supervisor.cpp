@@ -45,7 +45,6 @@ AttemptEnd Supervisor::watch(ProcessGroup& group) {
   attempt_.emplace();
   attempt_->group = &group;
   attempt_->group_poll = k_group_poll_first;
-  last_group_ = &group;
   for (;;) {
     TimePoint now = Clock::now();
     notice_guardian(now);
@@ -59,7 +58,8 @@ AttemptEnd Supervisor::watch(ProcessGroup& group) {
   }
 }
 
-std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd& last) {
+std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd& last,
+                                                 ProcessGroup& last_group) {
   attempt_.reset();
   if (terminal_) terminal_->take_back();
   for (;;) {
@@ -77,7 +77,7 @@ std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd&
       return end;
     }
     if (now >= at) return std::nullopt;
-    wait_for_event(std::min(at, next_wake()));
+    wait_for_event(std::min(at, next_wake()), &last_group);
   }
 }
 
@@ -287,7 +287,7 @@ TimePoint Supervisor::next_wake() {
   return next;
 }
 
-void Supervisor::wait_for_event(TimePoint until) {
+void Supervisor::wait_for_event(TimePoint until, ProcessGroup* between) {
   pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
                    {lease_.wake_fd(), POLLIN, 0},
                    {stops_ ? stops_->wake_fd() : -1, POLLIN, 0}};
@@ -295,7 +295,7 @@ void Supervisor::wait_for_event(TimePoint until) {
   if (n <= 0) return;  // timeout or EINTR: decide() looks at the clock
   if (fds[1].revents) lease_.drain_wakeups();
   if (fds[2].revents) on_stop_request();
-  while (auto sig = signals_.next()) on_signal(*sig);
+  while (auto sig = signals_.next()) on_signal(*sig, between);
   // poll() above reaped the guardian if someone killed it.
   if (!attempt_) return;
   if (auto how = attempt_->group->replace_dead_guardian())
@@ -304,13 +304,13 @@ void Supervisor::wait_for_event(TimePoint until) {
                              "); started another, so the command still dies with rlock"});
 }
 
-void Supervisor::on_signal(int sig) {
+void Supervisor::on_signal(int sig, ProcessGroup* between) {
   TimePoint now = Clock::now();
   if (sig == SIGCHLD) {
     if (attempt_)
       collect_child();
-    else if (last_group_)
-      last_group_->reap();  // what left the last attempt's group, reparented to rlock
+    else if (between)
+      between->reap();  // what left the last attempt's group, reparented to rlock
   } else if (!attempt_) {
     // No command to forward it to: its group is gone, and its number may be another's. A
     // signal that ends a process is a request to stop, which ends the run (wait_until).

@@ -58,8 +58,10 @@ public:
   AttemptEnd watch(ProcessGroup& group);
   // While no command runs, until AT: the run's end when something ends it first (a signal, a
   // stop request, the loss, --max-run), told as LAST (the attempt that ended) ended; nothing
-  // when AT came. The lease is renewed meanwhile; rlock keeps the terminal.
-  std::optional<AttemptEnd> wait_until(TimePoint at, const AttemptEnd& last);
+  // when AT came. The lease is renewed meanwhile; rlock keeps the terminal. LAST_GROUP, the
+  // last attempt's (which may never have run), reaps what its command left and ended since.
+  std::optional<AttemptEnd> wait_until(TimePoint at, const AttemptEnd& last,
+                                       ProcessGroup& last_group);
 
   // The lease was lost (also under --on-lost ignore, when the command ran on).
   bool lost() const { return lost_; }
@@ -90,8 +92,8 @@ private:
   void begin_stop(RunEnd why, TimePoint kill_at, int sig);
   void kill_group(TimePoint now);
   TimePoint next_wake();
-  void wait_for_event(TimePoint until);
-  void on_signal(int sig);
+  void wait_for_event(TimePoint until, ProcessGroup* between = nullptr);
+  void on_signal(int sig, ProcessGroup* between);
   bool asked_again(TimePoint now);
   void collect_child();
   void on_child_stopped(int stop_signal);
@@ -117,7 +119,6 @@ private:
   bool suspended_ = false;    // by job control, with the command (on_child_stopped)
   bool lost_ = false;
   std::optional<Attempt> attempt_;  // none between attempts
-  ProcessGroup* last_group_ = nullptr;  // the last watched: reaped between attempts
   // Between attempts: how the run ends before its next attempt (a stop, the loss, --max-run).
   std::optional<RunEnd> ends_as_;
 };

@@ -248,6 +248,13 @@ class Notify(RedisTestCase):
         # Said as a shell says it: the script is there, its interpreter is not.
         self.assertIn(f"{script}: bad interpreter /usr/bin/no-such-python: No such file or "
                       "directory", r.stderr)
+        # The commonest: DOS line endings make the interpreter "/bin/sh\r".
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\r\necho report\r\n")
+        r = self.run_as("web-2", ["run", "job", "--", script])
+        self.assertEqual(r.returncode, 126, r.stderr)
+        self.assertIn(f"{script}: bad interpreter /bin/sh\\r: the script has DOS line endings",
+                      r.stderr)
         self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
     def test_a_wait_interrupted_is_told_as_busy(self):
@@ -286,6 +293,20 @@ class Retry(RedisTestCase):
         count = self.path("count")
         return ["sh", "-c", f'echo "$RLOCK_ATTEMPT" >> {count}; '
                 f'[ $(wc -l < {count}) -gt {fail_times} ]']
+
+    def test_a_command_gone_after_an_attempt_ends_the_next_ones_at_once(self):
+        # Attempt 1 removes its own script and fails; attempts 2 and 3 cannot start (127, which
+        # --retry retries like any failure). What ended between them is reaped on the last
+        # attempt's process (an ASan build catches a use of the one before, freed).
+        script = self.path("job.sh")
+        with open(script, "w") as f:
+            f.write('#!/bin/sh\nrm "$0"\nexit 1\n')
+        os.chmod(script, 0o755)
+        r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "0", "job", "--", script])
+        self.assertEqual(r.returncode, 127, r.stderr)
+        self.assertEqual(r.stderr.count(f"{script}: command not found"), 2, r.stderr)
+        self.assertEqual([(a["attempt"], a["status"]) for a in self.attempts()],
+                         [("1", "1"), ("2", "127"), ("3", "127")])
 
     def test_fails_twice_then_succeeds_under_one_fence(self):
         r = self.run_rlock(["run", "--retry", "2", "--retry-delay", "100ms", "job", "--",

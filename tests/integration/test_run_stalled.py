@@ -3,6 +3,7 @@ renewed until the release whatever stage the run is in, and a signal, Ctrl-C or 
 up what the reader has not taken within a short grace, says how much, and gives the lock back."""
 import array
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -106,6 +107,17 @@ class StalledReader(RedisTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertLess(time.monotonic() - start, ENDS_WITHIN, r.stdout + r.stderr)
         self.assert_ends_promptly(proc, 80)
+
+    def test_rlock_stop_while_the_output_drains_ends_the_run_as_stopped(self):
+        # The command wrote 100 kB and exited 0; its reader takes nothing. A stop then drops
+        # what is left, and the run is recorded as the asker was told: stopped, by whom.
+        proc, read_end = self.start_stalled("30s", ["head", "-c", "100000", "/dev/zero"])
+        self.wait_stalled(read_end)
+        r = self.run_rlock(["stop", KEY, "--reason", "reader hung"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_ends_promptly(proc, 80)
+        run = json.loads(self.run_rlock(["history", "--json", KEY]).stdout)["runs"][0]
+        self.assertEqual((run["end"], run["reason"]), ("stopped", "reader hung"))
 
     def test_the_lease_is_renewed_while_a_reader_takes_its_time(self):
         # The command writes 100 kB, which the pipes and rlock hold, and ends at once, long before the first renewal (1 s); its

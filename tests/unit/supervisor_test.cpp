@@ -223,7 +223,7 @@ TEST_CASE("between attempts: the delay passes, and the next attempt is the run's
   s.group.end(1);
   AttemptEnd last = sv.watch(s.group);
   TimePoint start = Clock::now();
-  CHECK(!sv.wait_until(Clock::now() + Millis(50), last));
+  CHECK(!sv.wait_until(Clock::now() + Millis(50), last, s.group));
   CHECK(seconds_since(start) >= 0.05);
 }
 
@@ -234,7 +234,7 @@ TEST_CASE("between attempts: a signal ends the run as the last attempt ended") {
   AttemptEnd last = sv.watch(s.group);
   ::raise(SIGINT);
   TimePoint start = Clock::now();
-  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last);
+  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last, s.group);
   REQUIRE(end);
   CHECK(end->end == RunEnd::exited);
   CHECK(end->status == 1);
@@ -250,7 +250,7 @@ TEST_CASE("between attempts: a stop request ends the run as stopped") {
   s.group.end(1);
   AttemptEnd last = sv.watch(s.group);
   s.stops.ask("carol@ops-3");
-  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last);
+  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last, s.group);
   REQUIRE(end);
   CHECK(end->end == RunEnd::stopped);
   REQUIRE(end->stop);
@@ -264,7 +264,7 @@ TEST_CASE("between attempts: a lost lease ends the run as lost") {
   s.group.end(1);
   AttemptEnd last = sv.watch(s.group);
   s.lease.lose();
-  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last);
+  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last, s.group);
   REQUIRE(end);
   CHECK(end->end == RunEnd::lost);
   CHECK(end->between_attempts);
@@ -276,7 +276,7 @@ TEST_CASE("between attempts: --max-run ends the run") {
   Supervisor sv = s.make();
   s.group.end(1);
   AttemptEnd last = sv.watch(s.group);
-  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last);
+  auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last, s.group);
   REQUIRE(end);
   CHECK(end->end == RunEnd::max_run);
 }
