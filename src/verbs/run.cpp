@@ -461,8 +461,10 @@ private:
   Millis held_time_{0};                  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
-  std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
+  // Declared before hold_, so that on an early way out the command's group is killed before
+  // its output's capture is abandoned.
   std::unique_ptr<RunOutput> output_;
+  std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
   TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
