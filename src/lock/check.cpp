@@ -190,14 +190,13 @@ CheckWindow check_window(const Period& every, const std::optional<std::string>& 
   return {slot.start_ms, slot.name};
 }
 
-bool is_run(const RunRecord& r) {
-  return r.end != run_end_name(RunEnd::busy) && r.end != run_end_name(RunEnd::done_this_period) &&
-         r.end != run_end_name(RunEnd::period_reset) && r.end != run_end_name(RunEnd::paused);
-}
+bool is_run(const RunRecord& r) { return entry_kind(r.end) == EntryKind::run; }
 
 bool is_success(const RunRecord& r) {
   return r.end == run_end_name(RunEnd::exited) && r.exit_status == 0;
 }
+
+bool end_unknown(const RunRecord& r) { return r.end == run_end_name(RunEnd::unknown); }
 
 int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
   auto ours =
@@ -206,7 +205,7 @@ int failures_before(const std::vector<RunRecord>& runs, int64_t fence) {
   once.first(fence);  // ours is not before itself
   int failures = 0;
   for (auto r = ours == runs.end() ? runs.begin() : ours; r != runs.end(); ++r) {
-    if (!once.ended(*r)) continue;
+    if (!once.ended(*r) || end_unknown(*r)) continue;
     if (is_success(*r)) break;
     ++failures;
   }
@@ -224,8 +223,8 @@ int64_t entry_seq(const std::string& id) {
 }  // namespace
 
 void RunTally::add(RunRecord entry) {
-  // A start entry: the run that holds the lock, or one that died without saying how it ended,
-  // a failure (settle_starts). A run's older attempts are judged by its newest entry.
+  // A start entry: the run that holds the lock, or one that ended without saying how, its end
+  // unknown (settle_starts). A run's older attempts are judged by its newest entry.
   if (!is_run(entry) || !runs_.first(entry.fence)) return;
   if (entry.end == run_end_name(RunEnd::running)) {
     going_.push_back(entry.fence);
@@ -236,8 +235,11 @@ void RunTally::add(RunRecord entry) {
   run.in_window = run.ended_ms >= window_start_ms_;
   run.record = std::move(entry);
   bool success = is_success(run.record);
+  Verdict verdict = success                  ? Verdict::success
+                    : end_unknown(run.record) ? Verdict::unknown
+                                              : Verdict::failure;
   marks_.push_back(
-      {run.ended_ms, entry_seq(run.record.id), run.record.fence, success, run.in_window});
+      {run.ended_ms, entry_seq(run.record.id), run.record.fence, verdict, run.in_window});
   if (!newest_) newest_ = run;
   if (success && !newest_success_)
     newest_success_ = std::move(run);
@@ -253,8 +255,8 @@ void RunTally::add_kept_success(RunRecord run) {
   kept.ended_ms = history_entry_ms(run.id);
   kept.in_window = kept.ended_ms >= window_start_ms_;
   kept.record = std::move(run);
-  marks_.push_back(
-      {kept.ended_ms, entry_seq(kept.record.id), kept.record.fence, true, kept.in_window});
+  marks_.push_back({kept.ended_ms, entry_seq(kept.record.id), kept.record.fence,
+                    Verdict::success, kept.in_window});
   if (!newest_) newest_ = kept;
   if (!newest_success_ || newest_success_->ended_ms < kept.ended_ms)
     newest_success_ = std::move(kept);
@@ -288,16 +290,20 @@ void count_runs(std::vector<RunTally>& tallies, CheckResult& out) {
     return std::pair(a.ended_ms, a.seq) > std::pair(b.ended_ms, b.seq);
   });
   RunsOnce counted = judge();
+  using Verdict = RunTally::Verdict;
   for (const RunTally::Mark& run : marks) {
     if (!counted.first(run.fence)) continue;
+    bool failed = run.verdict == Verdict::failure, unknown = run.verdict == Verdict::unknown;
     if (run.in_window) {
       ++out.runs_in_window;
-      if (!run.success) ++out.failures_in_window;
+      out.failures_in_window += failed;
+      out.unknown_in_window += unknown;
     }
     // The failures since the last success (newest first): an ok check names them.
-    if (!run.success &&
-        (!out.last_success || std::pair(run.ended_ms, run.seq) > order(*out.last_success)))
-      ++out.failures_since_count;
+    if (!out.last_success || std::pair(run.ended_ms, run.seq) > order(*out.last_success)) {
+      out.failures_since_count += failed;
+      out.unknown_since_count += unknown;
+    }
   }
   std::erase_if(failures, [&](const CheckedRun& f) {
     return out.last_success && !newer(f, *out.last_success);

@@ -28,9 +28,11 @@ struct CheckWindow {
 CheckWindow check_window(const Period& every, const std::optional<std::string>& tz, int64_t now_ms);
 
 // A run is what rlock run ended (exited, signalled, lost, max-run, hung); skip records
-// (--record-skips: busy, done-this-period) and period resets are not. A success exited 0.
+// (--record-skips: busy, done-this-period) and operator actions (entry_kind) are not. A success exited 0; a
+// run whose end is unknown (settle_starts) is neither a success nor a failure.
 bool is_run(const RunRecord& r);
 bool is_success(const RunRecord& r);
+bool end_unknown(const RunRecord& r);
 
 // A run is every history entry of its fence: under --retry one per attempt, and the newest
 // says how the run ended (its last attempt's end), or that it still runs (a start while its
@@ -54,9 +56,9 @@ private:
 
 // How many runs failed in a row before the run with FENCE (RUNS: a key's history, newest first,
 // every host's, as read_history() gives it): the fleet's failures, which --notify counts. A
-// run counts once, as it last ended (its last attempt, under --retry); skips, runs still going
-// and runs that ended after FENCE's do not count. Without FENCE among RUNS, all of RUNS came
-// before it.
+// run counts once, as it last ended (its last attempt, under --retry); skips, runs still going,
+// runs whose end is unknown and runs that ended after FENCE's do not count. Without FENCE among
+// RUNS, all of RUNS came before it.
 int failures_before(const std::vector<RunRecord>& runs, int64_t fence);
 
 // A run as the check saw it.
@@ -74,16 +76,18 @@ struct CheckResult {
   std::optional<CheckedRun> last_run;      // the newest run, however it ended
   int runs_in_window = 0;
   int failures_in_window = 0;
+  int unknown_in_window = 0;  // runs whose end is unknown: neither failed nor succeeded
   int entries_read = 0;  // history entries read, skips included: 0 means no history
   // Every entry in the window was read; false: only the newest 10,000 (a check stays cheap),
   // so the counts are of those, and the last success is the one kept beside the history.
   bool read_all = true;
   std::vector<Holder> running;          // who holds the lock now: the job is running
   std::vector<std::string> unanswered;  // Redlock nodes that did not answer (redacted names)
-  // How many runs failed after the newest success (all of them without one), and the newest
-  // ten of them, newest first: a check keeps no more of them (docs/DESIGN.md, "Reads with a
-  // bound").
+  // How many runs failed after the newest success (all of them without one), how many ended
+  // unknown, and the newest ten of both, newest first: a check keeps no more of them
+  // (docs/DESIGN.md, "Reads with a bound").
   int failures_since_count = 0;
+  int unknown_since_count = 0;
   std::vector<CheckedRun> failures_since;
   // rlock pause (pause.h): no run is due while it lasts, so the check is no alarm.
   std::string pause;
@@ -117,11 +121,12 @@ public:
 private:
   friend void count_runs(std::vector<RunTally>& tallies, CheckResult& out);
   // A run, as the counts need it.
+  enum class Verdict { success, failure, unknown };
   struct Mark {
     int64_t ended_ms = 0;
     int64_t seq = 0;    // the entry ID's sequence number, which orders runs of the same ms
     int64_t fence = 0;  // the run's: under Redlock its attempts may be on two nodes
-    bool success = false;
+    Verdict verdict = Verdict::failure;
     bool in_window = false;
   };
   int64_t window_start_ms_;
@@ -130,7 +135,8 @@ private:
   std::vector<int64_t> going_;  // the fences of runs still going: an attempt of theirs runs
   std::optional<CheckedRun> newest_;
   std::optional<CheckedRun> newest_success_;
-  std::vector<CheckedRun> newest_failures_;  // before newest_success_, newest first, a few
+  // Failed or unknown, before newest_success_, newest first, a few.
+  std::vector<CheckedRun> newest_failures_;
 };
 
 // OUT's runs in the window and their failures, the failures since the last success and the

@@ -28,8 +28,8 @@ public:
   TimePoint acquired() const { return acquired_; }
 
   // Gives the lock back, retrying through a Redis blip (a connection closed under it, a
-  // restart, a failover) for up to BUDGET, but not after Redis refused the connection; a lock
-  // we cannot release expires by itself within the ttl, and rlock says so. HISTORY, the run's
+  // restart refusing connections, a failover) for up to BUDGET (at most the ttl); a lock we
+  // cannot release expires by itself within the ttl, and rlock says so. HISTORY, the run's
   // history entry, rides in the release's round trip (after the release: it delays no one)
   // and is cleared once Redis answered it. Both are sent again until answered: each is applied
   // once however often it arrives (Lock::release, history_entry). False when Redis could not

@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "lock/held_lock.h"
 #include "lock/lock.h"
 #include "lock/scripts.h"
 #include "redis/retry.h"
@@ -45,6 +46,7 @@ struct RunEndWords {
   const char* result;
   const char* label;
   int exit_status;
+  EntryKind kind = EntryKind::run;
 };
 constexpr int k_command_status = -1, k_conflict_status = -2;
 constexpr RunEndWords k_run_ends[] = {
@@ -55,12 +57,16 @@ constexpr RunEndWords k_run_ends[] = {
     {RunEnd::max_run, "max-run", "max-run", "max-run", k_exit_max_run},
     {RunEnd::hung, "hung", "hung", "hung", k_exit_hung},
     {RunEnd::stopped, "stopped", "stopped", "stopped", k_exit_stopped},
-    {RunEnd::busy, "busy", "busy", "busy", k_conflict_status},
-    {RunEnd::paused, "paused", "busy", "busy", k_conflict_status},
-    {RunEnd::done_this_period, "done-this-period", "done", "done", k_conflict_status},
-    {RunEnd::period_reset, "period-reset", "error", "error", k_exit_ok},
+    {RunEnd::busy, "busy", "busy", "busy", k_conflict_status, EntryKind::skip},
+    {RunEnd::paused, "paused", "busy", "busy", k_conflict_status, EntryKind::skip},
+    {RunEnd::done_this_period, "done-this-period", "done", "done", k_conflict_status,
+     EntryKind::skip},
+    {RunEnd::pause, "pause", "error", "error", k_exit_ok, EntryKind::action},
+    {RunEnd::resume, "resume", "error", "error", k_exit_ok, EntryKind::action},
+    {RunEnd::period_reset, "period-reset", "error", "error", k_exit_ok, EntryKind::action},
+    {RunEnd::forced_release, "forced-release", "error", "error", k_exit_ok, EntryKind::action},
     {RunEnd::running, "running", "error", "error", k_exit_internal},
-    {RunEnd::no_end, "no-end", "error", "error", k_exit_internal},
+    {RunEnd::unknown, "unknown", "unknown", "unknown", k_exit_internal},
 };
 
 const RunEndWords& words(RunEnd end) {
@@ -72,6 +78,12 @@ const RunEndWords& words(RunEnd end) {
 }  // namespace
 
 const char* run_end_name(RunEnd end) { return words(end).name; }
+
+EntryKind entry_kind(std::string_view end) {
+  for (const RunEndWords& w : k_run_ends)
+    if (end == w.name) return w.kind;
+  return EntryKind::run;
+}
 
 const char* run_result_name(RunEnd end, int status) {
   const char* result = words(end).result;
@@ -89,13 +101,30 @@ int run_end_exit_status(RunEnd end, int status, int conflict) {
 }
 
 bool RunRecord::ended() const {
-  return end != run_end_name(RunEnd::running) && end != run_end_name(RunEnd::no_end);
+  return end != run_end_name(RunEnd::running) && end != run_end_name(RunEnd::unknown);
 }
 
 Argv start_fields(const Holder& h, const std::string& period) {
   Argv out{"host", h.host, "pid", std::to_string(h.pid), "user", h.user, "cmd", h.cmd};
   if (!period.empty()) out.insert(out.end(), {"period", period});
   return out;
+}
+
+RunRecord action_entry(RunEnd action, const std::string& reason) {
+  RunRecord r;
+  r.holder = current_holder("rlock");
+  r.holder.since = WallTime{};  // recorded at the server's clock (history_add.lua)
+  r.by = operator_name();
+  r.reason = reason;
+  r.token = make_token();
+  r.end = run_end_name(action);
+  return r;
+}
+
+void record_action(Redis& redis, const std::string& key, const RunRecord& entry,
+                   int history_length, Millis retention) {
+  if (history_length > 0)
+    send_history(redis, key, history_entry(key, entry, history_length, retention));
 }
 
 RunRecord skipped_run(const Holder& holder, const std::string& token, RunEnd end, int status) {
@@ -112,7 +141,7 @@ void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& hel
   for (RunRecord& r : runs)
     if (r.end == run_end_name(RunEnd::running) &&
         std::find(held.begin(), held.end(), r.fence) == held.end())
-      r.end = run_end_name(RunEnd::no_end);
+      r.end = run_end_name(RunEnd::unknown);
 }
 
 std::vector<Argv> history_holders_reads(const std::string& key) {
@@ -294,7 +323,7 @@ ScriptCall history_entry(const std::string& key, const RunRecord& r, int max_len
             "end",
             r.end};
   for (const auto& [name, value] :
-       {std::pair{"period", &r.period}, {"by", &r.by}, {"reason", &r.reason}})
+       {std::pair{"period", &r.period}, {"by", &r.by}, {"reason", &r.reason}, {"until", &r.until}})
     if (!value->empty()) args.insert(args.end(), {name, *value});
   if (r.cpu_user_ms >= 0)  // the command ran: its cost is known, all three together
     args.insert(args.end(),
@@ -367,6 +396,8 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
       r.by = value;
     else if (name == "reason")
       r.reason = value;
+    else if (name == "until")
+      r.until = value;
     else if (name == "cpu_user_ms")
       r.cpu_user_ms = number(value);
     else if (name == "cpu_sys_ms")

@@ -7,7 +7,7 @@
 //                           A run's entry is written when it takes the lock (or claims its
 //                           period), end=running, and replaced by its end: a run whose rlock
 //                           died keeps its start, read as "running" while its fence holds the
-//                           lock and as no-end ("no end reported") once it does not. Entries
+//                           lock and as unknown ("end unknown") once it does not. Entries
 //                           of older rlocks are ends only. Under --retry each attempt is an
 //                           entry of the run's fence: a run is every entry of its fence, and
 //                           its newest says how it ended (RunsOnce in check.h).
@@ -30,10 +30,13 @@ namespace rlock {
 
 // How a run ended: the one value from run's supervisor to the history, the metrics, --notify,
 // check and rlock's exit status (k_run_ends in history.cpp gives each its words and status;
-// adding an end adds a row there). period_reset is no run: an operator's `rlock reset-period`,
-// recorded with the runs. running is a run's start entry; no_end is what readers make of one
-// whose fence no longer holds the lock (settle_starts): its rlock died, and nobody knows how
-// the command ended.
+// adding an end adds a row there). The history also records what is no run (EntryKind): the
+// runs that did not happen (busy, paused, done_this_period, with --record-skips) and an
+// operator's actions (pause, resume, period_reset, forced_release: who, when and why).
+// running is a run's start entry; unknown is what readers make of one
+// whose fence no longer holds the lock (settle_starts): its rlock died, or Redis could not be
+// reached to record its end, and nobody knows how the command ended: neither a success nor a
+// failure for check and --notify's count.
 enum class RunEnd {
   exited,
   signalled,
@@ -45,10 +48,17 @@ enum class RunEnd {
   busy,
   paused,
   done_this_period,
+  pause,
+  resume,
   period_reset,
+  forced_release,
   running,
-  no_end
+  unknown
 };
+// What a history entry is: a run (also one it does not know: another version's end), a run
+// that did not happen, or an operator's action.
+enum class EntryKind { run, skip, action };
+EntryKind entry_kind(std::string_view end);
 // As the history, JSON and watch name END.
 const char* run_end_name(RunEnd end);
 // As RLOCK_RESULT names a run that ended as END with rlock's exit status STATUS: success,
@@ -74,6 +84,7 @@ struct RunRecord {
   // pause that kept it out (paused, with --record-skips).
   std::string by;      // USER@HOST
   std::string reason;  // --reason, or empty
+  std::string until;   // a pause's end (RFC 3339, the server's clock), or empty
   // What the command cost (Child::Usage: it and the processes it started); -1: not known (no
   // command ran, or an rlock that did not record it).
   int64_t cpu_user_ms = -1;
@@ -88,7 +99,7 @@ struct RunRecord {
   WallTime attempt_since{};
   int64_t attempt_held_ms = -1;
 
-  // Whether the entry says how the run ended: not a start (running, or no end reported).
+  // Whether the entry says how the run ended: not a start (running, or end unknown).
   bool ended() const;
   // Whether the entry has its attempt's own start and length (attempt_since, attempt_held_ms).
   bool attempt_span_known() const { return attempt_held_ms >= 0 && attempt_since != WallTime{}; }
@@ -98,11 +109,19 @@ struct RunRecord {
 // rlock exits with; timed by the server when it is recorded.
 RunRecord skipped_run(const Holder& holder, const std::string& token, RunEnd end, int status);
 
+// A history entry for an operator's ACTION (pause, resume, period_reset, forced_release) by
+// this process's user and host, with REASON; timed by the server when it is recorded.
+RunRecord action_entry(RunEnd action, const std::string& reason);
+// Records ENTRY (action_entry()) in KEY's history when HISTORY_LENGTH allows: one warning if it
+// cannot be, never the action's failure.
+void record_action(Redis& redis, const std::string& key, const RunRecord& entry,
+                   int history_length, Millis retention);
+
 // The fields of a run's start entry (StartRecord in lock.h) for HOLDER, and PERIOD if any.
 Argv start_fields(const Holder& holder, const std::string& period = "");
 
 // Judges the start entries among RUNS (read from one server): a run whose fence is not among
-// HELD (the fences of that server's holders now) has ended without saying how: no_end.
+// HELD (the fences of that server's holders now) has ended without saying how: unknown.
 void settle_starts(std::vector<RunRecord>& runs, const std::vector<int64_t>& held);
 // The fences of the holders of KEY in VALUES: replies to history_holders_reads() (lock values).
 std::vector<int64_t> fences_in_values(const std::vector<Reply>& values);

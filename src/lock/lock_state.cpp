@@ -249,8 +249,12 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
   if (s.type == "string" && !(value && value->is_string())) s.type = "none";
   classify(s);
   s.now_ms = now_ms;
-  if (const Reply* history = p[r.history]; history && history->is_array())
+  if (const Reply* history = p[r.history]; history && history->is_array()) {
     s.last_run = last_run(s, *history);
+    const auto& newest = history->elements;
+    if (!newest.empty() && newest[0].is_array() && !newest[0].elements.empty())
+      s.newest_entry = newest[0].elements[0].str;
+  }
   return s;
 }
 

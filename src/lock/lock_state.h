@@ -64,6 +64,7 @@ struct LockState {
   std::vector<SemaphoreHolder> semaphore;
   std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
   std::optional<RunRecord> last_run;    // the newest run of the key's history, not running
+  std::string newest_entry;  // the ID of the history's newest entry of any kind, or empty
   std::string pause;                    // rlock pause's text (pause.h), or empty: not paused
   Millis pause_pttl{-2};                // the pause's time left
   int64_t now_ms = 0;                   // the server's clock when it was read

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -239,7 +240,7 @@ std::optional<int64_t> holder_command_pid(const Holder& h) {
 std::string tombstone_fields(const std::string& reason) {
   Holder me = current_holder("");
   std::string out =
-      " broken_by=" + escape(me.user + "@" + me.host) + " broken_at=" + format_rfc3339(me.since);
+      " broken_by=" + escape(operator_name()) + " broken_at=" + format_rfc3339(me.since);
   return reason.empty() ? out : out + " broken_reason=" + escape(reason);
 }
 
@@ -256,6 +257,12 @@ Holder current_holder(std::string_view cmd) {
   size_t slash = cmd.rfind('/');
   h.cmd = std::string(slash == std::string_view::npos ? cmd : cmd.substr(slash + 1));
   return h;
+}
+
+std::string operator_name() {
+  std::string out = user_name(::geteuid()) + "@" + this_host();
+  std::replace(out.begin(), out.end(), ' ', '_');
+  return out;
 }
 
 Holder process_holder(pid_t pid) {

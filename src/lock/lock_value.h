@@ -94,6 +94,9 @@ std::string tombstone_fields(const std::string& reason = "");
 
 // This process as a holder: host (or $RLOCK_HOSTNAME), pid, user, now, and CMD's base name.
 Holder current_holder(std::string_view cmd);
+// USER@HOST of this process (a space made _), as an operator's action names who did it: a
+// stop, a pause, a forced release, a history entry.
+std::string operator_name();
 
 // What runs of a holder, as told on its own host.
 enum class Liveness {

@@ -4,6 +4,7 @@
 
 #include "lock/check.h"
 #include "lock/history.h"
+#include "lock/pause.h"
 
 namespace rlock {
 
@@ -98,16 +99,19 @@ struct LockWatch::Look {
   TimePoint at;
   const std::vector<std::string>& hints;
   std::vector<RunRecord> fresh;
+  std::vector<RunRecord> actions;  // an operator's, recorded since the last look, oldest first
   std::vector<WatchEvent> out;
 };
 
 std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
                                         const std::vector<std::string>& hints,
                                         const std::vector<RunRecord>& runs) {
-  Look l{now, at, hints, {}, {}};
+  Look l{now, at, hints, {}, {}, {}};
   // The runs recorded since the last look: those read, or else the newest if it is new.
-  for (const RunRecord& r : runs)
+  for (const RunRecord& r : runs) {
     if (is_run(r)) l.fresh.push_back(r);
+    if (entry_kind(r.end) == EntryKind::action) l.actions.push_back(r);
+  }
   if (runs.empty() && last_ && now.last_run &&
       !(last_->last_run && last_->last_run->id == now.last_run->id))
     l.fresh.push_back(*now.last_run);
@@ -133,7 +137,14 @@ std::vector<WatchEvent> LockWatch::look(const LockState& now, TimePoint at,
     if (now.waiters != last.waiters)
       event(l, now.waiters > last.waiters ? Kind::queued : Kind::dequeued).was_waiters =
           last.waiters;
-    if (!now.pause.empty() && now.pause != last.pause) event(l, Kind::paused).ttl = now.pause_pttl;
+    if (!now.pause.empty() && now.pause != last.pause) {
+      event(l, Kind::paused).ttl = now.pause_pttl;
+      pause_told_ = now.pause;
+    }
+    // An operator's actions last, in the order they were recorded: each is written just after
+    // what it did, so the events above told that first.
+    for (RunRecord& a : l.actions)
+      if (!told_already(a)) event(l, Kind::action).run = std::move(a);
   }
   holder_run_ = run_of(l, now.value);
   last_ = now;
@@ -192,6 +203,10 @@ void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
     taken_at_.reset();
     if (occupied(now)) {
       event(l, now.kind == LockState::Kind::broken ? Kind::broken : Kind::taken);
+      if (now.kind == LockState::Kind::broken && now.value && now.value->fence) {
+        broken_told_.push_back(*now.value->fence);
+        if (broken_told_.size() > k_fences_kept) broken_told_.erase(broken_told_.begin());
+      }
       if (!broke(last, now)) taken_at_ = l.at;
     }
   } else if (now.kind == LockState::Kind::held && last.pttl.count() >= 0 && now.pttl.count() >= 0) {
@@ -241,6 +256,16 @@ void LockWatch::look_at_places(Look& l, const LockState& last, Millis since) {
       e.lease = Millis(0);
     }
   }
+}
+
+bool LockWatch::told_already(const RunRecord& action) const {
+  if (action.end == run_end_name(RunEnd::pause)) {
+    auto told = decode_pause(pause_told_);
+    return told && told->by == action.by && told->until == action.until;
+  }
+  if (action.end == run_end_name(RunEnd::forced_release))
+    return std::find(broken_told_.begin(), broken_told_.end(), action.fence) != broken_told_.end();
+  return false;
 }
 
 void LockWatch::saw_fence(const std::optional<LockValue>& value) {

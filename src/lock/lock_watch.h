@@ -56,7 +56,11 @@ struct WatchEvent {
     place_released,
     place_expired,
     paused,   // rlock pause (pause.h): nobody takes it until the pause ends; or a new pause
-    resumed,  // the pause ended: rlock resume, or its time was up (ttl evidence)
+    resumed,  // the pause ended: rlock resume (an action follows), or its time was up (ttl
+              // evidence)
+    action,   // an operator's action in the history (run): a resume, a reset of the period, a
+              // forced release with --now; a pause or a break only when no paused or broken
+              // event told it (a pause that came and went between two looks)
   };
   // What says whether a holder (or a place) was released or expired.
   enum class Evidence {
@@ -82,7 +86,8 @@ struct WatchEvent {
   // run's history entry); -1: not known (it was taken before the watch began)
   Millis held{-1};
   Evidence evidence = Evidence::none;
-  // released, expired (and a taken no look saw): its run's history entry, once it is there
+  // released, expired (and a taken no look saw): its run's history entry, once it is there;
+  // action: the operator's entry
   std::optional<RunRecord> run;
   bool shared = false;      // place_*: a place of a shared lock, not of a semaphore
   int64_t was_waiters = 0;  // queued, dequeued: how many waited before
@@ -130,6 +135,9 @@ private:
   void ran_unseen(const LockState& last, const LockState& now, const std::vector<RunRecord>& runs,
                   std::vector<WatchEvent>& out);
   void saw_fence(const std::optional<LockValue>& value);
+  // Whether ACTION, an operator's history entry, tells only what an event said already: a
+  // pause's text and a tombstone name who and why themselves.
+  bool told_already(const RunRecord& action) const;
 
   std::optional<LockState> last_;
   TimePoint last_at_{};
@@ -140,6 +148,8 @@ private:
   // The history entry of the holder seen at the last look, when its run has ended (the lock
   // kept for --min-hold): a later run's entry may be the newest when the lock goes.
   std::optional<RunRecord> holder_run_;
+  std::string pause_told_;           // the pause the last paused event told (its text)
+  std::vector<int64_t> broken_told_;  // the fences of the holders broken events told, a few
 };
 
 }  // namespace rlock

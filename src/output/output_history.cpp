@@ -56,10 +56,12 @@ std::vector<std::string> history_header() {
 // One run of history, a cell per column of history_header(); under --retry one attempt, with
 // its own start and length (an older rlock's entry has only the run's: since and held_ms).
 std::vector<std::string> history_row(const RunRecord& r) {
-  // A skipped run (--record-skips) held nothing and drew no fence; a reset is no run at all.
-  bool held = r.fence > 0;
+  // A skipped run (--record-skips) held nothing and drew no fence; an operator's action is no
+  // run at all (a forced release names the fence of the run it broke).
+  bool action = entry_kind(r.end) == EntryKind::action;
+  bool held = r.fence > 0 && !action;
   bool own = r.attempt_span_known();
-  bool waited = r.end != run_end_name(RunEnd::period_reset);
+  bool waited = !action;
   bool cost = r.cpu_user_ms >= 0;
   std::string result = result_text(r);
   if (r.attempt > 0) result += ", attempt " + std::to_string(r.attempt);
@@ -71,20 +73,37 @@ std::vector<std::string> history_row(const RunRecord& r) {
           waited ? format_duration(Millis(r.waited_ms)) : "-",
           cost ? format_duration(Millis(r.cpu_user_ms + r.cpu_sys_ms)) : "-",
           cost ? format_byte_size(uint64_t(r.max_rss_kb) * 1024) : "-",
-          held ? std::to_string(r.fence) : "-",
+          r.fence > 0 ? std::to_string(r.fence) : "-",
           result};
 }
 
+// How RUNS runs of which FAILED failed and the others' ends are unknown read after a count:
+// " run, failed", " runs, all failed", " runs: 2 failed, 1 end unknown" ...
+std::string unsuccessful_text(int runs, int failed) {
+  int unknown = runs - failed;
+  if (unknown == 0) return runs == 1 ? " run, failed" : " runs, all failed";
+  if (failed == 0) return runs == 1 ? " run, its end unknown" : " runs, their ends unknown";
+  return " runs: " + std::to_string(failed) + " failed, " + std::to_string(unknown) +
+         " end unknown";
+}
+
 // "; since then 2 failed: exit 3 on web-1 at ..., lost (76) on web-2 at ...": what an ok
-// check would hide, the newest three named.
+// check would hide, the newest three named (runs whose end is unknown with them).
 std::string failures_since_text(const CheckResult& r) {
-  if (r.failures_since_count == 0) return "";
-  auto n = static_cast<size_t>(r.failures_since_count);
+  int failed = r.failures_since_count, n = failed + r.unknown_since_count;
+  if (n == 0) return "";
   // Past the newest 10,000 entries the failures were not read, only the last success.
-  std::string count = (r.read_all ? "" : "at least ") + std::to_string(n);
-  std::string out =
-      (r.last_success ? "; since then " : "; ") + count +
-      (r.last_success ? " failed: " : (n == 1 ? " run, failed: " : " runs, all failed: "));
+  std::string out = r.last_success ? "; since then " : "; ";
+  out += (r.read_all ? "" : "at least ") + std::to_string(n);
+  if (!r.last_success)
+    out += unsuccessful_text(n, failed);
+  else if (failed == n)
+    out += " failed";
+  else
+    out += failed == 0 ? " end unknown" : " not successful (" + std::to_string(failed) +
+                                              " failed, " + std::to_string(n - failed) +
+                                              " end unknown)";
+  out += ": ";
   for (size_t i = 0; i < std::min<size_t>(r.failures_since.size(), 3); ++i)
     out += (i ? ", " : "") + checked_run_text(r.failures_since[i]);
   return n > 3 ? out + ", ..." : out;
@@ -123,7 +142,7 @@ std::string check_verdict(const CheckOptions& o, const CheckResult& r, const Out
   if (r.runs_in_window == 0) return "no run " + window_text(o, r);
   return "no successful run " + window_text(o, r) + ": " + (r.read_all ? "" : "at least ") +
          std::to_string(r.runs_in_window) +
-         (r.runs_in_window == 1 ? " run, failed" : " runs, all failed");
+         unsuccessful_text(r.runs_in_window, r.failures_in_window);
 }
 
 // After the verdict of a check that failed: the last run, and the last success.

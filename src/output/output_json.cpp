@@ -128,17 +128,21 @@ void set_holder(json& j, const std::optional<HolderView>& h) {
 }
 
 json run_json(const RunRecord& r) {
+  // An operator's action holds, waits and exits nothing.
+  bool action = entry_kind(r.end) == EntryKind::action;
+  bool ended = r.ended() && !action;
   return {{"id", r.id},
           {"holder", holder_json(r.holder)},
           {"acquired_at", format_rfc3339(r.holder.since)},
           {"fence", r.fence},
-          {"waited_ms", r.waited_ms},
-          {"held_ms", r.ended() ? json(r.held_ms) : json(nullptr)},
-          {"exit_status", r.ended() ? json(r.exit_status) : json(nullptr)},
+          {"waited_ms", action ? json(nullptr) : json(r.waited_ms)},
+          {"held_ms", ended ? json(r.held_ms) : json(nullptr)},
+          {"exit_status", ended ? json(r.exit_status) : json(nullptr)},
           {"end", r.end},
           {"period", or_null(r.period)},
           {"by", or_null(r.by)},
           {"reason", or_null(r.reason)},
+          {"until", or_null(r.until)},
           {"attempt", r.attempt > 0 ? json(r.attempt) : json(nullptr)},
           {"attempt_started_at",
            r.attempt_span_known() ? json(format_rfc3339(r.attempt_since)) : json(nullptr)},
@@ -225,6 +229,7 @@ const char* watch_event_name(WatchEvent::Kind kind) {
   case WatchEvent::Kind::place_expired: return "place_expired";
   case WatchEvent::Kind::paused: return "paused";
   case WatchEvent::Kind::resumed: return "resumed";
+  case WatchEvent::Kind::action: return "action";
   }
   return "";
 }
@@ -317,9 +322,11 @@ std::string check_json(const CheckOptions& o, const CheckResult& r) {
                    {"last_run", checked_run_json(r.last_run)},
                    {"failures_since", failures},
                    {"failures_since_count", r.failures_since_count},
+                   {"unknown_since_count", r.unknown_since_count},
                    {"pause", pause_json(r.pause, r.pause_pttl)},
                    {"runs_in_window", r.runs_in_window},
                    {"failures_in_window", r.failures_in_window},
+                   {"unknown_in_window", r.unknown_in_window},
                    {"history_entries", r.entries_read},
                    {"history_read_all", r.read_all},
                    {"running", running},

@@ -75,13 +75,31 @@ std::string broken_holder_text(const HolderView& h, Millis ttl) {
   return broken_whose(h) + ", " + breaker_text(h, ttl);
 }
 
+std::string action_by(const RunRecord& r) {
+  // Entries of an rlock before actions named who: a reset's user only. A pause says until when.
+  return printable(r.by.empty() ? r.holder.user : r.by) +
+         (r.until.empty() ? "" : " until " + printable(r.until)) +
+         (r.reason.empty() ? "" : ": " + printable(r.reason, 120));
+}
+
+namespace {
+
+// An operator's action in the history: "resumed by alice@ops-1: the database is back".
+std::string action_text(const RunRecord& r) {
+  if (r.end == run_end_name(RunEnd::pause)) return "paused by " + action_by(r);
+  if (r.end == run_end_name(RunEnd::resume)) return "resumed by " + action_by(r);
+  if (r.end == run_end_name(RunEnd::forced_release)) return "released by force by " + action_by(r);
+  return "period reset by " + action_by(r);
+}
+
+}  // namespace
+
 std::string result_text(const RunRecord& r) {
   if (r.end == run_end_name(RunEnd::exited)) return "exit " + std::to_string(r.exit_status);
-  if (r.end == run_end_name(RunEnd::period_reset))
-    return "period reset by " + printable(r.holder.user);
+  if (entry_kind(r.end) == EntryKind::action) return action_text(r);
   // A run's start entry (history.h): it holds the lock, or its rlock died before its end.
   if (r.end == run_end_name(RunEnd::running)) return "running";
-  if (r.end == run_end_name(RunEnd::no_end)) return "no end reported";
+  if (r.end == run_end_name(RunEnd::unknown)) return "end unknown";
   // Another host's words: escaped, and not so long that they hide the rest of the line.
   if (!r.by.empty())
     return printable(r.end) + " by " + printable(r.by) +

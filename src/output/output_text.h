@@ -47,6 +47,8 @@ std::string broken_holder_text(const HolderView& h, Millis ttl);
 
 // "exit 0", "exit 3", "signalled (143)", "lost (76)", "busy (75)" ...
 std::string result_text(const RunRecord& r);
+// "alice@ops-1: the database is back": who did the operator's action R, and why.
+std::string action_by(const RunRecord& r);
 
 // "exit 0 on web-2, 3h ago": R, which ended AGO.
 std::string last_run_text(const RunRecord& r, Millis ago);

@@ -168,6 +168,7 @@ std::string watch_text(const WatchEvent& e, WallTime now, const OutputStyle& sty
     return paint(style, "32", "resumed") + ": the pause ended" +
            (e.evidence == WatchEvent::Evidence::ttl ? " (its time was up)" : "") + "; it was " +
            pause_text(e.raw, Millis(-1));
+  case Kind::action: return e.run ? result_text(*e.run) : "";
   }
   return "";
 }

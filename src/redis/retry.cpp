@@ -15,7 +15,8 @@ bool may_have_run(const Failure& failure) {
 bool dropped(const Failure& failure) { return failure.kind == Failure::Kind::io; }
 
 bool Resend::again(const Failure& failure) {
-  if (!may_have_run(failure) || Clock::now() >= give_up_) return false;
+  if ((!may_have_run(failure) && !worth_retrying(failure)) || Clock::now() >= give_up_)
+    return false;
   bool at_once = first_ && dropped(failure);
   first_ = false;
   if (!at_once) {

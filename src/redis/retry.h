@@ -53,10 +53,11 @@ class Resend {
 public:
   explicit Resend(TimePoint give_up) : give_up_(give_up) {}
   TimePoint give_up() const { return give_up_; }
-  // Whether to send it again after FAILURE, having paused: not once Redis refused the
-  // connection or answered with an error, nor past GIVE_UP. A connection dropped under the
-  // first try (dropped()) is tried again at once on a new one; later tries wait
-  // k_retry_interval.
+  // Whether to send it again after FAILURE, having paused: when what was sent may have run
+  // (its reply lost) or the failure may pass (worth_retrying: a restart refusing connections,
+  // a failover), not once Redis answered with a refusal that stays, nor past GIVE_UP. A
+  // connection dropped under the first try (dropped()) is tried again at once on a new one;
+  // later tries wait k_retry_interval.
   bool again(const Failure& failure);
 
 private:

@@ -172,6 +172,15 @@ struct Command {
   bool reads_settings = true;  // false: no config file nor environment is read (completion)
 };
 
+// An operator's --reason (stop, pause, resume, reset-period, release --force): at most 500
+// bytes, for a status line and the history, not a report; a longer one is a usage error.
+inline std::string reason_argument(const std::optional<std::string>& reason) {
+  constexpr size_t most = 500;
+  if (reason && reason->size() > most)
+    throw usage_error("--reason: at most " + std::to_string(most) + " bytes");
+  return reason.value_or("");
+}
+
 // Help texts several commands share.
 inline constexpr const char* k_key_help = "the lock's Redis key (after --prefix)";
 inline constexpr const char* k_keys_help = "lock keys (after --prefix)";

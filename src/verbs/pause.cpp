@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "lock/history.h"
 #include "lock/lock_value.h"
 #include "output/output.h"
 #include "util/log.h"
@@ -17,8 +18,6 @@ namespace {
 
 // A pause longer than this is said: it is likely a mistake.
 constexpr Millis k_long_pause = std::chrono::hours(24);
-// A reason longer than this is refused: it is for a status line, not a report.
-constexpr size_t k_reason_most = 500;
 
 // TEXT as a time: "10:30" or "10:30:00" (this host's local time, the next such moment),
 // "2026-12-24 18:00" or "2026-12-24T18:00[:00]" (local time), or the same ending in Z (UTC).
@@ -69,11 +68,10 @@ struct PauseOptions {
 
 }  // namespace
 
-int pause_verb(const GlobalOptions& global, const std::string& key, const PauseOptions& options) {
+int pause_verb(const GlobalOptions& global, const RunOptions& run, const std::string& key,
+               const PauseOptions& options) {
   auto redis = connect_redis(global);
-  Holder me = current_holder("");
-  PauseInfo pause{me.user + "@" + me.host, "-", "-", options.reason};
-  std::replace(pause.by.begin(), pause.by.end(), ' ', '_');
+  PauseInfo pause{operator_name(), "-", "-", options.reason};
   auto paused =
       pause_lock(*redis, key, pause, options.end, Clock::now() + redis->command_timeout());
   if (!paused) return unavailable(paused.failure());
@@ -87,6 +85,9 @@ int pause_verb(const GlobalOptions& global, const std::string& key, const PauseO
   if (paused->held)
     line += "; the run that holds it goes on (rlock stop " + printable_key(key) + " ends it)";
   write_stdout(line + "\n");
+  RunRecord entry = action_entry(RunEnd::pause, options.reason);
+  if (auto now = decode_pause(paused->text)) entry.until = now->until;
+  record_action(*redis, key, entry, run.history_length, run.retention);
   // A pause is for maintenance, an incident: a longer one is likely a typo (400d for 4d), and
   // keeps every host's runs out until then, so it is said.
   if (paused->pttl > k_long_pause)
@@ -121,10 +122,8 @@ struct PauseArgs : Arguments {
         throw usage_error("--until: '" + *until + "' is too far: at most " +
                           format_duration(k_max_duration) + " on");
     }
-    o.reason = reason.value_or("");
-    if (o.reason.size() > k_reason_most)
-      throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
-    return pause_verb(in.resolved.global, in.key(key), o);
+    o.reason = reason_argument(reason);
+    return pause_verb(in.resolved.global, in.resolved.run, in.key(key), o);
   }
 };
 

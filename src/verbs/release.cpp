@@ -1,4 +1,5 @@
 // rlock release KEY --token T | --force: give a lock back, or break anyone's and say whose.
+#include "lock/history.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
 #include "output/output.h"
@@ -16,13 +17,11 @@ struct ReleaseOptions {
   bool force = false;  // break it whoever holds it (only TOKEN's, when given)
   bool now = false;    // with FORCE: delete, not a tombstone
   bool all = false;    // with FORCE: every place of a semaphore
-  std::string reason;  // with FORCE: why, in the tombstone and the broken run's history
+  std::string reason;  // with FORCE: why, in the tombstone and the history
 };
 
 // How long a keeper has to say it stopped renewing: it answers at once unless it is stuck.
 constexpr Millis k_tell_keeper_timeout{1000};
-// A reason longer than this is refused: it is for a status line, not a report.
-constexpr size_t k_reason_most = 500;
 
 int give_back(Redis& redis, const std::string& key, const std::string& token) {
   check_token(token);
@@ -93,7 +92,17 @@ int report(const std::string& key, const Broken& b, bool shared) {
   return k_exit_internal;
 }
 
-int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& options) {
+// Records in KEY's history who broke the holder B (by its fence), when and why.
+void record_break(Redis& redis, const std::string& key, const Broken& b,
+                  const ReleaseOptions& options, const RunOptions& run) {
+  if (b.what != Broken::What::broken && b.what != Broken::What::deleted) return;
+  RunRecord entry = action_entry(RunEnd::forced_release, options.reason);
+  if (auto value = decode_lock_value(b.value)) entry.fence = value->fence.value_or(0);
+  record_action(redis, key, entry, run.history_length, run.retention);
+}
+
+int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& options,
+                   const RunOptions& run) {
   auto outcome = break_lock(redis, key,
                             {options.token.value_or(""), options.all, options.now, options.reason});
   if (!outcome) return unavailable(outcome.failure());
@@ -114,30 +123,27 @@ int break_by_force(Redis& redis, const std::string& key, const ReleaseOptions& o
                       ": break one with --force --token T (rlock inspect " + key +
                       " shows the tokens), or every one with --force --all; nothing changed");
   int status = k_exit_not_held;
-  for (const Broken& b : outcome->broken)
+  for (const Broken& b : outcome->broken) {
     status = std::min(status, report(key, b, outcome->shared));
+    record_break(redis, key, b, options, run);
+  }
   return status;
 }
 
 }  // namespace
 
-int release_verb(const GlobalOptions& global, const std::string& key,
+int release_verb(const GlobalOptions& global, const RunOptions& run, const std::string& key,
                  const ReleaseOptions& options) {
   if (!options.force && (options.now || options.all || !options.reason.empty()))
     throw usage_error(std::string(options.now   ? "--now"
                                   : options.all ? "--all"
                                                 : "--reason") +
                       " goes with --force");
-  if (options.now && !options.reason.empty())
-    throw usage_error("--reason goes with --force without --now: the broken holder learns it from "
-                      "the tombstone, which --now does not leave");
-  if (options.reason.size() > k_reason_most)
-    throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
   if (!options.force && !options.token) throw usage_error("give --token T, or --force");
   if (options.all && options.token) throw usage_error("give --token T or --all, not both");
   if (options.token) check_token(*options.token);
   auto redis = connect_redis(global);
-  if (options.force) return break_by_force(*redis, key, options);
+  if (options.force) return break_by_force(*redis, key, options, run);
   return give_back(*redis, key, *options.token);
 }
 
@@ -152,8 +158,8 @@ struct ReleaseArgs : Arguments {
   std::optional<std::string> reason;
 
   int run(const Invocation& in) override {
-    return release_verb(in.resolved.global, in.key(key),
-                        {token, force, now, all, reason.value_or("")});
+    return release_verb(in.resolved.global, in.resolved.run, in.key(key),
+                        {token, force, now, all, reason_argument(reason)});
   }
 };
 
@@ -169,8 +175,8 @@ constexpr Option k_options[] = {
                               "with --force: every place of a semaphore (--limit) or shared lock "
                               "(--shared)"),
     option<&ReleaseArgs::reason>("--reason",
-                                 "with --force: why, shown with the tombstone and recorded with "
-                                 "the broken run",
+                                 "with --force: why, shown with the tombstone and recorded in "
+                                 "the history",
                                  "TEXT")};
 
 }  // namespace

@@ -1,6 +1,5 @@
 // rlock reset-period KEY --once-per PERIOD: lets a --once-per job run again this period, by
 // forgetting the period's run (recorded in the history, so the next reader knows why).
-#include "lock/held_lock.h"
 #include "lock/history.h"
 #include "output/output.h"
 #include "util/log.h"
@@ -9,7 +8,8 @@
 
 namespace rlock {
 
-int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
+int reset_period_verb(const GlobalOptions& global, const RunOptions& options,
+                      const std::string& reason) {
   if (!options.once_per)
     throw usage_error("reset-period needs --once-per PERIOD, as the job's rlock run gives it");
   auto redis = connect_redis(global);
@@ -29,15 +29,9 @@ int reset_period_verb(const GlobalOptions& global, const RunOptions& options) {
     return k_exit_not_held;
   case PeriodReset::Outcome::forgotten: break;
   }
-  RunRecord record;
-  record.holder = current_holder("rlock");
-  record.holder.since = WallTime{};  // recorded at the server's clock (history_add.lua)
-  record.end = run_end_name(RunEnd::period_reset);
-  record.period = reset->slot;
-  record.token = make_token();
-  if (options.history_length > 0)
-    send_history(*redis, options.key,
-                 history_entry(options.key, record, options.history_length, options.retention));
+  RunRecord entry = action_entry(RunEnd::period_reset, reason);
+  entry.period = reset->slot;
+  record_action(*redis, options.key, entry, options.history_length, options.retention);
   write_stdout(printable_key(options.key) + ": forgot this period's run (" +
                printable(reset->slot) + ", on " + printable(run.host) + " at " +
                printable(run.since) + ": " + printable(period_run_text(run), 200) +
@@ -49,16 +43,18 @@ namespace {
 
 struct ResetPeriodArgs : Arguments {
   std::string key;
+  std::optional<std::string> reason;
 
   int run(const Invocation& in) override {
     in.resolved.run.key = in.key(key);
-    return reset_period_verb(in.resolved.global, in.resolved.run);
+    return reset_period_verb(in.resolved.global, in.resolved.run, reason_argument(reason));
   }
 };
 
 constexpr Option k_options[] = {
     option<&ResetPeriodArgs::key>("KEY", k_key_help).must(),
     setting("once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"),
+    option<&ResetPeriodArgs::reason>("--reason", "why, for the history and watch", "TEXT"),
     setting("tz"), setting("history-length"), setting("retention")};
 
 }  // namespace
@@ -66,7 +62,7 @@ constexpr Option k_options[] = {
 constexpr Command k_reset_period_command = {
     "reset-period",
     "let a --once-per job run again this period",
-    "KEY --once-per PERIOD",
+    "KEY --once-per PERIOD [--reason TEXT]",
     {k_options, k_connection},
     "Forgets this period's run of KEY (recorded in its history), so that the next\n"
     "rlock run --once-per runs the job. Give the --once-per and --tz of the job.\n"

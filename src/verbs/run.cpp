@@ -34,9 +34,12 @@ namespace rlock {
 
 namespace {
 
-// Time allowed for each step of the way out (the period's record, the release, the history)
-// once Redis is known to be away: the lease ran out on it, or it refused us. One quick try,
-// then exit: scripts and systemd wait for rlock, not for a server that is not there.
+// Time allowed for the way out (the period's record, the release, the history), through a
+// restart or a failover (rlock(1) "The end of a run"): past it the run's end is unknown to
+// every reader, and rlock says so.
+constexpr Millis k_end_budget{10000};
+// The same once Redis is known to be away: the lease ran out on it. One quick try, then exit:
+// scripts and systemd wait for rlock, not for a server that was not there for a whole lease.
 constexpr Millis k_quick_attempt{300};
 // How long the command's start may wait for rlock's stderr to take a waiter's last status line.
 constexpr Millis k_status_line_patience{100};
@@ -55,7 +58,7 @@ public:
         holder_(current_holder(command_name(options))), metrics_(options) {}
 
   ~Run() {
-    report_ = {end_, 0, held_time_, got_.fence, holder_.host, last_attempt_};
+    report_ = {end_, 0, held_time_, got_.fence, holder_.host, last_attempt_, end_recorded_};
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -304,8 +307,7 @@ public:
     RunRecord record = record_of(end);
     // The run ended between attempts as the last attempt did: that end is recorded already.
     bool recorded = end.between_attempts && command_ended(end.end);
-    // Redis away: the lease ran out on it (rather than an answer that the lock is not ours),
-    // or it refuses us below. Each step of the way out then gets one quick try.
+    // Redis away: the lease ran out on it (rather than an answer that the lock is not ours).
     bool lost_to_another = hold_->renewals().state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
     end_ = end.end;
@@ -314,30 +316,30 @@ public:
     metrics_.run_ended(*end_, record, !recorded);
     held_time_ = Millis(record.held_ms);
     last_attempt_ = record.attempt;
-    auto step_budget = [&] { return redis_away ? k_quick_attempt : lock_->command_timeout(); };
+    // Each step gets what is left of one budget, sent again through a restart or a failover.
+    TimePoint give_up = Clock::now() + (redis_away ? k_quick_attempt : k_end_budget);
+    auto left = [&] {
+      return std::max(Millis(0), std::chrono::duration_cast<Millis>(give_up - Clock::now()));
+    };
     if (period_) {
       // Before the release: the next holder must find this period's run finished, not running.
       record.period = period_->slot_name();
-      if (auto done = period_->finish(record, Clock::now() + step_budget()); !done) {
+      if (auto done = period_->finish(record, give_up); !done)
         log_warning(options_.key + ": could not record the end of this period's run (" +
                     done.failure().message + "); --retry-failed would take it for lost");
-        if (done.failure().kind != Failure::Kind::server) redis_away = true;
-      }
     }
     std::optional<ScriptCall> history;
     if (options_.history_length > 0 && !recorded)
       history = history_entry(options_.key, record, options_.history_length, options_.retention);
-    Millis budget = redis_away ? k_quick_attempt : k_release_budget;
-    bool reached = true;
     if (command_ended(end.end))
-      reached = hold_->lock().finish(options_.min_hold, &history, budget);
+      hold_->lock().finish(options_.min_hold, &history, left());
     else if (end.end == RunEnd::lost)
-      reached = hold_->lock().release_lost(&history, budget);
+      hold_->lock().release_lost(&history, left());
     else
-      reached = hold_->lock().release(&history, budget);
-    if (!reached) redis_away = true;
+      hold_->lock().release(&history, left());
     // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
-    if (history) send_history(redis_, options_.key, *history, step_budget());
+    if (history && !send_history(redis_, options_.key, *history, std::max(left(), k_quick_attempt)))
+      end_recorded_ = false;
     return record.exit_status;
   }
 
@@ -468,6 +470,7 @@ private:
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
   TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
+  bool end_recorded_ = true;       // false: Redis could not be reached to record the end
   StopListener::Connect connect_;  // --retry: for attempts_lock()
   std::unique_ptr<Redis> attempts_redis_;
   std::unique_ptr<Lock> attempts_lock_;

@@ -159,6 +159,9 @@ void tell(const RunOptions& options, Redis* redis, const RunReport& report, Sign
   set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
   set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
   set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
+  // Whether the history has this end, or says "end unknown" (Redis was away at the end).
+  set("RLOCK_RECORDED", report.fence > 0 && options.history_length > 0,
+      report.recorded ? "1" : "0");
   Fd output;
   if (redis && options.keep_output > 0 && report.fence > 0)
     output = output_file(*redis, options, report.fence);

@@ -26,6 +26,9 @@ struct RunReport {
   int64_t fence = 0;   // 0: the run took no lock
   std::string host;
   int attempt = 0;  // --retry: the number of the last attempt
+  // Whether the run's end is in its history (RLOCK_RECORDED): false when Redis could not be
+  // reached to record it, and every reader of the history says "end unknown".
+  bool recorded = true;
 
   // RLOCK_RESULT: success, failure, lost, hung, max-run or stopped when the command ran; busy,
   // done or error when not.

@@ -31,8 +31,6 @@ constexpr Millis k_look_every{50};
 // one: a run that ends as it is asked (its listener gone first) never answers, and its asker
 // must not wait out k_answer_within to call it away.
 constexpr Millis k_answer_slice{250};
-// A reason longer than this is refused: it is for a history line, not a report.
-constexpr size_t k_reason_most = 500;
 
 struct StopOptions {
   std::string token;  // "": every holder
@@ -176,15 +174,13 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
   if (!options.token.empty()) check_token(options.token);
   SignalEvents signals;  // Ctrl-C takes back what was asked (hear_answers)
   auto redis = connect_redis(global);
-  Holder me = current_holder("");
   // The holders answer this asker on lists of its own, named by a fresh id.
-  StopRequest request{.by = me.user + "@" + me.host,
+  StopRequest request{.by = operator_name(),
                       .at = "-",
                       .reason = options.reason,
                       .signal = options.signal,
                       .kill_after = options.kill_after,
                       .id = make_token()};
-  std::replace(request.by.begin(), request.by.end(), ' ', '_');
   auto asked = ask_to_stop(*redis, key, options.token, request, k_answer_within,
                            Clock::now() + redis->command_timeout());
   if (!asked) return unavailable(asked.failure());
@@ -233,9 +229,7 @@ struct StopArgs : Arguments {
   int run(const Invocation& in) override {
     StopOptions o;
     o.token = token.value_or("");
-    o.reason = reason.value_or("");
-    if (o.reason.size() > k_reason_most)
-      throw usage_error("--reason: at most " + std::to_string(k_reason_most) + " bytes");
+    o.reason = reason_argument(reason);
     if (signal) {
       auto sig = parse_signal(*signal);
       if (!sig)

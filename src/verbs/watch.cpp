@@ -186,44 +186,24 @@ private:
   }
 
   // The entries of each key's history added since the last look, oldest first: every run that
-  // came and went between two looks, not only the newest. Read up to the newest run LOCKS saw,
-  // which came in the same round trip as the locks' state, so that the two agree; a second
-  // round trip only when there is a new run. At the first look, what the history holds
-  // already is no news.
+  // came and went between two looks, not only the newest, and an operator's actions. Read up to
+  // the newest entry LOCKS saw, which came in the same round trip as the locks' state, so that
+  // the two agree; a second round trip only when there is a new entry. At the first look, what
+  // the history holds already is no news.
   Result<std::vector<std::vector<RunRecord>>> read_new_runs(const std::vector<LockState>& locks) {
     std::vector<std::vector<RunRecord>> out(keys_.size());
     TimePoint deadline = Clock::now() + redis_.command_timeout();
-    std::vector<size_t> unknown;  // keys first looked at with no run in sight
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      if (history_seen_[i]) continue;
-      if (locks[i].last_run)
-        history_seen_[i] = locks[i].last_run->id;
-      else
-        unknown.push_back(i);
-    }
-    if (!unknown.empty()) {
-      // Its newest entries may all be skips (--record-skips), with runs behind them.
-      std::vector<Argv> newest;
-      for (size_t i : unknown)
-        newest.push_back({"XREVRANGE", helper_key(keys_[i], "history"), "+", "-", "COUNT", "1"});
-      auto replies = redis_.pipeline(newest, deadline);
-      if (!replies) return replies.failure();
-      for (size_t k = 0; k < unknown.size(); ++k) {
-        const Reply& r = (*replies)[k];
-        if (r.type == Reply::Type::error) return redis_.server_failure(r.str, newest[k]);
-        auto entry = r.is_array() && !r.elements.empty() ? decode_history_entry(r.elements[0])
-                                                         : std::nullopt;
-        history_seen_[unknown[k]] = entry ? entry->id : "0-0";
-      }
-    }
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (!history_seen_[i])
+        history_seen_[i] = locks[i].newest_entry.empty() ? "0-0" : locks[i].newest_entry;
     for (;;) {
       std::vector<Argv> pages;
       std::vector<size_t> which;
       for (size_t i = 0; i < keys_.size(); ++i) {
-        const auto& newest = locks[i].last_run;
-        if (!newest || stream_id(*history_seen_[i]) >= stream_id(newest->id)) continue;
+        const std::string& newest = locks[i].newest_entry;
+        if (newest.empty() || stream_id(*history_seen_[i]) >= stream_id(newest)) continue;
         pages.push_back({"XRANGE", helper_key(keys_[i], "history"),
-                         stream_id_after(*history_seen_[i]), newest->id, "COUNT",
+                         stream_id_after(*history_seen_[i]), newest, "COUNT",
                          std::to_string(k_history_page)});
         which.push_back(i);
       }
@@ -245,7 +225,7 @@ private:
         }
         // A short page is the last: the rest was trimmed meanwhile, or was never there.
         if (r.elements.size() < static_cast<size_t>(k_history_page) || *history_seen_[i] == before)
-          history_seen_[i] = locks[i].last_run->id;
+          history_seen_[i] = locks[i].newest_entry;
       }
     }
   }

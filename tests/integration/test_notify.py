@@ -282,6 +282,68 @@ class Notify(RedisTestCase):
                 self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
 
+class EndWithRedisAway(RedisTestCase):
+    """Redis gone as the command ends: rlock sends the end again through a restart, for up to
+    10s (rlock(1) "The end of a run"), and when it cannot, the hook, the history and check all
+    say the end is unknown, none that the run failed."""
+
+    HOOK = 'echo "$RLOCK_RESULT $RLOCK_EXIT_STATUS ${RLOCK_RECORDED-unset}" > "$NOTES"'
+
+    def run_with_redis_gone_at_the_end(self, back_after_exit):
+        """A run whose command ends while Redis is down; Redis comes back with its data (the
+        run's start entry) as soon as the command is gone, or only once rlock has exited."""
+        started, go = self.path("started"), self.path("go")
+        p = self.start(["run", "--ttl", "2s", "--notify-on", "always", "--notify", self.HOOK,
+                        "job", "--", "sh", "-c",
+                        f'echo $$ > {started}; while [ ! -e {go} ]; do sleep 0.02; done'],
+                       env=rlock_env(self.server, NOTES=self.path("notes")),
+                       stderr=subprocess.PIPE)
+        command = int(self.wait_file("started"))
+        self.server.cmd("SAVE")
+        self.server.kill()
+        with open(go, "w"):
+            pass
+        wait_until(lambda: gone(command), 10, "the command to end")
+        if back_after_exit:
+            _, err = p.communicate(timeout=30)
+            self.server.start(port=self.server.port)
+        else:
+            self.server.start(port=self.server.port)
+            _, err = p.communicate(timeout=30)
+        self.procs.remove(p)
+        self.assertEqual(p.returncode, 0, err)
+        return self.wait_file("notes").split(), err
+
+    def newest(self):
+        r = self.run_rlock(["history", "job", "--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["runs"][0]
+
+    def test_redis_back_within_the_budget_has_the_end(self):
+        told, err = self.run_with_redis_gone_at_the_end(back_after_exit=False)
+        self.assertEqual(told, ["success", "0", "1"], err)
+        self.assertEqual((self.newest()["end"], self.newest()["exit_status"]), ("exited", 0))
+        self.assertEqual(self.run_rlock(["check", "job", "--every", "1h"]).returncode, 0)
+        self.assert_no_lock("job")
+
+    def test_redis_away_past_the_budget_leaves_the_end_unknown_to_every_reader(self):
+        told, err = self.run_with_redis_gone_at_the_end(back_after_exit=True)
+        # The hook knows how the command ended, and that the history does not.
+        self.assertEqual(told, ["success", "0", "0"], err)
+        self.assertIn("could not record the run in its history", err)
+        # The lock (ttl 2s) expired while Redis was away; its start entry is the run's record.
+        wait_until(lambda: self.server.cmd("GET", "job") is None, 10, "the lock to expire")
+        self.assertEqual((self.newest()["end"], self.newest()["exit_status"]), ("unknown", None))
+        self.assertRegex(self.run_rlock(["history", "job"]).stdout.splitlines()[1],
+                         r"end unknown$")
+        check = self.run_rlock(["check", "job", "--every", "1h"])
+        self.assertEqual(check.returncode, 1, check.stdout)
+        self.assertIn("1 run, its end unknown; last: end unknown on ", check.stdout)
+        j = json.loads(self.run_rlock(["check", "job", "--every", "1h", "--json"]).stdout)
+        self.assertEqual((j["runs_in_window"], j["failures_in_window"], j["unknown_in_window"]),
+                         (1, 0, 1))
+
+
 class Retry(RedisTestCase):
     def attempts(self, key="job"):
         """The history's entries of KEY, oldest first, as dicts."""
@@ -401,8 +463,9 @@ class Retry(RedisTestCase):
         self.assertEqual(self.run_rlock(["release", "--force", "--now", "job"]).returncode, 0)
         p.wait(timeout=20)
         self.assertEqual(p.returncode, 76, p.stderr.read())
-        self.assertEqual([(e["attempt"], e["end"]) for e in self.attempts()],
-                         [("1", "exited"), ("2", "lost")])
+        # The operator's break is recorded between the two attempts.
+        self.assertEqual([(e.get("attempt"), e["end"]) for e in self.attempts()],
+                         [("1", "exited"), (None, "forced-release"), ("2", "lost")])
 
     def test_max_run_bounds_all_attempts(self):
         started = time.monotonic()

@@ -103,6 +103,62 @@ class Pause(RedisTestCase):
         waiter.send_signal(signal.SIGTERM)
         waiter.wait(timeout=10)
 
+    def test_every_operator_action_is_in_the_history_and_watch_with_who_and_why(self):
+        # A --once-per run, then four operators' actions from three hosts, watched from a fourth.
+        self.assertEqual(self.run_job("web-1", "--once-per", "day").returncode, 0)
+        watch = self.start(["watch", "--json", KEY], env=self.host("web-4"))
+        seen = []
+
+        def event(name):
+            e = json.loads(watch.stdout.readline())
+            seen.append(e)
+            return e if e["event"] == name else None
+        wait_until(lambda: event("state"), 10, "watch's first state")
+        for host, args, name in (
+                ("ops-1", ["pause", KEY, "--for", "10m", "--reason", "db $(upgrade)"], "paused"),
+                ("ops-2", ["resume", KEY, "--reason", "db is back"], "resumed"),
+                ("ops-2", None, "action"),
+                ("ops-3", ["reset-period", KEY, "--once-per", "day", "--reason",
+                           "rerun after the fix"], "action")):
+            if args:
+                r = self.run_rlock(args, env=self.host(host))
+                self.assertEqual(r.returncode, 0, r.stderr)
+            got = wait_until(lambda: event(name), 15, f"watch's {name}")
+        self.assertEqual((got["run"]["end"], got["run"]["by"]), ("period-reset", f"{ME}@ops-3"))
+        # The pause's own event names who and why; the resume is the state's change, then the
+        # action with who and why.
+        paused = next(e for e in seen if e["event"] == "paused")
+        self.assertEqual((paused["pause"]["by"], paused["pause"]["reason"]),
+                         (f"{ME}@ops-1", "db $(upgrade)"))
+        resume = next(e for e in seen if e["event"] == "action")
+        self.assertEqual((resume["run"]["end"], resume["run"]["by"], resume["run"]["reason"]),
+                         ("resume", f"{ME}@ops-2", "db is back"))
+        # A holder gone without a word, freed at once by a fourth operator.
+        self.server.cmd("SET", KEY, "rlock/1 0123456789abcdef0123456789abcdef host=web-9 pid=1 "
+                        "user=x since=2026-12-01T00:00:00.000Z cmd=job ttl=60000 fence=42",
+                        "PX", "60000")
+        r = self.run_rlock(["release", KEY, "--force", "--now", "--reason", "web-9 is dead"],
+                           env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_rlock(["history", "--json", KEY])
+        actions = [(e["end"], e["by"], e["reason"], e["fence"], e["exit_status"])
+                   for e in json.loads(r.stdout)["runs"]][:4]
+        self.assertEqual(actions, [
+            ("forced-release", f"{ME}@ops-1", "web-9 is dead", 42, None),
+            ("period-reset", f"{ME}@ops-3", "rerun after the fix", 0, None),
+            ("resume", f"{ME}@ops-2", "db is back", 0, None),
+            ("pause", f"{ME}@ops-1", "db $(upgrade)", 0, None)])
+        text = self.run_rlock(["history", KEY]).stdout.splitlines()
+        self.assertRegex(text[1], rf"  42  +released by force by {ME}@ops-1: web-9 is dead$")
+        self.assertRegex(text[3], rf"resumed by {ME}@ops-2: db is back$")
+        self.assertRegex(text[4], rf"paused by {ME}@ops-1 until \S+Z: db \$\(upgrade\)$")
+        # watch: the forced release from the history (--now leaves no tombstone to see).
+        wait_until(lambda: event("action") and seen[-1]["run"]["end"] == "forced-release", 15,
+                   "watch's forced release")
+        names = [e["event"] for e in seen]
+        self.assertEqual([n for n in names if n in ("paused", "resumed", "action")],
+                         ["paused", "resumed", "action", "action", "action"], names)
+
     def test_a_pause_longer_than_a_day_is_said(self):
         r = self.run_rlock(["pause", KEY, "--for", "23h"])
         self.assertEqual((r.returncode, r.stderr), (0, ""))

@@ -88,7 +88,7 @@ class Records(RedisTestCase):
         self.assertEqual(self.run_rlock(["release", "k", "--token",
                                          got.stdout.strip()]).returncode, 0)
 
-    def test_a_killed_rlocks_run_is_running_then_has_no_end(self):
+    def test_a_killed_rlocks_run_is_running_then_its_end_unknown(self):
         self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 0)
         p = self.hold("k", 30, "--ttl", "1s")
         fence = int(self.server.cmd("GET", "k").rsplit("fence=", 1)[1])
@@ -104,21 +104,21 @@ class Records(RedisTestCase):
         runs = self.runs("k")
         self.assertEqual(len(runs), 2)
         self.assertEqual((runs[0]["end"], runs[0]["fence"], runs[0]["exit_status"],
-                          runs[0]["held_ms"]), ("no-end", fence, None, None))
+                          runs[0]["held_ms"]), ("unknown", fence, None, None))
         self.assertEqual((runs[1]["end"], runs[1]["exit_status"]), ("exited", 0))
         self.assertRegex(self.run_rlock(["history", "k"]).stdout.splitlines()[1],
-                         rf"  -  .*  {fence}  +no end reported$")
-        self.assertIn("last run: no end reported", self.run_rlock(["status", "k"]).stdout)
+                         rf"  -  .*  {fence}  +end unknown$")
+        self.assertIn("last run: end unknown", self.run_rlock(["status", "k"]).stdout)
         # check: the killed run is the last, and no success; the earlier one was.
         r = self.run_rlock(["check", "k", "--every", "1h", "--json"])
         j = json.loads(r.stdout)
         self.assertEqual(r.returncode, 0, r.stderr)  # the first run succeeded within the hour
-        self.assertEqual((j["last_run"]["end"], j["last_run"]["exit_status"]), ("no-end", None))
+        self.assertEqual((j["last_run"]["end"], j["last_run"]["exit_status"]), ("unknown", None))
         self.assertEqual(j["last_success"]["fence"], runs[1]["fence"])
         self.assertEqual(self.run_rlock(["check", "k", "--every", "1s"]).returncode, 1)
         # The next run's end leaves the dead one's start as it is: three runs, one entry each.
         self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 0)
-        self.assertEqual([r["end"] for r in self.runs("k")], ["exited", "no-end", "exited"])
+        self.assertEqual([r["end"] for r in self.runs("k")], ["exited", "unknown", "exited"])
         self.assertEqual(self.server.cmd("XLEN", "{k}:rlock:history"), 3)
 
     def test_a_killed_once_per_run_is_recorded_by_its_claim_and_retried(self):
@@ -130,13 +130,13 @@ class Records(RedisTestCase):
         p.wait(timeout=5)
         self.procs.remove(p)
         wait_until(lambda: self.server.cmd("GET", "k") is None, 10, "the lock to expire")
-        self.assertEqual(self.runs("k")[0]["end"], "no-end")
+        self.assertEqual(self.runs("k")[0]["end"], "unknown")
         plain = self.run_rlock(["run", "--once-per", "day", "k", "--", "true"])
         self.assertEqual(plain.returncode, 75, plain.stderr)
         self.assertIn("never reported its end", plain.stderr)
         retried = self.run_rlock(["run", "--once-per", "day", "--retry-failed", "k", "--", "true"])
         self.assertEqual(retried.returncode, 0, retried.stderr)
-        self.assertEqual([r["end"] for r in self.runs("k")], ["exited", "no-end"])
+        self.assertEqual([r["end"] for r in self.runs("k")], ["exited", "unknown"])
 
     def test_a_run_that_never_starts_its_command_leaves_no_start(self):
         self.assertEqual(self.run_rlock(["run", "k", "--", "true"]).returncode, 0)

@@ -313,11 +313,6 @@ while :; do sleep 0.05; done
         holder = self.start_job(args=["--ttl", "3s"])
         watch = self.start(["watch", "--json", KEY], env=self.host("web-3"))
         wait_until(lambda: json.loads(watch.stdout.readline())["event"] == "state", 10, "watch")
-        # --now leaves no tombstone to carry a reason: refused, nothing changed.
-        r = self.run_rlock(["release", KEY, "--force", "--now", "--reason", "x"])
-        self.assertEqual(r.returncode, 64, r.stderr)
-        self.assertIn("--reason goes with --force without --now", r.stderr)
-        self.assertIsNone(holder.poll())
         r = self.run_rlock(["release", KEY, "--force", "--reason", "hung on the db"],
                            env=self.host("ops-1"))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -328,9 +323,13 @@ while :; do sleep 0.05; done
         self.assertIn(f"broken by {ME}@ops-1", r.stdout)
         self.assertRegex(r.stdout, r"\(hung on the db\)|: hung on the db \(76\)")
         self.assertEqual(holder.wait(timeout=10), 76)
-        run = self.history()[0]
+        # The break, recorded by release --force at once, and the broken run's end.
+        ends = {e["end"]: e for e in self.history()}
+        run, action = ends["broken"], ends["forced-release"]
         self.assertEqual((run["end"], run["exit_status"], run["by"], run["reason"]),
                          ("broken", 76, f"{ME}@ops-1", "hung on the db"))
+        self.assertEqual((action["fence"], action["by"], action["reason"]),
+                         (run["fence"], f"{ME}@ops-1", "hung on the db"))
 
         def broken():
             event = json.loads(watch.stdout.readline())

@@ -204,7 +204,7 @@ MUTANTS = [
      [("src/lock/lua/common.lua",
        "  if not history or not max_length or max_length <= 0 then return '' end",
        "  if true then return '' end")],
-     ['test_records.Records.test_a_killed_rlocks_run_is_running_then_has_no_end']),
+     ['test_records.Records.test_a_killed_rlocks_run_is_running_then_its_end_unknown']),
     ("held-for and last-run age by the host's clock",
      [("src/output/lock_view.cpp",
        "  if (s.now_ms > 0) now = WallTime(Millis(s.now_ms));\n",

@@ -20,7 +20,7 @@ TEST_CASE("check_window: the last PERIOD, or the current calendar period") {
   CHECK(berlin.start_ms == 1796166000000);
 }
 
-TEST_CASE("a success exited 0; skips and resets are no runs") {
+TEST_CASE("a success exited 0; skips and operator actions are no runs") {
   RunRecord r;
   r.end = "exited";
   CHECK(is_run(r));
@@ -30,10 +30,19 @@ TEST_CASE("a success exited 0; skips and resets are no runs") {
   r.end = "signalled";
   r.exit_status = 0;  // whatever a record says, a signalled run did not succeed
   CHECK(!is_success(r));
-  for (const char* skip : {"busy", "done-this-period", "period-reset"}) {
+  for (const char* skip : {"busy", "paused", "done-this-period", "period-reset", "pause", "resume",
+                           "forced-release"}) {
     r.end = skip;
     CHECK_MESSAGE(!is_run(r), skip);
   }
+  // A run's end unknown is a run, neither a success nor a failure; an end another version
+  // wrote is a run.
+  for (const char* run : {"unknown", "evicted-by-v9"}) {
+    r.end = run;
+    CHECK_MESSAGE(is_run(r), run);
+  }
+  r.end = "unknown";
+  CHECK((end_unknown(r) && !is_success(r)));
 }
 
 namespace {
@@ -131,6 +140,19 @@ TEST_CASE("count_runs: a run is counted once, as its last attempt ended") {
     CHECK(going.runs_in_window == 0);
     CHECK(going.failures_since_count == 0);
     CHECK(!going.last_run);
+  }
+  SUBCASE("a run whose end is unknown counts in the window, as neither failure nor success") {
+    CheckResult r = counted({{entry(4000, 9, "unknown", 0), entry(3000, 8, "exited", 3),
+                              entry(2000, 7, "exited", 0), entry(1000, 6, "unknown", 0)}});
+    CHECK(r.runs_in_window == 4);
+    CHECK(r.failures_in_window == 1);
+    CHECK(r.unknown_in_window == 2);
+    CHECK(r.failures_since_count == 1);
+    CHECK(r.unknown_since_count == 1);
+    REQUIRE(r.failures_since.size() == 2);  // both named, newest first
+    CHECK(r.failures_since[0].record.fence == 9);
+    REQUIRE(r.last_success);
+    CHECK(r.last_success->record.fence == 7);
   }
   SUBCASE("runs without --retry are one entry each, as before") {
     CheckResult r = counted({{entry(3000, 9, "exited", 0), entry(2000, 8, "lost", 76),

@@ -248,7 +248,7 @@ end
 -- A run's start, recorded in the same step that takes the lock (or claims its period), so that
 -- a run whose rlock dies (SIGKILL, the OOM killer, a host that lost power) is in the history
 -- all the same: its entry, end=running, says "running" while the run's fence holds the lock
--- and "no end reported" once it does not. The run's end replaces it (history_add.lua). ARGS
+-- and "end unknown" once it does not. The run's end replaces it (history_add.lua). ARGS
 -- from FIRST on: the history's length (none or 0: nothing is recorded), its retention, then the
 -- entry's fields. Returns the entry's ID, or ''.
 local function record_start(history, args, first, fence, now)
