@@ -96,15 +96,22 @@ class CommandDiesWithRlock(RedisTestCase):
 
     def test_a_killed_guardian_is_replaced(self):
         argv, extra = self.command()
-        p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra))
+        err = self.path("rlock.err")
+        with open(err, "w") as f:
+            p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra),
+                           stderr=f)
         pids = self.command_pids()
         guardian, _ = guardian_of(p.pid)
         os.kill(guardian, signal.SIGKILL)
         wait_until(lambda: guardian_of(p.pid)[0] != guardian, 10, "a new guardian")
+        # rlock says so once the new one runs: killed before that, it would not have said it.
+        def said():
+            with open(err) as f:
+                return "guardian process ended" in f.read()
+        wait_until(said, 10, "rlock's warning")
         p.kill()
         p.wait(timeout=10)
         self.assert_group_dies(pids, time.monotonic(), "guardian killed, then rlock")
-        self.assertIn("guardian process ended", p.stderr.read())
 
     def test_rlock_and_guardian_killed_together_still_kill_the_command(self):
         # `pkill -KILL rlock` takes both; the kernel's parent-death signal still kills the command
