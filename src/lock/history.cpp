@@ -255,14 +255,14 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
       SlotClaim{false, "", f["host"], f["since"], f["state"], f["status"], f["end"]}};
 }
 
-Result<Unit> PeriodGuard::finish(const RunRecord& record, TimePoint deadline) {
+Result<Unit> PeriodGuard::finish(Redis& on, const RunRecord& record, TimePoint deadline) {
   ScriptCall end{&scripts::period_finish,
                  {helper_key(key_, "once:" + slot_.name)},
                  {std::to_string(fence_), std::to_string(record.exit_status), record.end}};
   // Sent again until answered, with its source (ScriptCall): a second delivery finds our end
   // recorded (period_finish.lua).
   auto reply = resend_until(deadline, [&] {
-    auto sent = eval(redis_, end, deadline);
+    auto sent = eval(on, end, deadline);
     end.with_source = true;
     return sent;
   });

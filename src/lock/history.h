@@ -164,8 +164,9 @@ public:
   // keeps the job from running again (as claim() would say); nothing while it runs, when the
   // slot is free, or when --retry-failed would run a failed one again. Reads only.
   Result<std::optional<SlotClaim>> finished_run(TimePoint deadline);
-  // Records how our run ended in the slot we claimed.
-  Result<Unit> finish(const RunRecord& record, TimePoint deadline);
+  // Records how our run ended in the slot we claimed, through ON (the lock's connection may be
+  // the renewal thread's).
+  Result<Unit> finish(Redis& on, const RunRecord& record, TimePoint deadline);
   const std::string& slot_name() const { return slot_.name; }
 
 private:

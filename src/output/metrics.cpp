@@ -133,6 +133,16 @@ std::optional<Place> place_in(const Family& f, const std::string& series_name) {
   return Place{labels.substr(0, le) + "}", 0, value};
 }
 
+const char* acquisition_name(Acquisition a) {
+  switch (a) {
+    case Acquisition::acquired: return "acquired";
+    case Acquisition::busy: return "busy";
+    case Acquisition::done: return "done";
+    case Acquisition::error: break;
+  }
+  return "error";
+}
+
 }  // namespace
 
 MetricSeries parse_metrics(const std::string& text) {
@@ -170,13 +180,14 @@ std::string format_metrics(const MetricSeries& all) {
 }
 
 void add_run(MetricSeries& s, const RunMetrics& m) {
-  s[series("rlock_acquisitions_total", m.key, "result=\"" + m.result + "\"")] += 1;
+  s[series("rlock_acquisitions_total", m.key,
+           std::string("result=\"") + acquisition_name(m.result) + "\"")] += 1;
   s[series("rlock_wait_seconds_total", m.key)] += m.wait_seconds;
   s[series("rlock_hold_seconds_total", m.key)] += m.hold_seconds;
   s[series("rlock_renewals_total", m.key)] += static_cast<double>(m.renewals);
   s[series("rlock_renewal_failures_total", m.key)] += static_cast<double>(m.renewal_failures);
   s[series("rlock_losses_total", m.key)] += static_cast<double>(m.losses);
-  if (m.result == "acquired")
+  if (m.result == Acquisition::acquired)
     observe(s, "rlock_wait_duration_seconds", m.key, m.wait_seconds, k_wait_buckets);
   if (m.cost_known) {
     s[series("rlock_cpu_seconds_total", m.key, "mode=\"user\"")] += m.cpu_user_seconds;

@@ -13,9 +13,13 @@
 
 namespace rlock {
 
+// What came of trying the lock: taken, kept out by a holder (or a pause), kept out because this
+// period's run is done (--once-per), or an error. Named in the file as its `result` label.
+enum class Acquisition { acquired, busy, done, error };
+
 struct RunMetrics {
   std::string key;
-  std::string result;  // acquired, busy, done, error
+  Acquisition result = Acquisition::error;
   double wait_seconds = 0;
   double hold_seconds = 0;
   int64_t renewals = 0;

@@ -98,7 +98,7 @@ public:
       auto* busy = std::get_if<NotObtained>(&outcome);
       bool failed =
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome);
-      metrics_.m.result = failed ? "error" : "busy";
+      metrics_.m.result = failed ? Acquisition::error : Acquisition::busy;
       if (!failed) end_ = busy && busy->paused ? RunEnd::paused : RunEnd::busy;
       if (busy && options_.record_skips)
         record_skip(redis_, options_, holder_, lock_->token(), *busy, *status);
@@ -107,7 +107,7 @@ public:
     got_ = std::get<Obtained>(outcome);
     hold_.emplace(*lock_, options_.ttl, got_.sent);
     started(got_.start);
-    metrics_.m.result = "acquired";
+    metrics_.m.result = Acquisition::acquired;
     metrics_.m.wait_seconds = std::chrono::duration<double>(got_.waited).count();
     metrics_.acquired = got_.sent;
     log_acquired(options_, got_.fence, got_.waited);
@@ -115,7 +115,7 @@ public:
     if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     lease_from_ = fresh_lease(*lock_, options_.ttl, got_.sent);
     if (!lease_from_) {
-      metrics_.m.result = "error";
+      metrics_.m.result = Acquisition::error;
       return k_exit_unavailable;
     }
     return std::nullopt;
@@ -134,7 +134,7 @@ public:
     if (claim && claim->claimed) return started(claim->start);
     hold_->lock().release();
     if (!claim) {
-      metrics_.m.result = "error";
+      metrics_.m.result = Acquisition::error;
       return unavailable(claim.failure());
     }
     return done_this_period(*claim, *period_);
@@ -161,7 +161,7 @@ public:
 
   // The period has had its run (that of CLAIM): said, and recorded with --record-skips.
   int done_this_period(const SlotClaim& claim, const PeriodGuard& period) {
-    metrics_.m.result = "done";
+    metrics_.m.result = Acquisition::done;
     end_ = RunEnd::done_this_period;
     log(Level::info, {"done_this_period", options_.key,
                       period_done_text(claim, period.slot_name(), options_.retry_failed)});
@@ -272,8 +272,6 @@ public:
     if (output_) drain_output(end);
     stops_.reset();
     hold_->command_done();
-    metrics_.m.renewals = renewals.renewals();
-    metrics_.m.renewal_failures = renewals.renewal_failures();
     metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
     return end;
   }
@@ -310,24 +308,23 @@ public:
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours).
     bool lost_to_another = hold_->renewals().state() == LeaseKeeper::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
-    end_ = end.end;
-    if (end.end == RunEnd::lost && lost_to_another && record_breaker(*lock_, record))
-      end_ = RunEnd::broken;
-    metrics_.run_ended(*end_, record, !recorded);
-    held_time_ = Millis(record.held_ms);
-    last_attempt_ = record.attempt;
     // Each step gets what is left of one budget, sent again through a restart or a failover.
     TimePoint give_up = Clock::now() + (redis_away ? k_quick_attempt : k_end_budget);
     auto left = [&] {
       return std::max(Millis(0), std::chrono::duration_cast<Millis>(give_up - Clock::now()));
     };
-    if (period_) {
-      // Before the release: the next holder must find this period's run finished, not running.
-      record.period = period_->slot_name();
-      if (auto done = period_->finish(record, give_up); !done)
-        log_warning(options_.key + ": could not record the end of this period's run (" +
-                    done.failure().message + "); --retry-failed would take it for lost");
+    end_ = end.end;
+    if (end.end == RunEnd::lost) {
+      hold_->stop_renewals();  // nothing left to renew
+      if (lost_to_another && record_breaker(*lock_, record)) end_ = RunEnd::broken;
     }
+    metrics_.run_ended(*end_, record, !recorded);
+    held_time_ = Millis(record.held_ms);
+    last_attempt_ = record.attempt;
+    if (period_) finish_period(record, give_up);
+    hold_->stop_renewals();
+    metrics_.m.renewals = hold_->renewals().renewals();
+    metrics_.m.renewal_failures = hold_->renewals().renewal_failures();
     std::optional<ScriptCall> history;
     if (options_.history_length > 0 && !recorded)
       history = history_entry(options_.key, record, options_.history_length, options_.retention);
@@ -384,7 +381,7 @@ private:
         end.asked_to_stop || lost || !worth_retrying(options_, end.status))
       return std::nullopt;
     RunRecord record = record_of(end);
-    if (!record_history(attempts_lock().redis(), options_, record)) return std::nullopt;
+    if (!record_history(side_lock().redis(), options_, record)) return std::nullopt;
     metrics_.add_cost(record);
     Millis delay = retry_delay(options_, attempt_);
     log_retrying(options_, attempt_, record, delay);
@@ -395,19 +392,34 @@ private:
   // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
   // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
   bool still_held() {
-    auto held = attempts_lock().holds(Clock::now() + lock_->command_timeout());
+    auto held = side_lock().holds(Clock::now() + lock_->command_timeout());
     return !held || *held;
   }
 
-  // --retry: what the run says to Redis between attempts goes on a connection of its own: the
-  // lock's is the renewal thread's while it renews.
-  Lock& attempts_lock() {
-    if (!attempts_lock_) {
-      attempts_redis_ = connect_();
-      attempts_lock_ =
-          make_lock(*attempts_redis_, options_.key, lock_->token(), lock_mode(options_));
+  // What the run says to Redis while the renewal thread has the lock's connection (between
+  // attempts, at the end) goes on a connection of its own.
+  Lock& side_lock() {
+    if (!side_lock_) {
+      side_redis_ = connect_();
+      side_lock_ = make_lock(*side_redis_, options_.key, lock_->token(), lock_mode(options_));
     }
-    return *attempts_lock_;
+    return *side_lock_;
+  }
+
+  // Before the release, the lease still renewed: the next holder must find this period's run
+  // finished, not running. On the side connection while the renewals run, or, when it cannot
+  // be made, on the lock's with the renewals stopped.
+  void finish_period(RunRecord& record, TimePoint give_up) {
+    record.period = period_->slot_name();
+    Redis* on = &redis_;
+    if (hold_->renewing()) try {
+        on = &side_lock().redis();
+      } catch (const Error&) {
+        hold_->stop_renewals();
+      }
+    if (auto done = period_->finish(*on, record, give_up); !done)
+      log_warning(options_.key + ": could not record the end of this period's run (" +
+                  done.failure().message + "); --retry-failed would take it for lost");
   }
 
   // --retry: the next attempt, on the lease the last one had; its start is in the history
@@ -417,7 +429,7 @@ private:
     ++attempt_;
     set_attempt(hold_->job().spec, attempt_);
     got_.start =
-        record_attempt_start(attempts_lock(), hold_->lock(), options_, holder_, got_.fence, attempt_);
+        record_attempt_start(side_lock(), hold_->lock(), options_, holder_, got_.fence, attempt_);
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
@@ -471,9 +483,9 @@ private:
   TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
   bool end_recorded_ = true;       // false: Redis could not be reached to record the end
-  StopListener::Connect connect_;  // --retry: for attempts_lock()
-  std::unique_ptr<Redis> attempts_redis_;
-  std::unique_ptr<Lock> attempts_lock_;
+  StopListener::Connect connect_;  // for side_lock()
+  std::unique_ptr<Redis> side_redis_;
+  std::unique_ptr<Lock> side_lock_;
   std::optional<StopListener> stops_;
 };
 

@@ -3,8 +3,9 @@
 // command's group is killed, the terminal comes back, and only then is the lock given back
 // (docs/DESIGN.md "Lease safety"). On every way out of the run, an early return or an
 // exception, the destructor lets go in that order; the run's normal end lets go step by step
-// (command_done(), then the release that carries the run's record), once the supervisor saw
-// the whole group gone (or SIGKILLed past its grace).
+// once the supervisor saw the whole group gone (or SIGKILLed past its grace): command_done(),
+// the end recorded while the lease is still renewed, stop_renewals(), then the release that
+// carries the run's record.
 #pragma once
 
 #include <memory>
@@ -45,13 +46,19 @@ public:
   }
   LeaseKeeper& renewals() { return *renewals_; }
 
-  // The command's group is done and its output written on: the renewals stop, the terminal
-  // comes back, the guardian leaves. The lock is still held, for the run's record to ride on
-  // its release.
+  // The command's group is done and its output written on: the terminal comes back, the
+  // guardian leaves. The lock is still held and renewed, for the run's end to be recorded
+  // before the release that carries its record.
   void command_done() {
-    if (renewals_) renewals_->stop();
     if (terminal_) terminal_->take_back();
     if (job_.started()) job_.child().dismiss_guardian();
+  }
+  // Whether the renewal thread has the lock's connection.
+  bool renewing() const { return renewals_ && renewals_->started(); }
+  // The renewals stop, just before the release: the lock's connection is the main thread's
+  // again.
+  void stop_renewals() {
+    if (renewals_) renewals_->stop();
   }
 
 private:

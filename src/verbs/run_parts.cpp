@@ -36,7 +36,6 @@ constexpr Millis k_stop_listen_after{500};
 
 MetricsRecorder::MetricsRecorder(const RunOptions& options) : path(options.metrics_file) {
   m.key = options.key;
-  m.result = "error";
 }
 
 MetricsRecorder::~MetricsRecorder() {

@@ -590,7 +590,8 @@ MUTANTS = [
      ['test_logs.Logs.test_a_slow_reader_gets_all_the_command_wrote']),
     ("renewals stopped by a command that ends before the first renewal",
      [("src/verbs/run.cpp", "      renew_from_now();\n", "")],
-     ['test_run_stalled.StalledReader.test_the_lease_is_renewed_while_a_reader_takes_its_time']),
+     ['test_run_stalled.StalledReader.test_the_lease_is_renewed_while_a_reader_takes_its_time',
+      'test_run_stalled.StalledReader.test_term_before_the_first_renewal']),
     ("a stalled reader waited for after a signal or rlock stop",
      [("src/verbs/run_supervisor.cpp",
        "end.asked_to_stop = interrupted_ || stop_request_.has_value() || quit;",
@@ -620,10 +621,10 @@ MUTANTS = [
      ['test_notify.Notify.test_a_failure_on_three_hosts_in_turn_is_told_once_on_the_third']),
     ("the notification while the lock is held",
      [("src/verbs/run.cpp",
-       "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;",
+       "    if (period_) finish_period(record, give_up);",
        "    notify(options_, &redis_, {end_, record.exit_status, "
        "Millis(record.held_ms), got_.fence, holder_.host, 0}, signals_);\n"
-       "    Millis budget = redis_away ? k_quick_attempt : k_release_budget;"),
+       "    if (period_) finish_period(record, give_up);"),
       ("src/verbs/run.cpp", "    notify(options, redis.get(), report, signals);", "")],
      ['test_notify.Notify.test_the_notification_runs_once_the_lock_is_given_back']),
     ("change tells every failure of a streak",
@@ -736,6 +737,19 @@ MUTANTS = [
        "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();",
        "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - sent).count();")],
      ['test_history.History.test_each_attempt_with_its_own_start_and_length']),
+    ("the end not sent again through a restart that refuses connections",
+     [("src/redis/retry.cpp", "if ((!may_have_run(failure) && !worth_retrying(failure)) ||",
+       "if (!may_have_run(failure) ||")],
+     ['test_notify.EndWithRedisAway.test_redis_back_within_the_budget_has_the_end']),
+    ("a run whose end is unknown counted as failed",
+     [("src/lock/check.cpp", "                    : end_unknown(run.record) ? Verdict::unknown\n",
+       "                    : false ? Verdict::unknown\n")],
+     ['unit', 'test_notify.EndWithRedisAway.'
+      'test_redis_away_past_the_budget_leaves_the_end_unknown_to_every_reader']),
+    ("operator actions left out of the history",
+     [("src/lock/history.cpp", "  if (history_length > 0)\n    send_history(redis, key,",
+       "  if (false)\n    send_history(redis, key,")],
+     ['test_pause.Pause.test_every_operator_action_is_in_the_history_and_watch_with_who_and_why']),
 ]
 
 

@@ -6,7 +6,7 @@ using namespace rlock;
 
 TEST_CASE("a run's counters, formatted and parsed back, add up across runs") {
   MetricSeries all;
-  RunMetrics m{"job:\"a\"\\b\n", "acquired", 1.5, 20.25, 3, 1, 0, "", 0};
+  RunMetrics m{"job:\"a\"\\b\n", Acquisition::acquired, 1.5, 20.25, 3, 1, 0, "", 0};
   add_run(all, m);
   std::string text = format_metrics(all);
   CHECK(text.find("# TYPE rlock_acquisitions_total counter\n") != std::string::npos);
@@ -17,7 +17,7 @@ TEST_CASE("a run's counters, formatted and parsed back, add up across runs") {
   MetricSeries again = parse_metrics(text);
   CHECK(again == all);
   add_run(again, m);
-  m.result = "busy";
+  m.result = Acquisition::busy;
   add_run(again, m);
   std::string twice = format_metrics(again);
   CHECK(twice.find("result=\"acquired\"} 2\n") != std::string::npos);
@@ -39,7 +39,7 @@ TEST_CASE("histograms: cumulative buckets in increasing order, +Inf last, per ke
   MetricSeries all;
   // A key that looks like a label inside: its escaped quote keeps le apart.
   for (const char* key : {"b", "a\",le=\"1"}) {
-    RunMetrics m{key, "acquired", 0.2, 7, 0, 0, 0, "success", 1000.5};
+    RunMetrics m{key, Acquisition::acquired, 0.2, 7, 0, 0, 0, "success", 1000.5};
     add_run(all, m);
     m.hold_seconds = 100;
     m.end = "failure";
@@ -65,7 +65,7 @@ TEST_CASE("histograms: cumulative buckets in increasing order, +Inf last, per ke
   CHECK(text.find("rlock_last_success_timestamp_seconds{key=\"b\"} 1000.5\n") != std::string::npos);
   CHECK(parse_metrics(text) == all);
   // A clock set back: the gauge follows it (a time once in the future must not stick).
-  add_run(all, RunMetrics{"b", "acquired", 0, 1, 0, 0, 0, "success", 900});
+  add_run(all, RunMetrics{"b", Acquisition::acquired, 0, 1, 0, 0, 0, "success", 900});
   CHECK(all["rlock_last_success_timestamp_seconds{key=\"b\"}"] == 900);
   CHECK(all["rlock_runs_total{key=\"b\",end=\"success\"}"] == 2);
 }
