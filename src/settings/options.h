@@ -2,6 +2,7 @@
 // line decided, as plain typed values. The verbs take these and never see CLI11.
 #pragma once
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <optional>
@@ -78,6 +79,19 @@ struct RunOptions {
 };
 
 inline constexpr Millis k_max_retry_delay{3600 * 1000};
+
+// --retry: whether an attempt that exited with STATUS is worth another (--retry-on), and the
+// delay before attempt N + 1.
+inline bool worth_another_attempt(const RunOptions& options, int status) {
+  if (status == 0) return false;
+  const auto& codes = options.retry_on;
+  return codes.empty() || std::binary_search(codes.begin(), codes.end(), status);
+}
+inline Millis retry_delay(const RunOptions& options, int n) {
+  Millis delay = options.retry_delay;
+  for (int i = 1; i < n && delay < k_max_retry_delay; ++i) delay *= 2;
+  return std::min(delay, k_max_retry_delay);
+}
 
 // rlock check KEY --every PERIOD.
 struct CheckOptions {

@@ -8,11 +8,12 @@
 #include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"
+#include "run/keeper.h"
+#include "run/wait.h"
 #include "util/log.h"
 #include "util/resources.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 

@@ -18,17 +18,18 @@
 #include "process/terminal.h"
 #include "redis/redis.h"
 #include "redis/redis_url.h"
+#include "run/command.h"
+#include "run/hold.h"
+#include "run/notify.h"
+#include "run/output_relay.h"
+#include "run/records.h"
+#include "run/supervisor.h"
+#include "run/wait.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
 #include "util/text.h"
 #include "verbs/command.h"
-#include "verbs/run_hold.h"
-#include "verbs/run_notify.h"
-#include "verbs/run_output.h"
-#include "verbs/run_parts.h"
-#include "verbs/run_supervisor.h"
 #include "verbs/verbs.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 
@@ -378,7 +379,7 @@ private:
   // asked to stop, the lock LOST, or its end could not be recorded (the run's end records it).
   std::optional<Millis> again(const AttemptEnd& end, bool lost) {
     if (options_.retry == 0 || attempt_ > options_.retry || !command_ended(end.end) ||
-        end.asked_to_stop || lost || !worth_retrying(options_, end.status))
+        end.asked_to_stop || lost || !worth_another_attempt(options_, end.status))
       return std::nullopt;
     RunRecord record = record_of(end);
     if (!record_history(side_lock().redis(), options_, record)) return std::nullopt;

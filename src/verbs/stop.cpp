@@ -8,10 +8,10 @@
 #include "lock/stop_request.h"
 #include "output/output.h"
 #include "process/signals.h"
+#include "run/wait.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 

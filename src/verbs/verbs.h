@@ -9,21 +9,15 @@
 
 #include "lock/lock.h"
 #include "lock/lock_state.h"
+#include "run/wait.h"
+#include "settings/connect.h"
 #include "settings/options.h"
 #include "settings/settings.h"
 #include "util/error.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 
-class Fd;
-class PidWatch;
 class Redis;
-class SignalEvents;
-
-// The Redis that GlobalOptions point at, with its password read (from a password file too).
-// AGAIN: a second one in the same process (a thread's own), which says nothing said before.
-std::unique_ptr<Redis> connect_redis(const GlobalOptions& global, bool again = false);
 
 // The exit status of a failure to reach Redis: 69, but 125 when rlock's own process ran out of
 // descriptors, processes or memory (Why::out_of_resources), which is no news of Redis.
@@ -55,11 +49,5 @@ void check_topology(const Redis& redis, const RunOptions& options);
 void check_token(const std::string& token);
 // TEXT as a duration above 0 for option FLAG ("--for"), or a usage error that says why.
 Millis positive_duration(const char* flag, const std::string& text);
-
-// acquire --while-pid (keeper.cpp): forks the detached keeper that holds GOT for as long as
-// PID lives, told of a release through LINK, and of rlock stop through a connection of its own
-// to GLOBAL's Redis. False when the fork failed.
-bool start_keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
-                  const Fd& link, SignalEvents& signals, const GlobalOptions& global);
 
 }  // namespace rlock

@@ -16,10 +16,10 @@
 #include "output/output.h"
 #include "process/signals.h"
 #include "redis/connection.h"
+#include "run/wait.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 

@@ -6,10 +6,10 @@
 #include <tuple>
 
 #include "lock/check.h"
+#include "run/notify.h"
+#include "run/records.h"
 #include "settings/settings.h"
 #include "util/error.h"
-#include "verbs/run_notify.h"
-#include "verbs/run_parts.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;
@@ -127,12 +127,12 @@ TEST_CASE("every end has its words and its exit status") {
 
 TEST_CASE("retries: which statuses, and the delays that double up to an hour") {
   RunOptions o;
-  CHECK(worth_retrying(o, 1));
-  CHECK(worth_retrying(o, 137));
-  CHECK(!worth_retrying(o, 0));
+  CHECK(worth_another_attempt(o, 1));
+  CHECK(worth_another_attempt(o, 137));
+  CHECK(!worth_another_attempt(o, 0));
   o.retry_on = {3, 5, 6};
-  CHECK(worth_retrying(o, 5));
-  CHECK(!worth_retrying(o, 4));
+  CHECK(worth_another_attempt(o, 5));
+  CHECK(!worth_another_attempt(o, 4));
   o.retry_delay = 1s;
   CHECK(retry_delay(o, 1) == 1s);
   CHECK(retry_delay(o, 2) == 2s);

@@ -16,9 +16,9 @@
 #include "lock/stop_request.h"
 #include "process/process_group.h"
 #include "process/signals.h"
+#include "run/supervisor.h"
 #include "settings/options.h"
 #include "util/fd.h"
-#include "verbs/run_supervisor.h"
 
 using namespace rlock;
 

@@ -1,4 +1,4 @@
-#include "verbs/run_output.h"
+#include "run/output_relay.h"
 
 #include <system_error>
 

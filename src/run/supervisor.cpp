@@ -1,4 +1,4 @@
-#include "verbs/run_supervisor.h"
+#include "run/supervisor.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -8,8 +8,8 @@
 
 #include "lock/lease.h"
 #include "output/output.h"
-#include "process/process_group.h"
 #include "process/heartbeat.h"
+#include "process/process_group.h"
 #include "process/signals.h"
 #include "process/terminal.h"
 #include "settings/settings.h"

@@ -14,7 +14,7 @@
 #include "lock/held_lock.h"
 #include "lock/lease.h"
 #include "process/terminal.h"
-#include "verbs/run_job.h"
+#include "run/job.h"
 
 namespace rlock {
 

@@ -1,4 +1,5 @@
-// From options to "a Redis": which URL, which password, and which implementation serves it.
+#include "settings/connect.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,9 +11,8 @@
 #include "redis/redlock.h"
 #include "redis/sentinel.h"
 #include "util/error.h"
-#include "util/trusted_file.h"
 #include "util/log.h"
-#include "verbs/verbs.h"
+#include "util/trusted_file.h"
 
 namespace rlock {
 

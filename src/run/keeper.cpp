@@ -10,6 +10,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "run/keeper.h"
+
 #include "lock/held_lock.h"
 #include "lock/lease.h"
 #include "lock/lock.h"
@@ -17,10 +19,10 @@
 #include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"
+#include "run/wait.h"
+#include "settings/connect.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
-#include "verbs/verbs.h"
-#include "verbs/wait.h"
 
 namespace rlock {
 

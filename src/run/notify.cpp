@@ -1,4 +1,4 @@
-#include "verbs/run_notify.h"
+#include "run/notify.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,9 +13,10 @@
 #include "lock/kept_output.h"
 #include "process/hook.h"
 #include "redis/redis.h"
+#include "run/command.h"
+#include "run/records.h"
 #include "util/fd.h"
 #include "util/log.h"
-#include "verbs/run_parts.h"
 
 namespace rlock {
 

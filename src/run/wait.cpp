@@ -1,4 +1,4 @@
-#include "verbs/wait.h"
+#include "run/wait.h"
 
 #include <poll.h>
 #include <unistd.h>

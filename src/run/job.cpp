@@ -1,4 +1,4 @@
-#include "verbs/run_job.h"
+#include "run/job.h"
 
 #include "lock/lease.h"
 

@@ -1,0 +1,63 @@
+// The command a run starts (rlock run; verbs/run.cpp tells its story), and what must hold
+// before it starts: its command line and environment, the refusal of a command that cannot run,
+// the nested run that goes straight through, a lease fresh enough to start on, and the listener
+// for rlock stop.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lock/stop_request.h"
+#include "process/child.h"
+#include "settings/settings.h"
+#include "util/clock.h"
+
+namespace rlock {
+
+class Lock;
+
+// The command to start: COMMAND, or $SHELL -c TEXT.
+std::vector<std::string> command_argv(const RunOptions& options);
+
+// The start of ARGV (found at PROGRAM; empty: searched) under the lock with TOKEN and FENCE:
+// the lock's environment (RLOCK_KEY ...; RLOCK_ATTEMPT=1 with --retry), none of rlock's Redis
+// secrets.
+Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
+                         const std::string& program, const std::string& token, int64_t fence);
+// --retry: SPEC's RLOCK_ATTEMPT made N.
+void set_attempt(Child::Spec& spec, int n);
+// What keeps rlock's Redis secrets from a process it starts: RLOCK_PASSWORD unset, the password
+// of RLOCK_REDIS_URL left out; REDISCLI_AUTH too, unless KEEP_REDISCLI_AUTH (redis-cli's own,
+// which a job may use for its own Redis).
+void keep_secrets(std::vector<std::string>& env, std::vector<std::string>& unset,
+                  bool keep_rediscli_auth);
+
+// The name that goes into the lock value and the history: the program, never its arguments nor
+// an assignment (`PGPASSWORD=... psql` is psql).
+std::string command_name(const RunOptions& options);
+
+// A command that cannot run must not take the lock (and a typo must not keep others out): its
+// exit status when the exec form's ARGV cannot run, having said why. PROGRAM gets where the
+// command is, so that the child need not search again.
+std::optional<int> refuse_unrunnable(const RunOptions& options,
+                                     const std::vector<std::string>& argv, std::string* program);
+
+// When the lease that the command starts on begins: at acquisition, unless the reply came back
+// so late (a paused or overloaded Redis) that less than half of it is left. The lease counts
+// from when the command was sent, so such a command would be killed as soon as it started:
+// renew first, counting from now. Nothing (the lock is to be given back) if that fails.
+std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent);
+
+// Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
+// connection CONNECT makes, on a thread of its own: the listener, or null when it cannot
+// (ulimit -n, ulimit -u; said), when the run goes on deaf to rlock stop: the operator's tool
+// fails, not the job.
+StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
+                               const Lock& lock);
+
+// The nested run of a lock this process tree holds: become the command, which runs under the
+// outer rlock's lock and lease.
+int exec_straight_through(const std::vector<std::string>& argv);
+
+}  // namespace rlock
