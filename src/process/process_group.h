@@ -1,11 +1,14 @@
 // The command's process group as rlock run's supervisor watches it: Child for a command rlock
-// started, a fake in the unit tests. Signals reach the whole group; its end is learnt from
-// SIGCHLD (rlock's signal events), then poll().
+// started, a fake in the unit tests, or the process of `acquire --while-pid` (run/keeper.cpp),
+// which rlock did not start. Signals reach the whole group; the end of rlock's own child is learnt
+// from SIGCHLD (rlock's signal events), then poll().
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
+
+#include "util/duration.h"
 
 namespace rlock {
 
@@ -32,6 +35,14 @@ public:
   void reap() {
     while (poll()) {}
   }
+
+  // Whether the group is rlock's child. One that is not (acquire --while-pid) sends no SIGCHLD:
+  // poll() is asked at every wake, news_fd() is readable when it may have news (-1: none), and
+  // it is looked at every look_every() besides (zero: not needed). Nor is a signal sent to rlock
+  // meant for it: rlock's signals stop it as rlock stop would (rlock(1), acquire).
+  virtual bool rlocks_child() const { return true; }
+  virtual int news_fd() const { return -1; }
+  virtual Millis look_every() const { return Millis(0); }
 
   // The guardian (guardian.h): rlock itself has begun stopping the group, so the guardian keeps
   // only its SIGKILL at the lease's end; whether the guardian acted on the lease's end (rlock

@@ -1,13 +1,14 @@
 // acquire --while-pid PID: flock's `exec 9>f; flock 9` for a fleet. The lock is taken, its
-// token printed, and a detached keeper renews it while PID (and, when PID leads a process
-// group, every process of it) lives, gives it back the moment they are gone, and on a loss
-// stops them as `rlock run` stops its command: the kill signal, then SIGKILL before the lease
-// could run out. `rlock release --token T` tells it (keeper_link.h),
-// so that a script's own release is not taken for a loss. `rlock stop` stops PID the same way,
-// and the keeper gives the lock back once PID's group is gone.
+// token printed, and a detached keeper holds it for PID as `rlock run` holds it for its
+// command: run's Supervisor watches PID (and, when PID leads a process group, every process of
+// it), renews the lease, and on a loss, on rlock stop or on a signal to the keeper stops them
+// as it stops a command (rlock(1) "stop" and "Lease safety"); the lock is given back the
+// moment they are gone. `rlock release --token T` tells it (keeper_link.h), so that a
+// script's own release is not taken for a loss.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "run/keeper.h"
@@ -18,10 +19,12 @@
 #include "lock/stop_request.h"
 #include "process/keeper_link.h"
 #include "process/pid_watch.h"
+#include "process/process_group.h"
 #include "process/signals.h"
+#include "run/supervisor.h"
 #include "run/wait.h"
 #include "settings/connect.h"
-#include "util/log.h"
+#include "settings/options.h"
 #include "util/stderr_writer.h"
 
 namespace rlock {
@@ -42,12 +45,87 @@ void detach() {
   }
 }
 
+// PID's group as the supervisor watches it (process_group.h). PID is not the keeper's child:
+// no SIGCHLD tells of its end, and how it ended is never known, which nothing needs (the keeper
+// records no run in the history, as acquire and release record none). The script's own release
+// (keeper_link.h) ends the watch as PID's end does: nothing of PID's holds the lock after it.
+class ScriptGroup : public ProcessGroup {
+public:
+  ScriptGroup(const PidWatch& pid, const Fd& link, std::string key);
+
+  pid_t pid() const override { return pid_.pid(); }
+  void signal_group(int sig) const override { (void)pid_.signal(sig); }
+  // Alive or not: a PidWatch tells no more.
+  int live_group_members() const override { return released_.valid() || all_gone() ? 0 : 1; }
+  std::optional<Event> poll() override;
+  bool rlocks_child() const override { return false; }
+  int news_fd() const override { return news_.get(); }
+  Millis look_every() const override;
+  // No guardian: the keeper alone watches PID.
+  void stopping() override {}
+  bool guardian_stopped_group() const override { return false; }
+  std::optional<int> replace_dead_guardian() override { return std::nullopt; }
+
+  bool all_gone() const { return pid_.all_gone(); }
+  // The script's release, once it came, to acknowledge once nothing renews the lock.
+  Fd take_release() { return std::move(released_); }
+
+private:
+  const PidWatch& pid_;
+  const Fd& link_;
+  const std::string key_;
+  Fd news_;  // epoll: PID's pidfd until it exits, and the link; none when out of descriptors
+  Fd released_;
+  bool exited_ = false;
+  bool told_ = false;  // poll() told of the end
+};
+
+ScriptGroup::ScriptGroup(const PidWatch& pid, const Fd& link, std::string key)
+    : pid_(pid), link_(link), key_(std::move(key)), news_(::epoll_create1(EPOLL_CLOEXEC)) {
+  for (int fd : {pid.fd(), link.get()}) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = fd;
+    if (news_.valid() && fd >= 0 && ::epoll_ctl(news_.get(), EPOLL_CTL_ADD, fd, &e) != 0)
+      news_.reset();
+  }
+}
+
+std::optional<ProcessGroup::Event> ScriptGroup::poll() {
+  // The listening socket does not block: nothing to accept is no request.
+  if (link_.valid() && !released_.valid()) released_ = stop_request(link_.get(), key_);
+  if (!exited_ && pid_.exited()) {
+    exited_ = true;
+    // Its pidfd stays readable from now on: what is left of its group is looked at instead.
+    if (news_.valid() && pid_.fd() >= 0)
+      ::epoll_ctl(news_.get(), EPOLL_CTL_DEL, pid_.fd(), nullptr);
+  }
+  if (told_ || !(exited_ || released_.valid())) return std::nullopt;
+  told_ = true;
+  return Event{Event::Kind::exited, 0, false};
+}
+
+Millis ScriptGroup::look_every() const {
+  // While PID runs its pidfd tells of its end; after, the rest of its group has nothing to.
+  bool told = news_.valid() && pid_.fd() >= 0 && !exited_;
+  return told ? Millis(0) : k_pid_poll_interval;
+}
+
+// What of the run's settings the keeper honours: --max-run, --leftovers and the heartbeat are
+// run's alone (a config file's included).
+RunOptions keeper_options(const RunOptions& options) {
+  RunOptions o = options;
+  o.max_run.reset();
+  o.leftovers = RunOptions::Leftovers::wait;
+  return o;
+}
+
 class Keeper {
 public:
   Keeper(Lock& lock, const Obtained& got, const RunOptions& options, const PidWatch& pid,
          const Fd& link, SignalEvents& signals, const GlobalOptions& global)
-      : lock_(lock), got_(got), options_(options), pid_(pid), link_(link), signals_(signals),
-        global_(global), kill_after_(options.kill_after) {}
+      : lock_(lock), got_(got), options_(keeper_options(options)), pid_(pid), link_(link),
+        signals_(signals), global_(global) {}
 
   void run() {
     // The lease's keeping first: should it fail (no descriptor or thread for it), nothing has
@@ -58,53 +136,24 @@ public:
     // whose stop it was if another's came first.
     std::unique_ptr<StopListener> stops = stop_listener();
     HeldLock held(lock_, options_.ttl, got_.sent);
-    for (;;) {
-      // PID, and the commands of its group when it leads one: the lock is held until the last
-      // of them is gone, as `rlock run` holds it for its command's leftovers.
-      if (pid_.all_gone()) break;
-      TimePoint now = Clock::now();
-      if (!lost_) check_lease(lease, now);
-      if (kill_at_ && now >= *kill_at_) {
-        pid_.signal(SIGKILL);
-        kill_at_.reset();
-      }
-      // Once PID has exited its pidfd stays readable: look at what is left of its group on the
-      // interval instead.
-      bool pid_running = !pid_.exited();
-      pollfd fds[5] = {{pid_running ? pid_.fd() : -1, POLLIN, 0},
-                       {link_.get(), POLLIN, 0},
-                       {lease.wake_fd(), POLLIN, 0},
-                       {signals_.fd(), POLLIN, 0},
-                       {stops ? stops->wake_fd() : -1, POLLIN, 0}};
-      ::poll(fds, 5, millis_until(next_look(lease, now, pid_running)));
-      if (fds[4].revents & POLLIN) stop_on_request(*stops, lease);
-      if (fds[1].revents & POLLIN) {
-        if (Fd request = stop_request(link_.get(), lock_.key()); request.valid()) {
-          // The script's `rlock release --token` gives it back, right after the answer.
-          lease.stop();
-          held.hand_over();
-          acknowledge(request);
-          return;
-        }
-      }
-      if (fds[2].revents & POLLIN) lease.drain_wakeups();
-      if (signal_arrived()) {
-        // Stopped from outside (a shutdown, a kill): PID loses its lock, as on a loss, but
-        // only once it is gone; with --on-lost ignore the lock is left to expire.
-        if (options_.on_lost == RunOptions::OnLost::ignore) {
-          lease.stop();
-          held.hand_over();
-          return;
-        }
-        if (!kill_at_) {
-          pid_.signal(options_.kill_signal);
-          kill_at_ = std::min(Clock::now() + kill_after_, lease.deadline());
-        }
-      }
-    }
+    // PID, and the commands of its group when it leads one, watched as `rlock run` watches its
+    // command: the lock is held until the last of them is gone, and a loss, rlock stop or a
+    // signal to the keeper stops them first.
+    ScriptGroup group(pid_, link_, lock_.key());
+    Supervisor(options_, {lease, signals_, nullptr, nullptr, stops.get()}, got_.sent).watch(group);
     bool broken = lease.state() == LeaseKeeper::State::not_mine;
     lease.stop();
-    if (broken) (void)held.release_lost(nullptr, k_release_budget);
+    if (Fd request = group.take_release(); request.valid()) {
+      // The script's `rlock release --token` gives it back, right after the answer.
+      held.hand_over();
+      acknowledge(request);
+    } else if (!group.all_gone()) {
+      // Let go (a signal under --on-lost ignore), or what even KILL has not ended yet: the lock
+      // is left to expire, never given back while a process of PID's may hold on to it.
+      held.hand_over();
+    } else if (broken) {
+      (void)held.release_lost(nullptr, k_release_budget);
+    }
     // Else HeldLock releases: PID is gone, and so is what the lock protected.
   }
 
@@ -123,53 +172,13 @@ private:
     }
   }
 
-  // rlock stop: PID gets the asked signal (or the kill signal), SIGKILL after the asked
-  // kill-after (or ours), before the lease's end; the lock is given back once it is gone.
-  void stop_on_request(StopListener& stops, const LeaseKeeper& lease) {
-    auto request = stops.take();
-    if (!request || kill_at_) return;
-    pid_.signal(request->signal ? request->signal : options_.kill_signal);
-    kill_at_ = std::min(Clock::now() + request->kill_after.value_or(kill_after_), lease.deadline());
-  }
-
-  // As `rlock run` judges its lease (judge_lease): a loss stops PID with the kill signal, and
-  // SIGKILL lands by the lease's deadline, before the key can be anyone else's.
-  void check_lease(const LeaseKeeper& lease, TimePoint now) {
-    LossVerdict v = judge_lease(lease.state(), lease.deadline(), now, kill_after_, ignore_loss());
-    if (v.act == LossVerdict::Act::go_on) return;
-    lost_ = true;
-    if (v.act == LossVerdict::Act::kill_now) pid_.signal(SIGKILL);
-    if (v.act != LossVerdict::Act::stop) return;
-    pid_.signal(options_.kill_signal);
-    kill_at_ = v.kill_at;
-  }
-
-  bool ignore_loss() const { return options_.on_lost == RunOptions::OnLost::ignore; }
-  TimePoint threshold(const LeaseKeeper& lease) const {
-    return loss_threshold(lease.deadline(), kill_after_, ignore_loss());
-  }
-
-  TimePoint next_look(const LeaseKeeper& lease, TimePoint now, bool pid_running) const {
-    TimePoint next = now + k_max_block;
-    if (!lost_) next = std::min(next, threshold(lease));
-    if (kill_at_) next = std::min(next, *kill_at_);
-    if (pid_.fd() < 0 || !pid_running) next = std::min(next, now + k_pid_poll_interval);
-    return next;
-  }
-
-  // Any signal that would end a process (ends_a_process) asks the keeper to stop.
-  bool signal_arrived() { return signals_.next_request_to_stop().has_value(); }
-
   Lock& lock_;
   const Obtained& got_;
-  const RunOptions& options_;
+  const RunOptions options_;
   const PidWatch& pid_;
   const Fd& link_;
   SignalEvents& signals_;
   const GlobalOptions& global_;
-  const Millis kill_after_;
-  bool lost_ = false;
-  std::optional<TimePoint> kill_at_;  // SIGKILL PID then, after a loss
 };
 
 // PID's lock cannot be kept: PID is stopped as on a loss (the kill signal, SIGKILL after the

@@ -48,7 +48,7 @@ AttemptEnd Supervisor::watch(ProcessGroup& group) {
   for (;;) {
     TimePoint now = Clock::now();
     notice_guardian(now);
-    if (attempt_->status && group_done(now)) {
+    if (attempt_->let_go || (attempt_->status && group_done(now))) {
       AttemptEnd end = attempt_end();
       attempt_.reset();
       return end;
@@ -84,7 +84,7 @@ std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd&
 AttemptEnd Supervisor::attempt_end() const {
   const Attempt& a = *attempt_;
   AttemptEnd end;
-  end.status = *a.status;
+  end.status = a.status.value_or(0);  // none when let go
   end.end = a.signalled ? RunEnd::signalled : RunEnd::exited;
   // Stopped for its leftovers (--leftovers kill), the command still ended as it did.
   if (a.stopping && a.stopping->why != RunEnd::exited) end.end = a.stopping->why;
@@ -284,14 +284,18 @@ TimePoint Supervisor::next_wake() {
     a.group_poll = std::min(a.group_poll * 2, k_group_poll_max);
   }
   if (a.stopping && !a.killed_at) next = std::min(next, a.stopping->kill_at);
+  if (a.group->look_every() > Millis(0)) next = std::min(next, now + a.group->look_every());
   return next;
 }
 
 void Supervisor::wait_for_event(TimePoint until, ProcessGroup* between) {
-  pollfd fds[3] = {{signals_.fd(), POLLIN, 0},
+  ProcessGroup* group = attempt_ ? attempt_->group : nullptr;
+  pollfd fds[4] = {{signals_.fd(), POLLIN, 0},
                    {lease_.wake_fd(), POLLIN, 0},
-                   {stops_ ? stops_->wake_fd() : -1, POLLIN, 0}};
-  int n = ::poll(fds, 3, millis_until(until));
+                   {stops_ ? stops_->wake_fd() : -1, POLLIN, 0},
+                   {group ? group->news_fd() : -1, POLLIN, 0}};
+  int n = ::poll(fds, 4, millis_until(until));
+  if (group && !group->rlocks_child()) collect_child();  // no SIGCHLD will tell
   if (n <= 0) return;  // timeout or EINTR: decide() looks at the clock
   if (fds[1].revents) lease_.drain_wakeups();
   if (fds[2].revents) on_stop_request();
@@ -330,6 +334,8 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
            "SIG" + signal_name(sig) + " again: killing the command's process group (KILL)"});
     interrupted_ = true;
     kill_group(now);
+  } else if (!attempt_->group->rlocks_child()) {
+    stop_for_signal(sig);
   } else {
     // To the group while anything of it runs: leftovers hear it too. A signal that ends a
     // process ends the run: the command is not tried again (--retry).
@@ -338,6 +344,20 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
     if (ends_a_process(sig)) interrupted_ = true;
     attempt_->group->signal_group(sig);
   }
+}
+
+// A signal to acquire --while-pid's keeper is not meant for the process it watches, which is not
+// rlock's child: the group gets the kill signal and KILL after --kill-after, the lease renewed
+// meanwhile, as rlock stop would have it; under --on-lost ignore it is let go, left running
+// without the lock (rlock(1), acquire).
+void Supervisor::stop_for_signal(int sig) {
+  if (!ends_a_process(sig)) return;
+  interrupted_ = true;
+  Attempt& a = *attempt_;
+  if (ignore_loss())
+    a.let_go = true;
+  else if (!a.stopping)
+    begin_stop(RunEnd::exited, Clock::now() + kill_after_, options_.kill_signal);
 }
 
 // Whether a SIGTERM or SIGINT is the second request to stop: one that comes soon after the

@@ -80,6 +80,9 @@ private:
     std::optional<TimePoint> killed_at;
     bool leftovers_found = false;
     Millis group_poll{0};
+    // A group not rlock's child, left running without the lock: asked to stop under --on-lost
+    // ignore (stop_for_signal).
+    bool let_go = false;
   };
 
   AttemptEnd attempt_end() const;
@@ -94,6 +97,7 @@ private:
   TimePoint next_wake();
   void wait_for_event(TimePoint until, ProcessGroup* between = nullptr);
   void on_signal(int sig, ProcessGroup* between);
+  void stop_for_signal(int sig);
   bool asked_again(TimePoint now);
   void collect_child();
   void on_child_stopped(int stop_signal);

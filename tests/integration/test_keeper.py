@@ -20,6 +20,8 @@ case "$1" in
   wait)    while [ ! -e "$DIR/go" ]; do sleep 0.05; done ;;
   child)   sleep 30 & echo $! > "$DIR/child"; wait $! ;;
   leftover) (sleep 1.5; echo > "$DIR/leftover-done") & exit 0 ;;
+  stubborn) trap 'echo TERM >> "$DIR/signals"' TERM; echo > "$DIR/stubborn"
+            while :; do sleep 0.05; done ;;
 esac
 echo done > "$DIR/done"
 """
@@ -105,6 +107,47 @@ class WhilePid(RedisTestCase):
         with open(self.path("at-term")) as f:
             self.assertIn("held", f.read())  # still ours in the trap
         wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 5, "the release")
+
+    def test_a_stopped_keeper_under_on_lost_ignore_leaves_the_script_alone(self):
+        p, token = self.script("wait", ttl="3s", extra="--on-lost ignore")
+        [keeper] = self.keepers()
+        os.kill(keeper, signal.SIGTERM)
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
+        # Neither given back (a renewal is at most 1s old) nor renewed: left to expire.
+        self.assertGreater(self.server.cmd("PTTL", "lock:deploy"), 0)
+        wait_until(lambda: self.server.cmd("EXISTS", "lock:deploy") == 0, 10, "the expiry")
+        self.assertIsNone(p.poll())
+        self.assertFalse(os.path.exists(self.path("signals")))
+        open(self.path("go"), "w").close()
+        self.assertEqual(p.wait(timeout=10), 0)
+
+    def test_a_stop_kills_a_script_that_ignores_it_at_the_kill_after_asked_not_the_ttl(self):
+        # The one rule for a stop's KILL (man rlock, stop), as for rlock run's command: the
+        # whole --kill-after asked, here three ttls, with the lock renewed meanwhile.
+        p, token = self.script("stubborn", ttl="1s")
+        self.wait_file("stubborn")  # its trap is set
+        stop = self.start(["stop", "lock:deploy", "--kill-after", "3s"])
+        wait_until(lambda: os.path.exists(self.path("signals")), 5, "TERM to the script")
+        termed = time.monotonic()
+        while True:
+            value = self.server.cmd("GET", "lock:deploy")
+            if p.poll() is not None:
+                break
+            # The script ran after the read: the lock was still its own then.
+            self.assertIsNotNone(value, "the lock expired while the script was stopping")
+            self.assertTrue(value.startswith(f"rlock/1 {token} "), value)
+            self.assertLess(time.monotonic() - termed, 15, "the script was never killed")
+            time.sleep(0.05)  # sampling the key, not synchronisation
+        killed = time.monotonic() - termed
+        print(f"\n  killed {killed:.2f}s after its TERM (--kill-after 3s, ttl 1s)")
+        self.assertEqual(p.returncode, -signal.SIGKILL)
+        self.assertGreater(killed, 2.5, "killed before the --kill-after asked")
+        self.assertLess(killed, 8)
+        out, err = stop.communicate(timeout=30)
+        self.assertEqual(stop.returncode, 0, err)
+        self.assertIn("stopped", out)
+        self.assert_no_lock("lock:deploy")
+        wait_until(lambda: not self.keepers(), 5, "the keeper to exit")
 
     def test_a_release_of_another_key_leaves_the_keeper_alone(self):
         p, token = self.script("wait")

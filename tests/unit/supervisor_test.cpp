@@ -41,11 +41,14 @@ struct Wake {
 };
 
 // A command's group that dies of the first signal it does not ignore (as a shell does of TERM),
-// and tells of it as the kernel would: an exit event for poll(), and SIGCHLD to rlock.
+// and tells of it as the kernel would: an exit event for poll(), and SIGCHLD to rlock. Or, as
+// acquire --while-pid's process, not rlock's child (child = false): no SIGCHLD is its to send.
 class FakeGroup : public ProcessGroup {
 public:
   std::vector<int> ignored;  // signals it survives (KILL never is)
   int leftovers = 0;         // processes left in the group once the command exits
+  bool child = true;
+  Millis look{0};  // look_every()
 
   pid_t pid() const override { return 4242; }
   void signal_group(int sig) const override {
@@ -65,13 +68,15 @@ public:
   void stopping() override { told_stopping = true; }
   bool guardian_stopped_group() const override { return false; }
   std::optional<int> replace_dead_guardian() override { return std::nullopt; }
+  bool rlocks_child() const override { return child; }
+  Millis look_every() const override { return look; }
 
   // The command ends with STATUS (SIGNALLED: of a signal).
   void end(int status, bool signalled = false) const {
     exited = true;
     leftovers_left = leftovers;
     events.push_back({Event::Kind::exited, status, signalled});
-    ::kill(::getpid(), SIGCHLD);
+    if (child) ::kill(::getpid(), SIGCHLD);
   }
 
   // What happened to it (a kill(2) to a group changes the group, not the sender).
@@ -87,8 +92,11 @@ public:
   TimePoint end = Clock::now() + std::chrono::hours(1);
   State now = State::held;
   Wake wake;
+  std::optional<Millis> renewed_for;  // renewed at every moment, for this ttl (not from END)
 
-  TimePoint deadline() const override { return end; }
+  TimePoint deadline() const override {
+    return renewed_for && now == State::held ? Clock::now() + *renewed_for : end;
+  }
   State state() const override { return now; }
   int wake_fd() const override { return wake.read.get(); }
   void drain_wakeups() override { wake.drain(); }
@@ -112,8 +120,8 @@ public:
     wake.drain();
     return std::exchange(pending, std::nullopt);
   }
-  void ask(const std::string& by, int signal = 0) {
-    pending = StopRequest{by, "", "maintenance", signal, std::nullopt, 0, std::string(32, 'a')};
+  void ask(const std::string& by, int signal = 0, std::optional<Millis> kill_after = {}) {
+    pending = StopRequest{by, "", "maintenance", signal, kill_after, 0, std::string(32, 'a')};
     wake.poke();
   }
 };
@@ -279,4 +287,73 @@ TEST_CASE("between attempts: --max-run ends the run") {
   auto end = sv.wait_until(Clock::now() + std::chrono::hours(1), last, s.group);
   REQUIRE(end);
   CHECK(end->end == RunEnd::max_run);
+}
+
+// The one rule for a stop's KILL (rlock(1) "stop"): the whole asked kill-after, however much
+// longer than the lease, while renewals hold it; the loss's own rule should they fail.
+TEST_CASE("a stop's KILL waits for the asked kill-after past the lease's end while it is renewed") {
+  Setup s;
+  s.lease.renewed_for = Millis(300);  // a 300ms lease, renewed all along
+  s.group.ignored = {SIGTERM};
+  Supervisor sv = s.make();
+  s.stops.ask("alice@ops-1", 0, Millis(1000));
+  TimePoint start = Clock::now();
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(s.group.got == std::vector<int>{SIGTERM, SIGCONT, SIGKILL});
+  CHECK(seconds_since(start) >= 1.0);  // not at the lease's end
+  CHECK(seconds_since(start) < 5);
+  CHECK(end.end == RunEnd::stopped);
+  CHECK(!sv.lost());
+}
+
+TEST_CASE("a loss while a stop waits for its kill-after brings the KILL forward") {
+  Setup s;
+  s.group.ignored = {SIGTERM};
+  Supervisor sv = s.make();
+  s.stops.ask("alice@ops-1", 0, Millis(3600 * 1000));
+  s.lease.end = Clock::now() + Millis(300);
+  TimePoint start = Clock::now();
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(s.group.got.back() == SIGKILL);
+  CHECK(seconds_since(start) < 5);
+  CHECK(end.end == RunEnd::lost);
+  CHECK(sv.lost());
+}
+
+TEST_CASE("a group that is not rlock's child is looked at without SIGCHLD") {
+  Setup s;
+  s.group.child = false;
+  s.group.look = Millis(10);
+  Supervisor sv = s.make();
+  s.group.end(0);  // no SIGCHLD: only a look finds it
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(end.end == RunEnd::exited);
+}
+
+TEST_CASE("a signal to rlock stops a group that is not its child as a stop would") {
+  Setup s;
+  s.group.child = false;
+  s.group.look = Millis(10);
+  s.group.ignored = {SIGTERM};
+  Supervisor sv = s.make();
+  ::raise(SIGUSR2);  // not forwarded: the group gets the kill signal, then KILL
+  TimePoint start = Clock::now();
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(s.group.got == std::vector<int>{SIGTERM, SIGCONT, SIGKILL});
+  CHECK(seconds_since(start) >= 0.2);  // --kill-after
+  CHECK(end.asked_to_stop);
+  CHECK(!sv.lost());
+}
+
+TEST_CASE("under --on-lost ignore a signal to rlock lets a group that is not its child go") {
+  Setup s;
+  s.group.child = false;
+  s.group.look = Millis(10);
+  s.opts.on_lost = RunOptions::OnLost::ignore;
+  Supervisor sv = s.make();
+  ::raise(SIGTERM);
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(s.group.got.empty());
+  CHECK(!s.group.exited);
+  CHECK(end.asked_to_stop);
 }
