@@ -736,6 +736,16 @@ MUTANTS = [
        "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();",
        "record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - sent).count();")],
      ['test_history.History.test_each_attempt_with_its_own_start_and_length']),
+    ("the run's phase never sent with the renewals",
+     [("src/lock/lease.cpp",
+       "PhaseUpdate phase = phase_update(sent, generation);",
+       "PhaseUpdate phase;")],
+     ['test_run_phase']),
+    ("the run's phase left behind by the release",
+     [("src/lock/lua/release.lua",
+       "redis.call('HDEL', phases, token)",
+       "")],
+     ['test_run_phase.RunPhase.test_a_stop_under_way_shows_who_asked_and_when_kill_is_due']),
 ]
 
 
