@@ -4,10 +4,13 @@ due; a pending --retry attempt. The phase rides on the renewals and dies with th
 import json
 import os
 import pwd
+import shutil
 import signal
+import tempfile
 import unittest
 
-from harness import RedisTestCase, rlock_env, wait_until
+from harness import (RedisServer, RedisTestCase, rlock_env, run_rlock, start_rlock, stop_procs,
+                     wait_until)
 
 KEY = "lock:job"
 PHASES = "{lock:job}:rlock:phase"
@@ -125,6 +128,53 @@ class RunPhase(RedisTestCase):
         self.assertEqual(self.server.cmd("EXISTS", PHASES), 0)
         os.kill(pid, signal.SIGKILL)
         job.wait(timeout=20)
+
+
+class RedlockPhase(unittest.TestCase):
+    """Three independent masters: the phase rides to each with the renewal."""
+
+    def setUp(self):
+        self.servers = [RedisServer() for _ in range(3)]
+        self.urls = [a for s in self.servers for a in ("--redis", s.url)]
+        self.tmp = tempfile.mkdtemp(prefix="rlock-phase-")
+        self.procs = []
+
+    def tearDown(self):
+        stop_procs(self.procs)
+        for s in self.servers:
+            s.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def start(self, verb, args, host):
+        env = rlock_env(None, RLOCK_HOSTNAME=host, T=self.tmp)
+        p = start_rlock([verb, *self.urls, *args], env=env)
+        self.procs.append(p)
+        return p
+
+    def test_a_stop_under_redlock_is_shown_from_every_node(self):
+        job = self.start("run", ["--ttl", "90s", "--kill-after", "30s", KEY, "-c", STUBBORN],
+                         "web-1")
+        def started():
+            try:
+                with open(os.path.join(self.tmp, "started")) as f:
+                    text = f.read()
+                return text if text.endswith("\n") else None
+            except FileNotFoundError:
+                return None
+        pid = int(wait_until(started, 10, "the job's start"))
+        stop = self.start("stop", [KEY], "ops-1")
+
+        def phase():
+            r = run_rlock(["status", "--json", *self.urls, KEY], env=rlock_env(None))
+            return json.loads(r.stdout)["locks"][0].get("phase")
+        shown = wait_until(phase, 10, "the phase in status")
+        self.assertEqual((shown["state"], shown["by"]), ("stopping", f"{ME}@ops-1"))
+        wait_until(lambda: all(s.cmd("EXISTS", PHASES) == 1 for s in self.servers), 10,
+                   "the phase on every node")
+        os.killpg(pid, signal.SIGKILL)
+        job.wait(timeout=20)
+        stop.communicate(timeout=20)
+        self.assertEqual([s.cmd("EXISTS", PHASES) for s in self.servers], [0, 0, 0])
 
 
 if __name__ == "__main__":
