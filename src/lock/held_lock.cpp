@@ -84,7 +84,10 @@ bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<ScriptCall>*
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired_);
     if (held < *min_hold) {
       Millis rest = *min_hold - held;
-      auto kept = lock_.renew(rest, Clock::now() + lock_.command_timeout());
+      // The run is over: its phase, if it had one, goes (cleared with the renewal).
+      PhaseUpdate over;
+      over.op = PhaseUpdate::Op::clear;
+      auto kept = lock_.renew(rest, Clock::now() + lock_.command_timeout(), over);
       if (kept && *kept) {
         log(Level::debug, {"kept_for_min_hold",
                            lock_.key(),

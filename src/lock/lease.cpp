@@ -12,6 +12,16 @@
 
 namespace rlock {
 
+namespace {
+
+PhaseUpdate phase_only(PhaseUpdate::Op op) {
+  PhaseUpdate update;
+  update.op = op;
+  return update;
+}
+
+}  // namespace
+
 LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed)
     : lock_(lock), ttl_(ttl), on_renewed_(std::move(on_renewed)),
       deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
@@ -38,6 +48,39 @@ void LeaseKeeper::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void LeaseKeeper::set_phase(const RunPhase& phase) {
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    // Running, and never anything else: nothing to say.
+    if (phase.kind == RunPhase::Kind::running && phase_generation_ == 0) return;
+    phase_ = phase;
+    ++phase_generation_;
+    phase_changed_ = true;
+  }
+  cv_.notify_all();
+}
+
+// What the renewal sent at SENT says of the phase: the newest when it was not sent yet (its
+// GENERATION, for phase_sent()), else kept alive while it is not running.
+PhaseUpdate LeaseKeeper::phase_update(TimePoint sent, uint64_t& generation) {
+  std::lock_guard<std::mutex> guard(mu_);
+  generation = phase_generation_;
+  if (phase_generation_ == phase_sent_)
+    return phase_only(phase_kept_ ? PhaseUpdate::Op::keep : PhaseUpdate::Op::none);
+  if (phase_.kind == RunPhase::Kind::running) return phase_only(PhaseUpdate::Op::clear);
+  auto ms = [](TimePoint::duration d) { return std::chrono::duration_cast<Millis>(d); };
+  return {PhaseUpdate::Op::set, encode_run_phase(phase_), ms(sent - phase_.since),
+          ms(phase_.due - sent)};
+}
+
+void LeaseKeeper::phase_sent(uint64_t generation) {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (generation == phase_sent_) return;
+  phase_sent_ = generation;
+  // When GENERATION is the newest, phase_ is what it sent; else the next renewal sends anew.
+  phase_kept_ = phase_.kind != RunPhase::Kind::running;
+}
+
 void LeaseKeeper::drain_wakeups() {
   char buf[64];
   while (::read(wake_read_.get(), buf, sizeof buf) > 0) {}
@@ -54,13 +97,35 @@ void LeaseKeeper::lose(State why) {
   notify();
 }
 
+// The renewal sent at SENT was applied, after FAILURES_IN_ROW that were not.
+void LeaseKeeper::confirm(TimePoint sent, int64_t failures_in_row) {
+  // From when the renewal was sent, not when its reply came: the server may have applied it at
+  // once, and the key expires a ttl after that.
+  TimePoint confirmed = lease_deadline(sent, ttl_);
+  deadline_ = confirmed.time_since_epoch().count();
+  if (on_renewed_) on_renewed_(confirmed);
+  ++renewals_;
+  // Debug only: the warning said there was trouble, and cron mails every line.
+  if (failures_in_row > 0)
+    log(Level::debug,
+        {"renewal_recovered",
+         lock_.key(),
+         "renewal recovered after " + std::to_string(failures_in_row) + " failed attempt(s)",
+         {{"failed_attempts", failures_in_row}}});
+  else
+    log(Level::debug, {"renewed", lock_.key(), "renewed"});
+}
+
 void LeaseKeeper::run() {
   TimePoint next = next_renewal_;
   int64_t failures_in_row = 0;
   for (;;) {
     {
       std::unique_lock<std::mutex> guard(mu_);
-      if (cv_.wait_until(guard, next, [this] { return stopping_; })) return;
+      // A new phase is renewed with at once: status shows it within a round trip.
+      cv_.wait_until(guard, next, [this] { return stopping_ || phase_changed_; });
+      if (stopping_) return;
+      phase_changed_ = false;
     }
     TimePoint sent = Clock::now();
     TimePoint deadline = this->deadline();
@@ -72,28 +137,17 @@ void LeaseKeeper::run() {
     }
     Millis attempt = std::min(renew_attempt_timeout(ttl_), lock_.command_timeout());
     TimePoint attempt_deadline = std::min(sent + attempt, deadline);
-    auto renewed = lock_.renew(ttl_, attempt_deadline);
+    uint64_t generation = 0;
+    PhaseUpdate phase = phase_update(sent, generation);
+    auto renewed = lock_.renew(ttl_, attempt_deadline, phase);
     // A connection that broke under us (closed by the server or a proxy just as we sent) gets
     // one more try on a new one before anyone hears of it; renewing twice is harmless.
     if (!renewed && renewed.failure().kind == Failure::Kind::io && failures_in_row == 0 &&
         Clock::now() < attempt_deadline)
-      renewed = lock_.renew(ttl_, attempt_deadline);
+      renewed = lock_.renew(ttl_, attempt_deadline, phase);
     if (renewed && *renewed) {
-      // From when the renewal was sent, not when its reply came: the server may have applied
-      // it at once, and the key expires a ttl after that.
-      TimePoint confirmed = lease_deadline(sent, ttl_);
-      deadline_ = confirmed.time_since_epoch().count();
-      if (on_renewed_) on_renewed_(confirmed);
-      ++renewals_;
-      // Debug only: the warning said there was trouble, and cron mails every line.
-      if (failures_in_row > 0)
-        log(Level::debug,
-            {"renewal_recovered",
-             lock_.key(),
-             "renewal recovered after " + std::to_string(failures_in_row) + " failed attempt(s)",
-             {{"failed_attempts", failures_in_row}}});
-      else
-        log(Level::debug, {"renewed", lock_.key(), "renewed"});
+      confirm(sent, failures_in_row);
+      phase_sent(generation);
       failures_in_row = 0;
       next = sent + renew_interval(ttl_);
       notify();

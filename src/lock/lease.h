@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "lock/run_phase.h"
 #include "util/clock.h"
 #include "util/duration.h"
 #include "util/fd.h"
@@ -17,6 +18,7 @@
 namespace rlock {
 
 class Lock;
+struct PhaseUpdate;
 
 // How much earlier than Redis we consider the lock gone: clock-rate differences between us and
 // the server, and the time a PEXPIRE takes to land: ttl/100 + 2 ms (rlock(1) "Lease safety").
@@ -67,6 +69,9 @@ public:
   virtual TimePoint start_due() const = 0;
   virtual bool started() const = 0;
   virtual void start() = 0;
+  // What the run is doing (run_phase.h), for status to show: sent with the next renewal, made
+  // at once by a keeper that runs. Never blocks on Redis.
+  virtual void set_phase(const RunPhase& phase) = 0;
 };
 
 class LeaseKeeper : public Lease {
@@ -90,6 +95,7 @@ public:
   bool started() const override { return thread_.joinable(); }
   // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
   void stop();
+  void set_phase(const RunPhase& phase) override;
 
   TimePoint deadline() const override { return TimePoint(TimePoint::duration(deadline_.load())); }
   State state() const override { return static_cast<State>(state_.load()); }
@@ -103,6 +109,9 @@ private:
   void run();
   void notify();
   void lose(State why);
+  void confirm(TimePoint sent, int64_t failures_in_row);
+  PhaseUpdate phase_update(TimePoint sent, uint64_t& generation);
+  void phase_sent(uint64_t generation);
 
   Lock& lock_;
   const Millis ttl_;
@@ -116,6 +125,13 @@ private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_
+  // The run's phase and its changes, guarded by mu_: a change wakes the thread to renew at
+  // once with it. phase_sent_ is the change the last renewal carried; while the phase is not
+  // running, every renewal keeps it as long as the lock (phase_kept_).
+  RunPhase phase_;
+  uint64_t phase_generation_ = 0, phase_sent_ = 0;
+  bool phase_changed_ = false;
+  bool phase_kept_ = false;
   std::thread thread_;
   Fd wake_read_, wake_write_;
 };

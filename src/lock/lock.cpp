@@ -1,5 +1,7 @@
 #include "lock/lock.h"
 
+#include <algorithm>
+
 #include "lock/history.h"
 #include "lock/lock_kinds.h"
 #include "lock/lock_value.h"
@@ -33,7 +35,7 @@ bool is_helper_key(std::string_view key) {
       key.substr(at + (at == plain ? k_helper_separator : k_braced_separator).size());
   for (std::string_view k :
        {"fence", "queue", "alive", "sem", "holders", "history", "ended", "shared", "shared-values",
-        "shared-waiters", "pause", "outputs", "last-success"})
+        "shared-waiters", "pause", "outputs", "last-success", "phase"})
     if (kind == k) return true;
   for (std::string_view prefix : {"wake-", "once:", "stop-", "stopping-", "output-"})
     if (kind.starts_with(prefix)) return true;
@@ -155,7 +157,18 @@ Lock::Lock(Redis& redis, std::string key, std::string token, LockMode mode)
       queue_key_(helper_key(key_, "queue")), alive_key_(helper_key(key_, "alive")),
       wake_prefix_(helper_key(key_, "wake-")), wake_key_(wake_prefix_ + token_),
       ends_key_(helper_key(key_, "ended")), shared_key_(helper_key(key_, "shared")),
-      shared_values_key_(helper_key(key_, "shared-values")), pause_key_(helper_key(key_, "pause")) {
+      shared_values_key_(helper_key(key_, "shared-values")), phase_key_(helper_key(key_, "phase")),
+      pause_key_(helper_key(key_, "pause")) {}
+
+void Lock::add_phase(Argv& keys, Argv& args, const PhaseUpdate& phase) const {
+  using Op = PhaseUpdate::Op;
+  if (phase.op == Op::none) return;
+  keys.push_back(phase_key_);
+  args.push_back(phase.op == Op::set ? "set" : phase.op == Op::clear ? "clear" : "keep");
+  if (phase.op != Op::set) return;
+  args.push_back(phase.text);
+  args.push_back(std::to_string(std::max<int64_t>(0, phase.ago.count())));
+  args.push_back(std::to_string(std::max<int64_t>(0, phase.due_in.count())));
 }
 
 Result<Unit> Lock::leave_queue(TimePoint deadline) {

@@ -24,6 +24,9 @@
 //                           rlock-output:{KEY}:rlock:output-FENCE (kept_output_key)
 //   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
 //                           -> expiry in ms, a minute on): an end sent again finds the first
+//   {KEY}:rlock:phase       what each holder's run is doing when not simply running (hash
+//                           token -> phase, run_phase.h): renewed with the lock, released
+//                           with it
 //   {KEY}:rlock:last-success  the newest success's history entry (a hash: id, then its
 //                           fields), which check reads in one step (history.h)
 #pragma once
@@ -152,6 +155,16 @@ struct BreakOutcome {
 // reported).
 Result<BreakOutcome> break_lock(Redis& redis, const std::string& key, const BreakRequest& request);
 
+// What a renewal says of the run's phase (run_phase.h): nothing, or its phase set (TEXT, from
+// encode_run_phase(), which began AGO before the renewal is sent and waits until DUE_IN after),
+// cleared (running again), or kept alive with the lock.
+struct PhaseUpdate {
+  enum class Op { none, keep, set, clear };
+  Op op = Op::none;
+  std::string text;
+  Millis ago{0}, due_in{0};
+};
+
 // For renewing or releasing a semaphore slot by its token, where the limit does not matter.
 inline constexpr LockMode k_any_semaphore{2, false};
 // The same for a shared lock's place.
@@ -185,7 +198,8 @@ public:
                                              const std::optional<WaitPlan>& wait,
                                              TimePoint deadline) = 0;
   // Sets the expiry of our lock to TTL from now; false when it is not ours (gone, or taken).
-  virtual Result<bool> renew(Millis ttl, TimePoint deadline) = 0;
+  // PHASE rides along, written only when the lock is ours.
+  virtual Result<bool> renew(Millis ttl, TimePoint deadline, const PhaseUpdate& phase) = 0;
   // Gives our lock back and wakes the first waiter; false when it was not ours (no change).
   Result<bool> release(TimePoint deadline) { return release(deadline, {}, nullptr); }
   // A release may be sent again until it is answered: one that was applied already (its reply
@@ -220,6 +234,9 @@ protected:
   // The replies of a release script and THEN (eval_then): THEN's go to THEN_REPLIES.
   static Result<bool> release_outcome(Result<std::vector<Reply>> replies,
                                       std::vector<Reply>* then_replies);
+  // A renew script's KEYS and ARGV, with the phase's key and PHASE's arguments last when it
+  // says anything.
+  void add_phase(Argv& keys, Argv& args, const PhaseUpdate& phase) const;
   // An acquire script's KEYS and ARGV, with the history's key and the start's arguments last
   // when a start is to be recorded.
   void add_start(Argv& keys, Argv& args) const;
@@ -236,6 +253,7 @@ protected:
   const std::string ends_key_;  // the ends of runs applied, by token (common.lua)
   // A shared lock's places (--shared), which keep the holder alone out: acquire.lua looks.
   const std::string shared_key_, shared_values_key_;
+  const std::string phase_key_;  // the holders' runs' phases (run_phase.h)
   const std::string pause_key_;  // rlock pause (pause.h): nobody takes the lock while it lives
   std::optional<StartRecord> start_;
 };

@@ -28,7 +28,7 @@ std::unique_ptr<Lock> make_quorum_lock(Redis& redis, std::string key, std::strin
 // (lock_semaphore.cpp); taking and giving one back is each kind's own.
 class PlaceLock : public Lock {
 public:
-  Result<bool> renew(Millis ttl, TimePoint deadline) override;
+  Result<bool> renew(Millis ttl, TimePoint deadline, const PhaseUpdate& phase) override;
   Result<bool> holds(TimePoint deadline) override;
 
 protected:

@@ -32,12 +32,11 @@ public:
     return acquire_outcome(std::move(reply), key_, ttl, deadline);
   }
 
-  Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return renew_outcome(
-        eval(redis_, scripts::renew, {key_, fence_key_},
-             {owner_prefix_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
-             deadline),
-        key_, ttl, deadline);
+  Result<bool> renew(Millis ttl, TimePoint deadline, const PhaseUpdate& phase) override {
+    Argv keys{key_, fence_key_};
+    Argv args{owner_prefix_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())};
+    add_phase(keys, args, phase);
+    return renew_outcome(eval(redis_, scripts::renew, keys, args, deadline), key_, ttl, deadline);
   }
 
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
@@ -48,7 +47,7 @@ public:
         then[0].keys[1] == ends_key_) {
       const ScriptCall& entry = then[0];
       ScriptCall call{&scripts::release,
-                      {key_, queue_key_, alive_key_, ends_key_, entry.keys[0]},
+                      {key_, queue_key_, alive_key_, ends_key_, phase_key_, entry.keys[0]},
                       {owner_prefix_, wake_prefix_},
                       entry.with_source};
       // The newest success's entry (history_entry()), kept beside the history.
@@ -61,8 +60,9 @@ public:
       if (then_replies) then_replies->assign(1, std::move(reply->elements[1]));
       return integer_result(std::move(reply->elements[0]), "the release script");
     }
-    auto replies = eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
-                             {owner_prefix_, wake_prefix_}, then, deadline);
+    auto replies =
+        eval_then(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_, phase_key_},
+                  {owner_prefix_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);
   }
 

@@ -106,18 +106,21 @@ public:
                    failure ? failure->code : ""};
   }
 
-  Result<bool> renew(Millis ttl, TimePoint deadline) override {
-    return quorum_verdict(eval_on_all(redis_, scripts::renew, {key_, fence_key_},
-                                      {owner_prefix_, std::to_string(ttl.count()),
-                                       std::to_string(mode_.retention.count())},
-                                      deadline, Enough{quorum(), integer_yes}),
-                          "renewed");
+  // The phase rides to every node, as the renewal does: status reads one node, any of them.
+  Result<bool> renew(Millis ttl, TimePoint deadline, const PhaseUpdate& phase) override {
+    Argv keys{key_, fence_key_};
+    Argv args{owner_prefix_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())};
+    add_phase(keys, args, phase);
+    return quorum_verdict(
+        eval_on_all(redis_, scripts::renew, keys, args, deadline, Enough{quorum(), integer_yes}),
+        "renewed");
   }
 
   // THEN is left unsent: it belongs on one node, where the caller sends it.
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>&,
                        std::vector<Reply>*) override {
-    auto replies = eval_on_all(redis_, scripts::release, {key_, queue_key_, alive_key_, ends_key_},
+    auto replies = eval_on_all(redis_, scripts::release,
+                               {key_, queue_key_, alive_key_, ends_key_, phase_key_},
                                {owner_prefix_, wake_prefix_}, deadline, Enough{quorum(), {}});
     std::optional<Failure> failure;
     bool released = false, answered = false;

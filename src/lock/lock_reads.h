@@ -90,6 +90,7 @@ struct LockReads {
   size_t pause = k_not_asked;             // a pause (rlock pause: GET)
   size_t pause_pttl = k_not_asked;        // its time left (PTTL)
   size_t ended = k_not_asked;             // the ended runs' key (ZCARD): its type alone
+  size_t phases = k_not_asked;            // the holders' runs' phases (HSCAN)
 };
 
 // GET and PTTL of KEY.

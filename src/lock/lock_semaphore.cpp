@@ -33,7 +33,8 @@ public:
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
                        std::vector<Reply>* then_replies) override {
     auto replies = eval_then(redis_, scripts::semaphore_release,
-                             {places_key_, values_key_, queue_key_, alive_key_, ends_key_},
+                             {places_key_, values_key_, queue_key_, alive_key_, ends_key_,
+                              phase_key_},
                              {token_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);
   }
@@ -41,12 +42,12 @@ public:
 
 }  // namespace
 
-Result<bool> PlaceLock::renew(Millis ttl, TimePoint deadline) {
-  return renew_outcome(
-      eval(redis_, scripts::semaphore_renew, {places_key_, values_key_, fence_key_},
-           {token_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())},
-           deadline),
-      places_key_, ttl, deadline);
+Result<bool> PlaceLock::renew(Millis ttl, TimePoint deadline, const PhaseUpdate& phase) {
+  Argv keys{places_key_, values_key_, fence_key_};
+  Argv args{token_, std::to_string(ttl.count()), std::to_string(mode_.retention.count())};
+  add_phase(keys, args, phase);
+  return renew_outcome(eval(redis_, scripts::semaphore_renew, keys, args, deadline), places_key_,
+                       ttl, deadline);
 }
 
 Result<bool> PlaceLock::holds(TimePoint deadline) {

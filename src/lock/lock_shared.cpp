@@ -37,7 +37,8 @@ public:
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>& then,
                        std::vector<Reply>* then_replies) override {
     auto replies = eval_then(redis_, scripts::shared_release,
-                             {places_key_, values_key_, queue_key_, alive_key_, ends_key_},
+                             {places_key_, values_key_, queue_key_, alive_key_, ends_key_,
+                              phase_key_},
                              {token_, wake_prefix_}, then, deadline);
     return release_outcome(std::move(replies), then_replies);
   }

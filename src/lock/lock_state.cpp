@@ -97,7 +97,8 @@ std::vector<std::string> wrong_types(const Redis& redis, const Pipeline& p, cons
                     r.history,
                     r.pause,
                     r.pause_pttl,
-                    r.ended})
+                    r.ended,
+                    r.phases})
     if (auto message = p.wrong_type(redis, at)) out.push_back(std::move(*message));
   return out;
 }
@@ -124,6 +125,7 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   r.pause_pttl = p.add({"PTTL", helper_key(key, "pause")});
   // Not shown: asked so that another type there, on which every run's end fails, is named.
   r.ended = p.add({"ZCARD", helper_key(key, "ended")});
+  r.phases = p.add({"HSCAN", helper_key(key, "phase"), "0", "COUNT", k_read_most_arg});
   return r;
 }
 
@@ -173,6 +175,25 @@ void decode_waiters(const Pipeline& p, const LockReads& r, int64_t now_ms, LockS
       s.queue.push_back(std::move(w));
     }
   }
+}
+
+// The phases of S's holders (run_phase.h) from an HSCAN of the phase hash: each holder's own,
+// found by its token; a field no holder has now (its run gone, its field not expired yet) is
+// passed over.
+void decode_phases(const Reply* scan, LockState& s) {
+  if (!scan || !scan->is_array() || scan->elements.size() != 2 || !scan->elements[1].is_array())
+    return;
+  std::map<std::string, std::string_view> stored;
+  const auto& pairs = scan->elements[1].elements;
+  for (size_t j = 0; j + 1 < pairs.size(); j += 2) stored[pairs[j].str] = pairs[j + 1].str;
+  auto phase_of = [&](const std::string& token) -> std::optional<StoredPhase> {
+    auto it = stored.find(token);
+    if (it == stored.end()) return std::nullopt;
+    return decode_run_phase(it->second);
+  };
+  if (s.kind == LockState::Kind::held && s.value) s.phase = phase_of(s.value->token);
+  for (auto* places : {&s.semaphore, &s.shared})
+    for (SemaphoreHolder& place : *places) place.phase = phase_of(place.token);
 }
 
 }  // namespace
@@ -248,6 +269,7 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
   // Changed between TYPE and GET: show it as it was typed, without a value.
   if (s.type == "string" && !(value && value->is_string())) s.type = "none";
   classify(s);
+  decode_phases(p[r.phases], s);
   s.now_ms = now_ms;
   if (const Reply* history = p[r.history]; history && history->is_array()) {
     s.last_run = last_run(s, *history);

@@ -11,6 +11,7 @@
 
 #include "lock/history.h"
 #include "lock/lock_value.h"
+#include "lock/run_phase.h"
 #include "redis/redis.h"
 #include "util/duration.h"
 #include "util/error.h"
@@ -29,6 +30,7 @@ struct SemaphoreHolder {
   std::string raw;
   std::optional<LockValue> value;
   Millis ttl{0};
+  std::optional<StoredPhase> phase;  // its run's, when not simply running
 };
 
 // One rlock process waiting for a lock, in arrival order.
@@ -54,6 +56,7 @@ struct LockState {
   std::string type;                      // Redis type, for not_a_lock
   std::string raw;                       // the value as stored
   std::optional<LockValue> value;        // decoded, when rlock wrote it
+  std::optional<StoredPhase> phase;      // held: its run's, when not simply running
   Millis pttl{-2};                       // -1: no expiry; -2: no key
   std::optional<int64_t> fence_counter;  // the last fence drawn for this key
   // How long the fence counter and the history are kept (--retention): -1 for ever, -2 absent.

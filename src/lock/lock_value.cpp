@@ -50,6 +50,8 @@ std::optional<int64_t> parse_i64(std::string_view s) {
 
 }  // namespace
 
+std::string escape_field(std::string_view s) { return escape(s); }
+
 std::string make_token() {
   unsigned char bytes[k_token_bytes];
   size_t got = 0;

@@ -83,6 +83,9 @@ std::string owner_prefix(std::string_view token);
 
 // The value without " fence=N", which the acquire script appends.
 std::string encode_lock_value(const LockValue& v);
+// S as a field's value in a line of NAME=VALUE fields (the value, a run's phase): percent-escaped
+// where it would break the line apart (space, control bytes, '%' and '=').
+std::string escape_field(std::string_view s);
 
 // nullopt for a value rlock did not write (a plain string from other software).
 std::optional<LockValue> decode_lock_value(std::string_view text);

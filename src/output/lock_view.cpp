@@ -12,12 +12,18 @@ std::vector<PlaceView> view_places(const std::vector<SemaphoreHolder>& places, W
   for (const SemaphoreHolder& h : places) {
     PlaceView p{h.token, h.raw, h.ttl, std::nullopt};
     if (h.value) p.holder = view_holder(*h.value, now);
+    if (p.holder && h.phase) p.holder->phase = view_phase(*h.phase, now.time_since_epoch().count());
     out.push_back(std::move(p));
   }
   return out;
 }
 
 }  // namespace
+
+PhaseView view_phase(const StoredPhase& stored, int64_t now_ms) {
+  return {stored.phase, Millis(std::max<int64_t>(0, now_ms - stored.since_ms)),
+          Millis(stored.due_ms - now_ms), stored.since_ms, stored.due_ms};
+}
 
 HolderView view_holder(const LockValue& v, WallTime now) {
   HolderView h;
@@ -47,6 +53,7 @@ LockView view_lock(const LockState& s, WallTime now) {
     v.ttl = s.pttl;
   }
   if (s.value) v.holder = view_holder(*s.value, now);
+  if (v.holder && s.phase) v.holder->phase = view_phase(*s.phase, now.time_since_epoch().count());
   v.waiters = s.waiters;
   v.queue = s.queue;
   v.semaphore = view_places(s.semaphore, now);

@@ -13,10 +13,19 @@
 #include "lock/lock_state.h"
 #include "lock/lock_value.h"
 #include "lock/pause.h"
+#include "lock/run_phase.h"
 #include "util/duration.h"
 #include "util/wall_time.h"
 
 namespace rlock {
+
+// What a holder's run is doing when not simply running (run_phase.h), at the server's clock:
+// how long since it began, and until what it waits for is due (< 0: past).
+struct PhaseView {
+  RunPhase phase;
+  Millis ago{0}, due_in{0};
+  int64_t since_ms = 0, due_ms = 0;  // the server's clock
+};
 
 // Who a value rlock wrote names: the lock's holder or a place's, or in a tombstone the holder
 // that was broken.
@@ -29,6 +38,7 @@ struct HolderView {
   Millis broken_ago{0};                // since then, >= 0
   Millis held{0};                      // since who.since, >= 0
   std::optional<int64_t> command_pid;  // its command's, on this host (holder_command_pid)
+  std::optional<PhaseView> phase;      // status and inspect: its run stops, or waits to retry
 };
 
 // One place of a semaphore (--limit) or of a shared lock (--shared) that has not expired.
@@ -64,6 +74,8 @@ struct LockView {
   Millis pause_ttl{-2};
 };
 
+// STORED as shown at the server's NOW_MS.
+PhaseView view_phase(const StoredPhase& stored, int64_t now_ms);
 // The value V as shown at NOW.
 HolderView view_holder(const LockValue& v, WallTime now);
 // S as shown at NOW (this host's clock: how long a holder has held it, how long ago it was

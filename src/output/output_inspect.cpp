@@ -1,5 +1,6 @@
 // inspect: everything known about one lock, a row per fact under its label (or JSON).
 #include "output/output_json.h"
+#include "output/output_phase.h"
 #include "output/output_text.h"
 
 namespace rlock {
@@ -51,6 +52,7 @@ void add_holder(Rows& rows, const LockView& v) {
                       format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
     rows.emplace_back("token", printable(h.token));
     if (h.fence) rows.emplace_back("fence", std::to_string(*h.fence));
+    if (h.phase) rows.emplace_back("phase", phase_text(*h.phase));
   } else if (v.kind == LockState::Kind::foreign) {
     rows.emplace_back("holder", "another client (not rlock)");
   }
@@ -72,6 +74,7 @@ void add_places(Rows& rows, const LockView& v) {
           p.holder && !p.holder->broken ? gone_text(*p.holder, p.ttl, "its place") : "";
       rows.emplace_back("holder", who + ", ttl " + format_duration(p.ttl) + ", token " +
                                       printable(p.token) + (gone.empty() ? "" : "; " + gone));
+      if (p.holder && p.holder->phase) rows.emplace_back("  phase", phase_text(*p.holder->phase));
     }
 }
 

@@ -116,8 +116,32 @@ json broken_json(const std::optional<Breaking>& broken) {
       {"by", broken->by}, {"at", format_rfc3339(broken->at)}, {"reason", or_null(broken->reason)}};
 }
 
-// The fields of J that say who holds it (H: the value is rlock's), null for another client's.
+// A holder's run's phase (run_phase.h): what it does, since when and until when, by the
+// server's clock; the stop's or the retry's details.
+json phase_json(const PhaseView& p) {
+  const RunPhase& r = p.phase;
+  json j = {{"state", run_phase_name(r.kind)},
+            {"since", format_rfc3339(WallTime(Millis(p.since_ms)))},
+            {"ago_ms", p.ago.count()},
+            {"due", format_rfc3339(WallTime(Millis(p.due_ms)))},
+            {"due_in_ms", p.due_in.count()}};
+  if (r.kind == RunPhase::Kind::stopping) {
+    j["why"] = r.why;
+    j["signal"] = r.signal;
+    j["by"] = or_null(r.by);
+    j["reason"] = or_null(r.reason);
+  } else if (r.kind == RunPhase::Kind::retrying) {
+    j["attempt"] = r.attempt;
+    j["attempts"] = r.attempts;
+    j["last_exit_status"] = r.last_status ? json(*r.last_status) : json(nullptr);
+  }
+  return j;
+}
+
+// The fields of J that say who holds it (H: the value is rlock's), null for another client's;
+// "phase" only while its run stops or waits to retry.
 void set_holder(json& j, const std::optional<HolderView>& h) {
+  if (h && h->phase) j["phase"] = phase_json(*h->phase);
   j["holder"] = h ? holder_json(h->who) : json(nullptr);
   j["holder_alive"] = h ? alive_json(h->liveness) : json(nullptr);
   j["holder_liveness"] = h ? liveness_json(h->liveness) : json(nullptr);

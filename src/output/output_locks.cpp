@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "output/output_json.h"
+#include "output/output_phase.h"
 #include "output/output_text.h"
 
 namespace rlock {
@@ -21,7 +22,8 @@ std::string place_text(const PlaceView& p) {
   if (!p.holder) return "another client";
   if (p.holder->broken) return "broken (" + broken_text(*p.holder, p.ttl) + ")";
   std::string gone = place_gone_text(p);
-  return holder_text(p.holder->who) + (gone.empty() ? "" : " [" + gone + "]");
+  std::string phase = p.holder->phase ? " [" + phase_text(*p.holder->phase) + "]" : "";
+  return holder_text(p.holder->who) + phase + (gone.empty() ? "" : " [" + gone + "]");
 }
 
 std::string place_list(const std::vector<PlaceView>& places) {
@@ -42,6 +44,7 @@ std::string held_details(const LockView& v) {
   out += "  " + ttl_text(v.ttl);
   out += "  token " + printable(h.token.substr(0, 8)) + "...";
   out += waiters_text(v);
+  if (h.phase) out += "  " + phase_text(*h.phase);
   std::string gone = gone_text(h, v.ttl);
   if (!gone.empty()) out += "  " + gone;
   return out;

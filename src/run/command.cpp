@@ -85,7 +85,8 @@ std::optional<int> refuse_unrunnable(const RunOptions& options,
 std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent) {
   if (Clock::now() < lease_deadline(acquire_sent, ttl) - ttl / 2) return acquire_sent;
   TimePoint sent = Clock::now();
-  auto renewed = lock.renew(ttl, std::min(sent + lock.command_timeout(), sent + ttl / 2));
+  auto renewed =
+      lock.renew(ttl, std::min(sent + lock.command_timeout(), sent + ttl / 2), PhaseUpdate{});
   if (renewed && *renewed) {
     log(Level::debug, {"renewed", lock.key(), "renewed at once: Redis answered late"});
     return sent;

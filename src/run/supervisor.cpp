@@ -42,6 +42,7 @@ Supervisor::Supervisor(const RunOptions& options, const Watched& watched, TimePo
 }
 
 AttemptEnd Supervisor::watch(ProcessGroup& group) {
+  announce(RunPhase{});  // running (again, under --retry)
   attempt_.emplace();
   attempt_->group = &group;
   attempt_->group_poll = k_group_poll_first;
@@ -254,15 +255,39 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
     a.stopping->why = why;
     a.stopping->kill_at = std::min(a.stopping->kill_at, kill_at);
   } else {
-    a.stopping = Stopping{why, kill_at};
+    a.stopping = Stopping{why, kill_at, Clock::now()};
   }
   if (sig == 0) return;
+  announce_stop(sig);
   if (sig == SIGKILL) {
     kill_group(Clock::now());
     return;
   }
   a.group->signal_group(sig);
   a.group->signal_group(SIGCONT);  // a stopped process must wake to act on the signal
+}
+
+void Supervisor::announce(const RunPhase& phase) {
+  lease_.set_phase(phase);
+  // The renewals start at once (decide): a phase is news now, not at the first renewal.
+  if (!lease_.started()) keeper_start_at_ = std::min(keeper_start_at_, Clock::now());
+}
+
+// "stopping": the attempt's stop, its first signal SIG, who asked (rlock stop) and when the
+// group gets SIGKILL.
+void Supervisor::announce_stop(int sig) {
+  const Stopping& s = *attempt_->stopping;
+  RunPhase phase;
+  phase.kind = RunPhase::Kind::stopping;
+  phase.why = s.why == RunEnd::exited ? "leftovers" : run_end_name(s.why);
+  phase.signal = signal_name(sig);
+  if (s.why == RunEnd::stopped && stop_request_) {
+    phase.by = stop_request_->by;
+    phase.reason = stop_request_->reason;
+  }
+  phase.since = s.since;
+  phase.due = s.kill_at;
+  announce(phase);
 }
 
 void Supervisor::kill_group(TimePoint now) {

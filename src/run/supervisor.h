@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "lock/history.h"
+#include "lock/run_phase.h"
 #include "lock/stop_request.h"
 #include "util/clock.h"
 
@@ -66,10 +67,16 @@ public:
   // The lease was lost (also under --on-lost ignore, when the command ran on).
   bool lost() const { return lost_; }
 
+  // What the run is doing, for status to show (run_phase.h): carried by the next renewal,
+  // which the renewal thread makes at once (started now if it was not yet). watch() says
+  // "running" again; a stop says "stopping" by itself.
+  void announce(const RunPhase& phase);
+
 private:
   struct Stopping {
     RunEnd why;
     TimePoint kill_at;  // SIGKILL to the group at this point
+    TimePoint since;    // the first signal
   };
   // The attempt being watched.
   struct Attempt {
@@ -93,6 +100,7 @@ private:
   void check_lease(TimePoint now);
   void on_stop_request();
   void begin_stop(RunEnd why, TimePoint kill_at, int sig);
+  void announce_stop(int sig);
   void kill_group(TimePoint now);
   TimePoint next_wake();
   void wait_for_event(TimePoint until, ProcessGroup* between = nullptr);

@@ -16,7 +16,10 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
   Result<bool> renewed = false;
   for (LockMode mode : {LockMode{}, k_any_semaphore, k_shared_place}) {
     auto lock = make_lock(*redis, key, token, mode);
-    renewed = lock->renew(ttl, Clock::now() + redis->command_timeout());
+    // A run's phase, if it has one, keeps step with the lock's new ttl.
+    PhaseUpdate keep;
+    keep.op = PhaseUpdate::Op::keep;
+    renewed = lock->renew(ttl, Clock::now() + redis->command_timeout(), keep);
     if (!renewed) return unavailable(renewed.failure());
     if (*renewed) break;
   }

@@ -242,8 +242,9 @@ public:
                           got_.sent);
     AttemptEnd end = supervisor.watch(hold_->job().child());
     while (auto delay = again(end, supervisor.lost())) {
-      if (auto ended =
-              supervisor.wait_until(Clock::now() + *delay, end, hold_->job().child())) {
+      TimePoint next_at = Clock::now() + *delay;
+      supervisor.announce(next_attempt(end, next_at));
+      if (auto ended = supervisor.wait_until(next_at, end, hold_->job().child())) {
         end = *ended;
         break;
       }
@@ -388,6 +389,19 @@ private:
     log_retrying(options_, attempt_, record, delay);
     got_.start.clear();
     return delay;
+  }
+
+  // --retry: the phase status shows while the run waits for its next attempt, due AT, after
+  // the attempt that ended as END.
+  RunPhase next_attempt(const AttemptEnd& end, TimePoint at) const {
+    RunPhase phase;
+    phase.kind = RunPhase::Kind::retrying;
+    phase.attempt = attempt_ + 1;
+    phase.attempts = options_.retry + 1;
+    phase.last_status = end.status;
+    phase.since = Clock::now();
+    phase.due = at;
+    return phase;
   }
 
   // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the

@@ -762,6 +762,16 @@ MUTANTS = [
      [("src/lock/history.cpp", "  if (history_length > 0)\n    send_history(redis, key,",
        "  if (false)\n    send_history(redis, key,")],
      ['test_pause.Pause.test_every_operator_action_is_in_the_history_and_watch_with_who_and_why']),
+    ("the run's phase never sent with the renewals",
+     [("src/lock/lease.cpp",
+       "PhaseUpdate phase = phase_update(sent, generation);",
+       "PhaseUpdate phase;")],
+     ['test_run_phase']),
+    ("the run's phase left behind by the release",
+     [("src/lock/lua/release.lua",
+       "redis.call('HDEL', phases, token)",
+       "")],
+     ['test_run_phase.RunPhase.test_a_stop_under_way_shows_who_asked_and_when_kill_is_due']),
 ]
 
 

@@ -75,8 +75,8 @@ TEST_CASE("a tombstone's view: who broke it, how long ago; never held for less t
 TEST_CASE("a semaphore's places, each with its holder, and the last run's age") {
   LockState s = state_of("none", "", Millis(-2));
   s.kind = LockState::Kind::semaphore;
-  s.semaphore.push_back({"t1", k_value, decode_lock_value(k_value), 4s});
-  s.semaphore.push_back({"t2", "not rlock's", std::nullopt, 5s});
+  s.semaphore.push_back({"t1", k_value, decode_lock_value(k_value), 4s, std::nullopt});
+  s.semaphore.push_back({"t2", "not rlock's", std::nullopt, 5s, std::nullopt});
   RunRecord run;
   run.holder.since = k_now - 1min;
   run.held_ms = 30000;

@@ -103,6 +103,8 @@ public:
   TimePoint start_due() const override { return Clock::now(); }
   bool started() const override { return true; }
   void start() override {}
+  void set_phase(const RunPhase& phase) override { phases.push_back(phase); }
+  std::vector<RunPhase> phases;  // every phase the supervisor announced, in order
   // A renewal found the lock another's: the keeper says so through its wake pipe.
   void lose() {
     now = State::not_mine;
@@ -188,6 +190,39 @@ TEST_CASE("a stop request stops the group with the asked signal, then KILL") {
   CHECK(end.asked_to_stop);
   CHECK(seconds_since(start) >= 0.2);  // --kill-after
   CHECK(seconds_since(start) < 5);
+}
+
+TEST_CASE("a stop request announces its phase: who asked, the signal, when KILL is due") {
+  Setup s;
+  s.group.ignored = {SIGTERM};
+  s.opts.kill_after = Millis(300);
+  Supervisor sv = s.make();
+  s.stops.ask("alice@ops-1");
+  TimePoint start = Clock::now();
+  sv.watch(s.group);
+  REQUIRE(s.lease.phases.size() == 2);
+  CHECK(s.lease.phases[0].kind == RunPhase::Kind::running);  // the attempt's start
+  const RunPhase& p = s.lease.phases[1];
+  CHECK(p.kind == RunPhase::Kind::stopping);
+  CHECK(p.why == "stopped");
+  CHECK(p.signal == "TERM");
+  CHECK(p.by == "alice@ops-1");
+  CHECK(p.reason == "maintenance");
+  CHECK(p.since >= start);
+  // KILL is due --kill-after from the moment the request was taken, a moment before the TERM.
+  CHECK(p.due - p.since >= Millis(290));
+  CHECK(p.due - p.since < Millis(1000));
+}
+
+TEST_CASE("--max-run announces its stop as max-run") {
+  Setup s;
+  s.opts.max_run = Millis(50);
+  Supervisor sv = s.make();
+  sv.watch(s.group);
+  REQUIRE(s.lease.phases.size() == 2);
+  CHECK(s.lease.phases[1].kind == RunPhase::Kind::stopping);
+  CHECK(s.lease.phases[1].why == "max-run");
+  CHECK(s.lease.phases[1].by.empty());
 }
 
 TEST_CASE("a lost lease stops the group as lost, and a later stop request does not change it") {

@@ -16,6 +16,27 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- The run's phase (run_phase.h): TOKEN's field of the hash PHASES, kept at least TTL ms more,
+-- as long as the lock (a semaphore's, as long as its longest place). ARGS from FIRST on: 'set'
+-- TEXT AGO DUE stores TEXT with its times made the server's (AGO ms before NOW, DUE ms after),
+-- 'clear' removes it, 'keep' keeps it alive, '' or none leaves it alone. Called only by a
+-- renewal that found the lock ours: a phase never brings back a lock released or expired, and
+-- it dies with the lock (the release removes it, or it expires with the last renewal's ttl).
+local function keep_phase(phases, token, args, first, ttl, now)
+  local op = args[first]
+  if not phases or not op or op == '' then return end
+  if op == 'clear' then
+    redis.call('HDEL', phases, token)
+    return
+  end
+  if op == 'set' then
+    local ago, due = tonumber(args[first + 2]), tonumber(args[first + 3])
+    local times = string.format('since=%.0f due=%.0f ', now - ago, now + due)
+    redis.call('HSET', phases, token, times .. args[first + 1])
+  end
+  if redis.call('PTTL', phases) < ttl then redis.call('PEXPIRE', phases, ttl) end
+end
+
 -- The server's clock in ms and in microseconds, from one TIME.
 local function clock()
   local t = redis.call('TIME')

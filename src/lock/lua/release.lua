@@ -5,11 +5,12 @@
 -- who took over after ours expired.
 -- A release sent again (the reply to the first was lost) finds the first in ENDS: 1 again, and
 -- nothing changes, even when the lock is someone else's by now.
--- With HISTORY (KEYS[5]; KEYS[6] the newest success's entry) the run's entry rides along, so that the end of a run is one script:
+-- Our run's phase in PHASES (KEYS[5], keep_phase) goes with the lock.
+-- With HISTORY (KEYS[6]; KEYS[7] the newest success's entry) the run's entry rides along, so that the end of a run is one script:
 -- ARGV from 3 on are history_add.lua's, and the reply is {1 or 0, history_add's reply}, an
 -- error there (a history of another type, a full memory) in its place: the release stands.
-local lock, queue, alive, ends, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local last_success = KEYS[6]
+local lock, queue, alive, ends, phases = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local history, last_success = KEYS[6], KEYS[7]
 local owner_prefix, wake_prefix = ARGV[1], ARGV[2]
 local token = string.sub(owner_prefix, 9, -2)
 
@@ -34,6 +35,7 @@ local function release()
 end
 
 local released = release()
+redis.call('HDEL', phases, token)
 local reply = released
 if history then
   -- Our lock, found and released just now (its end marked above): no earlier delivery of

@@ -8,9 +8,11 @@
 -- A release sent again (the reply to the first was lost) finds the first in ENDS (common.lua):
 -- 1 again, and nothing changes.
 local shared, values, queue, alive, ends = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local phases = KEYS[6]  -- our run's phase (keep_phase) goes with the place
 local token, wake_prefix = ARGV[1], ARGV[2]
 
 local now = now_ms()
+redis.call('HDEL', phases, token)
 local s = redis.call('ZSCORE', shared, token)
 redis.call('ZREM', shared, token)
 redis.call('HDEL', values, token)
