@@ -153,7 +153,7 @@ struct OutputKeeper::State {
   explicit State(uint64_t keep) : size(keep), pending(keep) {}
 
   Connect connect;
-  std::string key, stream, index, member, fence;
+  std::string key, stream, index, member, fence, last_output;
   uint64_t size = 0;
   size_t piece_bytes = k_piece_most;
   size_t send_bytes = k_send_least;  // the most one command carries
@@ -253,7 +253,7 @@ Result<Reply> OutputKeeper::State::send(Redis& redis, std::vector<OutputPiece> b
                                         TimePoint deadline) {
   // The arguments are built in the call, not copied into it.
   ScriptCall call{&scripts::output_append,
-                  {stream, index},
+                  {stream, index, last_output},
                   {fence, std::to_string(size), std::to_string(retention.count())}};
   Argv& args = call.args;
   args.reserve(7 + 3 * batch.size());
@@ -302,7 +302,7 @@ void OutputKeeper::State::run() {
         std::lock_guard<std::mutex> guard(mutex);
         call_begins();
       }
-      auto r = eval(*redis, scripts::output_start, {index},
+      auto r = eval(*redis, scripts::output_start, {index, last_output},
                     {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
                      kept_output_key(key, "output-")},
                     call_deadline(*redis));
@@ -382,6 +382,7 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.stream = stream_key(key, fence);
   s.index = kept_output_key(key, "outputs");
   s.member = s.fence + " " + value;
+  s.last_output = helper_key(key, "last-output");
   s.piece_bytes =
       std::clamp<size_t>(size / 16, k_piece_least + k_node_room, k_piece_most) - k_node_room;
   s.send_bytes = std::max<size_t>(size / 8, k_send_least);

@@ -11,7 +11,12 @@
 //                             it: exited, stopped ...), status, and skipped (bytes no follower
 //                             was sent: Redis was slow, or the output came faster than it is
 //                             sent)
-// Both live as long as the lock's history (--retention). Offsets as IDs make a resend after a
+//   {KEY}:rlock:last-output   the lock's, not the output's (no rlock-output: prefix, so that an
+//                             ACL that leaves the output out still shows it): when each kept
+//                             run last printed, a sorted set of FENCE scored by the server's
+//                             clock in ms as Redis took the bytes (docs/DESIGN.md "Kept
+//                             output")
+// All live as long as the lock's history (--retention). Offsets as IDs make a resend after a
 // lost reply harmless (an entry already there is not added again), trimming by bytes one
 // command, and every gap visible to a reader.
 #pragma once

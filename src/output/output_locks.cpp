@@ -21,7 +21,9 @@ std::string place_text(const PlaceView& p) {
   if (!p.holder) return "another client";
   if (p.holder->broken) return "broken (" + broken_text(*p.holder, p.ttl) + ")";
   std::string gone = place_gone_text(p);
-  return holder_text(p.holder->who) + (gone.empty() ? "" : " [" + gone + "]");
+  std::string last = last_output_text(*p.holder);
+  return holder_text(p.holder->who) + (last.empty() ? "" : " " + last) +
+         (gone.empty() ? "" : " [" + gone + "]");
 }
 
 std::string place_list(const std::vector<PlaceView>& places) {
@@ -41,6 +43,7 @@ std::string held_details(const LockView& v) {
   out += "  for " + format_duration(h.held);
   out += "  " + ttl_text(v.ttl);
   out += "  token " + printable(h.token.substr(0, 8)) + "...";
+  if (h.last_output) out += "  " + last_output_text(h);
   out += waiters_text(v);
   std::string gone = gone_text(h, v.ttl);
   if (!gone.empty()) out += "  " + gone;
