@@ -1,6 +1,6 @@
 """When a run that keeps its output (--keep-output) last printed, as status, inspect and
-list --last-output show it from any host, by the server's clock (man rlock, "status",
-"inspect")."""
+list --last-output show it from any host, by the server's clock; and the marks rlock logs
+shows where each attempt of a run under --retry began (man rlock, "logs", "inspect")."""
 import json
 import re
 import os
@@ -70,6 +70,50 @@ class LastOutput(RedisTestCase):
             f.write("\n")
         self.assertEqual(run.wait(timeout=30), 0)
 
+    def test_logs_marks_where_each_attempt_began(self):
+        # Attempt 1 prints enough that the capture is still at it as it ends; attempt 2 prints
+        # nothing: its mark and attempt 3's fall on the same byte.
+        job = ('[ "$RLOCK_ATTEMPT" = 1 ] && seq 1 30000; '
+               '[ "$RLOCK_ATTEMPT" = 2 ] || echo "out $RLOCK_ATTEMPT"; exit 3')
+        first = [str(n) for n in range(1, 30001)] + ["out 1"]
+        r = self.run_rlock(["run", "--keep-output", "1M", "--retry", "2", "--retry-delay", "0",
+                            KEY, "-c", job])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), first + ["out 3"])
+        logs = self.run_rlock(["logs", KEY])
+        self.assertEqual(logs.returncode, 0, logs.stderr)
+        self.assertEqual(logs.stdout, r.stdout)  # the command's bytes alone
+        runs = json.loads(self.run_rlock(["history", "--json", KEY]).stdout)["runs"]
+        acquired = runs[0]["acquired_at"]
+        marks = [line for line in logs.stderr.splitlines() if "--- attempt" in line]
+        self.assertEqual(len(marks), 2, logs.stderr)
+        started = []
+        for n, mark in zip((2, 3), marks):
+            m = re.fullmatch(rf"rlock: {KEY}: --- attempt {n} \(started (\S+Z)\) ---", mark)
+            self.assertIsNotNone(m, mark)
+            started.append(m.group(1))
+        # The server's clock as each attempt began: after the lock was taken, in their order.
+        self.assertLessEqual(acquired, started[0])
+        self.assertLessEqual(started[0], started[1])
+        # In its place among the output, where both go to one terminal.
+        both = subprocess.run([RLOCK, "logs", KEY], env=rlock_env(self.server),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=30).stdout.splitlines()
+        self.assertEqual(both[1:], first + [marks[0], marks[1], "out 3"], both[-5:])
+        # --raw leaves the command's bytes as they are: the marks are on stderr still.
+        raw = self.run_rlock(["logs", "--raw", KEY])
+        self.assertEqual(raw.stdout, r.stdout)
+        self.assertEqual([line for line in raw.stderr.splitlines() if "--- attempt" in line],
+                         marks)
+
+    def test_a_run_without_retries_has_no_marks(self):
+        r = self.run_rlock(["run", "--keep-output", "4k", KEY, "-c", "echo once"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        logs = self.run_rlock(["logs", KEY])
+        self.assertEqual(logs.stdout, "once\n")
+        self.assertNotIn("--- attempt", logs.stderr)
+        self.assertEqual([k for k in self.server.cmd("KEYS", "*") if k.endswith("-attempts")], [])
+
     def test_a_send_that_adds_no_bytes_leaves_the_last_output(self):
         # The common script and the sender's, as the build puts them together (scripts.h).
         lua = os.path.join(os.path.dirname(__file__), "..", "..", "src", "lock", "lua")
@@ -85,7 +129,8 @@ class LastOutput(RedisTestCase):
             args = ["7", "1000", "0", end, "exited", "0", "0"]
             for offset, text in pieces:
                 args += [str(offset), "o", text]
-            self.server.cmd("EVAL", script, "3", stream, index, last, *args)
+            self.server.cmd("EVAL", script, "4", stream, index, last, stream + "-attempts",
+                            *args)
             return self.server.cmd("ZSCORE", last, "7")
         first = send((0, "hello"))
         self.assertIsNotNone(first)
