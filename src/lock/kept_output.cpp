@@ -46,6 +46,10 @@ std::string stream_key(const std::string& key, int64_t fence) {
   return kept_output_key(key, "output-") + std::to_string(fence);
 }
 
+std::string marks_key(const std::string& key, int64_t fence) {
+  return stream_key(key, fence) + "-attempts";
+}
+
 // "1234-1" -> 1234.
 uint64_t id_offset(const std::string& id) { return std::strtoull(id.c_str(), nullptr, 10); }
 
@@ -125,6 +129,26 @@ Result<OutputBounds> output_bounds(Redis& redis, const std::string& key, int64_t
   return out;
 }
 
+Result<std::vector<AttemptMark>> attempt_marks(Redis& redis, const std::string& key, int64_t fence,
+                                               TimePoint deadline) {
+  auto reply = redis.call(
+      {"ZRANGE", marks_key(key, fence), "0", std::to_string(k_marks_read_most - 1), "WITHSCORES"},
+      deadline);
+  if (!reply) return reply.failure();
+  if (!reply->is_array()) return unexpected_reply("the attempts' marks");
+  std::vector<AttemptMark> marks;
+  const auto& e = reply->elements;
+  for (size_t i = 0; i + 1 < e.size(); i += 2) {
+    // "ATTEMPT SINCE_MS", scored by its offset.
+    char* rest = nullptr;
+    long attempt = std::strtol(e[i].str.c_str(), &rest, 10);
+    if (attempt <= 0 || *rest != ' ') continue;
+    marks.push_back({static_cast<uint64_t>(std::strtod(e[i + 1].str.c_str(), nullptr)),
+                     static_cast<int>(attempt), std::strtoll(rest + 1, nullptr, 10)});
+  }
+  return marks;
+}
+
 Result<OutputRead> read_output(Redis& redis, const std::string& key, int64_t fence,
                                const std::string& after, size_t count, TimePoint deadline) {
   auto reply = redis.call(
@@ -153,7 +177,7 @@ struct OutputKeeper::State {
   explicit State(uint64_t keep) : size(keep), pending(keep) {}
 
   Connect connect;
-  std::string key, stream, index, member, fence;
+  std::string key, stream, index, member, fence, last_output, marks_key;
   uint64_t size = 0;
   size_t piece_bytes = k_piece_most;
   size_t send_bytes = k_send_least;  // the most one command carries
@@ -181,6 +205,10 @@ struct OutputKeeper::State {
   bool end_sent = false;
   bool pushed_out = false;
   std::string failure;
+  // Attempts' marks (--retry) not known to be in Redis, in order; the first MARKS_SENT of them
+  // are on their way with a command.
+  std::vector<AttemptMark> marks;
+  size_t marks_sent = 0;
 
   void run();
   // BYTES of STREAM, next in the output (mutex held).
@@ -253,16 +281,24 @@ Result<Reply> OutputKeeper::State::send(Redis& redis, std::vector<OutputPiece> b
                                         TimePoint deadline) {
   // The arguments are built in the call, not copied into it.
   ScriptCall call{&scripts::output_append,
-                  {stream, index},
+                  {stream, index, last_output, marks_key},
                   {fence, std::to_string(size), std::to_string(retention.count())}};
   Argv& args = call.args;
-  args.reserve(7 + 3 * batch.size());
   {
     std::lock_guard<std::mutex> guard(mutex);
+    args.reserve(7 + 3 * (marks.size() + batch.size()));
     args.push_back(with_end ? std::to_string(pending.end()) : "");
     args.push_back(end);
     args.push_back(std::to_string(status));
     args.push_back(std::to_string(skipped));
+    // An attempt's mark is a piece of field a (output_append.lua).
+    for (const AttemptMark& m : marks) {
+      args.push_back(std::to_string(m.offset));
+      args.push_back("a");
+      args.push_back(std::to_string(m.attempt) + " " +
+                     (m.since_ms > 0 ? std::to_string(m.since_ms) : ""));
+    }
+    marks_sent = marks.size();
   }
   for (OutputPiece& p : batch) {
     args.push_back(std::to_string(p.offset));
@@ -302,7 +338,7 @@ void OutputKeeper::State::run() {
         std::lock_guard<std::mutex> guard(mutex);
         call_begins();
       }
-      auto r = eval(*redis, scripts::output_start, {index},
+      auto r = eval(*redis, scripts::output_start, {index, last_output},
                     {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
                      kept_output_key(key, "output-")},
                     call_deadline(*redis));
@@ -323,9 +359,9 @@ void OutputKeeper::State::run() {
         // What was left of the round was dropped while its last command was on its way.
         if (sending_since && !ending && !round_left()) call_ended(true);
         if (!sending_since) {
-          // A round begins once there is output and its time has come: it sends all that is
-          // pending now, and what comes meanwhile waits for the next round.
-          wake.wait(lock, [this] { return ending || !pending.empty(); });
+          // A round begins once there is output (or an attempt's mark) and its time has come:
+          // it sends all that is pending now, and what comes meanwhile waits for the next round.
+          wake.wait(lock, [this] { return ending || !pending.empty() || !marks.empty(); });
           if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
           call_begins();
           round_end = pending.end();
@@ -339,6 +375,8 @@ void OutputKeeper::State::run() {
       if (r) {
         pending.drop_to(flight_end);
         confirmed = flight_end;
+        marks.erase(marks.begin(), marks.begin() + static_cast<std::ptrdiff_t>(marks_sent));
+        marks_sent = 0;
       } else {
         // Not sent, or not known to be: what pending still has of it is sent again (the
         // script adds no entry twice), and what it dropped meanwhile is lost.
@@ -382,6 +420,8 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.stream = stream_key(key, fence);
   s.index = kept_output_key(key, "outputs");
   s.member = s.fence + " " + value;
+  s.last_output = helper_key(key, "last-output");
+  s.marks_key = marks_key(key, fence);
   s.piece_bytes =
       std::clamp<size_t>(size / 16, k_piece_least + k_node_room, k_piece_most) - k_node_room;
   s.send_bytes = std::max<size_t>(size / 8, k_send_least);
@@ -418,6 +458,14 @@ void OutputKeeper::take(int stream, std::string_view bytes) {
   bool first = s.pending.empty();
   s.add(stream, bytes);
   if (first) s.wake.notify_one();
+}
+
+void OutputKeeper::mark_attempt(int attempt, std::optional<int64_t> since_ms) {
+  std::lock_guard<std::mutex> guard(state_->mutex);
+  State& s = *state_;
+  if (s.ending) return;
+  s.marks.push_back({s.pending.end(), attempt, since_ms.value_or(0)});
+  s.wake.notify_one();
 }
 
 OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, TimePoint deadline) {

@@ -11,7 +11,15 @@
 //                             it: exited, stopped ...), status, and skipped (bytes no follower
 //                             was sent: Redis was slow, or the output came faster than it is
 //                             sent)
-// Both live as long as the lock's history (--retention). Offsets as IDs make a resend after a
+//   {KEY}:rlock:output-FENCE-attempts  where each attempt of a run under --retry began, from
+//                             the second on: a sorted set of "ATTEMPT SINCE_MS" (its start,
+//                             the server's clock) scored by the output's offset then
+//   {KEY}:rlock:last-output   the lock's, not the output's (no rlock-output: prefix, so that an
+//                             ACL that leaves the output out still shows it): when each kept
+//                             run last printed, a sorted set of FENCE scored by the server's
+//                             clock in ms as Redis took the bytes (docs/DESIGN.md "Kept
+//                             output")
+// All live as long as the lock's history (--retention). Offsets as IDs make a resend after a
 // lost reply harmless (an entry already there is not added again), trimming by bytes one
 // command, and every gap visible to a reader.
 #pragma once
@@ -51,6 +59,14 @@ struct OutputEnd {
   uint64_t skipped = 0;
 };
 
+// Where attempt ATTEMPT of a run (--retry) began: at byte OFFSET of its output, at the server's
+// SINCE_MS.
+struct AttemptMark {
+  uint64_t offset = 0;
+  int attempt = 0;
+  int64_t since_ms = 0;
+};
+
 // A run whose output is kept.
 struct KeptRun {
   int64_t fence = 0;
@@ -75,6 +91,12 @@ struct OutputBounds {
 };
 Result<OutputBounds> output_bounds(Redis& redis, const std::string& key, int64_t fence,
                                    TimePoint deadline);
+
+// Where the attempts of FENCE's run began, from the second on, by offset: at most
+// k_marks_read_most (docs/DESIGN.md, "Reads with a bound").
+inline constexpr int64_t k_marks_read_most = 1000;
+Result<std::vector<AttemptMark>> attempt_marks(Redis& redis, const std::string& key, int64_t fence,
+                                               TimePoint deadline);
 
 // The entries of FENCE's output after the entry AFTER ("" from the first kept), at most COUNT.
 Result<OutputRead> read_output(Redis& redis, const std::string& key, int64_t fence,
@@ -107,6 +129,11 @@ public:
   void start();
   // BYTES of stream 1 or 2, next in the output. From any thread; never waits on Redis.
   void take(int stream, std::string_view bytes);
+  // Attempt ATTEMPT of the command (--retry) begins here, after the bytes taken so far; it
+  // started at the server's SINCE_MS (its history entry's), or, when that is not known
+  // (--history-length 0), when Redis takes the mark: it is sent at the next round (100 ms at
+  // most), with or without bytes. From any thread.
+  void mark_attempt(int attempt, std::optional<int64_t> since_ms);
 
   struct Report {
     uint64_t total = 0;       // the output's length

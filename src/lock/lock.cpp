@@ -35,7 +35,7 @@ bool is_helper_key(std::string_view key) {
       key.substr(at + (at == plain ? k_helper_separator : k_braced_separator).size());
   for (std::string_view k :
        {"fence", "queue", "alive", "sem", "holders", "history", "ended", "shared", "shared-values",
-        "shared-waiters", "pause", "outputs", "last-success", "phase"})
+        "shared-waiters", "pause", "outputs", "last-success", "phase", "last-output"})
     if (kind == k) return true;
   for (std::string_view prefix : {"wake-", "once:", "stop-", "stopping-", "output-"})
     if (kind.starts_with(prefix)) return true;

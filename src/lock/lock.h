@@ -22,6 +22,8 @@
 //   rlock-output:{KEY}:rlock:outputs  the runs whose output is kept (--keep-output,
 //                           kept_output.h), each with its stream
 //                           rlock-output:{KEY}:rlock:output-FENCE (kept_output_key)
+//   {KEY}:rlock:last-output  when each run that keeps its output last printed (zset fence ->
+//                           the server's clock in ms; kept_output.h)
 //   {KEY}:rlock:ended       the ends of runs applied (zset 'release TOKEN' or 'history TOKEN'
 //                           -> expiry in ms, a minute on): an end sent again finds the first
 //   {KEY}:rlock:phase       what each holder's run is doing when not simply running (hash

@@ -196,14 +196,16 @@ Result<Unit> find_on_server(Redis& redis, uint32_t server, const std::string& pa
 }
 
 // What to read of F, by what its look saw: another program's lock is its value alone; a key
-// of another type is read as status reads it, type first; and its pause.
-LockReads ask_found(Pipeline& p, const FoundLock& f) {
+// of another type is read as status reads it, type first; and its pause. LAST_OUTPUT: when
+// its holders last printed too (list --last-output).
+LockReads ask_found(Pipeline& p, const FoundLock& f, bool last_output) {
   LockReads r;
   if (f.seen == FoundLock::Seen::other) r.type = p.add({"TYPE", f.key});
   if (f.seen != FoundLock::Seen::places && f.seen != FoundLock::Seen::free) ask_value(p, r, f.key);
   if (f.foreign) return r;
   if (f.seen == FoundLock::Seen::places) ask_places(p, r, f.key);
   ask_waiters_and_history(p, r, f.key);
+  if (last_output && f.seen != FoundLock::Seen::free) ask_last_output(p, r, f.key);
   // The pause's text alone: its time left is told by its until= (decode_lock).
   r.pause = p.add({"GET", helper_key(f.key, "pause")});
   return r;
@@ -261,7 +263,7 @@ Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, 
     for (size_t i = from; i < to; ++i) {
       if (found.locks[i].server != server) continue;
       if (time == k_not_asked) time = p.add({"TIME"});
-      reads.emplace_back(i, ask_found(p, found.locks[i]));
+      reads.emplace_back(i, ask_found(p, found.locks[i], found.last_output));
     }
     if (p.empty()) continue;
     if (auto done = p.run(redis); !done) return done.failure();

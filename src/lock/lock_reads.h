@@ -91,12 +91,15 @@ struct LockReads {
   size_t pause_pttl = k_not_asked;        // its time left (PTTL)
   size_t ended = k_not_asked;             // the ended runs' key (ZCARD): its type alone
   size_t phases = k_not_asked;            // the holders' runs' phases (HSCAN)
+  size_t last_output = k_not_asked;       // when the kept runs last printed (ZREVRANGE)
 };
 
 // GET and PTTL of KEY.
 void ask_value(Pipeline& p, LockReads& r, const std::string& key);
 // A semaphore's and a shared lock's places, and their values.
 void ask_places(Pipeline& p, LockReads& r, const std::string& key);
+// When the runs that keep their output last printed (kept_output.h).
+void ask_last_output(Pipeline& p, LockReads& r, const std::string& key);
 // The waiters' places and the newest runs of the history.
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key);
 

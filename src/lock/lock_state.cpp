@@ -1,10 +1,12 @@
 #include "lock/lock_state.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "lock/check.h"
+#include "lock/kept_output.h"
 #include "lock/lock.h"
 #include "lock/lock_reads.h"
 #include "lock/pause.h"
@@ -98,7 +100,8 @@ std::vector<std::string> wrong_types(const Redis& redis, const Pipeline& p, cons
                     r.pause,
                     r.pause_pttl,
                     r.ended,
-                    r.phases})
+                    r.phases,
+                    r.last_output})
     if (auto message = p.wrong_type(redis, at)) out.push_back(std::move(*message));
   return out;
 }
@@ -126,6 +129,7 @@ LockReads ask_everything(Pipeline& p, const std::string& key) {
   // Not shown: asked so that another type there, on which every run's end fails, is named.
   r.ended = p.add({"ZCARD", helper_key(key, "ended")});
   r.phases = p.add({"HSCAN", helper_key(key, "phase"), "0", "COUNT", k_read_most_arg});
+  ask_last_output(p, r, key);
   return r;
 }
 
@@ -217,6 +221,12 @@ void ask_places(Pipeline& p, LockReads& r, const std::string& key) {
   ask("shared", "shared-values", r.shared, r.shared_count, r.shared_values);
 }
 
+void ask_last_output(Pipeline& p, LockReads& r, const std::string& key) {
+  // The newest: all that rlock keeps there, one member per kept run.
+  r.last_output = p.add({"ZREVRANGE", helper_key(key, "last-output"), "0",
+                         std::to_string(k_kept_runs - 1), "WITHSCORES"});
+}
+
 void ask_waiters_and_history(Pipeline& p, LockReads& r, const std::string& key) {
   // The latest expiries: the waiters that are alive, unless more than the bound are.
   r.alive = p.add({"ZRANGE", helper_key(key, "alive"), k_first_read, "-1", "WITHSCORES"});
@@ -260,6 +270,10 @@ Result<LockState> decode_lock(Redis& redis, const std::string& key, const std::s
     }
   }
   decode_waiters(p, r, now_ms, s);
+  if (const Reply* last = p[r.last_output]; last && last->is_array())
+    for (size_t j = 0; j + 1 < last->elements.size(); j += 2)
+      s.last_output[std::atoll(last->elements[j].str.c_str())] =
+          static_cast<int64_t>(std::strtod(last->elements[j + 1].str.c_str(), nullptr));
   if (const Reply* places = p[r.semaphore])
     s.semaphore = live_places(*places, p[r.semaphore_values], now_ms);
   if (const Reply* places = p[r.shared])

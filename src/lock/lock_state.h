@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,9 +69,12 @@ struct LockState {
   std::vector<SemaphoreHolder> shared;  // --shared holders, by expiry
   std::optional<RunRecord> last_run;    // the newest run of the key's history, not running
   std::string newest_entry;  // the ID of the history's newest entry of any kind, or empty
-  std::string pause;                    // rlock pause's text (pause.h), or empty: not paused
-  Millis pause_pttl{-2};                // the pause's time left
-  int64_t now_ms = 0;                   // the server's clock when it was read
+  std::string pause;         // rlock pause's text (pause.h), or empty: not paused
+  Millis pause_pttl{-2};     // the pause's time left
+  int64_t now_ms = 0;        // the server's clock when it was read
+  // When the runs that keep their output (--keep-output) last printed: fence -> the server's
+  // clock in ms as Redis took the bytes (kept_output.h, {KEY}:rlock:last-output).
+  std::map<int64_t, int64_t> last_output;
   // Waiters and places past k_places_read_most, not read: WAITERS, QUEUE and the places are of
   // those read.
   int64_t not_shown = 0;
@@ -109,6 +113,9 @@ struct FoundLocks {
   std::vector<Redis*> servers;
   std::vector<FoundLock> locks;  // sorted by key, each key once
   bool all = false;              // free locks too (list --all)
+  // When the holders last printed too (list --last-output): a command more a lock, which
+  // list spares otherwise (docs/PERFORMANCE.md "Footprint and list").
+  bool last_output = false;
 };
 
 // Every lock whose key matches PATTERN (a Redis glob): rlock's locks and semaphores, found by

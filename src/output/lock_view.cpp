@@ -6,13 +6,26 @@ namespace rlock {
 
 namespace {
 
-std::vector<PlaceView> view_places(const std::vector<SemaphoreHolder>& places, WallTime now) {
+// When H's command last printed, from S's record of the kept runs' last output, by its fence.
+void view_last_output(HolderView& h, const LockState& s, WallTime now) {
+  if (!h.fence || h.broken) return;
+  auto last = s.last_output.find(*h.fence);
+  if (last == s.last_output.end()) return;
+  h.last_output = WallTime(Millis(last->second));
+  h.last_output_ago = std::max(Millis(0), now - *h.last_output);
+}
+
+std::vector<PlaceView> view_places(const std::vector<SemaphoreHolder>& places, const LockState& s,
+                                   WallTime now) {
   std::vector<PlaceView> out;
   out.reserve(places.size());
   for (const SemaphoreHolder& h : places) {
     PlaceView p{h.token, h.raw, h.ttl, std::nullopt};
-    if (h.value) p.holder = view_holder(*h.value, now);
-    if (p.holder && h.phase) p.holder->phase = view_phase(*h.phase, now.time_since_epoch().count());
+    if (h.value) {
+      p.holder = view_holder(*h.value, now);
+      view_last_output(*p.holder, s, now);
+      if (h.phase) p.holder->phase = view_phase(*h.phase, now.time_since_epoch().count());
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -52,12 +65,15 @@ LockView view_lock(const LockState& s, WallTime now) {
     v.value = s.raw;
     v.ttl = s.pttl;
   }
-  if (s.value) v.holder = view_holder(*s.value, now);
-  if (v.holder && s.phase) v.holder->phase = view_phase(*s.phase, now.time_since_epoch().count());
+  if (s.value) {
+    v.holder = view_holder(*s.value, now);
+    view_last_output(*v.holder, s, now);
+    if (s.phase) v.holder->phase = view_phase(*s.phase, now.time_since_epoch().count());
+  }
   v.waiters = s.waiters;
   v.queue = s.queue;
-  v.semaphore = view_places(s.semaphore, now);
-  v.shared = view_places(s.shared, now);
+  v.semaphore = view_places(s.semaphore, s, now);
+  v.shared = view_places(s.shared, s, now);
   v.not_shown = s.not_shown;
   v.fence_counter = s.fence_counter;
   v.fence_counter_kept = s.fence_counter_pttl;

@@ -39,6 +39,10 @@ struct HolderView {
   Millis held{0};                      // since who.since, >= 0
   std::optional<int64_t> command_pid;  // its command's, on this host (holder_command_pid)
   std::optional<PhaseView> phase;      // status and inspect: its run stops, or waits to retry
+  // When its command last printed, by the server's clock, and how long ago: its run keeps its
+  // output (--keep-output) and has printed.
+  std::optional<WallTime> last_output;
+  Millis last_output_ago{0};  // >= 0
 };
 
 // One place of a semaphore (--limit) or of a shared lock (--shared) that has not expired.

@@ -50,6 +50,9 @@ void add_holder(Rows& rows, const LockView& v) {
                         "known on " + printable(h.who.host) + " (run rlock inspect there)");
     rows.emplace_back("acquired at",
                       format_rfc3339(h.who.since) + " (" + format_duration(h.held) + " ago)");
+    if (h.last_output)
+      rows.emplace_back("last output", format_rfc3339(*h.last_output) + " (" +
+                                           format_duration(h.last_output_ago) + " ago)");
     rows.emplace_back("token", printable(h.token));
     if (h.fence) rows.emplace_back("fence", std::to_string(*h.fence));
     if (h.phase) rows.emplace_back("phase", phase_text(*h.phase));
@@ -72,8 +75,10 @@ void add_places(Rows& rows, const LockView& v) {
                                            : holder_text(p.holder->who);
       std::string gone =
           p.holder && !p.holder->broken ? gone_text(*p.holder, p.ttl, "its place") : "";
+      std::string last = p.holder ? last_output_text(*p.holder) : "";
       rows.emplace_back("holder", who + ", ttl " + format_duration(p.ttl) + ", token " +
-                                      printable(p.token) + (gone.empty() ? "" : "; " + gone));
+                                      printable(p.token) + (last.empty() ? "" : ", " + last) +
+                                      (gone.empty() ? "" : "; " + gone));
       if (p.holder && p.holder->phase) rows.emplace_back("  phase", phase_text(*p.holder->phase));
     }
 }

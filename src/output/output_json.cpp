@@ -149,6 +149,7 @@ void set_holder(json& j, const std::optional<HolderView>& h) {
   j["fence"] = h ? or_null(h->fence) : json(nullptr);
   j["acquired_at"] = h ? json(format_rfc3339(h->who.since)) : json(nullptr);
   j["broken"] = h ? broken_json(h->broken) : json(nullptr);
+  j["last_output_at"] = h && h->last_output ? json(format_rfc3339(*h->last_output)) : json(nullptr);
 }
 
 json run_json(const RunRecord& r) {

@@ -22,8 +22,10 @@ std::string place_text(const PlaceView& p) {
   if (!p.holder) return "another client";
   if (p.holder->broken) return "broken (" + broken_text(*p.holder, p.ttl) + ")";
   std::string gone = place_gone_text(p);
+  std::string last = last_output_text(*p.holder);
   std::string phase = p.holder->phase ? " [" + phase_text(*p.holder->phase) + "]" : "";
-  return holder_text(p.holder->who) + phase + (gone.empty() ? "" : " [" + gone + "]");
+  return holder_text(p.holder->who) + (last.empty() ? "" : " " + last) + phase +
+         (gone.empty() ? "" : " [" + gone + "]");
 }
 
 std::string place_list(const std::vector<PlaceView>& places) {
@@ -43,6 +45,7 @@ std::string held_details(const LockView& v) {
   out += "  for " + format_duration(h.held);
   out += "  " + ttl_text(v.ttl);
   out += "  token " + printable(h.token.substr(0, 8)) + "...";
+  if (h.last_output) out += "  " + last_output_text(h);
   out += waiters_text(v);
   if (h.phase) out += "  " + phase_text(*h.phase);
   std::string gone = gone_text(h, v.ttl);

@@ -26,6 +26,10 @@ std::string holder_text(const Holder& h) {
   return out;
 }
 
+std::string last_output_text(const HolderView& h) {
+  return h.last_output ? "last output " + format_duration(h.last_output_ago) + " ago" : "";
+}
+
 std::string expiry_text(Millis pttl, const std::string& what) {
   return pttl.count() >= 0 ? what + " expires in " + format_duration(pttl)
                            : what + " never expires";

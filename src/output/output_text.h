@@ -27,6 +27,8 @@ std::string ttl_text(Millis pttl);
 
 // "web-2 pid 4121 (report.sh)"
 std::string holder_text(const Holder& h);
+// "last output 2m ago" of a holder whose run keeps its output and has printed, else "".
+std::string last_output_text(const HolderView& h);
 
 // "the lock expires in 28.1s", "its place never expires" (WHAT: "its place").
 std::string expiry_text(Millis pttl, const std::string& what = "the lock");

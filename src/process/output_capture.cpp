@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -141,10 +143,26 @@ struct OutputCapture::State {
   std::atomic<int64_t> patience_ms{0};  // finish()'s
   std::atomic<int64_t> progress_ns{0};  // when a byte last moved
   std::atomic<bool> abandon{false};     // give up now (rlock was asked to stop)
-  uint64_t dropped = 0;  // once run() has returned
+  uint64_t dropped = 0;                 // once run() has returned
+  // mark(): what to call once the pipes are read empty, until the thread or mark() calls it.
+  std::mutex mark_mutex;
+  std::condition_variable marked;
+  std::function<void()> mark_at;
 
   void run();
+  // Calls MARK_AT, if any, once no pipe holds a byte: all the thread read is handed to KEEP.
+  void take_mark();
 };
+
+void OutputCapture::State::take_mark() {
+  std::lock_guard<std::mutex> guard(mark_mutex);
+  if (!mark_at) return;
+  for (int i = 0; i < count; ++i)
+    if (channels[i].open && waiting_in(channels[i].read_end.get()) > 0) return;
+  mark_at();
+  mark_at = nullptr;
+  marked.notify_all();
+}
 
 void OutputCapture::State::run() {
   bool finishing = false;
@@ -162,6 +180,7 @@ void OutputCapture::State::run() {
         channels[i].owed = waiting_in(channels[i].read_end.get()) + channels[i].unsent();
     }
     if (abandon.load()) break;
+    take_mark();
     bool owing = false;
     for (int i = 0; i < count; ++i) owing = owing || channels[i].owed > 0;
     TimePoint last_move = TimePoint(std::chrono::nanoseconds(progress_ns.load()));
@@ -272,6 +291,20 @@ void OutputCapture::start() {
 
 void OutputCapture::spawned() {
   for (int i = 0; i < state_->count; ++i) state_->channels[i].command_end.reset();
+}
+
+void OutputCapture::mark(const std::function<void()>& at, Millis patience) {
+  State& s = *state_;
+  std::unique_lock<std::mutex> lock(s.mark_mutex);
+  if (thread_.running()) {
+    s.mark_at = at;
+    char c = 1;
+    (void)!::write(s.wake_write.get(), &c, 1);
+    if (s.marked.wait_for(lock, patience, [&] { return !s.mark_at; })) return;
+  }
+  // Not read empty in time, or no thread to read: here, wherever that falls.
+  s.mark_at = nullptr;
+  at();
 }
 
 uint64_t OutputCapture::finish(Millis patience, Millis grace,

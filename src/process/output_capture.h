@@ -55,6 +55,13 @@ public:
   // The command has started: the capture's copies of its pipe ends are closed, so that the
   // pipes end when the command and what it started are done.
   void spawned();
+  // Before the next attempt of the command starts (--retry), its last attempt's group done:
+  // calls AT on the capture's thread once it has read all that the pipes held, so that AT
+  // falls between the two attempts' output. Waits for that up to PATIENCE (a reader that does
+  // not take the output leaves bytes in the pipes), then calls AT itself: the bytes still in
+  // the pipes then come after it. AT is called once.
+  void mark(const std::function<void()>& at, Millis patience);
+
   // The command's process group is done. Writes on all that the command wrote before it ended,
   // however long its reader takes (as the command would have waited), and what else comes
   // within PATIENCE (a process it started outside its group may hold the pipes open, and

@@ -74,6 +74,12 @@ void RunOutput::spawned(bool keep_pipes) {
   }
 }
 
+void RunOutput::next_attempt(int attempt, std::optional<int64_t> since_ms) {
+  if (!keeping_) return;
+  capture_.mark([keeper = keeper_, attempt, since_ms] { keeper->mark_attempt(attempt, since_ms); },
+                k_mark_patience);
+}
+
 void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget,
                        const std::function<bool()>& asked_to_stop) {
   bool asked = false;

@@ -19,6 +19,9 @@ namespace rlock {
 // does not take the command's output may still hold the run: then what is left is dropped, said,
 // and the lock given back (rlock(1) --keep-output).
 inline constexpr Millis k_stop_grace{500};
+// How long the next attempt (--retry) waits at most for the capture to read the last one's
+// output before its mark: only a reader of rlock's output that does not read holds it up.
+inline constexpr Millis k_mark_patience{100};
 
 class RunOutput {
 public:
@@ -36,6 +39,11 @@ public:
   // The command has started: the keeper sends. KEEP_PIPES: more attempts of the command may
   // follow (--retry), the pipes stay open for them until finish().
   void spawned(bool keep_pipes);
+  // Attempt ATTEMPT of the command (--retry) is about to start, at the server's SINCE_MS when
+  // known (its history entry's): its mark goes between the last attempt's output and its own
+  // (rlock logs shows it), for which the capture reads what the pipes hold first, for
+  // k_mark_patience at most.
+  void next_attempt(int attempt, std::optional<int64_t> since_ms);
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
   // its output is written on (OutputCapture::finish, with PATIENCE; once ASKED_TO_STOP says
   // so, for k_stop_grace more at most), then sent within BUDGET; what was lost is said.

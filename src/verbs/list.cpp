@@ -54,10 +54,12 @@ int complete_keys(GlobalOptions global, const std::string& word) {
 
 }  // namespace
 
-int list_verb(const GlobalOptions& global, const std::string& pattern, bool json, bool all) {
+int list_verb(const GlobalOptions& global, const std::string& pattern, bool json, bool all,
+              bool last_output) {
   auto redis = connect_redis(global);
   auto found = find_locks(*redis, global.prefix + pattern, all);
   if (!found) return unavailable(found.failure());
+  found->last_output = last_output;
   LockPrinter printer(output_style(json));
   for (const FoundLock& f : found->locks) printer.fit(f.key);
   auto read = read_found_locks(*found, [&](const std::vector<LockState>& batch) {
@@ -76,11 +78,12 @@ struct ListArgs : Arguments {
   std::string pattern = "*";
   bool json = false;
   bool all = false;
+  bool last_output = false;
   bool complete = false;
 
   int run(const Invocation& in) override {
     if (complete) return complete_keys(in.resolved.global, pattern);
-    return list_verb(in.resolved.global, pattern, json, all);
+    return list_verb(in.resolved.global, pattern, json, all, last_output);
   }
 };
 
@@ -89,6 +92,8 @@ constexpr Option k_options[] = {
     option<&ListArgs::json>("--json", k_json_help),
     option<&ListArgs::all>("--all",
                            "free locks too, those with a history (their last run) or a pause"),
+    option<&ListArgs::last_output>("--last-output",
+                                   "when each holder's command last printed (run --keep-output)"),
     option<&ListArgs::complete>("--complete", "names that start with PATTERN, for completions")
         .unlisted()};
 
@@ -97,7 +102,7 @@ constexpr Option k_options[] = {
 constexpr Command k_list_command = {
     "list",
     "every lock under the prefix that matches PATTERN",
-    "[PATTERN] [--all]",
+    "[PATTERN] [--all] [--last-output]",
     {k_options, k_connection},
     "Exit status: 0, also when no lock matches; 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",

@@ -1,5 +1,6 @@
 // rlock logs KEY: the output a run kept (rlock run --keep-output; kept_output.h), from any host;
 // with -f, as it comes.
+#include <algorithm>
 #include <cstdlib>
 
 #include "lock/kept_output.h"
@@ -33,7 +34,8 @@ struct LogsOptions {
   bool raw = false;
 };
 
-// Prints pieces of one run's output, escaped unless --raw, and says where bytes are missing.
+// Prints pieces of one run's output, escaped unless --raw, and says where bytes are missing and
+// where each attempt (--retry) began.
 class Printer {
 public:
   Printer(const std::string& key, bool raw) : key_(key), raw_(raw) {}
@@ -50,33 +52,72 @@ public:
       uint64_t end = p.offset + p.bytes.size();
       if (next_ && end <= *next_) continue;
       std::string_view bytes = p.bytes;
-      if (next_ && p.offset < *next_) bytes.remove_prefix(*next_ - p.offset);
-      out += raw_ ? std::string(bytes) : escaper_.feed(bytes);
+      uint64_t at = p.offset;
+      if (next_ && p.offset < *next_) {
+        bytes.remove_prefix(*next_ - p.offset);
+        at = *next_;
+      }
+      // An attempt that began within the piece: its bytes before the mark go out first.
+      while (next_mark_ < marks_.size() && marks_[next_mark_].offset < end) {
+        uint64_t upto = std::max(at, marks_[next_mark_].offset);
+        out += shown(bytes.substr(0, upto - at));
+        bytes.remove_prefix(upto - at);
+        at = upto;
+        mark(out, marks_[next_mark_++]);
+      }
+      out += shown(bytes);
       next_ = end;
     }
-    if (read.end) {
-      if (next_ && read.end->offset > *next_)
-        gap(out, read.end->offset - *next_, "at the end not kept (Redis was away)");
-      if (!raw_) out += escaper_.finish();
-    }
+    if (read.end && next_ && read.end->offset > *next_)
+      gap(out, read.end->offset - *next_, "at the end not kept (Redis was away)");
+    // Attempts that began where the output so far ends: they have printed nothing yet.
+    uint64_t reached = read.end ? read.end->offset : next_.value_or(0);
+    while (next_mark_ < marks_.size() && marks_[next_mark_].offset <= reached)
+      mark(out, marks_[next_mark_++]);
+    if (read.end && !raw_) out += escaper_.finish();
     if (!out.empty()) write_stdout(out);
   }
-  void from(uint64_t offset) { next_ = offset; }
+  // The output kept begins at OFFSET: of the attempts that began before, the last one's mark
+  // is shown there.
+  void from(uint64_t offset) {
+    next_ = offset;
+    while (next_mark_ + 1 < marks_.size() && marks_[next_mark_].offset < offset &&
+           marks_[next_mark_ + 1].offset <= offset)
+      ++next_mark_;
+  }
+  // Where the attempts began (attempt_marks()), before from(); read again, the same marks and
+  // any since.
+  void attempts(std::vector<AttemptMark> marks) { marks_ = std::move(marks); }
 
 private:
+  std::string shown(std::string_view bytes) {
+    return raw_ ? std::string(bytes) : escaper_.feed(bytes);
+  }
   // Said on stderr, in its place among the output: what went before goes out first.
   void gap(std::string& out, uint64_t bytes, const std::string& why) {
+    say(out, format_byte_size(bytes) + " " + why);
+  }
+  // On stderr too, never among the command's bytes on stdout (--raw leaves those untouched),
+  // and waited for, so that a terminal that shows both shows it in its place.
+  void mark(std::string& out, const AttemptMark& m) {
+    std::string since =
+        m.since_ms > 0 ? " (started " + format_rfc3339(WallTime(Millis(m.since_ms))) + ")" : "";
+    say(out, "--- attempt " + std::to_string(m.attempt) + since + " ---");
+    flush_stderr(k_header_patience);
+  }
+  void say(std::string& out, const std::string& what) {
     if (!raw_) out += escaper_.finish();
     if (!out.empty()) write_stdout(out);
     out.clear();
-    write_stderr("rlock: " + printable_key(key_) + ": " + format_byte_size(bytes) + " " + why +
-                 "\n");
+    write_stderr("rlock: " + printable_key(key_) + ": " + what + "\n");
   }
 
   const std::string& key_;
   bool raw_;
   OutputEscaper escaper_;
   std::optional<uint64_t> next_;  // where the next piece should begin
+  std::vector<AttemptMark> marks_;
+  size_t next_mark_ = 0;  // the first mark not shown
 };
 
 // "ended: exit 3", "stopped (80)" ...: END as the history says a run's end.
@@ -159,6 +200,52 @@ int stop_reading(const std::string& key, const OutputRead& read, const OutputBou
   return k_exit_ok;
 }
 
+// Reads where the attempts of FENCE's run began (--retry) into PRINTER: a run that still runs
+// sends its marks with its output, so again before each read's printing. What failed, if any.
+std::optional<Failure> read_attempts(Redis& redis, const std::string& key, int64_t fence,
+                                     Printer& printer) {
+  auto marks = attempt_marks(redis, key, fence, Clock::now() + redis.command_timeout());
+  if (!marks) return marks.failure();
+  printer.attempts(std::move(*marks));
+  return std::nullopt;
+}
+
+// -f: the output of the run of FENCE as it comes after READ, until the run ends.
+int follow(Redis& redis, const std::string& key, int64_t fence, OutputRead read, Printer& printer) {
+  auto deadline = [&] { return Clock::now() + redis.command_timeout(); };
+  for (;;) {
+    auto more = await_output(redis, key, fence, read.last_id, k_read_count, k_follow_slice);
+    if (!more) return unavailable(more.failure());
+    std::string last = read.last_id;
+    read = std::move(*more);
+    if (read.last_id.empty()) read.last_id = last;
+    if (auto failed = read_attempts(redis, key, fence, printer)) return unavailable(*failed);
+    printer.print(read);
+    if (read.end) {
+      write_stderr("rlock: " + printable_key(key) + ": the run ended: " + end_text(*read.end) +
+                   "\n");
+      return k_exit_ok;
+    }
+    if (!read.pieces.empty()) continue;
+    // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
+    // more.
+    if (still_held(redis, key, fence) == false) {
+      auto again = read_output(redis, key, fence, read.last_id, k_read_count, deadline());
+      if (again && (!again->pieces.empty() || again->end)) {
+        read = std::move(*again);
+        if (auto failed = read_attempts(redis, key, fence, printer)) return unavailable(*failed);
+        printer.print(read);
+        if (read.end) return k_exit_ok;
+        continue;
+      }
+      write_stderr("rlock: " + printable_key(key) +
+                   ": the run no longer holds the lock and kept no end: its rlock was killed, "
+                   "or Redis lost the end\n");
+      return k_exit_ok;
+    }
+  }
+}
+
 int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {
   auto redis = connect_redis(global);
   auto deadline = [&] { return Clock::now() + redis->command_timeout(); };
@@ -187,6 +274,7 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
   flush_stderr(k_header_patience);  // before the output, on a terminal that shows both
 
   Printer printer(key, o.raw);
+  if (auto failed = read_attempts(*redis, key, run->fence, printer)) return unavailable(*failed);
   if (bounds->first) printer.from(*bounds->first);
   OutputRead read;
   uint64_t shown = 0;
@@ -196,39 +284,14 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
     if (!more) return unavailable(more.failure());
     read = std::move(*more);
     for (const OutputPiece& piece : read.pieces) shown += piece.bytes.size();
+    // A run that still runs may have begun another attempt since the marks were read.
+    if (!bounds->end)
+      if (auto failed = read_attempts(*redis, key, run->fence, printer))
+        return unavailable(*failed);
     printer.print(read);
   } while (read.pieces.size() + (read.end ? 1 : 0) == k_read_count);
   if (read.end || bounds->end || !o.follow) return k_exit_ok;
-
-  for (;;) {
-    auto more = await_output(*redis, key, run->fence, read.last_id, k_read_count, k_follow_slice);
-    if (!more) return unavailable(more.failure());
-    std::string last = read.last_id;
-    read = std::move(*more);
-    if (read.last_id.empty()) read.last_id = last;
-    printer.print(read);
-    if (read.end) {
-      write_stderr("rlock: " + printable_key(key) + ": the run ended: " + end_text(*read.end) +
-                   "\n");
-      return k_exit_ok;
-    }
-    if (!read.pieces.empty()) continue;
-    // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
-    // more.
-    if (still_held(*redis, key, run->fence) == false) {
-      auto again = read_output(*redis, key, run->fence, read.last_id, k_read_count, deadline());
-      if (again && (!again->pieces.empty() || again->end)) {
-        read = std::move(*again);
-        printer.print(read);
-        if (read.end) return k_exit_ok;
-        continue;
-      }
-      write_stderr("rlock: " + printable_key(key) +
-                   ": the run no longer holds the lock and kept no end: its rlock was killed, "
-                   "or Redis lost the end\n");
-      return k_exit_ok;
-    }
-  }
+  return follow(*redis, key, run->fence, std::move(read), printer);
 }
 
 struct LogsArgs : Arguments {

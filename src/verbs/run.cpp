@@ -448,6 +448,12 @@ private:
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
+    if (output_) {
+      // Its start entry's ID is the server's clock as it began.
+      std::optional<int64_t> since;
+      if (!got_.start.empty()) since = history_entry_ms(got_.start);
+      output_->next_attempt(attempt_, since);
+    }
     Child& next = hold_->job().start_next(signals_, foreground(), hold_->renewals());
     attempt_from_ = Clock::now();
     return &next;
