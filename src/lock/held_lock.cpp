@@ -78,7 +78,7 @@ bool HeldLock::release(std::optional<ScriptCall>* history, Millis budget) {
   }
 }
 
-bool HeldLock::finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history,
+bool HeldLock::give_back(std::optional<Millis> min_hold, std::optional<ScriptCall>* history,
                       Millis budget) {
   if (min_hold) {
     auto held = std::chrono::duration_cast<Millis>(Clock::now() - acquired_);

@@ -37,7 +37,7 @@ public:
   bool release(std::optional<ScriptCall>* history = nullptr, Millis budget = k_release_budget);
   // After the command ended normally: release(), or keep the lock until MIN_HOLD after the
   // acquisition (it then expires by itself). False when Redis could not be reached.
-  bool finish(std::optional<Millis> min_hold, std::optional<ScriptCall>* history, Millis budget);
+  bool give_back(std::optional<Millis> min_hold, std::optional<ScriptCall>* history, Millis budget);
   // Someone else gives it back (the script that told acquire --while-pid's keeper it will).
   void hand_over() { done_ = true; }
   // FORGET (history_forget()) removes the run's start entry from the history: a release that

@@ -255,7 +255,7 @@ Result<std::optional<SlotClaim>> PeriodGuard::finished_run(TimePoint deadline) {
       SlotClaim{false, "", f["host"], f["since"], f["state"], f["status"], f["end"]}};
 }
 
-Result<Unit> PeriodGuard::finish(Redis& on, const RunRecord& record, TimePoint deadline) {
+Result<Unit> PeriodGuard::record_end(Redis& on, const RunRecord& record, TimePoint deadline) {
   ScriptCall end{&scripts::period_finish,
                  {helper_key(key_, "once:" + slot_.name)},
                  {std::to_string(fence_), std::to_string(record.exit_status), record.end}};

@@ -166,7 +166,7 @@ public:
   Result<std::optional<SlotClaim>> finished_run(TimePoint deadline);
   // Records how our run ended in the slot we claimed, through ON (the lock's connection may be
   // the renewal thread's).
-  Result<Unit> finish(Redis& on, const RunRecord& record, TimePoint deadline);
+  Result<Unit> record_end(Redis& on, const RunRecord& record, TimePoint deadline);
   const std::string& slot_name() const { return slot_.name; }
 
 private:

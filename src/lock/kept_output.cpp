@@ -172,8 +172,8 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
   return decode_entries(Reply{}, after);
 }
 
-// Shared by the keeper and its thread, which may outlive it (~OutputKeeper).
-struct OutputKeeper::State {
+// Shared by the sender and its thread, which may outlive it (~OutputSender).
+struct OutputSender::State {
   explicit State(uint64_t keep) : size(keep), pending(keep) {}
 
   Connect connect;
@@ -238,13 +238,13 @@ struct OutputKeeper::State {
   }
 };
 
-void OutputKeeper::State::add(int stream, std::string_view bytes) {
+void OutputSender::State::add(int stream, std::string_view bytes) {
   uint64_t begin = pending.begin();
   pending.add(stream, bytes);
   dropped(begin, pending.begin());
 }
 
-void OutputKeeper::State::dropped(uint64_t from, uint64_t to) {
+void OutputSender::State::dropped(uint64_t from, uint64_t to) {
   if (from >= to) return;
   // Bytes a command on its way carries are sent if it is answered: only then are they
   // counted, as skipped, when it is not.
@@ -258,7 +258,7 @@ void OutputKeeper::State::dropped(uint64_t from, uint64_t to) {
     missed += n;
 }
 
-std::vector<OutputPiece> OutputKeeper::State::next_batch() {
+std::vector<OutputPiece> OutputSender::State::next_batch() {
   // Entries of piece_bytes at most, of one stream each; at most send_bytes a command, which
   // bounds its copies, and k_send_entries: one script call holds up Redis for every other
   // client, and lines of two pipes could be many. Copied while take() waits: the ring may be
@@ -277,7 +277,7 @@ std::vector<OutputPiece> OutputKeeper::State::next_batch() {
   return batch;
 }
 
-Result<Reply> OutputKeeper::State::send(Redis& redis, std::vector<OutputPiece> batch, bool with_end,
+Result<Reply> OutputSender::State::send(Redis& redis, std::vector<OutputPiece> batch, bool with_end,
                                         TimePoint deadline) {
   // The arguments are built in the call, not copied into it.
   ScriptCall call{&scripts::output_append,
@@ -308,7 +308,7 @@ Result<Reply> OutputKeeper::State::send(Redis& redis, std::vector<OutputPiece> b
   return eval(redis, call, deadline);
 }
 
-bool OutputKeeper::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry) {
+bool OutputSender::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Millis retry) {
   if (!ending) wake.wait_for(lock, retry, [this] { return ending; });
   if (!ending) return true;
   // The run's end tries again soon (on a new connection: the last one timed out), until it
@@ -317,7 +317,7 @@ bool OutputKeeper::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Mill
   return Clock::now() < finish_by;
 }
 
-void OutputKeeper::State::run() {
+void OutputSender::State::run() {
   std::unique_ptr<Redis> redis;
   try {
     redis = connect();
@@ -410,7 +410,7 @@ void OutputKeeper::State::run() {
   }
 }
 
-OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fence,
+OutputSender::OutputSender(Connect connect, const std::string& key, int64_t fence,
                            const std::string& value, uint64_t size, Millis retention)
     : state_(std::make_shared<State>(size)) {
   State& s = *state_;
@@ -428,7 +428,7 @@ OutputKeeper::OutputKeeper(Connect connect, const std::string& key, int64_t fenc
   s.retention = retention;
 }
 
-OutputKeeper::~OutputKeeper() {
+OutputSender::~OutputSender() {
   if (!thread_.running()) return;
   TimePoint finish_by;
   {
@@ -445,11 +445,11 @@ OutputKeeper::~OutputKeeper() {
   thread_.join_by(finish_by + k_finish_margin);
 }
 
-void OutputKeeper::start() {
+void OutputSender::start() {
   thread_.start([state = state_] { state->run(); });
 }
 
-void OutputKeeper::take(int stream, std::string_view bytes) {
+void OutputSender::take(int stream, std::string_view bytes) {
   if (bytes.empty()) return;
   std::lock_guard<std::mutex> guard(state_->mutex);
   State& s = *state_;
@@ -460,7 +460,7 @@ void OutputKeeper::take(int stream, std::string_view bytes) {
   if (first) s.wake.notify_one();
 }
 
-void OutputKeeper::mark_attempt(int attempt, std::optional<int64_t> since_ms) {
+void OutputSender::mark_attempt(int attempt, std::optional<int64_t> since_ms) {
   std::lock_guard<std::mutex> guard(state_->mutex);
   State& s = *state_;
   if (s.ending) return;
@@ -468,7 +468,7 @@ void OutputKeeper::mark_attempt(int attempt, std::optional<int64_t> since_ms) {
   s.wake.notify_one();
 }
 
-OutputKeeper::Report OutputKeeper::finish(const std::string& end, int status, TimePoint deadline) {
+OutputSender::Report OutputSender::send_end(const std::string& end, int status, TimePoint deadline) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.ending) {

@@ -114,15 +114,15 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
 // it carries stay small beside SIZE: a command that prints fast costs Redis ten rounds a
 // second, each at most SIZE bytes, and rlock's peak memory stays under 2 × SIZE + 8 MB
 // (docs/PERFORMANCE.md "Kept output").
-class OutputKeeper {
+class OutputSender {
 public:
   using Connect = std::function<std::unique_ptr<Redis>()>;
   // The run of FENCE, whose lock value (holder) is VALUE, keeps SIZE bytes for RETENTION.
-  OutputKeeper(Connect connect, const std::string& key, int64_t fence, const std::string& value,
+  OutputSender(Connect connect, const std::string& key, int64_t fence, const std::string& value,
                uint64_t size, Millis retention);
-  ~OutputKeeper();
-  OutputKeeper(const OutputKeeper&) = delete;
-  OutputKeeper& operator=(const OutputKeeper&) = delete;
+  ~OutputSender();
+  OutputSender(const OutputSender&) = delete;
+  OutputSender& operator=(const OutputSender&) = delete;
 
   // Starts the thread, which first enters the run among the kept ones. Throws
   // std::system_error when it cannot start: the caller goes on without.
@@ -146,7 +146,7 @@ public:
   };
   // The output has ended, the run as END with exit status STATUS: sends what is left and the
   // end, by DEADLINE (sooner when sending was failing: Redis is away), and says how it went.
-  Report finish(const std::string& end, int status, TimePoint deadline);
+  Report send_end(const std::string& end, int status, TimePoint deadline);
 
   struct State;  // what the thread works with (kept_output.cpp)
 

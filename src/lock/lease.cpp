@@ -22,7 +22,7 @@ PhaseUpdate phase_only(PhaseUpdate::Op op) {
 
 }  // namespace
 
-LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed)
+Renewals::Renewals(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed)
     : lock_(lock), ttl_(ttl), on_renewed_(std::move(on_renewed)),
       deadline_(lease_deadline(acquire_sent, ttl).time_since_epoch().count()),
       next_renewal_(acquire_sent + renew_interval(ttl)) {
@@ -33,13 +33,13 @@ LeaseKeeper::LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observe
   wake_write_.reset(p[1]);
 }
 
-LeaseKeeper::~LeaseKeeper() { stop(); }
+Renewals::~Renewals() { stop(); }
 
-void LeaseKeeper::start() {
+void Renewals::start() {
   thread_ = std::thread([this] { run(); });
 }
 
-void LeaseKeeper::stop() {
+void Renewals::stop() {
   {
     std::lock_guard<std::mutex> guard(mu_);
     stopping_ = true;
@@ -48,7 +48,7 @@ void LeaseKeeper::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void LeaseKeeper::set_phase(const RunPhase& phase) {
+void Renewals::set_phase(const RunPhase& phase) {
   {
     std::lock_guard<std::mutex> guard(mu_);
     // Running, and never anything else: nothing to say.
@@ -62,7 +62,7 @@ void LeaseKeeper::set_phase(const RunPhase& phase) {
 
 // What the renewal sent at SENT says of the phase: the newest when it was not sent yet (its
 // GENERATION, for phase_sent()), else kept alive while it is not running.
-PhaseUpdate LeaseKeeper::phase_update(TimePoint sent, uint64_t& generation) {
+PhaseUpdate Renewals::phase_update(TimePoint sent, uint64_t& generation) {
   std::lock_guard<std::mutex> guard(mu_);
   generation = phase_generation_;
   if (phase_generation_ == phase_sent_)
@@ -73,7 +73,7 @@ PhaseUpdate LeaseKeeper::phase_update(TimePoint sent, uint64_t& generation) {
           ms(phase_.due - sent)};
 }
 
-void LeaseKeeper::phase_sent(uint64_t generation) {
+void Renewals::phase_sent(uint64_t generation) {
   std::lock_guard<std::mutex> guard(mu_);
   if (generation == phase_sent_) return;
   phase_sent_ = generation;
@@ -81,24 +81,24 @@ void LeaseKeeper::phase_sent(uint64_t generation) {
   phase_kept_ = phase_.kind != RunPhase::Kind::running;
 }
 
-void LeaseKeeper::drain_wakeups() {
+void Renewals::drain_wakeups() {
   char buf[64];
   while (::read(wake_read_.get(), buf, sizeof buf) > 0) {}
 }
 
-void LeaseKeeper::notify() {
+void Renewals::notify() {
   char c = 1;
   // A full pipe already holds a wake-up; nothing is lost by dropping this one.
   [[maybe_unused]] ssize_t n = ::write(wake_write_.get(), &c, 1);
 }
 
-void LeaseKeeper::lose(State why) {
+void Renewals::lose(State why) {
   state_ = static_cast<int>(why);
   notify();
 }
 
 // The renewal sent at SENT was applied, after FAILURES_IN_ROW that were not.
-void LeaseKeeper::confirm(TimePoint sent, int64_t failures_in_row) {
+void Renewals::confirm(TimePoint sent, int64_t failures_in_row) {
   // From when the renewal was sent, not when its reply came: the server may have applied it at
   // once, and the key expires a ttl after that.
   TimePoint confirmed = lease_deadline(sent, ttl_);
@@ -116,7 +116,7 @@ void LeaseKeeper::confirm(TimePoint sent, int64_t failures_in_row) {
     log(Level::debug, {"renewed", lock_.key(), "renewed"});
 }
 
-void LeaseKeeper::run() {
+void Renewals::run() {
   TimePoint next = next_renewal_;
   int64_t failures_in_row = 0;
   for (;;) {
@@ -171,14 +171,14 @@ void LeaseKeeper::run() {
   }
 }
 
-LossVerdict judge_lease(LeaseKeeper::State state, TimePoint deadline, TimePoint now,
+LossVerdict judge_lease(Renewals::State state, TimePoint deadline, TimePoint now,
                         Millis kill_after, bool ignore_loss) {
   using Act = LossVerdict::Act;
   using Why = LossVerdict::Why;
-  if (state == LeaseKeeper::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
+  if (state == Renewals::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
     return {};
-  Why why = state == LeaseKeeper::State::expired || now >= deadline ? Why::ran_out
-            : state == LeaseKeeper::State::not_mine                 ? Why::not_ours
+  Why why = state == Renewals::State::expired || now >= deadline ? Why::ran_out
+            : state == Renewals::State::not_mine                 ? Why::not_ours
                                                                     : Why::unreachable;
   if (ignore_loss) return {Act::ignore, why, {}};
   if (why == Why::ran_out) return {Act::kill_now, why, now};

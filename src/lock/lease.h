@@ -1,5 +1,5 @@
-// The lease keeper owns time: when to renew, and from when the lock can no longer be trusted.
-// The arithmetic is pure and unit-tested; LeaseKeeper runs it on a thread of its own so that a
+// The lease owns time: when to renew, and from when the lock can no longer be trusted.
+// The arithmetic is pure and unit-tested; Renewals runs it on a thread of its own so that a
 // slow or dead Redis never delays rlock's reaction to signals or to the child.
 #pragma once
 
@@ -48,7 +48,7 @@ constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), 
 // A --kill-after at or above ttl/2 leaves too little of the lease to renew in.
 constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_after < ttl / 2; }
 
-// A lease as rlock run's supervisor watches it: LeaseKeeper, or a fake in the unit tests.
+// A lease as rlock run's supervisor watches it: Renewals, or a fake in the unit tests.
 class Lease {
 public:
   enum class State : int {
@@ -70,22 +70,22 @@ public:
   virtual bool started() const = 0;
   virtual void start() = 0;
   // What the run is doing (run_phase.h), for status to show: sent with the next renewal, made
-  // at once by a keeper that runs. Never blocks on Redis.
+  // at once by renewals that run. Never blocks on Redis.
   virtual void set_phase(const RunPhase& phase) = 0;
 };
 
-class LeaseKeeper : public Lease {
+class Renewals : public Lease {
 public:
 
-  // ACQUIRE_SENT: when the command that took the lock was sent. The keeper signals every change
+  // ACQUIRE_SENT: when the command that took the lock was sent. The renewals signal every change
   // (renewed, lost) by making wake_fd() readable. ON_RENEWED, if given, is called on the
   // renewal thread with each new deadline as soon as a renewal is confirmed, so that something
   // outside this process (run's guardian) can keep the lease's end when rlock cannot.
   using Observer = std::function<void(TimePoint deadline)>;
-  LeaseKeeper(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed = {});
-  ~LeaseKeeper();
-  LeaseKeeper(const LeaseKeeper&) = delete;
-  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+  Renewals(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_renewed = {});
+  ~Renewals();
+  Renewals(const Renewals&) = delete;
+  Renewals& operator=(const Renewals&) = delete;
 
   // The thread is needed only from the first renewal on, ttl/3 after acquisition: a command
   // that ends sooner (most cron jobs' `true` moments, every benchmark's) never pays for it.

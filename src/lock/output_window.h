@@ -1,4 +1,4 @@
-// The newest bytes of a run's output, at most a fixed number, for OutputKeeper (kept_output.h)
+// The newest bytes of a run's output, at most a fixed number, for OutputSender (kept_output.h)
 // to send: stdout's and stderr's bytes in the order they came, in one ring of bytes allocated
 // once, and where the stream changes from one to the other. Pure: no threads, no I/O.
 //

@@ -1,7 +1,7 @@
 // What a held lock's run is doing when it is not simply running: stopping its command (the
 // kill signal sent, SIGKILL due), or waiting for its next attempt (--retry). The run's
 // supervisor decides it; the renewal thread carries it to Redis on its next renewal, which it
-// makes at once (LeaseKeeper::set_phase); status and inspect read it (lock_state.h).
+// makes at once (Renewals::set_phase); status and inspect read it (lock_state.h).
 //
 // Stored in {KEY}:rlock:phase, a hash of token -> "since=MS due=MS " and encode_run_phase()'s
 // text, the times the server's (the renew script turns "so long ago, due in so long" into its

@@ -278,7 +278,7 @@ OutputCapture::OutputCapture(Keep keep) : state_(std::make_shared<State>()) {
 }
 
 OutputCapture::~OutputCapture() {
-  if (thread_.running()) (void)finish(Millis(0), Millis(0), [] { return true; });
+  if (thread_.running()) (void)drain(Millis(0), Millis(0), [] { return true; });
 }
 
 int OutputCapture::command_fd(int stream) const { return state_->command_fd[stream]; }
@@ -307,7 +307,7 @@ void OutputCapture::mark(const std::function<void()>& at, Millis patience) {
   at();
 }
 
-uint64_t OutputCapture::finish(Millis patience, Millis grace,
+uint64_t OutputCapture::drain(Millis patience, Millis grace,
                               const std::function<bool()>& asked_to_stop) {
   State& s = *state_;
   if (!thread_.running()) return 0;

@@ -7,7 +7,7 @@
 //   last one was written on. A destination nobody reads stops the command, as it would have.
 // - Nothing the thread does blocks on the destination (a pipe is written through a
 //   non-blocking description of its own, a socket with MSG_DONTWAIT), so the end of a run
-//   never hangs on one: finish() gives up once nothing moves, and says how much it dropped.
+//   never hangs on one: drain() gives up once nothing moves, and says how much it dropped.
 // - A destination that is gone (EPIPE: `| head`) closes the pipe, so that the command gets
 //   SIGPIPE or EPIPE on its next write, as it would have. Other write errors (a full disk)
 //   drop the chunk, counted, as the command's own write would have failed.
@@ -70,7 +70,7 @@ public:
   // what it dropped: bytes it could not write on (a full disk) or not read when it gave up;
   // k_unknown_dropped when it was held up in a write that does not return (a file system that
   // hangs), and left to end by itself. Not to be called twice.
-  uint64_t finish(Millis patience, Millis grace, const std::function<bool()>& asked_to_stop);
+  uint64_t drain(Millis patience, Millis grace, const std::function<bool()>& asked_to_stop);
   static constexpr uint64_t k_unknown_dropped = UINT64_MAX;
 
   struct State;  // what the thread works with (output_capture.cpp)

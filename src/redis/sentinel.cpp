@@ -52,8 +52,8 @@ constexpr Millis k_failover_poll{100};
 // of it in progress. A failover in progress (from its start, before any replica is promoted)
 // or sentinels that disagree (the others learn of a switch a second or two after its leader)
 // leave the write unconfirmed: it is asked again every k_failover_poll until the caller's
-// deadline, and a renewal that stays unconfirmed is a failed renewal (the lease keeper retries,
-// and stops the command if the lease runs out first). Once the sentinels agree on another
+// deadline, and a renewal that stays unconfirmed is a failed renewal (the renewals retry,
+// and the command is stopped if the lease runs out first). Once the sentinels agree on another
 // primary, the same commands are sent there: the lock is kept when the new primary has it
 // with our token, and lost (the renewal says "not mine") when it does not. Only a write
 // replicated to the promoted replica before the failover began is on it: what async

@@ -38,13 +38,13 @@ public:
 
   // The renewals of the lease that began at LEASE_FROM, on the lock the run took with TTL;
   // each renewal moves the command's guardian to the new deadline. Started by the supervisor
-  // at the first renewal (LeaseKeeper::start_due).
-  LeaseKeeper& renew(Lock& lock, Millis ttl, TimePoint lease_from) {
+  // at the first renewal (Renewals::start_due).
+  Renewals& renew(Lock& lock, Millis ttl, TimePoint lease_from) {
     renewals_.emplace(lock, ttl, lease_from,
                       [this](TimePoint deadline) { job_.extend_lease(deadline); });
     return *renewals_;
   }
-  LeaseKeeper& renewals() { return *renewals_; }
+  Renewals& renewals() { return *renewals_; }
 
   // The command's group is done and its output written on: the terminal comes back, the
   // guardian leaves. The lock is still held and renewed, for the run's end to be recorded
@@ -73,7 +73,7 @@ private:
   std::optional<HeldLock> held_;
   JobProcess job_;
   std::unique_ptr<Terminal> terminal_;
-  std::optional<LeaseKeeper> renewals_;
+  std::optional<Renewals> renewals_;
 };
 
 }  // namespace rlock

@@ -12,8 +12,8 @@ Child& JobProcess::start(const SignalEvents& signals, Terminal* terminal) {
 }
 
 Child& JobProcess::start_next(const SignalEvents& signals, Terminal* terminal,
-                              const LeaseKeeper& keeper) {
-  if (spec.lease) spec.lease->deadline = keeper.deadline();
+                              const Renewals& renewals) {
+  if (spec.lease) spec.lease->deadline = renewals.deadline();
   // The last attempt's group is gone: its guardian has nothing left to guard, and its pipe is
   // a descriptor the next one may need (ulimit -n).
   child_->dismiss_guardian();
@@ -21,7 +21,7 @@ Child& JobProcess::start_next(const SignalEvents& signals, Terminal* terminal,
   std::unique_ptr<Child> last;  // destroyed after the mutex is released
   std::lock_guard<std::mutex> hold(mutex_);
   last = std::exchange(child_, std::move(next));
-  child_->extend_lease(keeper.deadline());
+  child_->extend_lease(renewals.deadline());
   return *child_;
 }
 

@@ -11,7 +11,7 @@
 
 namespace rlock {
 
-class LeaseKeeper;
+class Renewals;
 
 class JobProcess {
 public:
@@ -22,8 +22,8 @@ public:
   Child& start(const SignalEvents& signals, Terminal* terminal);
   // Starts the next attempt on the lease KEEPER confirmed, and lets the last one's process go.
   // Started without the renewal thread waiting on it; a renewal meanwhile reaches the new
-  // guardian all the same (the keeper keeps its deadline before it tells).
-  Child& start_next(const SignalEvents& signals, Terminal* terminal, const LeaseKeeper& keeper);
+  // guardian all the same (the renewals keep its deadline before they tell).
+  Child& start_next(const SignalEvents& signals, Terminal* terminal, const Renewals& renewals);
   // The lease was confirmed until DEADLINE: the running attempt's guardian moves there.
   void extend_lease(TimePoint deadline);
 

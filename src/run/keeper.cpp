@@ -130,7 +130,7 @@ public:
   void run() {
     // The lease's keeping first: should it fail (no descriptor or thread for it), nothing has
     // given the lock back yet, and stop_unkept() stops PID before the lease ends.
-    LeaseKeeper lease(lock_, options_.ttl, got_.sent);
+    Renewals lease(lock_, options_.ttl, got_.sent);
     lease.start();
     // Ends after the lock is given back (HeldLock): a stop asked until then is answered, with
     // whose stop it was if another's came first.
@@ -141,7 +141,7 @@ public:
     // signal to the keeper stops them first.
     ScriptGroup group(pid_, link_, lock_.key());
     Supervisor(options_, {lease, signals_, nullptr, nullptr, stops.get()}, got_.sent).watch(group);
-    bool broken = lease.state() == LeaseKeeper::State::not_mine;
+    bool broken = lease.state() == Renewals::State::not_mine;
     lease.stop();
     if (Fd request = group.take_release(); request.valid()) {
       // The script's `rlock release --token` gives it back, right after the answer.

@@ -7,21 +7,21 @@
 
 namespace rlock {
 
-RunOutput::RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper)
-    : options_(options), keeper_(std::move(keeper)),
-      capture_([keeper = keeper_](int stream, std::string_view bytes) {
-        keeper->take(stream, bytes);
+OutputRelay::OutputRelay(const RunOptions& options, std::shared_ptr<OutputSender> sender)
+    : options_(options), sender_(std::move(sender)),
+      capture_([sender = sender_](int stream, std::string_view bytes) {
+        sender->take(stream, bytes);
       }) {}
 
-std::unique_ptr<RunOutput> RunOutput::make(const RunOptions& options, OutputKeeper::Connect connect,
+std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options, OutputSender::Connect connect,
                                            int64_t fence, const std::string& value) {
   if (options.keep_output == 0) return nullptr;
-  std::unique_ptr<RunOutput> out;
+  std::unique_ptr<OutputRelay> out;
   // Without descriptors for its pipes (ulimit -n) the job runs all the same, its output going
   // where it goes: what cannot be kept costs the keeping, not the job.
   try {
-    out = std::make_unique<RunOutput>(
-        options, std::make_shared<OutputKeeper>(std::move(connect), options.key, fence, value,
+    out = std::make_unique<OutputRelay>(
+        options, std::make_shared<OutputSender>(std::move(connect), options.key, fence, value,
                                                 options.keep_output, options.retention));
   } catch (const Error& e) {
     log(Level::warning,
@@ -45,12 +45,12 @@ std::unique_ptr<RunOutput> RunOutput::make(const RunOptions& options, OutputKeep
   return out;
 }
 
-void RunOutput::into(Child::Spec& spec) const {
+void OutputRelay::into(Child::Spec& spec) const {
   spec.stdout_fd = capture_.command_fd(1);
   spec.stderr_fd = capture_.command_fd(2);
 }
 
-bool RunOutput::start_capture() {
+bool OutputRelay::start_capture() {
   try {
     capture_.start();
     return true;
@@ -61,12 +61,12 @@ bool RunOutput::start_capture() {
   }
 }
 
-void RunOutput::spawned(bool keep_pipes) {
+void OutputRelay::spawned(bool keep_pipes) {
   if (!keep_pipes) capture_.spawned();
   // Without a thread (ulimit -u) the output still goes where it goes: only the keeping is
   // given up, and said.
   try {
-    keeper_->start();
+    sender_->start();
     keeping_ = true;
   } catch (const std::system_error& e) {
     log(Level::warning, {"keep_output", options_.key,
@@ -74,16 +74,16 @@ void RunOutput::spawned(bool keep_pipes) {
   }
 }
 
-void RunOutput::next_attempt(int attempt, std::optional<int64_t> since_ms) {
+void OutputRelay::next_attempt(int attempt, std::optional<int64_t> since_ms) {
   if (!keeping_) return;
-  capture_.mark([keeper = keeper_, attempt, since_ms] { keeper->mark_attempt(attempt, since_ms); },
+  capture_.mark([sender = sender_, attempt, since_ms] { sender->mark_attempt(attempt, since_ms); },
                 k_mark_patience);
 }
 
-void RunOutput::finish(const std::string& end, int status, Millis patience, Millis budget,
+void OutputRelay::drain(const std::string& end, int status, Millis patience, Millis budget,
                        const std::function<bool()>& asked_to_stop) {
   bool asked = false;
-  uint64_t dropped = capture_.finish(patience, k_stop_grace, [&] {
+  uint64_t dropped = capture_.drain(patience, k_stop_grace, [&] {
     asked = asked || asked_to_stop();
     return asked;
   });
@@ -104,7 +104,7 @@ void RunOutput::finish(const std::string& end, int status, Millis patience, Mill
                              "or nothing moved for " +
                              format_duration(patience) + ") and were dropped"});
   if (!keeping_) return;
-  OutputKeeper::Report r = keeper_->finish(end, status, Clock::now() + budget);
+  OutputSender::Report r = sender_->send_end(end, status, Clock::now() + budget);
   std::string kept = format_byte_size(std::min(r.total, options_.keep_output));
   std::string why = r.failure.empty() ? "" : " (" + r.failure + ")";
   if (r.pushed_out)

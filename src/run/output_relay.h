@@ -1,5 +1,5 @@
 // rlock run --keep-output SIZE: the command's output through rlock's capture
-// (process/output_capture.h) to the keeper that sends it to Redis (lock/kept_output.h), and
+// (process/output_capture.h) to the sender that sends it to Redis (lock/kept_output.h), and
 // what the run says of it: what was left to a terminal, what Redis did not get.
 #pragma once
 
@@ -23,12 +23,12 @@ inline constexpr Millis k_stop_grace{500};
 // output before its mark: only a reader of rlock's output that does not read holds it up.
 inline constexpr Millis k_mark_patience{100};
 
-class RunOutput {
+class OutputRelay {
 public:
   // The capture for OPTIONS, for the run of FENCE with lock value VALUE (nothing without
   // --keep-output, or when stdout and stderr are both terminals, which is said); CONNECT makes
-  // the keeper's connection, on its thread.
-  static std::unique_ptr<RunOutput> make(const RunOptions& options, OutputKeeper::Connect connect,
+  // the sender's connection, on its thread.
+  static std::unique_ptr<OutputRelay> make(const RunOptions& options, OutputSender::Connect connect,
                                          int64_t fence, const std::string& value);
 
   // Before the command starts: the capture's thread. False when it cannot start (said): the
@@ -36,8 +36,8 @@ public:
   bool start_capture();
   // The command's stdout and stderr go to the capture's pipes.
   void into(Child::Spec& spec) const;
-  // The command has started: the keeper sends. KEEP_PIPES: more attempts of the command may
-  // follow (--retry), the pipes stay open for them until finish().
+  // The command has started: the sender sends. KEEP_PIPES: more attempts of the command may
+  // follow (--retry), the pipes stay open for them until drain().
   void spawned(bool keep_pipes);
   // Attempt ATTEMPT of the command (--retry) is about to start, at the server's SINCE_MS when
   // known (its history entry's): its mark goes between the last attempt's output and its own
@@ -45,17 +45,17 @@ public:
   // k_mark_patience at most.
   void next_attempt(int attempt, std::optional<int64_t> since_ms);
   // The command's group is done, the run ended as END with exit status STATUS: the rest of
-  // its output is written on (OutputCapture::finish, with PATIENCE; once ASKED_TO_STOP says
+  // its output is written on (OutputCapture::drain, with PATIENCE; once ASKED_TO_STOP says
   // so, for k_stop_grace more at most), then sent within BUDGET; what was lost is said.
-  void finish(const std::string& end, int status, Millis patience, Millis budget,
+  void drain(const std::string& end, int status, Millis patience, Millis budget,
               const std::function<bool()>& asked_to_stop);
 
-  RunOutput(const RunOptions& options, std::shared_ptr<OutputKeeper> keeper);
+  OutputRelay(const RunOptions& options, std::shared_ptr<OutputSender> sender);
 
 private:
   const RunOptions& options_;
   // Shared with the capture's thread, which hands it every byte (and may outlive the run).
-  std::shared_ptr<OutputKeeper> keeper_;
+  std::shared_ptr<OutputSender> sender_;
   bool keeping_ = false;  // its thread runs
   OutputCapture capture_;
 };

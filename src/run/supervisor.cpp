@@ -30,14 +30,14 @@ constexpr Millis k_group_poll_max{1000};
 // A second SIGTERM or SIGINT at least this long after the first SIGKILLs the command's group.
 constexpr Millis k_second_stop_request_after{1000};
 // How soon to try again when the renewal thread could not be started.
-constexpr Millis k_keeper_retry{100};
+constexpr Millis k_renewals_retry{100};
 
 }  // namespace
 
 Supervisor::Supervisor(const RunOptions& options, const Watched& watched, TimePoint started)
     : options_(options), lease_(watched.lease), signals_(watched.signals),
       terminal_(watched.terminal), heartbeat_(watched.heartbeat), stops_(watched.stops),
-      kill_after_(options.kill_after), keeper_start_at_(watched.lease.start_due()) {
+      kill_after_(options.kill_after), renewals_start_at_(watched.lease.start_due()) {
   if (options.max_run) max_run_at_ = started + *options.max_run;
 }
 
@@ -145,7 +145,7 @@ void Supervisor::notice_guardian(TimePoint now) {
 // The lease, --max-run and the heartbeat hold for the command while anything of its group
 // runs; between attempts the lease and --max-run end the run.
 void Supervisor::decide(TimePoint now) {
-  if (!lease_.started() && now >= keeper_start_at_) start_keeper(now);
+  if (!lease_.started() && now >= renewals_start_at_) start_renewals(now);
   check_lease(now);
   if (max_run_at_ && now >= *max_run_at_ && !stopping()) {
     log(Level::error, {"max_run", key(),
@@ -187,16 +187,16 @@ void Supervisor::on_stop_request() {
 
 // A thread may not start (ulimit -u, out of memory): retry soon. A lease that nothing renews
 // runs out, and the loss path below stops the command in time, so this never goes unsafe.
-void Supervisor::start_keeper(TimePoint now) {
+void Supervisor::start_renewals(TimePoint now) {
   try {
     lease_.start();
   } catch (const std::system_error& e) {
-    if (!keeper_failed_)
+    if (!renewals_failed_)
       log(Level::warning,
           {"renewal_thread", key(),
            std::string("cannot start the renewal thread (") + e.what() + "); retrying"});
-    keeper_failed_ = true;
-    keeper_start_at_ = now + k_keeper_retry;
+    renewals_failed_ = true;
+    renewals_start_at_ = now + k_renewals_retry;
   }
 }
 
@@ -270,7 +270,7 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
 void Supervisor::announce(const RunPhase& phase) {
   lease_.set_phase(phase);
   // The renewals start at once (decide): a phase is news now, not at the first renewal.
-  if (!lease_.started()) keeper_start_at_ = std::min(keeper_start_at_, Clock::now());
+  if (!lease_.started()) renewals_start_at_ = std::min(renewals_start_at_, Clock::now());
 }
 
 // "stopping": the attempt's stop, its first signal SIG, who asked (rlock stop) and when the
@@ -299,7 +299,7 @@ TimePoint Supervisor::next_wake() {
   TimePoint now = Clock::now();
   TimePoint next = now + std::chrono::hours(24);
   if (!lost_) next = std::min(next, loss_threshold());
-  if (!lease_.started()) next = std::min(next, keeper_start_at_);
+  if (!lease_.started()) next = std::min(next, renewals_start_at_);
   if (max_run_at_ && !stopping()) next = std::min(next, *max_run_at_);
   if (!attempt_) return next;
   Attempt& a = *attempt_;

@@ -96,7 +96,7 @@ private:
   bool group_done(TimePoint now);
   void notice_guardian(TimePoint now);
   void decide(TimePoint now);
-  void start_keeper(TimePoint now);
+  void start_renewals(TimePoint now);
   void check_lease(TimePoint now);
   void on_stop_request();
   void begin_stop(RunEnd why, TimePoint kill_at, int sig);
@@ -122,8 +122,8 @@ private:
   Heartbeat* heartbeat_;  // --heartbeat-file, or null
   StopRequests* stops_;   // rlock stop's requests, or null
   const Millis kill_after_;
-  TimePoint keeper_start_at_;
-  bool keeper_failed_ = false;
+  TimePoint renewals_start_at_;
+  bool renewals_failed_ = false;
   std::optional<TimePoint> max_run_at_;
   std::optional<TimePoint> asked_to_stop_at_;  // the first SIGTERM or SIGINT
   std::optional<StopRequest> stop_request_;

@@ -2,7 +2,7 @@
 // time, then joins it, or, when the work is held up (a server or a file system that does not
 // answer), detaches it to end by itself. So whatever the work uses lives in state it shares
 // (a std::shared_ptr its function holds), never in its owner, which may be gone by then.
-// Used for the output capture, the output keeper and rlock stop's listener (docs/ARCHITECTURE.md
+// Used for the output capture, the output sender and rlock stop's listener (docs/ARCHITECTURE.md
 // "Threads and connections").
 #pragma once
 

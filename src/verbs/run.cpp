@@ -200,7 +200,7 @@ public:
     if (::isatty(STDERR_FILENO)) flush_stderr(k_status_line_patience);
     Holder holder = holder_;
     holder.since = WallTime(Millis(got_.taken_ms));
-    output_ = RunOutput::make(options_, connect, got_.fence,
+    output_ = OutputRelay::make(options_, connect, got_.fence,
                               encode_lock_value({lock_->token(), holder, got_.fence,
                                                  options_.ttl.count(), std::nullopt}));
     if (output_ && !output_->start_capture()) output_.reset();
@@ -233,7 +233,7 @@ public:
   // Renews the lease while the command's group runs, and under --retry runs it again while
   // attempts are left and its end is worth another; stops it on loss, --max-run or request.
   AttemptEnd supervise(StopListener::Connect connect) {
-    LeaseKeeper& renewals = hold_->renew(*lock_, options_.ttl, *lease_from_);
+    Renewals& renewals = hold_->renew(*lock_, options_.ttl, *lease_from_);
     connect_ = connect;
     Supervisor supervisor(options_,
                           {renewals, signals_, hold_->terminal(),
@@ -288,7 +288,7 @@ public:
     RunRecord record = record_of(end);
     renew_from_now();
     std::optional<StopRequest> late_stop;
-    output_->finish(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
+    output_->drain(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
                     [&] {
                       if (stops_ && !late_stop) late_stop = stops_->take();
                       return end.asked_to_stop || late_stop ||
@@ -308,7 +308,7 @@ public:
     // The run ended between attempts as the last attempt did: that end is recorded already.
     bool recorded = end.between_attempts && command_ended(end.end);
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours).
-    bool lost_to_another = hold_->renewals().state() == LeaseKeeper::State::not_mine;
+    bool lost_to_another = hold_->renewals().state() == Renewals::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
     // Each step gets what is left of one budget, sent again through a restart or a failover.
     TimePoint give_up = Clock::now() + (redis_away ? k_quick_attempt : k_end_budget);
@@ -331,7 +331,7 @@ public:
     if (options_.history_length > 0 && !recorded)
       history = history_entry(options_.key, record, options_.history_length, options_.retention);
     if (command_ended(end.end))
-      hold_->lock().finish(options_.min_hold, &history, left());
+      hold_->lock().give_back(options_.min_hold, &history, left());
     else if (end.end == RunEnd::lost)
       hold_->lock().release_lost(&history, left());
     else
@@ -432,7 +432,7 @@ private:
       } catch (const Error&) {
         hold_->stop_renewals();
       }
-    if (auto done = period_->finish(*on, record, give_up); !done)
+    if (auto done = period_->record_end(*on, record, give_up); !done)
       log_warning(options_.key + ": could not record the end of this period's run (" +
                   done.failure().message + "); --retry-failed would take it for lost");
   }
@@ -463,11 +463,11 @@ private:
     return nullptr;
   }
 
-  // The renewal thread starts at its first renewal (LeaseKeeper::start_due); a run that goes on
+  // The renewal thread starts at its first renewal (Renewals::start_due); a run that goes on
   // after its command ended starts it now. A thread that cannot start is said: the lease then
   // runs out, and the release says so.
   void renew_from_now() {
-    LeaseKeeper& renewals = hold_->renewals();
+    Renewals& renewals = hold_->renewals();
     if (renewals.started()) return;
     try {
       renewals.start();
@@ -498,7 +498,7 @@ private:
   std::optional<PeriodGuard> period_;
   // Declared before hold_, so that on an early way out the command's group is killed before
   // its output's capture is abandoned.
-  std::unique_ptr<RunOutput> output_;
+  std::unique_ptr<OutputRelay> output_;
   std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
   TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
@@ -548,8 +548,8 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
       Run run(options, *redis, std::move(heartbeat), signals, report);
       if (auto status = run.take()) return *status;
       if (auto status = run.claim_period()) return *status;
-      // rlock stop's listener and the output's keeper connect on their own threads, with
-      // settings of their own: the threads may outlive this frame (StopListener, OutputKeeper).
+      // rlock stop's listener and the output's sender connect on their own threads, with
+      // settings of their own: the threads may outlive this frame (StopListener, OutputSender).
       StopListener::Connect connect = [global] { return connect_redis(global, true); };
       if (auto status = run.start_command(argv, program, connect)) return *status;
       return run.finish(run.supervise(connect));

@@ -50,7 +50,7 @@ TEST_CASE("with the defaults, SIGKILL lands before the key expires on the server
 TEST_CASE("the loss policy: the command goes on until kill-after before the end") {
   using Act = LossVerdict::Act;
   using Why = LossVerdict::Why;
-  using State = LeaseKeeper::State;
+  using State = Renewals::State;
   const TimePoint deadline = TimePoint{} + 30s;
   const Millis kill_after = 5s;
   auto judge = [&](State state, TimePoint now, bool ignore = false) {
