@@ -13,7 +13,7 @@
 
 #include "cli/command_line.h"
 #include "lock/lock.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "redis/tls.h"
 #include "settings/config_file.h"
 #include "settings/settings.h"

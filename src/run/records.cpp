@@ -13,7 +13,7 @@
 #include "lock/lock.h"
 #include "lock/pause.h"
 #include "lock/stop_request.h"
-#include "output/output_text.h"
+#include "print/print_text.h"
 #include "process/bounded_call.h"
 #include "process/child.h"
 #include "redis/redis.h"

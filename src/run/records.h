@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lock/history.h"
-#include "output/metrics.h"
+#include "print/metrics.h"
 #include "process/child.h"
 #include "run/supervisor.h"
 #include "run/wait.h"

@@ -7,7 +7,7 @@
 #include <system_error>
 
 #include "lock/lease.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/heartbeat.h"
 #include "process/process_group.h"
 #include "process/signals.h"

@@ -8,7 +8,7 @@
 
 #include "lock/lock.h"
 #include "lock/pause.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/signals.h"
 #include "process/terminal.h"
 #include "util/log.h"

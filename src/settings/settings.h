@@ -48,7 +48,7 @@ struct Resolved;
 class SettingValue;
 
 // One setting, said once: the command line's option (cli.cpp), the config file's key
-// (config_file.cpp), `rlock config` (output.cpp, output_json.cpp) and the typed option
+// (config_file.cpp), `rlock config` (print.cpp, print_json.cpp) and the typed option
 // (resolve_settings) are all made from this.
 struct SettingInfo {
   const char* name;          // the long flag without "--", and the config file's key

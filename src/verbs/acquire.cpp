@@ -4,7 +4,7 @@
 
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/keeper_link.h"
 #include "process/pid_watch.h"
 #include "process/signals.h"

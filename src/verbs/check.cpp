@@ -2,7 +2,7 @@
 // succeeded within the period, else 1 with one line saying what the last runs were (check.h).
 #include "lock/check.h"
 
-#include "output/output.h"
+#include "print/print.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

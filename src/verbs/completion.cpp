@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "output/output.h"
+#include "print/print.h"
 #include "util/error.h"
 #include "verbs/command.h"
 

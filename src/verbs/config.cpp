@@ -1,5 +1,5 @@
 // rlock config: the effective configuration, value by value, with where each came from.
-#include "output/output.h"
+#include "print/print.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

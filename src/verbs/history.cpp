@@ -1,7 +1,7 @@
 // rlock history KEY: the latest runs of a key, from its history stream (history.h).
 #include "lock/history.h"
 
-#include "output/output.h"
+#include "print/print.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

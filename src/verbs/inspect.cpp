@@ -1,6 +1,6 @@
 // rlock inspect KEY: everything known about one lock.
 #include "lock/lock_state.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

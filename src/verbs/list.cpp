@@ -1,6 +1,6 @@
 // rlock list [PATTERN]: every lock under the prefix, found with SCAN, printed as it is read.
 #include "lock/lock_state.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "util/text.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

@@ -5,8 +5,8 @@
 
 #include "lock/kept_output.h"
 #include "lock/lock_state.h"
-#include "output/output.h"
-#include "output/output_text.h"
+#include "print/print.h"
+#include "print/print_text.h"
 #include "settings/options.h"
 #include "util/byte_size.h"
 #include "util/log.h"

@@ -7,7 +7,7 @@
 
 #include "lock/history.h"
 #include "lock/lock_value.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

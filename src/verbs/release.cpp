@@ -2,7 +2,7 @@
 #include "lock/history.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/keeper_link.h"
 #include "util/log.h"
 #include "verbs/command.h"

@@ -1,7 +1,7 @@
 // rlock reset-period KEY --once-per PERIOD: lets a --once-per job run again this period, by
 // forgetting the period's run (recorded in the history, so the next reader knows why).
 #include "lock/history.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

@@ -1,7 +1,7 @@
 // rlock resume KEY: end KEY's pause (pause.h) before its time.
 #include "lock/history.h"
 #include "lock/pause.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "util/log.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"

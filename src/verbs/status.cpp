@@ -1,6 +1,6 @@
 // rlock status KEY...: one line per key: free, or held by whom, for how long, until when.
 #include "lock/lock_state.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 

@@ -6,7 +6,7 @@
 #include "lock/lock.h"
 #include "lock/lock_value.h"
 #include "lock/stop_request.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/signals.h"
 #include "run/wait.h"
 #include "util/log.h"

@@ -4,7 +4,7 @@
 
 #include "lock/lock_value.h"
 #include "lock/pause.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/signals.h"
 #include "util/log.h"
 

@@ -13,7 +13,7 @@
 
 #include "lock/lock.h"
 #include "lock/lock_watch.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "process/signals.h"
 #include "redis/connection.h"
 #include "run/wait.h"

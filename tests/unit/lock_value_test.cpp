@@ -8,7 +8,7 @@
 
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "output/output.h"
+#include "print/print.h"
 #include "util/proc_stat.h"
 #include "util/user_name.h"
 

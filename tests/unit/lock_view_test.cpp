@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "output/lock_view.h"
-#include "output/output_text.h"
+#include "print/lock_view.h"
+#include "print/print_text.h"
 
 using namespace rlock;
 using namespace std::chrono_literals;

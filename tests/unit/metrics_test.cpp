@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "output/metrics.h"
+#include "print/metrics.h"
 
 using namespace rlock;
 

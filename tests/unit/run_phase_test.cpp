@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "lock/run_phase.h"
-#include "output/lock_view.h"
-#include "output/output_phase.h"
+#include "print/lock_view.h"
+#include "print/print_phase.h"
 
 using namespace rlock;
 

@@ -1,4 +1,4 @@
-#include "output/output_text.h"
+#include "print/print_text.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,9 +1,9 @@
-#include "output/output_json.h"
+#include "print/print_json.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "output/output_text.h"
+#include "print/print_text.h"
 #include "util/text.h"
 
 namespace rlock {

@@ -1,5 +1,5 @@
 // Every JSON document rlock writes to stdout (--json), with the stable snake_case fields the
-// man page lists (JSON OUTPUT), each returned as the text to write. output_json.cpp is the only
+// man page lists (JSON OUTPUT), each returned as the text to write. print_json.cpp is the only
 // file that includes nlohmann/json.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "lock/check.h"
 #include "lock/lock_watch.h"
-#include "output/lock_view.h"
+#include "print/lock_view.h"
 #include "settings/settings.h"
 
 namespace rlock {

@@ -1,8 +1,8 @@
 // history and check: a lock's runs, and whether one succeeded in time (or JSON).
 #include <algorithm>
 
-#include "output/output_json.h"
-#include "output/output_text.h"
+#include "print/print_json.h"
+#include "print/print_text.h"
 #include "util/byte_size.h"
 
 namespace rlock {

@@ -1,15 +1,15 @@
 // What every command's output shares: the style, stdout, the escaping of text; acquire's and
-// config's output. The other commands' are in output_locks.cpp (status, list),
-// output_inspect.cpp, output_history.cpp (history, check) and output_watch.cpp; every JSON
-// document in output_json.cpp.
-#include "output/output.h"
+// config's output. The other commands' are in print_locks.cpp (status, list),
+// print_inspect.cpp, print_history.cpp (history, check) and print_watch.cpp; every JSON
+// document in print_json.cpp.
+#include "print/print.h"
 
 #include <unistd.h>
 
 #include <cstdlib>
 
-#include "output/output_json.h"
-#include "output/output_text.h"
+#include "print/print_json.h"
+#include "print/print_text.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/sha1.h"

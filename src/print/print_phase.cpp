@@ -1,6 +1,6 @@
-#include "output/output_phase.h"
+#include "print/print_phase.h"
 
-#include "output/output.h"
+#include "print/print.h"
 #include "util/duration.h"
 
 namespace rlock {

@@ -1,6 +1,6 @@
 // The pieces of text that several commands' output shares (output_*.cpp): a holder, a ttl, a
 // run's result, a tombstone, a lock's state word and status line, rows under labels. Inside
-// the output module only: the verbs print through output.h.
+// the print module only: the verbs print through print.h.
 #pragma once
 
 #include <string>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "lock/history.h"
-#include "output/lock_view.h"
-#include "output/output.h"
+#include "print/lock_view.h"
+#include "print/print.h"
 
 namespace rlock {
 

@@ -1,7 +1,7 @@
 // inspect: everything known about one lock, a row per fact under its label (or JSON).
-#include "output/output_json.h"
-#include "output/output_phase.h"
-#include "output/output_text.h"
+#include "print/print_json.h"
+#include "print/print_phase.h"
+#include "print/print_text.h"
 
 namespace rlock {
 

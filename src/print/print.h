@@ -1,8 +1,8 @@
 // How rlock speaks to people and to programs: text lines, or one JSON document (--json) with
 // stable snake_case fields (man page, JSON OUTPUT). The verbs print only through here. What
 // status, list, inspect and watch show of a lock is judged once (LockView, lock_view.h), then
-// formatted as text (output_locks.cpp, output_inspect.cpp, output_watch.cpp) or JSON
-// (output_json.cpp, the only file that includes nlohmann/json).
+// formatted as text (print_locks.cpp, print_inspect.cpp, print_watch.cpp) or JSON
+// (print_json.cpp, the only file that includes nlohmann/json).
 #pragma once
 
 #include <optional>

@@ -1,6 +1,6 @@
 // watch: the first line, then one timestamped line per event (or one JSON object a line).
-#include "output/output_json.h"
-#include "output/output_text.h"
+#include "print/print_json.h"
+#include "print/print_text.h"
 
 namespace rlock {
 

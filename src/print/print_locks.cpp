@@ -1,9 +1,9 @@
 // status and list: one line per lock (or {"locks": [...]}); the holder as a busy run names it.
 #include <algorithm>
 
-#include "output/output_json.h"
-#include "output/output_phase.h"
-#include "output/output_text.h"
+#include "print/print_json.h"
+#include "print/print_phase.h"
+#include "print/print_text.h"
 
 namespace rlock {
 

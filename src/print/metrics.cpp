@@ -1,4 +1,4 @@
-#include "output/metrics.h"
+#include "print/metrics.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

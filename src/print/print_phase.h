@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "output/lock_view.h"
+#include "print/lock_view.h"
 
 namespace rlock {
 

@@ -1,4 +1,4 @@
-#include "output/lock_view.h"
+#include "print/lock_view.h"
 
 #include <algorithm>
 
