@@ -211,6 +211,16 @@ struct OutputSender::State {
   size_t marks_sent = 0;
 
   void run();
+  // The run's entry in the index of kept runs: the failure, if it is not known to be there.
+  std::optional<Failure> enter(Redis& redis);
+  // One round of sends, begun at NEXT_SEND at the earliest (then the next round's time): OVER
+  // once the end is sent or the run was pushed out of those kept; FAILED when a command was
+  // not (known to be) taken.
+  struct Round {
+    bool over = false;
+    std::optional<Failure> failed;
+  };
+  Round send_round(Redis& redis, TimePoint& next_send);
   // BYTES of STREAM, next in the output (mutex held).
   void add(int stream, std::string_view bytes);
   // The pending bytes from FROM to TO were dropped unsent (mutex held).
@@ -317,6 +327,66 @@ bool OutputSender::State::wait_to_retry(std::unique_lock<std::mutex>& lock, Mill
   return Clock::now() < finish_by;
 }
 
+std::optional<Failure> OutputSender::State::enter(Redis& redis) {
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    call_begins();
+  }
+  auto r = eval(redis, scripts::output_start, {index, last_output},
+                {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
+                 kept_output_key(key, "output-")},
+                call_deadline(redis));
+  std::lock_guard<std::mutex> guard(mutex);
+  call_ended(static_cast<bool>(r));
+  if (!r) return r.failure();
+  return std::nullopt;
+}
+
+OutputSender::State::Round OutputSender::State::send_round(Redis& redis, TimePoint& next_send) {
+  std::vector<OutputPiece> batch;
+  bool with_end = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    // What was left of the round was dropped while its last command was on its way.
+    if (sending_since && !ending && !round_left()) call_ended(true);
+    if (!sending_since) {
+      // A round begins once there is output (or an attempt's mark) and its time has come: it
+      // sends all that is pending now, and what comes meanwhile waits for the next round.
+      wake.wait(lock, [this] { return ending || !pending.empty() || !marks.empty(); });
+      if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
+      call_begins();
+      round_end = pending.end();
+      next_send = Clock::now() + k_send_every;
+    }
+    batch = next_batch();
+    with_end = ending && flight_end == pending.end();
+  }
+  auto r = send(redis, std::move(batch), with_end, call_deadline(redis));
+  std::lock_guard<std::mutex> guard(mutex);
+  if (r) {
+    pending.drop_to(flight_end);
+    confirmed = flight_end;
+    marks.erase(marks.begin(), marks.begin() + static_cast<std::ptrdiff_t>(marks_sent));
+    marks_sent = 0;
+  } else {
+    // Not sent, or not known to be: what pending still has of it is sent again (the script
+    // adds no entry twice), and what it dropped meanwhile is lost.
+    skipped += flight_dropped;
+    missed += flight_dropped;
+  }
+  flight_end = flight_dropped = 0;
+  // What was dropped while a round failed, or took so long that Redis is slow, is said.
+  if (!r || r->integer == -1 || with_end || !round_left()) call_ended(static_cast<bool>(r));
+  if (!r) return Round{false, r.failure()};
+  if (r->integer == -1) {
+    pushed_out = true;
+    return Round{true, std::nullopt};
+  }
+  failing = false;
+  end_sent = with_end;
+  return Round{with_end, std::nullopt};
+}
+
 void OutputSender::State::run() {
   std::unique_ptr<Redis> redis;
   try {
@@ -331,75 +401,17 @@ void OutputSender::State::run() {
   TimePoint next_send{};
   Millis retry = k_retry_first;
   for (;;) {
-    std::optional<Failure> failed;
-    if (!entered) {
-      // The run's entry first: a Redis frozen meanwhile holds up this call as it would a send.
-      {
-        std::lock_guard<std::mutex> guard(mutex);
-        call_begins();
-      }
-      auto r = eval(*redis, scripts::output_start, {index, last_output},
-                    {fence, member, std::to_string(k_kept_runs), std::to_string(retention.count()),
-                     kept_output_key(key, "output-")},
-                    call_deadline(*redis));
-      {
-        std::lock_guard<std::mutex> guard(mutex);
-        call_ended(static_cast<bool>(r));
-      }
-      if (r)
-        entered = true;
-      else
-        failed = r.failure();
-    }
-    if (entered) {
-      std::vector<OutputPiece> batch;
-      bool with_end = false;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        // What was left of the round was dropped while its last command was on its way.
-        if (sending_since && !ending && !round_left()) call_ended(true);
-        if (!sending_since) {
-          // A round begins once there is output (or an attempt's mark) and its time has come:
-          // it sends all that is pending now, and what comes meanwhile waits for the next round.
-          wake.wait(lock, [this] { return ending || !pending.empty() || !marks.empty(); });
-          if (!ending) wake.wait_until(lock, next_send, [this] { return ending; });
-          call_begins();
-          round_end = pending.end();
-          next_send = Clock::now() + k_send_every;
-        }
-        batch = next_batch();
-        with_end = ending && flight_end == pending.end();
-      }
-      auto r = send(*redis, std::move(batch), with_end, call_deadline(*redis));
-      std::lock_guard<std::mutex> guard(mutex);
-      if (r) {
-        pending.drop_to(flight_end);
-        confirmed = flight_end;
-        marks.erase(marks.begin(), marks.begin() + static_cast<std::ptrdiff_t>(marks_sent));
-        marks_sent = 0;
-      } else {
-        // Not sent, or not known to be: what pending still has of it is sent again (the
-        // script adds no entry twice), and what it dropped meanwhile is lost.
-        skipped += flight_dropped;
-        missed += flight_dropped;
-      }
-      flight_end = flight_dropped = 0;
-      // What was dropped while a round failed, or took so long that Redis is slow, is said.
-      if (!r || r->integer == -1 || with_end || !round_left()) call_ended(static_cast<bool>(r));
-      if (r && r->integer == -1) {
-        pushed_out = true;
-        return;
-      }
-      if (r) {
-        failing = false;
+    // The run's entry first: a Redis frozen meanwhile holds up that call as it would a send.
+    std::optional<Failure> failed = entered ? std::nullopt : enter(*redis);
+    if (!failed) {
+      entered = true;
+      Round round = send_round(*redis, next_send);
+      if (round.over) return;
+      failed = round.failed;
+      if (!failed) {
         retry = k_retry_first;
-        if (with_end) {
-          end_sent = true;
-          return;
-        }
         continue;
       }
-      failed = r.failure();
     }
     std::unique_lock<std::mutex> lock(mutex);
     failing = true;
