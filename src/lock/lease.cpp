@@ -7,6 +7,7 @@
 
 #include "lock/lock.h"
 #include "util/error.h"
+#include "util/background_thread.h"
 #include "util/log.h"
 #include "util/resources.h"
 
@@ -36,6 +37,7 @@ Renewals::Renewals(Lock& lock, Millis ttl, TimePoint acquire_sent, Observer on_r
 Renewals::~Renewals() { stop(); }
 
 void Renewals::start() {
+  AllSignalsBlocked blocked;  // rlock's signals are the main thread's
   thread_ = std::thread([this] { run(); });
 }
 
@@ -48,16 +50,17 @@ void Renewals::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Renewals::set_phase(const RunPhase& phase) {
+bool Renewals::set_phase(const RunPhase& phase) {
   {
     std::lock_guard<std::mutex> guard(mu_);
     // Running, and never anything else: nothing to say.
-    if (phase.kind == RunPhase::Kind::running && phase_generation_ == 0) return;
+    if (phase.kind == RunPhase::Kind::running && phase_generation_ == 0) return false;
     phase_ = phase;
     ++phase_generation_;
     phase_changed_ = true;
   }
   cv_.notify_all();
+  return true;
 }
 
 // What the renewal sent at SENT says of the phase: the newest when it was not sent yet (its

@@ -70,8 +70,9 @@ public:
   virtual bool started() const = 0;
   virtual void start() = 0;
   // What the run is doing (run_phase.h), for status to show: sent with the next renewal, made
-  // at once by renewals that run. Never blocks on Redis.
-  virtual void set_phase(const RunPhase& phase) = 0;
+  // at once by renewals that run. Never blocks on Redis. False when it is no news (running,
+  // and never anything else): nothing to send.
+  virtual bool set_phase(const RunPhase& phase) = 0;
 };
 
 class Renewals : public Lease {
@@ -95,7 +96,7 @@ public:
   bool started() const override { return thread_.joinable(); }
   // Stops renewing and joins the thread; the Lock is the caller's again afterwards.
   void stop();
-  void set_phase(const RunPhase& phase) override;
+  bool set_phase(const RunPhase& phase) override;
 
   TimePoint deadline() const override { return TimePoint(TimePoint::duration(deadline_.load())); }
   State state() const override { return static_cast<State>(state_.load()); }

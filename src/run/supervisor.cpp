@@ -268,9 +268,10 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
 }
 
 void Supervisor::announce(const RunPhase& phase) {
-  lease_.set_phase(phase);
-  // The renewals start at once (decide): a phase is news now, not at the first renewal.
-  if (!lease_.started()) renewals_start_at_ = std::min(renewals_start_at_, Clock::now());
+  // News starts the renewals at once (decide): it is for now, not for the first renewal. A run
+  // that only ever runs never starts them before their time (Renewals::start_due).
+  if (lease_.set_phase(phase) && !lease_.started())
+    renewals_start_at_ = std::min(renewals_start_at_, Clock::now());
 }
 
 // "stopping": the attempt's stop, its first signal SIG, who asked (rlock stop) and when the

@@ -2,12 +2,21 @@
 
 namespace rlock {
 
+AllSignalsBlocked::AllSignalsBlocked() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old_);
+}
+
+AllSignalsBlocked::~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
 BackgroundThread::~BackgroundThread() {
   if (running()) (void)join_by(Clock::now());
 }
 
 void BackgroundThread::start(std::function<void()> work) {
   auto done = std::make_shared<Done>();
+  AllSignalsBlocked blocked;
   thread_ = std::thread([done, work = std::move(work)] {
     work();
     std::lock_guard<std::mutex> guard(done->mutex);

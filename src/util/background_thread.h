@@ -6,6 +6,8 @@
 // "Threads and connections").
 #pragma once
 
+#include <signal.h>
+
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -16,6 +18,20 @@
 
 namespace rlock {
 
+// Every signal blocked in this thread while it lives, so that a thread made meanwhile inherits
+// that mask: rlock's signals (its signalfd, job control's sigtimedwait) are never taken by one
+// of its threads, whenever it was made (docs/ARCHITECTURE.md "Threads and connections").
+class AllSignalsBlocked {
+public:
+  AllSignalsBlocked();
+  ~AllSignalsBlocked();
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+
+private:
+  sigset_t old_;
+};
+
 class BackgroundThread {
 public:
   BackgroundThread() = default;
@@ -24,7 +40,7 @@ public:
   BackgroundThread(const BackgroundThread&) = delete;
   BackgroundThread& operator=(const BackgroundThread&) = delete;
 
-  // Runs WORK on a thread of its own. Throws std::system_error when it cannot start (ulimit -u,
+  // Runs WORK on a thread of its own, every signal blocked. Throws std::system_error when it cannot start (ulimit -u,
   // out of memory): nothing runs then.
   void start(std::function<void()> work);
   // Started, and neither joined nor detached yet.

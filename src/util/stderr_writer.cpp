@@ -1,5 +1,7 @@
 #include "util/stderr_writer.h"
 
+#include "util/background_thread.h"
+
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -96,16 +98,13 @@ void writer_main(Queue* q) {
 // events read in its main loop (process/signals.h), and a thread that left one unblocked would
 // take it with its default action (the death of rlock, lock held).
 void start_writer(Queue& q) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
+  AllSignalsBlocked blocked;
   try {
     q.writer = std::thread(writer_main, &q);
     q.started = true;
   } catch (const std::system_error&) {
     // No thread to be had (ulimit -u, memory): the text waits; flush_stderr() writes it.
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 // A forked child (a --password-command's, the keeper's) has no writer thread, and what is

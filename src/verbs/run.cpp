@@ -56,7 +56,8 @@ public:
       SignalEvents& signals, RunReport& report)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)), signals_(signals),
         report_(report), lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
-        holder_(current_holder(command_name(options))), metrics_(options) {}
+        holder_(current_holder(command_name(options))),
+        command_timeout_(lock_->command_timeout()), metrics_(options) {}
 
   ~Run() {
     report_ = {end_, 0, held_time_, got_.fence, holder_.host, last_attempt_, end_recorded_};
@@ -131,7 +132,7 @@ public:
     StartRecord start{options_.history_length, options_.retention, start_fields(holder_),
                       Clock::now() - got_.waited};
     auto claim =
-        period_->claim(holder_, got_.fence, start, Clock::now() + lock_->command_timeout());
+        period_->claim(holder_, got_.fence, start, Clock::now() + command_timeout_);
     if (claim && claim->claimed) return started(claim->start);
     hold_->lock().release();
     if (!claim) {
@@ -152,7 +153,7 @@ public:
     if (!options_.once_per) return std::optional<int>{};
     PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
                        options_.retry_failed);
-    Millis bound = lock_->command_timeout();
+    Millis bound = command_timeout_;
     if (options_.wait) bound = std::min(bound, std::max(*options_.wait, k_last_attempt_floor));
     auto done = period.finished_run(Clock::now() + bound);
     if (!done && done.failure().kind == Failure::Kind::timeout) return done.failure();
@@ -288,7 +289,7 @@ public:
     RunRecord record = record_of(end);
     renew_from_now();
     std::optional<StopRequest> late_stop;
-    output_->drain(record.end, record.exit_status, options_.kill_after, lock_->command_timeout(),
+    output_->drain(record.end, record.exit_status, options_.kill_after, command_timeout_,
                     [&] {
                       if (stops_ && !late_stop) late_stop = stops_->take();
                       return end.asked_to_stop || late_stop ||
@@ -407,7 +408,7 @@ private:
   // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
   // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
   bool still_held() {
-    auto held = side_lock().holds(Clock::now() + lock_->command_timeout());
+    auto held = side_lock().holds(Clock::now() + command_timeout_);
     return !held || *held;
   }
 
@@ -490,6 +491,8 @@ private:
   RunReport& report_;
   std::unique_ptr<Lock> lock_;
   const Holder holder_;
+  // The lock's, read once: its Redis is the renewal thread's while renewals run.
+  const Millis command_timeout_;
   MetricsRecorder metrics_;
   Obtained got_{};
   std::optional<RunEnd> end_;            // how the run ended; none: an error kept it from running

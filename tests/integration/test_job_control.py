@@ -100,14 +100,22 @@ class JobControl(RedisTestCase):
         time.sleep(STILL)  # pacing: see STILL
         self.assertEqual(self.tick_count(), n, "the command ran while it should be stopped")
 
-    def ticking(self, ttl="30s"):
-        return f"$R run --ttl {ttl} k -- sh -c '{TICKS.format(ticks=self.ticks)}'"
+    def ticking(self, ttl="30s", options=""):
+        return f"$R run --ttl {ttl} {options} k -- sh -c '{TICKS.format(ticks=self.ticks)}'"
 
     def held(self):
         return self.server.cmd("GET", "k") is not None
 
     def test_ctrl_z_stops_both_and_fg_continues_both(self):
-        self.term.line(self.ticking())
+        self.ctrl_z_then_fg(self.ticking())
+
+    def test_ctrl_z_and_fg_with_the_output_kept(self):
+        # rlock's threads (the output's capture and sender) must not take the SIGCONT of fg,
+        # which rlock itself waits for to continue the command.
+        self.ctrl_z_then_fg(self.ticking(options="--keep-output 64k"))
+
+    def ctrl_z_then_fg(self, command):
+        self.term.line(command)
         self.assert_ticking()
         self.term.keys("C-z")
         self.term.wait_screen("Stopped")

@@ -49,6 +49,28 @@ class SignalForwarding(RedisTestCase):
                 self.assertEqual(lines(log), [sig.name[3:]])
                 self.assert_no_lock("k")
 
+    def test_sigtstp_and_sigcont_reach_rlock_not_its_threads(self):
+        # With the output kept, rlock has threads (the capture, the sender): a stop signal
+        # must stop the command as rlock's own event, and SIGCONT continue it, whichever
+        # thread the kernel offers them to.
+        ticks = self.path("ticks")
+        p = self.start(["run", "--keep-output", "64k", "k", "--", "sh", "-c",
+                        f"while :; do echo x >> {ticks}; sleep 0.02; done"])
+        wait_until(lambda: len(lines(ticks)) > 2, 10, "the command to tick")
+        os.kill(p.pid, signal.SIGTSTP)
+
+        def still():
+            n = len(lines(ticks))
+            time.sleep(0.3)  # pacing: a running command ticks 15 times meanwhile
+            return len(lines(ticks)) == n
+        wait_until(still, 10, "the command to stop with rlock's SIGTSTP")
+        os.kill(p.pid, signal.SIGCONT)
+        n = len(lines(ticks))
+        wait_until(lambda: len(lines(ticks)) > n + 2, 10, "the command to go on after SIGCONT")
+        os.kill(p.pid, signal.SIGTERM)
+        self.assertEqual(p.wait(timeout=10), 143)
+        self.assert_no_lock("k")
+
     def test_every_signal_that_ends_a_process_reaches_the_command(self):
         # An operator's kill -ALRM, a parent's alarm() inherited across exec, a supervisor's
         # timer: each used to kill rlock and leave the key for its whole ttl. Each reaches the

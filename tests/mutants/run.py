@@ -776,6 +776,13 @@ MUTANTS = [
        "redis.call('HDEL', phases, token)",
        "")],
      ['test_run_phase.RunPhase.test_a_stop_under_way_shows_who_asked_and_when_kill_is_due']),
+    ("rlock's threads take the signals rlock waits for",
+     [("src/util/background_thread.cpp", "  AllSignalsBlocked blocked;\n", "")],
+     ['test_run_signals.SignalForwarding.test_sigtstp_and_sigcont_reach_rlock_not_its_threads']),
+    ("a run that only runs starts its renewal thread at once",
+     [("src/run/supervisor.cpp", "  if (lease_.set_phase(phase) && !lease_.started())",
+       "  if ((lease_.set_phase(phase) || true) && !lease_.started())")],
+     ['unit']),
 ]
 
 

@@ -100,10 +100,19 @@ public:
   State state() const override { return now; }
   int wake_fd() const override { return wake.read.get(); }
   void drain_wakeups() override { wake.drain(); }
-  TimePoint start_due() const override { return Clock::now(); }
-  bool started() const override { return true; }
-  void start() override {}
-  void set_phase(const RunPhase& phase) override { phases.push_back(phase); }
+  // The renewal thread: due at once and started, unless a test says otherwise.
+  std::optional<TimePoint> due;
+  bool running = true;
+  TimePoint start_due() const override { return due.value_or(Clock::now()); }
+  bool started() const override { return running; }
+  void start() override { running = true; }
+  // As Renewals: "running", when nothing else was ever said, is no news.
+  bool set_phase(const RunPhase& phase) override {
+    phases.push_back(phase);
+    news = news || phase.kind != RunPhase::Kind::running;
+    return news;
+  }
+  bool news = false;
   std::vector<RunPhase> phases;  // every phase the supervisor announced, in order
   // A renewal found the lock another's: the keeper says so through its wake pipe.
   void lose() {
@@ -162,6 +171,17 @@ TEST_CASE("an attempt that exits is its own end") {
   CHECK(end.status == 3);
   CHECK(!end.asked_to_stop);
   CHECK(s.group.got.empty());
+}
+
+TEST_CASE("a command that ends before the first renewal starts no renewal thread") {
+  Setup s;
+  s.lease.due = Clock::now() + std::chrono::hours(1);
+  s.lease.running = false;
+  Supervisor sv = s.make();
+  s.group.end(0);
+  AttemptEnd end = sv.watch(s.group);
+  CHECK(end.end == RunEnd::exited);
+  CHECK(!s.lease.running);
 }
 
 TEST_CASE("a signal to rlock is forwarded to the group and asks the run to stop") {
