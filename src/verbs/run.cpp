@@ -254,6 +254,7 @@ public:
         log(Level::error,
             {"lost", options_.key, "lock lost between attempts: no more attempts"});
         end.end = RunEnd::lost;
+        not_ours_ = true;  // Redis said so: not a lease that ran out on an absent Redis
         break;
       }
       Child* next = start_next();
@@ -309,7 +310,7 @@ public:
     // The run ended between attempts as the last attempt did: that end is recorded already.
     bool recorded = end.between_attempts && command_ended(end.end);
     // Redis away: the lease ran out on it (rather than an answer that the lock is not ours).
-    bool lost_to_another = hold_->renewals().state() == Renewals::State::not_mine;
+    bool lost_to_another = not_ours_ || hold_->renewals().state() == Renewals::State::not_mine;
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
     // Each step gets what is left of one budget, sent again through a restart or a failover.
     TimePoint give_up = Clock::now() + (redis_away ? k_quick_attempt : k_end_budget);
@@ -507,6 +508,7 @@ private:
   TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
   int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
   bool end_recorded_ = true;       // false: Redis could not be reached to record the end
+  bool not_ours_ = false;          // --retry: Redis said the lock was not ours between attempts
   StopListener::Connect connect_;  // for side_lock()
   std::unique_ptr<Redis> side_redis_;
   std::unique_ptr<Lock> side_lock_;

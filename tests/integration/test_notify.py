@@ -467,6 +467,18 @@ class Retry(RedisTestCase):
         self.assertEqual([(e.get("attempt"), e["end"]) for e in self.attempts()],
                          [("1", "exited"), (None, "forced-release"), ("2", "lost")])
 
+    def test_a_lock_broken_between_attempts_is_recorded_broken_by_whom(self):
+        p = self.start(["run", "--retry", "3", "--retry-delay", "2s", "job", "--", "false"])
+        wait_until(lambda: len(self.attempts()) == 1 and self.attempts()[0]["end"] == "exited",
+                   10, "the first attempt's end")
+        r = self.run_rlock(["release", "--force", "--reason", "hung job", "job"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p.wait(timeout=20)
+        self.assertEqual(p.returncode, 76, p.stderr.read())
+        last = self.attempts()[-1]
+        self.assertEqual((last.get("attempt"), last["end"], last.get("reason")),
+                         ("2", "broken", "hung job"))
+
     def test_max_run_bounds_all_attempts(self):
         started = time.monotonic()
         r = self.run_rlock(["run", "--retry", "100", "--retry-delay", "300ms", "--max-run", "2s",

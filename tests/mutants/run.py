@@ -783,6 +783,10 @@ MUTANTS = [
      [("src/run/supervisor.cpp", "  if (lease_.set_phase(phase) && !lease_.started())",
        "  if ((lease_.set_phase(phase) || true) && !lease_.started())")],
      ['unit']),
+    ("a lock broken between attempts recorded as lost to an absent Redis",
+     [("src/verbs/run.cpp", "    bool lost_to_another = not_ours_ || hold_",
+       "    bool lost_to_another = hold_")],
+     ['test_notify.Retry.test_a_lock_broken_between_attempts_is_recorded_broken_by_whom']),
 ]
 
 
