@@ -113,7 +113,7 @@ struct FoundLocks {
   std::vector<Redis*> servers;
   std::vector<FoundLock> locks;  // sorted by key, each key once
   bool all = false;              // free locks too (list --all)
-  // When the holders last printed too (list --last-output): a command more a lock, which
+  // When the holders last printed too (list --last-output): one more command per lock, which
   // list spares otherwise (docs/PERFORMANCE.md "Footprint and list").
   bool last_output = false;
 };
