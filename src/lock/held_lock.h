@@ -1,7 +1,7 @@
 // A lock this process holds (rlock run): given back when the HeldLock goes out of scope, on
 // every way out of the run (an early return, an exception), unless it was given back, kept
 // for --min-hold or found lost before. The end of a run hands it over explicitly (release,
-// finish, forget), with the run's history entry riding the release's round trip.
+// give_back, forget), with the run's history entry riding the release's round trip.
 #pragma once
 
 #include <optional>

@@ -39,7 +39,7 @@ constexpr size_t k_send_least = 256 * 1024;
 constexpr Millis k_end_retry{50};
 // Once sending failed (Redis away), what the end of the run gives the last send.
 constexpr Millis k_failing_finish{300};
-// How long finish() waits past its deadline for the thread's last call to give up.
+// How long send_end() waits past its deadline for the thread's last call to give up.
 constexpr Millis k_finish_margin{100};
 
 std::string stream_key(const std::string& key, int64_t fence) {

@@ -33,7 +33,7 @@ enum class Way {
   fifo,    // a pipe that could not be opened again: PIPE_BUF at a time, once poll says so
 };
 
-// While finish() waits, how often it looks whether rlock was asked to stop.
+// While drain() waits, how often it looks whether rlock was asked to stop.
 constexpr Millis k_finish_look{50};
 
 int64_t ns_of(TimePoint t) {
@@ -139,8 +139,8 @@ struct OutputCapture::State {
   int command_fd[3] = {-1, -1, -1};
   bool terminal[3] = {false, false, false};
   Fd wake_read, wake_write;
-  std::atomic<int64_t> finish_ns{0};    // when finish() began; 0: not yet
-  std::atomic<int64_t> patience_ms{0};  // finish()'s
+  std::atomic<int64_t> finish_ns{0};    // when drain() began; 0: not yet
+  std::atomic<int64_t> patience_ms{0};  // drain()'s
   std::atomic<int64_t> progress_ns{0};  // when a byte last moved
   std::atomic<bool> abandon{false};     // give up now (rlock was asked to stop)
   uint64_t dropped = 0;                 // once run() has returned
