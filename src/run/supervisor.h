@@ -80,6 +80,9 @@ private:
   };
   // The attempt being watched.
   struct Attempt {
+    // Declared: clang takes a nested class with default member initializers for one that
+    // cannot be made by default while the class around it is incomplete (optional::emplace).
+    Attempt() {}
     ProcessGroup* group = nullptr;
     std::optional<int> status;  // once the command has exited
     bool signalled = false;
