@@ -17,6 +17,9 @@ import unittest
 # session or was re-parented to init, so that teardown finds whatever a test left alive.
 TREE_MARK = f"RLOCKTEST_TREE={os.getpid()}.{time.time_ns()}"
 os.environ[TREE_MARK.split("=")[0]] = TREE_MARK.split("=")[1]
+# `run -c` uses $SHELL: pin the one CI has (dash does not exec a list's last command, bash
+# does), so that a test behaves here as it does there.
+os.environ["SHELL"] = "/bin/sh"
 # Servers outlive single tests by design (one per class); everything else must not.
 LONG_LIVED = ("redis-server", "redis-sentinel", "valkey-server", "valkey-sentinel")
 

@@ -122,7 +122,7 @@ class RunPhase(RedisTestCase):
         self.assertEqual(self.server.cmd("EXISTS", PHASES), 0)
 
     def test_a_plain_run_shows_no_phase_and_writes_none(self):
-        job = self.start(["run", KEY, "-c", "echo $$ > \"$T/started\"; sleep 30"],
+        job = self.start(["run", KEY, "-c", "echo $$ > \"$T/started\"; exec sleep 30"],
                          env=self.host("web-1"))
         pid = int(self.wait_file("started"))
         lock = self.status()
