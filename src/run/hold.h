@@ -1,20 +1,17 @@
-// What a run holds from the lock's taking to its release, and the order it lets go in: the
-// renewals stop (the lock's connection is the main thread's again), whatever is left of the
-// command's group is killed, the terminal comes back, and only then is the lock given back
-// (docs/DESIGN.md "Lease safety"). On every way out of the run, an early return or an
-// exception, the destructor lets go in that order; the run's normal end lets go step by step
-// once the supervisor saw the whole group gone (or SIGKILLed past its grace): command_done(),
-// the end recorded while the lease is still renewed, stop_renewals(), then the release that
-// carries the run's record.
+// What a run holds from the lock's taking to its release, and the order it lets go in
+// (docs/ARCHITECTURE.md, step 7): the destructor on every early way out, the run's normal end
+// step by step (command_done(), the end recorded while the lease is renewed, stop_renewals(),
+// the release that carries the run's record).
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "lock/held_lock.h"
 #include "lock/lease.h"
+#include "process/child.h"
 #include "process/terminal.h"
-#include "run/job.h"
 
 namespace rlock {
 
@@ -28,50 +25,72 @@ public:
 
   // The lock, to give back (or keep for --min-hold) with the run's record.
   HeldLock& lock() { return *held_; }
-  // The command's process (each attempt's under --retry).
-  JobProcess& job() { return job_; }
-  const JobProcess& job() const { return job_; }
 
   // The terminal, once the command is about to start: rlock's controlling one, or none.
   void keep_terminal(std::unique_ptr<Terminal> terminal) { terminal_ = std::move(terminal); }
   Terminal* terminal() const { return terminal_.get(); }
 
+  Child::Spec spec;  // every attempt's (set_attempt() changes RLOCK_ATTEMPT)
+  // Starts the command as SPEC says, in TERMINAL's foreground when given; under --retry, the
+  // next attempt, on the lease the renewals confirmed, the last one's process let go. Throws
+  // as Child does (then nothing more runs).
+  Child& start(const SignalEvents& signals, Terminal* terminal) {
+    if (child_) {
+      if (spec.lease) spec.lease->deadline = renewals_->deadline();
+      // Its group is gone: its guardian has nothing left to guard, and its pipe is a
+      // descriptor the next one may need (ulimit -n).
+      child_->dismiss_guardian();
+    }
+    auto next = std::make_unique<Child>(spec, signals, terminal);
+    std::unique_ptr<Child> last;  // destroyed after the mutex is released
+    std::lock_guard<std::mutex> hold(child_mutex_);
+    last = std::exchange(child_, std::move(next));
+    // A renewal that came meanwhile reaches the new guardian all the same.
+    if (last && renewals_) child_->extend_lease(renewals_->deadline());
+    return *child_;
+  }
+  bool started() const { return child_ != nullptr; }
+  Child& child() { return *child_; }
+  const Child& child() const { return *child_; }
+
   // The renewals of the lease that began at LEASE_FROM, on the lock the run took with TTL;
-  // each renewal moves the command's guardian to the new deadline. Started by the supervisor
-  // at the first renewal (Renewals::start_due).
+  // each renewal moves the command's guardian to the new deadline (from the renewal thread).
   Renewals& renew(Lock& lock, Millis ttl, TimePoint lease_from) {
-    renewals_.emplace(lock, ttl, lease_from,
-                      [this](TimePoint deadline) { job_.extend_lease(deadline); });
+    renewals_.emplace(lock, ttl, lease_from, [this](TimePoint deadline) {
+      std::lock_guard<std::mutex> hold(child_mutex_);
+      if (child_) child_->extend_lease(deadline);
+    });
     return *renewals_;
   }
   Renewals& renewals() { return *renewals_; }
-
-  // The command's group is done and its output written on: the terminal comes back, the
-  // guardian leaves. The lock is still held and renewed, for the run's end to be recorded
-  // before the release that carries its record.
-  void command_done() {
-    if (terminal_) terminal_->take_back();
-    if (job_.started()) job_.child().dismiss_guardian();
-  }
   // Whether the renewal thread has the lock's connection.
   bool renewing() const { return renewals_ && renewals_->started(); }
-  // The renewals stop, just before the release: the lock's connection is the main thread's
-  // again.
   void stop_renewals() {
     if (renewals_) renewals_->stop();
   }
 
+  // The command's group is done and its output written on: the terminal comes back, the
+  // guardian leaves. The lock is still held and renewed.
+  void command_done() {
+    if (terminal_) terminal_->take_back();
+    if (child_) child_->dismiss_guardian();
+  }
+
 private:
-  // The order that keeps the lease safe, whatever stopped the run halfway.
   void let_go() {
-    if (renewals_) renewals_->stop();
-    job_.kill();
+    stop_renewals();
+    {
+      std::unique_ptr<Child> last;  // killed and reaped (~Child) after the mutex is released
+      std::lock_guard<std::mutex> hold(child_mutex_);
+      last = std::move(child_);
+    }
     if (terminal_) terminal_->take_back();
     held_.reset();  // gives the lock back unless the run did (HeldLock)
   }
 
   std::optional<HeldLock> held_;
-  JobProcess job_;
+  std::mutex child_mutex_;  // child_, between the main thread and the renewal thread
+  std::unique_ptr<Child> child_;
   std::unique_ptr<Terminal> terminal_;
   std::optional<Renewals> renewals_;
 };

@@ -13,8 +13,18 @@ OutputRelay::OutputRelay(const RunOptions& options, std::shared_ptr<OutputSender
         sender->take(stream, bytes);
       }) {}
 
-std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options, OutputSender::Connect connect,
-                                           int64_t fence, const std::string& value) {
+namespace {
+
+void warn_not_kept(const RunOptions& options, const std::system_error& e) {
+  log(Level::warning, {"keep_output", options.key,
+                       std::string("cannot keep the command's output (") + e.what() + ")"});
+}
+
+}  // namespace
+
+std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options,
+                                               OutputSender::Connect connect, int64_t fence,
+                                               const std::string& value, Child::Spec& spec) {
   if (options.keep_output == 0) return nullptr;
   std::unique_ptr<OutputRelay> out;
   // Without descriptors for its pipes (ulimit -n) the job runs all the same, its output going
@@ -42,23 +52,15 @@ std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options, Output
                                      : "only stdout is kept")});
     if (none) return nullptr;
   }
-  return out;
-}
-
-void OutputRelay::into(Child::Spec& spec) const {
-  spec.stdout_fd = capture_.command_fd(1);
-  spec.stderr_fd = capture_.command_fd(2);
-}
-
-bool OutputRelay::start_capture() {
   try {
-    capture_.start();
-    return true;
+    out->capture_.start();
   } catch (const std::system_error& e) {
-    log(Level::warning, {"keep_output", options_.key,
-                         std::string("cannot keep the command's output (") + e.what() + ")"});
-    return false;
+    warn_not_kept(options, e);
+    return nullptr;
   }
+  spec.stdout_fd = c.command_fd(1);
+  spec.stderr_fd = c.command_fd(2);
+  return out;
 }
 
 void OutputRelay::spawned(bool keep_pipes) {
@@ -69,8 +71,7 @@ void OutputRelay::spawned(bool keep_pipes) {
     sender_->start();
     keeping_ = true;
   } catch (const std::system_error& e) {
-    log(Level::warning, {"keep_output", options_.key,
-                         std::string("cannot keep the command's output (") + e.what() + ")"});
+    warn_not_kept(options_, e);
   }
 }
 
@@ -80,8 +81,8 @@ void OutputRelay::next_attempt(int attempt, std::optional<int64_t> since_ms) {
                 k_mark_patience);
 }
 
-void OutputRelay::drain(const std::string& end, int status, Millis patience, Millis budget,
-                       const std::function<bool()>& asked_to_stop) {
+void OutputRelay::drain(const std::function<bool()>& asked_to_stop) {
+  Millis patience = options_.kill_after;
   bool asked = false;
   uint64_t dropped = capture_.drain(patience, k_stop_grace, [&] {
     asked = asked || asked_to_stop();
@@ -103,6 +104,9 @@ void OutputRelay::drain(const std::string& end, int status, Millis patience, Mil
                              " of the command's output could not be written on (a write failed, "
                              "or nothing moved for " +
                              format_duration(patience) + ") and were dropped"});
+}
+
+void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
   if (!keeping_) return;
   OutputSender::Report r = sender_->send_end(end, status, Clock::now() + budget);
   std::string kept = format_byte_size(std::min(r.total, options_.keep_output));

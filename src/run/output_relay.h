@@ -25,17 +25,14 @@ inline constexpr Millis k_mark_patience{100};
 
 class OutputRelay {
 public:
-  // The capture for OPTIONS, for the run of FENCE with lock value VALUE (nothing without
-  // --keep-output, or when stdout and stderr are both terminals, which is said); CONNECT makes
-  // the sender's connection, on its thread.
+  // The capture for OPTIONS, for the run of FENCE with lock value VALUE, its thread started
+  // and SPEC's stdout and stderr sent to its pipes; CONNECT makes the sender's connection, on
+  // its thread. Nothing without --keep-output, when stdout and stderr are both terminals, or
+  // when the capture cannot start (each said): the command then runs without it.
   static std::unique_ptr<OutputRelay> make(const RunOptions& options, OutputSender::Connect connect,
-                                         int64_t fence, const std::string& value);
+                                           int64_t fence, const std::string& value,
+                                           Child::Spec& spec);
 
-  // Before the command starts: the capture's thread. False when it cannot start (said): the
-  // command is then started without it.
-  bool start_capture();
-  // The command's stdout and stderr go to the capture's pipes.
-  void into(Child::Spec& spec) const;
   // The command has started: the sender sends. KEEP_PIPES: more attempts of the command may
   // follow (--retry), the pipes stay open for them until drain().
   void spawned(bool keep_pipes);
@@ -44,11 +41,13 @@ public:
   // (rlock logs shows it), for which the capture reads what the pipes hold first, for
   // k_mark_patience at most.
   void next_attempt(int attempt, std::optional<int64_t> since_ms);
-  // The command's group is done, the run ended as END with exit status STATUS: the rest of
-  // its output is written on (OutputCapture::drain, with PATIENCE; once ASKED_TO_STOP says
-  // so, for k_stop_grace more at most), then sent within BUDGET; what was lost is said.
-  void drain(const std::string& end, int status, Millis patience, Millis budget,
-              const std::function<bool()>& asked_to_stop);
+  // The command's group is done: the rest of its output is written on (OutputCapture::drain,
+  // as patient as --kill-after; once ASKED_TO_STOP says so, for k_stop_grace more at most);
+  // what was dropped is said.
+  void drain(const std::function<bool()>& asked_to_stop);
+  // The run ended as END with exit status STATUS: the output's end is sent within BUDGET; what
+  // Redis did not get is said.
+  void send_end(const std::string& end, int status, Millis budget);
 
   OutputRelay(const RunOptions& options, std::shared_ptr<OutputSender> sender);
 

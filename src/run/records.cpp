@@ -1,26 +1,14 @@
 #include "run/records.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <system_error>
 
 #include "lock/held_lock.h"
-#include "lock/lease.h"
 #include "lock/lock.h"
 #include "lock/pause.h"
-#include "lock/stop_request.h"
 #include "print/print_text.h"
 #include "process/bounded_call.h"
-#include "process/child.h"
 #include "redis/redis.h"
-#include "redis/redis_url.h"
 #include "util/log.h"
-#include "util/stderr_writer.h"
-#include "util/text.h"
 
 namespace rlock {
 
@@ -54,11 +42,6 @@ void MetricsRecorder::add_cost(const RunRecord& r) {
   m.cpu_user_seconds += double(r.cpu_user_ms) / 1000;
   m.cpu_system_seconds += double(r.cpu_sys_ms) / 1000;
   m.max_rss_bytes = std::max(m.max_rss_bytes, double(r.max_rss_kb) * 1024);
-}
-
-void MetricsRecorder::run_ended(RunEnd end, const RunRecord& r, bool cost) {
-  if (cost) add_cost(r);
-  m.end = run_end_label(end, r.exit_status);
 }
 
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
@@ -95,16 +78,6 @@ void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
   record_history(redis, options, r);
 }
 
-RunRecord run_record(RunRecord run, const AttemptEnd& end) {
-  run.end = run_end_name(end.end);
-  run.exit_status = run_end_exit_status(end.end, end.status, end.status);
-  if (end.stop) {
-    run.by = end.stop->by;
-    run.reason = end.stop->reason;
-  }
-  return run;
-}
-
 std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
                                  const Holder& holder, int64_t fence, int attempt) {
   if (options.history_length == 0) return "";
@@ -116,12 +89,6 @@ std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& o
   std::string start = id && id->is_string() ? id->str : "";
   held.forget_start(history_forget(options.key, entry_token(lock.token(), attempt), start));
   return start;
-}
-
-void set_cost(RunRecord& record, const Child::Usage& used) {
-  record.cpu_user_ms = used.user.count();
-  record.cpu_sys_ms = used.sys.count();
-  record.max_rss_kb = used.max_rss_kb;
 }
 
 void set_attempt_span(RunRecord& record, TimePoint sent, TimePoint from, TimePoint now) {

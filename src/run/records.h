@@ -5,12 +5,9 @@
 
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "lock/history.h"
 #include "print/metrics.h"
-#include "process/child.h"
-#include "run/supervisor.h"
 #include "run/wait.h"
 #include "settings/settings.h"
 #include "util/clock.h"
@@ -34,9 +31,6 @@ struct MetricsRecorder {
   std::optional<TimePoint> acquired;
   // Adds what the command (or an attempt of it) cost, as its record R says.
   void add_cost(const RunRecord& r);
-  // The run ended as END, recorded as R; its cost is added too unless COST is false (counted
-  // already).
-  void run_ended(RunEnd end, const RunRecord& r, bool cost);
 };
 
 // Says that the lock was taken, with FENCE, after waiting WAITED: on stderr when it waited,
@@ -53,18 +47,12 @@ bool record_breaker(Lock& lock, RunRecord& record);
 void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
                  const std::string& token, const NotObtained& busy, int status);
 
-// How the run (or, under --retry, the attempt) that ended as END is recorded: RUN says whose it
-// was (holder, fence, times, cost); the end and exit status come from END.
-RunRecord run_record(RunRecord run, const AttemptEnd& end);
-
 // --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under HELD in its
 // history, through LOCK (the lock on a connection of the main thread's): the entry's ID (the
 // attempt's end replaces it; should the command never start, the release removes it), or ""
 // (none kept; a failure is one warning).
 std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
                                  const Holder& holder, int64_t fence, int attempt);
-// RECORD's cost: what the command used.
-void set_cost(RunRecord& record, const Child::Usage& used);
 // --retry: RECORD's attempt ran from FROM to NOW, and the run took the lock at SENT (the steady
 // clock), when RECORD's since says by the server's: the attempt's own start by the server's
 // clock, and its length.

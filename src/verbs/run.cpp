@@ -9,7 +9,6 @@
 #include "lock/lease.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
-#include "lock/pause.h"
 #include "print/metrics.h"
 #include "print/print.h"
 #include "process/child.h"
@@ -17,7 +16,6 @@
 #include "process/signals.h"
 #include "process/terminal.h"
 #include "redis/redis.h"
-#include "redis/redis_url.h"
 #include "run/command.h"
 #include "run/hold.h"
 #include "run/notify.h"
@@ -27,7 +25,6 @@
 #include "run/wait.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
-#include "util/text.h"
 #include "verbs/command.h"
 #include "verbs/verbs.h"
 
@@ -50,17 +47,18 @@ constexpr Millis k_status_line_patience{100};
 // RunHold says, on any way out; the metrics are written after that (MetricsRecorder).
 class Run {
 public:
-  // SIGNALS: rlock's, made before any thread or child exists (they inherit the mask). REPORT
-  // gets what the run did as it ends, on every way out (--notify).
+  // SIGNALS: rlock's. REPORT gets what the run did as it goes (--notify). CONNECT makes the
+  // connections of rlock stop's listener, the output's sender and the side lock.
   Run(const RunOptions& options, Redis& redis, std::optional<Heartbeat> heartbeat,
-      SignalEvents& signals, RunReport& report)
+      SignalEvents& signals, RunReport& report, StopListener::Connect connect)
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)), signals_(signals),
-        report_(report), lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
+        report_(report), connect_(std::move(connect)),
+        lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
         holder_(current_holder(command_name(options))),
-        command_timeout_(lock_->command_timeout()), metrics_(options) {}
-
-  ~Run() {
-    report_ = {end_, 0, held_time_, got_.fence, holder_.host, last_attempt_, end_recorded_};
+        command_timeout_(lock_->command_timeout()), metrics_(options) {
+    report_.host = holder_.host;
+    if (options_.once_per)
+      period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
   }
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
@@ -101,12 +99,13 @@ public:
       bool failed =
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome);
       metrics_.m.result = failed ? Acquisition::error : Acquisition::busy;
-      if (!failed) end_ = busy && busy->paused ? RunEnd::paused : RunEnd::busy;
+      if (!failed) report_.end = busy && busy->paused ? RunEnd::paused : RunEnd::busy;
       if (busy && options_.record_skips)
         record_skip(redis_, options_, holder_, lock_->token(), *busy, *status);
       return status;
     }
     got_ = std::get<Obtained>(outcome);
+    report_.fence = got_.fence;
     hold_.emplace(*lock_, options_.ttl, got_.sent);
     started(got_.start);
     metrics_.m.result = Acquisition::acquired;
@@ -127,19 +126,17 @@ public:
   std::optional<int> claim_period() {
     // A signal that came on the way here (fresh_lease) ends the run before anything is claimed.
     if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
-    if (!options_.once_per) return std::nullopt;
-    period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
+    if (!period_) return std::nullopt;
     StartRecord start{options_.history_length, options_.retention, start_fields(holder_),
                       Clock::now() - got_.waited};
     auto claim =
         period_->claim(holder_, got_.fence, start, Clock::now() + command_timeout_);
     if (claim && claim->claimed) return started(claim->start);
-    hold_->lock().release();
     if (!claim) {
       metrics_.m.result = Acquisition::error;
       return unavailable(claim.failure());
     }
-    return done_this_period(*claim, *period_);
+    return done_this_period(*claim);
   }
 
   // --once-per: the exit status when the period has had a run that keeps this one from running
@@ -150,37 +147,34 @@ public:
   // waits gives this look no more than the wait (its last try's floor at least), then tries the
   // lock for its wait, counted from then.
   Result<std::optional<int>> period_done() {
-    if (!options_.once_per) return std::optional<int>{};
-    PeriodGuard period(redis_, options_.key, *options_.once_per, options_.tz,
-                       options_.retry_failed);
+    if (!period_) return std::optional<int>{};
     Millis bound = command_timeout_;
     if (options_.wait) bound = std::min(bound, std::max(*options_.wait, k_last_attempt_floor));
-    auto done = period.finished_run(Clock::now() + bound);
+    auto done = period_->finished_run(Clock::now() + bound);
     if (!done && done.failure().kind == Failure::Kind::timeout) return done.failure();
-    if (done && *done) return std::optional<int>{done_this_period(**done, period)};
+    if (done && *done) return std::optional<int>{done_this_period(**done)};
     return std::optional<int>{};
   }
 
   // The period has had its run (that of CLAIM): said, and recorded with --record-skips.
-  int done_this_period(const SlotClaim& claim, const PeriodGuard& period) {
+  int done_this_period(const SlotClaim& claim) {
     metrics_.m.result = Acquisition::done;
-    end_ = RunEnd::done_this_period;
+    report_.end = RunEnd::done_this_period;
     log(Level::info, {"done_this_period", options_.key,
-                      period_done_text(claim, period.slot_name(), options_.retry_failed)});
+                      period_done_text(claim, period_->slot_name(), options_.retry_failed)});
     if (options_.record_skips) {
       RunRecord r = skipped_run(holder_, lock_->token(), RunEnd::done_this_period,
                                 options_.conflict_exit_code);
-      r.period = period.slot_name();
+      r.period = period_->slot_name();
       record_history(redis_, options_, r);
     }
     return options_.conflict_exit_code;
   }
 
   // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment; with
-  // --keep-output, its output goes through rlock to Redis, on a connection CONNECT makes.
-  std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program,
-                                   const StopListener::Connect& connect) {
-    Child::Spec& spec = hold_->job().spec;
+  // --keep-output, its output goes through rlock to Redis.
+  std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program) {
+    Child::Spec& spec = hold_->spec;
     spec = command_spec(options_, argv, program, lock_->token(), got_.fence);
     if (options_.on_lost == RunOptions::OnLost::kill)
       spec.lease = Child::Spec::Lease{lease_deadline(*lease_from_, options_.ttl),
@@ -188,28 +182,27 @@ public:
     if (heartbeat_) {
       // The job's first beat is its start, however long it waited for the lock.
       if (auto problem = heartbeat_->start(Clock::now())) {
-        hold_->lock().release();
         log_error("--heartbeat-file: " + *problem);
         return k_exit_usage;
       }
       spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
     }
-    // Not claimed yet (the period's slot would take the run for lost): one more look.
+    // A signal that came meanwhile ends the run here, unless it claimed the period's slot
+    // (which would then be taken for lost).
     if (!period_)
       if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     // A waiter's status line is cleared before the command may write to the same terminal.
     if (::isatty(STDERR_FILENO)) flush_stderr(k_status_line_patience);
     Holder holder = holder_;
     holder.since = WallTime(Millis(got_.taken_ms));
-    output_ = OutputRelay::make(options_, connect, got_.fence,
-                              encode_lock_value({lock_->token(), holder, got_.fence,
-                                                 options_.ttl.count(), std::nullopt}));
-    if (output_ && !output_->start_capture()) output_.reset();
-    if (output_) output_->into(spec);
     hold_->keep_terminal(Terminal::if_controlling());
     signals_.watch_job_control();
+    output_ = OutputRelay::make(options_, connect_, got_.fence,
+                                encode_lock_value({lock_->token(), holder, got_.fence,
+                                                   options_.ttl.count(), std::nullopt}),
+                                spec);
     try {
-      hold_->job().start(signals_, foreground());
+      hold_->start(signals_, foreground());
     } catch (const Error& e) {
       if (!output_) throw;
       // The capture's pipes took what the command needed (ulimit -n): the job goes first.
@@ -217,12 +210,9 @@ public:
                   "; starting the command without keeping its output");
       output_.reset();
       spec.stdout_fd = spec.stderr_fd = -1;
-      hold_->job().start(signals_, foreground());
+      hold_->start(signals_, foreground());
     }
-    if (auto problem = hold_->job().child().exec_problem()) {
-      output_.reset();
-      if (Terminal* terminal = hold_->terminal()) terminal->take_back();
-      hold_->lock().release();
+    if (auto problem = hold_->child().exec_problem()) {
       log_error(problem->message);
       return problem->exit_status;
     }
@@ -233,24 +223,26 @@ public:
 
   // Renews the lease while the command's group runs, and under --retry runs it again while
   // attempts are left and its end is worth another; stops it on loss, --max-run or request.
-  AttemptEnd supervise(StopListener::Connect connect) {
+  AttemptEnd supervise() {
     Renewals& renewals = hold_->renew(*lock_, options_.ttl, *lease_from_);
-    connect_ = connect;
     Supervisor supervisor(options_,
                           {renewals, signals_, hold_->terminal(),
                            heartbeat_ ? &*heartbeat_ : nullptr,
-                           listen_for_stops(stops_, std::move(connect), *lock_)},
+                           listen_for_stops(stops_, connect_, *lock_)},
                           got_.sent);
-    AttemptEnd end = supervisor.watch(hold_->job().child());
+    AttemptEnd end = supervisor.watch(hold_->child());
     while (auto delay = again(end, supervisor.lost())) {
       TimePoint next_at = Clock::now() + *delay;
       supervisor.announce(next_attempt(end, next_at));
-      if (auto ended = supervisor.wait_until(next_at, end, hold_->job().child())) {
+      if (auto ended = supervisor.wait_until(next_at, end, hold_->child())) {
         end = *ended;
         break;
       }
-      end.between_attempts = true;  // should the run end before the next attempt starts
-      if (!still_held()) {
+      // From here, a run that ends (the lock lost, the next attempt not started) ends between
+      // attempts.
+      end.between_attempts = true;
+      // One look at Redis: a loss the renewals have not met yet (--on-lost ignore's too).
+      if (auto held = side_lock().holds(Clock::now() + command_timeout_); held && !*held) {
         log(Level::error,
             {"lost", options_.key, "lock lost between attempts: no more attempts"});
         end.end = RunEnd::lost;
@@ -268,8 +260,6 @@ public:
       }
       end = supervisor.watch(*next);
     }
-    // The rest of the output is written on and kept while the lease is still renewed, its end
-    // before the lock is given back: a follower sees it before anyone else can take the lock.
     // rlock has the terminal again: a Ctrl-C while the output drains reaches it, not the
     // command's group, which is gone.
     if (Terminal* terminal = hold_->terminal()) terminal->take_back();
@@ -287,20 +277,19 @@ public:
   // request that comes meanwhile ends the run as stopped (its asker is told so); a signal, as
   // the command ended.
   void drain_output(AttemptEnd& end) {
-    RunRecord record = record_of(end);
     renew_from_now();
     std::optional<StopRequest> late_stop;
-    output_->drain(record.end, record.exit_status, options_.kill_after, command_timeout_,
-                    [&] {
-                      if (stops_ && !late_stop) late_stop = stops_->take();
-                      return end.asked_to_stop || late_stop ||
-                             signals_.next_request_to_stop().has_value();
-                    });
+    output_->drain([&] {
+      if (stops_ && !late_stop) late_stop = stops_->take();
+      return end.asked_to_stop || late_stop || signals_.next_request_to_stop().has_value();
+    });
     if (late_stop && command_ended(end.end) && !end.between_attempts) {
       end.end = RunEnd::stopped;
       end.stop = late_stop;
       end.asked_to_stop = true;
     }
+    output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, end.status),
+                      command_timeout_);
   }
 
   // Records how the run ended (its period, its history) and gives the lock back, or keeps it
@@ -317,14 +306,15 @@ public:
     auto left = [&] {
       return std::max(Millis(0), std::chrono::duration_cast<Millis>(give_up - Clock::now()));
     };
-    end_ = end.end;
+    report_.end = end.end;
     if (end.end == RunEnd::lost) {
       hold_->stop_renewals();  // nothing left to renew
-      if (lost_to_another && record_breaker(*lock_, record)) end_ = RunEnd::broken;
+      if (lost_to_another && record_breaker(*lock_, record)) report_.end = RunEnd::broken;
     }
-    metrics_.run_ended(*end_, record, !recorded);
-    held_time_ = Millis(record.held_ms);
-    last_attempt_ = record.attempt;
+    if (!recorded) metrics_.add_cost(record);
+    metrics_.m.end = run_end_label(*report_.end, record.exit_status);
+    report_.duration = Millis(record.held_ms);
+    report_.attempt = record.attempt;
     if (period_) finish_period(record, give_up);
     hold_->stop_renewals();
     metrics_.m.renewals = hold_->renewals().renewals();
@@ -340,7 +330,7 @@ public:
       hold_->lock().release(&history, left());
     // No release carried it: --min-hold, a lock lost, Redlock, or Redis away.
     if (history && !send_history(redis_, options_.key, *history, std::max(left(), k_quick_attempt)))
-      end_recorded_ = false;
+      report_.recorded = false;
     return record.exit_status;
   }
 
@@ -353,8 +343,8 @@ private:
     return std::nullopt;
   }
 
-  // The run's record, or under --retry its attempt's: the command's cost is the attempt's,
-  // unknown when the run ended before its next attempt began.
+  // The run's record, or under --retry its attempt's, ended as END: the command's cost is the
+  // attempt's, unknown when the run ended before its next attempt began.
   RunRecord record_of(const AttemptEnd& end) const {
     RunRecord record;
     record.holder = holder_;
@@ -371,10 +361,19 @@ private:
       ++record.attempt;  // the one that was to come
       from = now;        // it never began
     } else {
-      set_cost(record, hold_->job().child().usage());
+      Child::Usage used = hold_->child().usage();
+      record.cpu_user_ms = used.user.count();
+      record.cpu_sys_ms = used.sys.count();
+      record.max_rss_kb = used.max_rss_kb;
     }
     if (options_.retry > 0) set_attempt_span(record, got_.sent, from, now);
-    return run_record(std::move(record), end);
+    record.end = run_end_name(end.end);
+    record.exit_status = run_end_exit_status(end.end, end.status, end.status);
+    if (end.stop) {
+      record.by = end.stop->by;
+      record.reason = end.stop->reason;
+    }
+    return record;
   }
 
   // --retry: after the attempt that ended as END, the delay before the next (its end recorded
@@ -404,13 +403,6 @@ private:
     phase.since = Clock::now();
     phase.due = at;
     return phase;
-  }
-
-  // Whether the lock is still ours as the next attempt is due (one look at Redis: a loss the
-  // renewals have not met yet, --on-lost ignore's too); true when Redis does not say.
-  bool still_held() {
-    auto held = side_lock().holds(Clock::now() + command_timeout_);
-    return !held || *held;
   }
 
   // What the run says to Redis while the renewal thread has the lock's connection (between
@@ -444,7 +436,7 @@ private:
   // attempt did.
   Child* start_next() try {
     ++attempt_;
-    set_attempt(hold_->job().spec, attempt_);
+    set_attempt(hold_->spec, attempt_);
     got_.start =
         record_attempt_start(side_lock(), hold_->lock(), options_, holder_, got_.fence, attempt_);
     if (heartbeat_)
@@ -456,12 +448,13 @@ private:
       if (!got_.start.empty()) since = history_entry_ms(got_.start);
       output_->next_attempt(attempt_, since);
     }
-    Child& next = hold_->job().start_next(signals_, foreground(), hold_->renewals());
+    Child& next = hold_->start(signals_, foreground());
     attempt_from_ = Clock::now();
     return &next;
   } catch (const Error& e) {  // out of descriptors or processes: the job is not worse off
-    log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_--) + " (" +
+    log_warning(options_.key + ": cannot start attempt " + std::to_string(attempt_) + " (" +
                 e.what() + "); the run ends as the last attempt did");
+    --attempt_;
     return nullptr;
   }
 
@@ -490,14 +483,13 @@ private:
   std::optional<Heartbeat> heartbeat_;
   SignalEvents& signals_;
   RunReport& report_;
+  const StopListener::Connect connect_;
   std::unique_ptr<Lock> lock_;
   const Holder holder_;
   // The lock's, read once: its Redis is the renewal thread's while renewals run.
   const Millis command_timeout_;
   MetricsRecorder metrics_;
   Obtained got_{};
-  std::optional<RunEnd> end_;            // how the run ended; none: an error kept it from running
-  Millis held_time_{0};                  // how long the lock was held, once given back
   std::optional<TimePoint> lease_from_;  // when the lease the command starts on began
   std::optional<PeriodGuard> period_;
   // Declared before hold_, so that on an early way out the command's group is killed before
@@ -505,11 +497,8 @@ private:
   std::unique_ptr<OutputRelay> output_;
   std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
   int attempt_ = 1;                // --retry: the attempt that runs, or ran last
-  TimePoint attempt_from_{};       // --retry: when it started, from the second on (record_of)
-  int last_attempt_ = 0;           // --retry: the attempt the run's end was recorded as
-  bool end_recorded_ = true;       // false: Redis could not be reached to record the end
-  bool not_ours_ = false;          // --retry: Redis said the lock was not ours between attempts
-  StopListener::Connect connect_;  // for side_lock()
+  TimePoint attempt_from_{};  // --retry: when it started, from the second on (record_of)
+  bool not_ours_ = false;     // --retry: Redis said the lock was not ours between attempts
   std::unique_ptr<Redis> side_redis_;
   std::unique_ptr<Lock> side_lock_;
   std::optional<StopListener> stops_;
@@ -550,14 +539,14 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
     SignalEvents signals;
     RunReport report;
     int status = [&] {
-      Run run(options, *redis, std::move(heartbeat), signals, report);
-      if (auto status = run.take()) return *status;
-      if (auto status = run.claim_period()) return *status;
       // rlock stop's listener and the output's sender connect on their own threads, with
       // settings of their own: the threads may outlive this frame (StopListener, OutputSender).
-      StopListener::Connect connect = [global] { return connect_redis(global, true); };
-      if (auto status = run.start_command(argv, program, connect)) return *status;
-      return run.finish(run.supervise(connect));
+      Run run(options, *redis, std::move(heartbeat), signals, report,
+              [global] { return connect_redis(global, true); });
+      if (auto status = run.take()) return *status;
+      if (auto status = run.claim_period()) return *status;
+      if (auto status = run.start_command(argv, program)) return *status;
+      return run.finish(run.supervise());
     }();
     // The run is over: the lock given back (or kept for --min-hold), its metrics written.
     report.exit_status = status;

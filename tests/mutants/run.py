@@ -657,7 +657,7 @@ MUTANTS = [
        "end.asked_to_stop = interrupted_ || stop_request_.has_value();")],
      ['test_notify.Retry.test_an_attempt_that_died_of_sigint_is_the_last']),
     ("an attempt starts without looking that the lock is still held",
-     [("src/verbs/run.cpp", "      if (!still_held()) {", "      if (false) {")],
+     [("src/verbs/run.cpp", "held && !*held) {", "held && false) {")],
      ['test_notify.Retry.test_no_attempt_starts_once_the_lock_is_lost_even_with_on_lost_ignore']),
     ("hook group not killed when the hook's shell ends",
      [("src/process/child.cpp",
