@@ -88,22 +88,18 @@ void OutputRelay::drain(const std::function<bool()>& asked_to_stop) {
     asked = asked || asked_to_stop();
     return asked;
   });
+  auto warn = [&](std::string text) {
+    log(Level::warning, {"output_dropped", options_.key, std::move(text)});
+  };
   if (dropped == OutputCapture::k_unknown_dropped)
-    log(Level::warning, {"output_dropped", options_.key,
-                         "a write of the command's output did not return (a file system that "
-                         "hangs?); the rest of it was left"});
+    warn("a write of the command's output did not return (a file system that hangs?); the rest "
+         "of it was left");
   else if (dropped > 0 && asked)
-    log(Level::warning, {"output_dropped", options_.key,
-                         format_byte_size(dropped) +
-                             " of the command's output were dropped: rlock was asked to stop, "
-                             "and the reader did not take them within " +
-                             format_duration(k_stop_grace)});
+    warn(format_byte_size(dropped) + " of the command's output were dropped: rlock was asked to "
+         "stop, and the reader did not take them within " + format_duration(k_stop_grace));
   else if (dropped > 0)
-    log(Level::warning, {"output_dropped", options_.key,
-                         format_byte_size(dropped) +
-                             " of the command's output could not be written on (a write failed, "
-                             "or nothing moved for " +
-                             format_duration(patience) + ") and were dropped"});
+    warn(format_byte_size(dropped) + " of the command's output could not be written on (a write "
+         "failed, or nothing moved for " + format_duration(patience) + ") and were dropped");
 }
 
 void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
@@ -111,25 +107,22 @@ void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
   OutputSender::Report r = sender_->send_end(end, status, Clock::now() + budget);
   std::string kept = format_byte_size(std::min(r.total, options_.keep_output));
   std::string why = r.failure.empty() ? "" : " (" + r.failure + ")";
+  auto warn = [&](std::string text) {
+    log(Level::warning, {"keep_output", options_.key, std::move(text)});
+  };
   if (r.pushed_out)
-    log(Level::warning, {"keep_output", options_.key,
-                         "the command's output is no longer kept: " + std::to_string(k_kept_runs) +
-                             " newer runs pushed this run out, or it outlived --retention"});
+    warn("the command's output is no longer kept: " + std::to_string(k_kept_runs) +
+         " newer runs pushed this run out, or it outlived --retention");
   else if (r.unkept > 0)
-    log(Level::warning,
-        {"keep_output", options_.key,
-         "Redis did not take the end of the command's output" + why + ": " +
-             format_byte_size(r.unkept) + " of its last " + kept + " are not kept"});
+    warn("Redis did not take the end of the command's output" + why + ": " +
+         format_byte_size(r.unkept) + " of its last " + kept + " are not kept");
   else if (!r.end_kept)
-    log(Level::warning, {"keep_output", options_.key,
-                         "Redis did not take the end of the run's output" + why +
-                             ": all of it is kept, but rlock logs cannot say how it ended"});
+    warn("Redis did not take the end of the run's output" + why +
+         ": all of it is kept, but rlock logs cannot say how it ended");
   else if (r.missed > 0)
-    log(Level::warning, {"keep_output", options_.key,
-                         "Redis was slow or away" + why + ": " + format_byte_size(r.missed) +
-                             " of the command's output were never sent, and rlock logs -f did "
-                             "not show them; its last " +
-                             kept + " are kept"});
+    warn("Redis was slow or away" + why + ": " + format_byte_size(r.missed) +
+         " of the command's output were never sent, and rlock logs -f did not show them; its "
+         "last " + kept + " are kept");
 }
 
 }  // namespace rlock

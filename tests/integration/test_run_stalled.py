@@ -118,6 +118,9 @@ class StalledReader(RedisTestCase):
         self.assert_ends_promptly(proc, 80)
         run = json.loads(self.run_rlock(["history", "--json", KEY]).stdout)["runs"][0]
         self.assertEqual((run["end"], run["reason"]), ("stopped", "reader hung"))
+        # The kept output's end says the same, not the command's own "exit 0".
+        logs = self.run_rlock(["logs", KEY])
+        self.assertRegex(logs.stderr, r"run of fence \d+ .*: stopped", logs.stderr)
 
     def test_the_lease_is_renewed_while_a_reader_takes_its_time(self):
         # The command writes 100 kB, which the pipes and rlock hold, and ends at once, long before the first renewal (1 s); its
