@@ -4,7 +4,6 @@
 
 #include "lock/held_lock.h"
 #include "lock/lock.h"
-#include "lock/pause.h"
 #include "print/print_text.h"
 #include "process/bounded_call.h"
 #include "redis/redis.h"
@@ -66,16 +65,6 @@ bool record_breaker(Lock& lock, RunRecord& record) {
   record.by = (*breaking)->by;
   record.reason = (*breaking)->reason;
   return true;
-}
-
-void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
-                 const std::string& token, const NotObtained& busy, int status) {
-  RunRecord r = skipped_run(holder, token, busy.paused ? RunEnd::paused : RunEnd::busy, status);
-  if (auto pause = busy.paused ? decode_pause(busy.holder_value) : std::nullopt) {
-    r.by = pause->by;
-    r.reason = pause->reason;
-  }
-  record_history(redis, options, r);
 }
 
 std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,

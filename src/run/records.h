@@ -1,6 +1,5 @@
-// What a run leaves on record (rlock run; verbs/run.cpp tells its story): its history entries
-// (its end, each attempt's start and end under --retry, a skip, a breaker's name), its lines on
-// stderr, and the metrics file.
+// What a run leaves on record (rlock run): history entries (each attempt's start and end under
+// --retry, a breaker's name), its lines on stderr, and the metrics file.
 #pragma once
 
 #include <optional>
@@ -8,7 +7,6 @@
 
 #include "lock/history.h"
 #include "print/metrics.h"
-#include "run/wait.h"
 #include "settings/settings.h"
 #include "util/clock.h"
 
@@ -41,11 +39,6 @@ void log_acquired(const RunOptions& options, int64_t fence, Millis waited);
 // as the tombstone in its place says (one read, on this rare way out only). False when no
 // tombstone says so (the key was deleted, or taken by another token).
 bool record_breaker(Lock& lock, RunRecord& record);
-
-// --record-skips: a run of HOLDER (with TOKEN) kept out by a holder or by a pause (who
-// paused, and why), which exits with STATUS.
-void record_skip(Redis& redis, const RunOptions& options, const Holder& holder,
-                 const std::string& token, const NotObtained& busy, int status);
 
 // --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under HELD in its
 // history, through LOCK (the lock on a connection of the main thread's): the entry's ID (the

@@ -9,6 +9,7 @@
 #include "lock/lease.h"
 #include "lock/lock.h"
 #include "lock/lock_value.h"
+#include "lock/pause.h"
 #include "print/metrics.h"
 #include "print/print.h"
 #include "process/child.h"
@@ -100,8 +101,7 @@ public:
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome);
       metrics_.m.result = failed ? Acquisition::error : Acquisition::busy;
       if (!failed) report_.end = busy && busy->paused ? RunEnd::paused : RunEnd::busy;
-      if (busy && options_.record_skips)
-        record_skip(redis_, options_, holder_, lock_->token(), *busy, *status);
+      if (busy) record_skip(*report_.end, *status, busy);
       return status;
     }
     got_ = std::get<Obtained>(outcome);
@@ -162,13 +162,21 @@ public:
     report_.end = RunEnd::done_this_period;
     log(Level::info, {"done_this_period", options_.key,
                       period_done_text(claim, period_->slot_name(), options_.retry_failed)});
-    if (options_.record_skips) {
-      RunRecord r = skipped_run(holder_, lock_->token(), RunEnd::done_this_period,
-                                options_.conflict_exit_code);
-      r.period = period_->slot_name();
-      record_history(redis_, options_, r);
-    }
+    record_skip(RunEnd::done_this_period, options_.conflict_exit_code);
     return options_.conflict_exit_code;
+  }
+
+  // --record-skips: the history says this run did not run, and ended as END with exit STATUS:
+  // kept out by a holder or a pause (BUSY: who paused, and why), or by the period's run.
+  void record_skip(RunEnd end, int status, const NotObtained* busy = nullptr) {
+    if (!options_.record_skips) return;
+    RunRecord r = skipped_run(holder_, lock_->token(), end, status);
+    if (auto pause = busy && busy->paused ? decode_pause(busy->holder_value) : std::nullopt) {
+      r.by = pause->by;
+      r.reason = pause->reason;
+    }
+    if (end == RunEnd::done_this_period) r.period = period_->slot_name();
+    record_history(redis_, options_, r);
   }
 
   // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment; with
