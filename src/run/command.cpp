@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <system_error>
 
 #include "lock/lease.h"
 #include "lock/lock.h"
@@ -17,14 +16,6 @@
 #include "util/text.h"
 
 namespace rlock {
-
-namespace {
-
-// When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
-// second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
-constexpr Millis k_stop_listen_after{500};
-
-}  // namespace
 
 Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
                          const std::string& program, const std::string& token, int64_t fence) {
@@ -98,27 +89,21 @@ std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_s
 }
 
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
-                               const Lock& lock) {
+                               const Lock& lock, Millis after) {
   try {
-    stops.emplace(std::move(connect), lock.key(), lock.token(), k_stop_listen_after);
+    stops.emplace(std::move(connect), lock.key(), lock.token(), after);
     stops->start();
     return &*stops;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     log(Level::warning, {"stop_listener", lock.key(),
-                         std::string(e.what()) + "; rlock stop will not reach this run"});
-  } catch (const std::system_error& e) {
-    log(Level::warning, {"stop_listener", lock.key(),
-                         std::string("cannot listen for stop requests (") + e.what() +
-                             "); rlock stop will not reach this run"});
+                         std::string("rlock stop will not reach this run (") + e.what() + ")"});
   }
   stops.reset();
   return nullptr;
 }
 
-int exec_straight_through(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+int exec_straight_through(std::vector<std::string> argv) {
+  std::vector<char*> args = c_strings(argv);
   flush_stderr(k_exit_stderr_patience);  // what is queued would be lost with this process
   ::execvp(args[0], args.data());
   int err = errno;

@@ -1,7 +1,4 @@
-// The command a run starts (rlock run; verbs/run.cpp tells its story), and what must hold
-// before it starts: its command line and environment, the refusal of a command that cannot run,
-// the nested run that goes straight through, a lease fresh enough to start on, and the listener
-// for rlock stop.
+// The command rlock run starts, and what must hold before it starts (README.md).
 #pragma once
 
 #include <optional>
@@ -49,15 +46,19 @@ std::optional<int> refuse_unrunnable(const RunOptions& options,
 // renew first, counting from now. Nothing (the lock is to be given back) if that fails.
 std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent);
 
+// When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
+// second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
+inline constexpr Millis k_stop_listen_after{500};
+
 // Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
-// connection CONNECT makes, on a thread of its own: the listener, or null when it cannot
-// (ulimit -n, ulimit -u; said), when the run goes on deaf to rlock stop: the operator's tool
-// fails, not the job.
+// connection CONNECT makes AFTER from now, on a thread of its own: the listener, or null when
+// it cannot (ulimit -n, ulimit -u; said), when the run goes on deaf to rlock stop: the
+// operator's tool fails, not the job.
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
-                               const Lock& lock);
+                               const Lock& lock, Millis after = k_stop_listen_after);
 
 // The nested run of a lock this process tree holds: become the command, which runs under the
 // outer rlock's lock and lease.
-int exec_straight_through(const std::vector<std::string>& argv);
+int exec_straight_through(std::vector<std::string> argv);
 
 }  // namespace rlock

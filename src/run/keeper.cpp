@@ -21,6 +21,7 @@
 #include "process/pid_watch.h"
 #include "process/process_group.h"
 #include "process/signals.h"
+#include "run/command.h"
 #include "run/supervisor.h"
 #include "run/wait.h"
 #include "settings/connect.h"
@@ -133,14 +134,17 @@ public:
     Renewals lease(lock_, options_.ttl, got_.sent);
     lease.start();
     // Ends after the lock is given back (HeldLock): a stop asked until then is answered, with
-    // whose stop it was if another's came first.
-    std::unique_ptr<StopListener> stops = stop_listener();
+    // whose stop it was if another's came first. It listens from the start (a script's lock is
+    // held for a while); without it the lock is kept all the same.
+    std::optional<StopListener> listener;
+    StopListener* stops = listen_for_stops(
+        listener, [global = global_] { return connect_redis(global, true); }, lock_, Millis(0));
     HeldLock held(lock_, options_.ttl, got_.sent);
     // PID, and the commands of its group when it leads one, watched as `rlock run` watches its
     // command: the lock is held until the last of them is gone, and a loss, rlock stop or a
     // signal to the keeper stops them first.
     ScriptGroup group(pid_, link_, lock_.key());
-    Supervisor(options_, {lease, signals_, nullptr, nullptr, stops.get()}, got_.sent).watch(group);
+    Supervisor(options_, {lease, signals_, nullptr, nullptr, stops}, got_.sent).watch(group);
     bool broken = lease.state() == Renewals::State::not_mine;
     lease.stop();
     if (Fd request = group.take_release(); request.valid()) {
@@ -158,20 +162,6 @@ public:
   }
 
 private:
-  // rlock stop's listener, from the start (a script's lock is held for a while); none when
-  // it cannot be had: the lock is kept all the same.
-  std::unique_ptr<StopListener> stop_listener() {
-    try {
-      auto stops =
-          std::make_unique<StopListener>([global = global_] { return connect_redis(global, true); },
-                                         lock_.key(), lock_.token(), Millis(0));
-      stops->start();
-      return stops;
-    } catch (const std::exception&) {
-      return nullptr;
-    }
-  }
-
   Lock& lock_;
   const Obtained& got_;
   const RunOptions options_;

@@ -84,30 +84,6 @@ Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
   return file;
 }
 
-}  // namespace
-
-bool worth_telling(const RunOptions& options, const std::string& result,
-                   std::optional<int> before) {
-  using On = RunOptions::NotifyOn;
-  if (options.notify_on == On::always) return true;
-  if (!ran(result)) return false;
-  bool failed = result != "success";
-  // Without the count only what needs none is told: each failure.
-  if (!before) return failed && options.notify_on == On::failure && options.notify_after <= 1;
-  int failures = failed ? *before + 1 : 0;
-  if (options.notify_on == On::failure) return failed && failures >= options.notify_after;
-  // change: the fleet starts failing (its Nth failure in a row), or recovers from that.
-  return failed ? failures == options.notify_after : *before >= options.notify_after;
-}
-
-namespace {
-
-// Whether the fleet's failures are to be read for a run that ended as RESULT: for what ran,
-// unless it is a success that --notify-on failure keeps quiet about.
-bool count_needed(const RunOptions& options, const std::string& result) {
-  return ran(result) && (result != "success" || options.notify_on != RunOptions::NotifyOn::failure);
-}
-
 // The fleet's failures in a row before the run with FENCE, from every host's entries in the
 // history (none before it without a history); nothing when it could not be read (said).
 std::optional<int> fleet_failures(Redis& redis, const RunOptions& options, int64_t fence) {
@@ -138,10 +114,32 @@ void say_hook_end(const RunOptions& options, const HookEnd& end) {
   }
 }
 
-void tell(const RunOptions& options, Redis* redis, const RunReport& report, SignalEvents& signals) {
+}  // namespace
+
+bool worth_telling(const RunOptions& options, const std::string& result,
+                   std::optional<int> before) {
+  using On = RunOptions::NotifyOn;
+  if (options.notify_on == On::always) return true;
+  if (!ran(result)) return false;
+  bool failed = result != "success";
+  // Without the count only what needs none is told: each failure.
+  if (!before) return failed && options.notify_on == On::failure && options.notify_after <= 1;
+  int failures = failed ? *before + 1 : 0;
+  if (options.notify_on == On::failure) return failed && failures >= options.notify_after;
+  // change: the fleet starts failing (its Nth failure in a row), or recovers from that.
+  return failed ? failures == options.notify_after : *before >= options.notify_after;
+}
+
+void notify(const RunOptions& options, Redis* redis, const RunReport& report,
+            SignalEvents& signals) try {
+  if (!options.notify) return;
   const std::string result = report.result();
+  bool failed = ran(result) && result != "success";
+  // The fleet's failures are read for what ran, unless it is a success that --notify-on failure
+  // keeps quiet about.
   std::optional<int> before;
-  if (redis && count_needed(options, result)) before = fleet_failures(*redis, options, report.fence);
+  if (redis && ran(result) && (failed || options.notify_on != RunOptions::NotifyOn::failure))
+    before = fleet_failures(*redis, options, report.fence);
   if (!worth_telling(options, result, before)) return;
 
   std::vector<std::string> env{"RLOCK_KEY=" + options.key, "RLOCK_RESULT=" + result,
@@ -156,7 +154,6 @@ void tell(const RunOptions& options, Redis* redis, const RunReport& report, Sign
     else
       unset.push_back(name);
   };
-  bool failed = ran(result) && result != "success";
   set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
   set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
   set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
@@ -173,18 +170,8 @@ void tell(const RunOptions& options, Redis* redis, const RunReport& report, Sign
   log(Level::debug, {"notify", options.key, "--notify: running its command (" + result + ")"});
   say_hook_end(options, run_hook(*options.notify, env, unset, output.get(), options.notify_timeout,
                                  signals));
-}
-
-}  // namespace
-
-void notify(const RunOptions& options, Redis* redis, const RunReport& report,
-            SignalEvents& signals) {
-  if (!options.notify) return;
-  try {
-    tell(options, redis, report, signals);
-  } catch (const std::exception& e) {  // out of memory, say: never the job's exit status
-    say(options.key, e.what());
-  }
+} catch (const std::exception& e) {  // out of memory, say: never the job's exit status
+  say(options.key, e.what());
 }
 
 }  // namespace rlock

@@ -1,6 +1,5 @@
-// rlock run --notify CMD: what a run tells of its end, and when (rlock(1) "Notifications"). The
-// command runs once the lock is given back, so that it delays no other host; it knows the
-// fleet's failures from the key's history.
+// rlock run --notify CMD (rlock(1) "Notifications"). The command runs once the lock is given
+// back, so that it delays no other host.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +29,7 @@ struct RunReport {
   // reached to record it, and every reader of the history says "end unknown".
   bool recorded = true;
 
-  // RLOCK_RESULT: success, failure, lost, hung, max-run or stopped when the command ran; busy,
-  // done or error when not.
+  // RLOCK_RESULT: run_result_name(), or error when an error kept the run from running.
   std::string result() const { return end ? run_result_name(*end, exit_status) : "error"; }
 };
 

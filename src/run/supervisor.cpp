@@ -35,9 +35,8 @@ constexpr Millis k_renewals_retry{100};
 }  // namespace
 
 Supervisor::Supervisor(const RunOptions& options, const Watched& watched, TimePoint started)
-    : options_(options), lease_(watched.lease), signals_(watched.signals),
-      terminal_(watched.terminal), heartbeat_(watched.heartbeat), stops_(watched.stops),
-      kill_after_(options.kill_after), renewals_start_at_(watched.lease.start_due()) {
+    : options_(options), w_(watched), ignore_loss_(options.on_lost == RunOptions::OnLost::ignore),
+      renewals_start_at_(watched.lease.start_due()) {
   if (options.max_run) max_run_at_ = started + *options.max_run;
 }
 
@@ -62,7 +61,7 @@ AttemptEnd Supervisor::watch(ProcessGroup& group) {
 std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd& last,
                                                  ProcessGroup& last_group) {
   attempt_.reset();
-  if (terminal_) terminal_->take_back();
+  if (w_.terminal) w_.terminal->take_back();
   for (;;) {
     TimePoint now = Clock::now();
     decide(now);
@@ -72,10 +71,8 @@ std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd&
     if (ends_as_ || interrupted_) {
       AttemptEnd end = last;
       end.between_attempts = true;
-      end.asked_to_stop = end.asked_to_stop || interrupted_ || stop_request_.has_value();
       if (ends_as_) end.end = *ends_as_;
-      if (end.end == RunEnd::stopped) end.stop = stop_request_;
-      return end;
+      return finish(end);
     }
     if (now >= at) return std::nullopt;
     wait_for_event(std::min(at, next_wake()), &last_group);
@@ -89,12 +86,17 @@ AttemptEnd Supervisor::attempt_end() const {
   end.end = a.signalled ? RunEnd::signalled : RunEnd::exited;
   // Stopped for its leftovers (--leftovers kill), the command still ended as it did.
   if (a.stopping && a.stopping->why != RunEnd::exited) end.end = a.stopping->why;
-  if (end.end == RunEnd::stopped) end.stop = stop_request_;
   // A death by SIGINT or SIGQUIT is Ctrl-C or Ctrl-\ in the command's terminal, which rlock
   // does not see: as a shell stops a loop, it is the last attempt.
-  bool quit = a.signalled && (end.status == exit_status_for_signal(SIGINT) ||
-                              end.status == exit_status_for_signal(SIGQUIT));
-  end.asked_to_stop = interrupted_ || stop_request_.has_value() || quit;
+  end.asked_to_stop = a.signalled && (end.status == exit_status_for_signal(SIGINT) ||
+                                      end.status == exit_status_for_signal(SIGQUIT));
+  return finish(end);
+}
+
+// END, told whether rlock was asked to stop (a signal, rlock stop) and by whose rlock stop.
+AttemptEnd Supervisor::finish(AttemptEnd end) const {
+  end.asked_to_stop = end.asked_to_stop || interrupted_ || stop_request_.has_value();
+  if (end.end == RunEnd::stopped) end.stop = stop_request_;
   return end;
 }
 
@@ -115,12 +117,13 @@ bool Supervisor::group_done(TimePoint now) {
     // Said on a terminal or with -v: under cron every line of stderr is mail.
     log(::isatty(STDERR_FILENO) ? Level::info : Level::debug,
         {"leftovers",
-         key(),
+         options_.key,
          kill ? "the command exited; stopping the " + what + " it left in its process group"
               : "the command exited; holding the lock until the " + what +
                     " it left in its process group exit (--leftovers kill stops them)",
          {{"processes", live}}});
-    if (kill && !a.stopping) begin_stop(RunEnd::exited, now + kill_after_, options_.kill_signal);
+    if (kill && !a.stopping)
+      begin_stop(RunEnd::exited, now + options_.kill_after, options_.kill_signal);
   }
   return false;
 }
@@ -130,10 +133,10 @@ bool Supervisor::group_done(TimePoint now) {
 void Supervisor::notice_guardian(TimePoint now) {
   if (lost_ || !attempt_ || !attempt_->group->guardian_stopped_group()) return;
   lost_ = true;
-  TimePoint deadline = lease_.deadline();
+  TimePoint deadline = w_.lease.deadline();
   auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
   log(Level::error,
-      {"lost", key(),
+      {"lost", options_.key,
        std::string("lock lost: rlock was ") + (suspended_ ? "suspended" : "stopped or starved") +
            " past its lease (" +
            (deadline > now ? format_duration(gap) + " left"
@@ -145,25 +148,26 @@ void Supervisor::notice_guardian(TimePoint now) {
 // The lease, --max-run and the heartbeat hold for the command while anything of its group
 // runs; between attempts the lease and --max-run end the run.
 void Supervisor::decide(TimePoint now) {
-  if (!lease_.started() && now >= renewals_start_at_) start_renewals(now);
+  if (!w_.lease.started() && now >= renewals_start_at_) start_renewals(now);
   check_lease(now);
   if (max_run_at_ && now >= *max_run_at_ && !stopping()) {
-    log(Level::error, {"max_run", key(),
+    log(Level::error, {"max_run", options_.key,
                        "the command ran past --max-run " + format_duration(*options_.max_run) +
                            (attempt_ ? "; stopping it" : "; no more attempts")});
-    begin_stop(RunEnd::max_run, now + kill_after_, options_.kill_signal);
+    begin_stop(RunEnd::max_run, now + options_.kill_after, options_.kill_signal);
   }
   if (!attempt_) return;
   Attempt& a = *attempt_;
-  if (heartbeat_ && !a.stopping && now >= heartbeat_->deadline() && heartbeat_->stale(now)) {
-    log(Level::error, {"hung", key(),
-                       "the command has not touched " + heartbeat_->path() + " for " +
-                           format_duration(heartbeat_->stale_after()) +
+  if (w_.heartbeat && !a.stopping && now >= w_.heartbeat->deadline() && w_.heartbeat->stale(now)) {
+    log(Level::error, {"hung", options_.key,
+                       "the command has not touched " + w_.heartbeat->path() + " for " +
+                           format_duration(w_.heartbeat->stale_after()) +
                            " (--stale-after); stopping it as hung"});
-    begin_stop(RunEnd::hung, now + kill_after_, options_.kill_signal);
+    begin_stop(RunEnd::hung, now + options_.kill_after, options_.kill_signal);
   }
   if (a.stopping && !a.killed_at && now >= a.stopping->kill_at) {
-    if (!a.status) log(Level::error, {"kill", key(), "the command is still running; sending KILL"});
+    if (!a.status)
+      log(Level::error, {"kill", options_.key, "the command is still running; sending KILL"});
     kill_group(now);
   }
 }
@@ -172,28 +176,29 @@ void Supervisor::decide(TimePoint now) {
 // the asked kill-after (or --kill-after), and the run ends as stopped, unless its lock was
 // lost meanwhile, the graver end. Leftovers of a command that exited are stopped too.
 void Supervisor::on_stop_request() {
-  auto request = stops_->take();
+  auto request = w_.stops->take();
   if (!request || stop_request_) return;
   stop_request_ = request;
   int sig = request->signal ? request->signal : options_.kill_signal;
   log(Level::warning,
-      {"stop_requested", key(),
+      {"stop_requested", options_.key,
        "stop requested by " + printable(stopped_by_text(request->by, request->reason), 200) +
            (attempt_ ? "; sending SIG" + signal_name(sig) + " to the command"
                      : std::string("; the run ends before its next attempt"))});
   if (attempt_ && attempt_->stopping && attempt_->stopping->why == RunEnd::lost) return;
-  begin_stop(RunEnd::stopped, Clock::now() + request->kill_after.value_or(kill_after_), sig);
+  begin_stop(RunEnd::stopped, Clock::now() + request->kill_after.value_or(options_.kill_after),
+             sig);
 }
 
 // A thread may not start (ulimit -u, out of memory): retry soon. A lease that nothing renews
 // runs out, and the loss path below stops the command in time, so this never goes unsafe.
 void Supervisor::start_renewals(TimePoint now) {
   try {
-    lease_.start();
+    w_.lease.start();
   } catch (const std::system_error& e) {
     if (!renewals_failed_)
       log(Level::warning,
-          {"renewal_thread", key(),
+          {"renewal_thread", options_.key,
            std::string("cannot start the renewal thread (") + e.what() + "); retrying"});
     renewals_failed_ = true;
     renewals_start_at_ = now + k_renewals_retry;
@@ -202,8 +207,8 @@ void Supervisor::start_renewals(TimePoint now) {
 
 void Supervisor::check_lease(TimePoint now) {
   if (lost_) return;
-  TimePoint deadline = lease_.deadline();
-  LossVerdict v = judge_lease(lease_.state(), deadline, now, kill_after_, ignore_loss());
+  TimePoint deadline = w_.lease.deadline();
+  LossVerdict v = judge_lease(w_.lease.state(), deadline, now, options_.kill_after, ignore_loss_);
   if (v.act == LossVerdict::Act::go_on) return;
   lost_ = true;
   std::string why;
@@ -217,28 +222,23 @@ void Supervisor::check_lease(TimePoint now) {
     break;
   }
   if (!attempt_) {
-    log(Level::error, {"lost", key(), "lock lost (" + why + ") between attempts: no more attempts"});
+    log(Level::error,
+        {"lost", options_.key, "lock lost (" + why + ") between attempts: no more attempts"});
     begin_stop(RunEnd::lost, now, 0);
   } else if (v.act == LossVerdict::Act::ignore) {
-    log(Level::error, {"lost_ignored", key(),
+    log(Level::error, {"lost_ignored", options_.key,
                        "lock lost; --on-lost ignore: the command keeps running without it"});
   } else if (v.act == LossVerdict::Act::kill_now) {
-    log(Level::error, {"lost", key(), "lock lost (" + why + "); killing the command"});
+    log(Level::error, {"lost", options_.key, "lock lost (" + why + "); killing the command"});
     begin_stop(RunEnd::lost, now, SIGKILL);
   } else {
-    log(Level::error, {"lost", key(), "lock lost (" + why + "); stopping the command"});
+    log(Level::error, {"lost", options_.key, "lock lost (" + why + "); stopping the command"});
     begin_stop(RunEnd::lost, v.kill_at, options_.kill_signal);
   }
 }
 
 bool Supervisor::stopping() const {
   return attempt_ ? attempt_->stopping.has_value() : ends_as_.has_value();
-}
-
-bool Supervisor::ignore_loss() const { return options_.on_lost == RunOptions::OnLost::ignore; }
-
-TimePoint Supervisor::loss_threshold() const {
-  return rlock::loss_threshold(lease_.deadline(), kill_after_, ignore_loss());
 }
 
 // Stops the command's group as WHY: SIG now (none when 0), SIGKILL at KILL_AT. Between attempts
@@ -258,7 +258,17 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
     a.stopping = Stopping{why, kill_at, Clock::now()};
   }
   if (sig == 0) return;
-  announce_stop(sig);
+  // "stopping", for status: who asked (rlock stop), and when the group gets SIGKILL.
+  const Stopping& s = *a.stopping;
+  bool asked = s.why == RunEnd::stopped && stop_request_;
+  announce({.kind = RunPhase::Kind::stopping,
+            .why = s.why == RunEnd::exited ? "leftovers" : run_end_name(s.why),
+            .signal = signal_name(sig),
+            .by = asked ? stop_request_->by : "",
+            .reason = asked ? stop_request_->reason : "",
+            .last_status = std::nullopt,  // named for -Wmissing-field-initializers
+            .since = s.since,
+            .due = s.kill_at});
   if (sig == SIGKILL) {
     kill_group(Clock::now());
     return;
@@ -270,25 +280,8 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
 void Supervisor::announce(const RunPhase& phase) {
   // News starts the renewals at once (decide): it is for now, not for the first renewal. A run
   // that only ever runs never starts them before their time (Renewals::start_due).
-  if (lease_.set_phase(phase) && !lease_.started())
+  if (w_.lease.set_phase(phase) && !w_.lease.started())
     renewals_start_at_ = std::min(renewals_start_at_, Clock::now());
-}
-
-// "stopping": the attempt's stop, its first signal SIG, who asked (rlock stop) and when the
-// group gets SIGKILL.
-void Supervisor::announce_stop(int sig) {
-  const Stopping& s = *attempt_->stopping;
-  RunPhase phase;
-  phase.kind = RunPhase::Kind::stopping;
-  phase.why = s.why == RunEnd::exited ? "leftovers" : run_end_name(s.why);
-  phase.signal = signal_name(sig);
-  if (s.why == RunEnd::stopped && stop_request_) {
-    phase.by = stop_request_->by;
-    phase.reason = stop_request_->reason;
-  }
-  phase.since = s.since;
-  phase.due = s.kill_at;
-  announce(phase);
 }
 
 void Supervisor::kill_group(TimePoint now) {
@@ -299,12 +292,13 @@ void Supervisor::kill_group(TimePoint now) {
 TimePoint Supervisor::next_wake() {
   TimePoint now = Clock::now();
   TimePoint next = now + std::chrono::hours(24);
-  if (!lost_) next = std::min(next, loss_threshold());
-  if (!lease_.started()) next = std::min(next, renewals_start_at_);
+  if (!lost_)
+    next = std::min(next, loss_threshold(w_.lease.deadline(), options_.kill_after, ignore_loss_));
+  if (!w_.lease.started()) next = std::min(next, renewals_start_at_);
   if (max_run_at_ && !stopping()) next = std::min(next, *max_run_at_);
   if (!attempt_) return next;
   Attempt& a = *attempt_;
-  if (heartbeat_ && !a.stopping) next = std::min(next, heartbeat_->deadline());
+  if (w_.heartbeat && !a.stopping) next = std::min(next, w_.heartbeat->deadline());
   if (a.status) {
     next = std::min(next, now + a.group_poll);
     a.group_poll = std::min(a.group_poll * 2, k_group_poll_max);
@@ -316,26 +310,29 @@ TimePoint Supervisor::next_wake() {
 
 void Supervisor::wait_for_event(TimePoint until, ProcessGroup* between) {
   ProcessGroup* group = attempt_ ? attempt_->group : nullptr;
-  pollfd fds[4] = {{signals_.fd(), POLLIN, 0},
-                   {lease_.wake_fd(), POLLIN, 0},
-                   {stops_ ? stops_->wake_fd() : -1, POLLIN, 0},
+  pollfd fds[4] = {{w_.signals.fd(), POLLIN, 0},
+                   {w_.lease.wake_fd(), POLLIN, 0},
+                   {w_.stops ? w_.stops->wake_fd() : -1, POLLIN, 0},
                    {group ? group->news_fd() : -1, POLLIN, 0}};
   int n = ::poll(fds, 4, millis_until(until));
   if (group && !group->rlocks_child()) collect_child();  // no SIGCHLD will tell
   if (n <= 0) return;  // timeout or EINTR: decide() looks at the clock
-  if (fds[1].revents) lease_.drain_wakeups();
+  if (fds[1].revents) w_.lease.drain_wakeups();
   if (fds[2].revents) on_stop_request();
-  while (auto sig = signals_.next()) on_signal(*sig, between);
+  while (auto sig = w_.signals.next()) on_signal(*sig, between);
   // poll() above reaped the guardian if someone killed it.
   if (!attempt_) return;
   if (auto how = attempt_->group->replace_dead_guardian())
-    log(Level::warning, {"guardian_replaced", key(),
+    log(Level::warning, {"guardian_replaced", options_.key,
                          "the guardian process ended (status " + std::to_string(*how) +
                              "); started another, so the command still dies with rlock"});
 }
 
 void Supervisor::on_signal(int sig, ProcessGroup* between) {
   TimePoint now = Clock::now();
+  // A SIGTERM or SIGINT soon after the first is the same request twice (a script's trap that
+  // signals rlock after its group was); a later one is the operator's second (below).
+  if ((sig == SIGTERM || sig == SIGINT) && !asked_to_stop_at_) asked_to_stop_at_ = now;
   if (sig == SIGCHLD) {
     if (attempt_)
       collect_child();
@@ -345,18 +342,19 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
     // No command to forward it to: its group is gone, and its number may be another's. A
     // signal that ends a process is a request to stop, which ends the run (wait_until).
     if (ends_a_process(sig)) interrupted_ = true;
-    if (sig == SIGTSTP) signals_.stop_self(SIGTSTP, true);  // Ctrl-Z: rlock stops as a job would
+    if (sig == SIGTSTP) w_.signals.stop_self(SIGTSTP, true);  // Ctrl-Z: rlock stops as a job would
   } else if (sig == SIGCONT) {
     resume_child(now);
   } else if (sig == SIGTSTP) {
     // rlock's group is the foreground one, not the command's (or `kill -TSTP`): the command
     // stops first, and rlock with it (on_child_stopped).
     attempt_->group->signal_group(SIGTSTP);
-  } else if ((sig == SIGTERM || sig == SIGINT) && asked_again(now)) {
+  } else if ((sig == SIGTERM || sig == SIGINT) &&
+             now - *asked_to_stop_at_ >= k_second_stop_request_after) {
     // Asked twice to stop: the operator means it, whatever the command does with TERM.
     if (!attempt_->killed_at)
       log(Level::warning,
-          {"signal_kill", key(),
+          {"signal_kill", options_.key,
            "SIG" + signal_name(sig) + " again: killing the command's process group (KILL)"});
     interrupted_ = true;
     kill_group(now);
@@ -365,8 +363,8 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
   } else {
     // To the group while anything of it runs: leftovers hear it too. A signal that ends a
     // process ends the run: the command is not tried again (--retry).
-    log(Level::debug,
-        {"signal_forwarded", key(), "forwarding SIG" + signal_name(sig) + " to the command"});
+    log(Level::debug, {"signal_forwarded", options_.key,
+                       "forwarding SIG" + signal_name(sig) + " to the command"});
     if (ends_a_process(sig)) interrupted_ = true;
     attempt_->group->signal_group(sig);
   }
@@ -380,17 +378,10 @@ void Supervisor::stop_for_signal(int sig) {
   if (!ends_a_process(sig)) return;
   interrupted_ = true;
   Attempt& a = *attempt_;
-  if (ignore_loss())
+  if (ignore_loss_)
     a.let_go = true;
   else if (!a.stopping)
-    begin_stop(RunEnd::exited, Clock::now() + kill_after_, options_.kill_signal);
-}
-
-// Whether a SIGTERM or SIGINT is the second request to stop: one that comes soon after the
-// first is the same request twice (a script's trap that signals rlock after its group was).
-bool Supervisor::asked_again(TimePoint now) {
-  if (!asked_to_stop_at_) asked_to_stop_at_ = now;
-  return now - *asked_to_stop_at_ >= k_second_stop_request_after;
+    begin_stop(RunEnd::exited, Clock::now() + options_.kill_after, options_.kill_signal);
 }
 
 void Supervisor::collect_child() {
@@ -401,7 +392,7 @@ void Supervisor::collect_child() {
       a.signalled = event->signalled;
       return;
     }
-    if (terminal_) on_child_stopped(event->status);
+    if (w_.terminal) on_child_stopped(event->status);
   }
 }
 
@@ -409,18 +400,19 @@ void Supervisor::collect_child() {
 // its own: the shell's job is rlock, so rlock stops when its command stops and continues it
 // when continued, handing it the terminal only while rlock is the foreground job.
 void Supervisor::on_child_stopped(int stop_signal) {
-  if ((stop_signal == SIGTTIN || stop_signal == SIGTTOU) && terminal_->ours()) {
+  if ((stop_signal == SIGTTIN || stop_signal == SIGTTOU) && w_.terminal->ours()) {
     // It wants the terminal, and rlock has it (`fg` after `&`): give it over and go on.
     resume_child(Clock::now());
     return;
   }
-  terminal_->take_back();
+  w_.terminal->take_back();
   TimePoint now = Clock::now();
   if (!lost_) {
-    auto left = std::chrono::duration_cast<Millis>(loss_threshold() - now);
+    TimePoint threshold = loss_threshold(w_.lease.deadline(), options_.kill_after, ignore_loss_);
+    auto left = std::chrono::duration_cast<Millis>(threshold - now);
     log(Level::warning,
         {"suspended",
-         key(),
+         options_.key,
          "suspended with the command (SIG" + signal_name(stop_signal) +
              "): the lock is not renewed while suspended; continue within " +
              format_duration(std::max(left, Millis(0))) + " (fg or bg) or the run ends (76)",
@@ -429,7 +421,7 @@ void Supervisor::on_child_stopped(int stop_signal) {
   // Ctrl-Z reached only the command's group, which has the terminal; without rlock it would
   // have stopped the whole job, so rlock stops its own group (a pipeline it is part of too).
   suspended_ = true;
-  if (signals_.stop_self(stop_signal, stop_signal == SIGTSTP)) resume_child(Clock::now());
+  if (w_.signals.stop_self(stop_signal, stop_signal == SIGTSTP)) resume_child(Clock::now());
 }
 
 // rlock was continued (fg, bg, kill -CONT): the command goes on too, with the terminal when
@@ -439,10 +431,8 @@ void Supervisor::resume_child(TimePoint now) {
   check_lease(now);
   Attempt& a = *attempt_;
   if (a.killed_at || a.status) return;
-  if (terminal_ && terminal_->ours()) terminal_->hand_to(a.group->pid());
+  if (w_.terminal && w_.terminal->ours()) w_.terminal->hand_to(a.group->pid());
   a.group->signal_group(SIGCONT);
 }
-
-const std::string& Supervisor::key() const { return options_.key; }
 
 }  // namespace rlock

@@ -1,6 +1,5 @@
-// rlock run's watch over its command: the process group, the lease, --max-run, the heartbeat,
-// signals, job control and stop requests, while an attempt runs (watch) and while the run waits
-// for its next attempt (wait_until). The run decides what comes next (run.cpp).
+// rlock run's watch over its command while an attempt runs, and between attempts (README.md);
+// the run decides what comes next.
 #pragma once
 
 #include <optional>
@@ -96,6 +95,7 @@ private:
   };
 
   AttemptEnd attempt_end() const;
+  AttemptEnd finish(AttemptEnd end) const;
   bool group_done(TimePoint now);
   void notice_guardian(TimePoint now);
   void decide(TimePoint now);
@@ -103,28 +103,19 @@ private:
   void check_lease(TimePoint now);
   void on_stop_request();
   void begin_stop(RunEnd why, TimePoint kill_at, int sig);
-  void announce_stop(int sig);
   void kill_group(TimePoint now);
   TimePoint next_wake();
   void wait_for_event(TimePoint until, ProcessGroup* between = nullptr);
   void on_signal(int sig, ProcessGroup* between);
   void stop_for_signal(int sig);
-  bool asked_again(TimePoint now);
   void collect_child();
   void on_child_stopped(int stop_signal);
   void resume_child(TimePoint now);
   bool stopping() const;
-  bool ignore_loss() const;
-  TimePoint loss_threshold() const;
-  const std::string& key() const;
 
   const RunOptions& options_;
-  Lease& lease_;
-  SignalEvents& signals_;
-  Terminal* terminal_;
-  Heartbeat* heartbeat_;  // --heartbeat-file, or null
-  StopRequests* stops_;   // rlock stop's requests, or null
-  const Millis kill_after_;
+  const Watched w_;
+  const bool ignore_loss_;  // --on-lost ignore
   TimePoint renewals_start_at_;
   bool renewals_failed_ = false;
   std::optional<TimePoint> max_run_at_;

@@ -234,17 +234,6 @@ TEST_CASE("a stop request announces its phase: who asked, the signal, when KILL 
   CHECK(p.due - p.since < Millis(1000));
 }
 
-TEST_CASE("--max-run announces its stop as max-run") {
-  Setup s;
-  s.opts.max_run = Millis(50);
-  Supervisor sv = s.make();
-  sv.watch(s.group);
-  REQUIRE(s.lease.phases.size() == 2);
-  CHECK(s.lease.phases[1].kind == RunPhase::Kind::stopping);
-  CHECK(s.lease.phases[1].why == "max-run");
-  CHECK(s.lease.phases[1].by.empty());
-}
-
 TEST_CASE("a lost lease stops the group as lost, and a later stop request does not change it") {
   Setup s;
   s.group.ignored = {SIGTERM};
@@ -257,7 +246,7 @@ TEST_CASE("a lost lease stops the group as lost, and a later stop request does n
   CHECK(s.group.got.back() == SIGKILL);
 }
 
-TEST_CASE("--max-run stops the group") {
+TEST_CASE("--max-run stops the group, and announces its stop as max-run") {
   Setup s;
   s.opts.max_run = Millis(50);
   Supervisor sv = s.make();
@@ -265,6 +254,10 @@ TEST_CASE("--max-run stops the group") {
   CHECK(end.end == RunEnd::max_run);
   CHECK(s.group.got.front() == SIGTERM);
   CHECK(!end.asked_to_stop);
+  REQUIRE(s.lease.phases.size() == 2);
+  CHECK(s.lease.phases[1].kind == RunPhase::Kind::stopping);
+  CHECK(s.lease.phases[1].why == "max-run");
+  CHECK(s.lease.phases[1].by.empty());
 }
 
 TEST_CASE("--leftovers kill stops what the command left, and the end is still the command's") {
