@@ -5,13 +5,13 @@
 // as it stops a command (rlock(1) "stop" and "Lease safety"); the lock is given back the
 // moment they are gone. `rlock release --token T` tells it (keeper_link.h), so that a
 // script's own release is not taken for a loss.
+#include "run/keeper.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <unistd.h>
-
-#include "run/keeper.h"
 
 #include "lock/held_lock.h"
 #include "lock/lease.h"

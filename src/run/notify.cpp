@@ -1,7 +1,7 @@
 #include "run/notify.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,30 +38,17 @@ void say(const std::string& key, const std::string& message) {
   log(Level::warning, {"notify", key, "--notify: " + message});
 }
 
-// A file of this user's (0600) with no name in DIR: the kernel frees it with its last
-// descriptor, so rlock leaves none behind however it dies (SIGKILL included). Where the file
-// system has no O_TMPFILE, a file made by mkostemp and unlinked at once. Invalid, errno set,
-// when neither can be made.
-Fd unnamed_file(const std::string& dir) {
-  Fd file(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (file.valid()) return file;
-  std::string path = dir + "/rlock-output-XXXXXX";
-  file.reset(::mkostemp(path.data(), O_CLOEXEC));
-  if (file.valid()) ::unlink(path.c_str());
-  return file;
-}
-
-// The run's kept output (--keep-output) for RLOCK_OUTPUT_FILE, in an unnamed file that the
-// hook inherits and opens as /dev/fd/N; invalid when there is none to give (said).
+// The run's kept output (--keep-output) for RLOCK_OUTPUT_FILE, in a file in memory with no
+// name in any directory (memfd_create: nothing another user could plant a link under, and
+// nothing left behind however rlock dies), which the hook inherits and opens as /dev/fd/N;
+// invalid when there is none to give (said).
 Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
-  Fd made = unnamed_file(dir);
+  Fd made(::memfd_create("rlock-output", MFD_CLOEXEC));
   // Above the descriptors a shell script numbers itself (`exec 3>log`), which would take
   // the file's place.
   Fd file(made.valid() ? ::fcntl(made.get(), F_DUPFD_CLOEXEC, k_output_fd_from) : -1);
   if (!file.valid()) {
-    say(options.key, "no file for the kept output in " + dir + " (" + std::strerror(errno) + ")");
+    say(options.key, std::string("no file for the kept output (") + std::strerror(errno) + ")");
     return Fd();
   }
   TimePoint deadline = Clock::now() + redis.command_timeout();
@@ -76,8 +63,8 @@ Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
     read = std::move(*more);
     for (const OutputPiece& piece : read.pieces)
       if (!write_all(file.get(), piece.bytes.data(), piece.bytes.size())) {
-        say(options.key, "the kept output could not be written to a file in " + dir + ": " +
-                             std::strerror(errno));
+        say(options.key,
+            std::string("the kept output could not be written: ") + std::strerror(errno));
         return Fd();
       }
   } while (read.pieces.size() + (read.end ? 1 : 0) == k_output_read);

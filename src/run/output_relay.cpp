@@ -95,11 +95,15 @@ void OutputRelay::drain(const std::function<bool()>& asked_to_stop) {
     warn("a write of the command's output did not return (a file system that hangs?); the rest "
          "of it was left");
   else if (dropped > 0 && asked)
-    warn(format_byte_size(dropped) + " of the command's output were dropped: rlock was asked to "
-         "stop, and the reader did not take them within " + format_duration(k_stop_grace));
+    warn(format_byte_size(dropped) +
+         " of the command's output were dropped: rlock was asked to "
+         "stop, and the reader did not take them within " +
+         format_duration(k_stop_grace));
   else if (dropped > 0)
-    warn(format_byte_size(dropped) + " of the command's output could not be written on (a write "
-         "failed, or nothing moved for " + format_duration(patience) + ") and were dropped");
+    warn(format_byte_size(dropped) +
+         " of the command's output could not be written on (a write "
+         "failed, or nothing moved for " +
+         format_duration(patience) + ") and were dropped");
 }
 
 void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
@@ -122,7 +126,8 @@ void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
   else if (r.missed > 0)
     warn("Redis was slow or away" + why + ": " + format_byte_size(r.missed) +
          " of the command's output were never sent, and rlock logs -f did not show them; its "
-         "last " + kept + " are kept");
+         "last " +
+         kept + " are kept");
 }
 
 }  // namespace rlock

@@ -135,13 +135,12 @@ void Supervisor::notice_guardian(TimePoint now) {
   lost_ = true;
   TimePoint deadline = w_.lease.deadline();
   auto gap = std::chrono::duration_cast<Millis>(deadline > now ? deadline - now : now - deadline);
-  log(Level::error,
-      {"lost", options_.key,
-       std::string("lock lost: rlock was ") + (suspended_ ? "suspended" : "stopped or starved") +
-           " past its lease (" +
-           (deadline > now ? format_duration(gap) + " left"
-                           : "ended " + format_duration(gap) + " ago") +
-           "), so its guardian stopped the command; the lock may be another's now"});
+  log(Level::error, {"lost", options_.key,
+                     std::string("lock lost: rlock was ") +
+                         (suspended_ ? "suspended" : "stopped or starved") + " past its lease (" +
+                         (deadline > now ? format_duration(gap) + " left"
+                                         : "ended " + format_duration(gap) + " ago") +
+                         "), so its guardian stopped the command; the lock may be another's now"});
   begin_stop(RunEnd::lost, deadline, 0);
 }
 

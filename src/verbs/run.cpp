@@ -55,8 +55,8 @@ public:
       : options_(options), redis_(redis), heartbeat_(std::move(heartbeat)), signals_(signals),
         report_(report), connect_(std::move(connect)),
         lock_(make_lock(redis, options.key, make_token(), lock_mode(options))),
-        holder_(current_holder(command_name(options))),
-        command_timeout_(lock_->command_timeout()), metrics_(options) {
+        holder_(current_holder(command_name(options))), command_timeout_(lock_->command_timeout()),
+        metrics_(options) {
     report_.host = holder_.host;
     if (options_.once_per)
       period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
@@ -129,8 +129,7 @@ public:
     if (!period_) return std::nullopt;
     StartRecord start{options_.history_length, options_.retention, start_fields(holder_),
                       Clock::now() - got_.waited};
-    auto claim =
-        period_->claim(holder_, got_.fence, start, Clock::now() + command_timeout_);
+    auto claim = period_->claim(holder_, got_.fence, start, Clock::now() + command_timeout_);
     if (claim && claim->claimed) return started(claim->start);
     if (!claim) {
       metrics_.m.result = Acquisition::error;
@@ -181,7 +180,8 @@ public:
 
   // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment; with
   // --keep-output, its output goes through rlock to Redis.
-  std::optional<int> start_command(const std::vector<std::string>& argv, const std::string& program) {
+  std::optional<int> start_command(const std::vector<std::string>& argv,
+                                   const std::string& program) {
     Child::Spec& spec = hold_->spec;
     spec = command_spec(options_, argv, program, lock_->token(), got_.fence);
     if (options_.on_lost == RunOptions::OnLost::kill)
@@ -205,10 +205,10 @@ public:
     holder.since = WallTime(Millis(got_.taken_ms));
     hold_->keep_terminal(Terminal::if_controlling());
     signals_.watch_job_control();
-    output_ = OutputRelay::make(options_, connect_, got_.fence,
-                                encode_lock_value({lock_->token(), holder, got_.fence,
-                                                   options_.ttl.count(), std::nullopt}),
-                                spec);
+    output_ = OutputRelay::make(
+        options_, connect_, got_.fence,
+        encode_lock_value({lock_->token(), holder, got_.fence, options_.ttl.count(), std::nullopt}),
+        spec);
     try {
       hold_->start(signals_, foreground());
     } catch (const Error& e) {
@@ -251,8 +251,7 @@ public:
       end.between_attempts = true;
       // One look at Redis: a loss the renewals have not met yet (--on-lost ignore's too).
       if (auto held = side_lock().holds(Clock::now() + command_timeout_); held && !*held) {
-        log(Level::error,
-            {"lost", options_.key, "lock lost between attempts: no more attempts"});
+        log(Level::error, {"lost", options_.key, "lock lost between attempts: no more attempts"});
         end.end = RunEnd::lost;
         not_ours_ = true;  // Redis said so: not a lease that ran out on an absent Redis
         break;
@@ -285,7 +284,13 @@ public:
   // request that comes meanwhile ends the run as stopped (its asker is told so); a signal, as
   // the command ended.
   void drain_output(AttemptEnd& end) {
-    renew_from_now();
+    // The renewal thread starts at the first renewal (Renewals::start_due), which a drain may
+    // outlast. A thread that cannot start is said: the lease then runs out, as the release says.
+    if (!hold_->renewing()) try {
+        hold_->renewals().start();
+      } catch (const std::system_error& e) {
+        log_warning(options_.key + ": cannot start the renewal thread (" + e.what() + ")");
+      }
     std::optional<StopRequest> late_stop;
     output_->drain([&] {
       if (stops_ && !late_stop) late_stop = stops_->take();
@@ -347,7 +352,8 @@ private:
   // command never start, the release removes it.
   std::optional<int> started(const std::string& start) {
     got_.start = start;
-    if (!start.empty()) hold_->lock().forget_start(history_forget(options_.key, lock_->token(), start));
+    if (!start.empty())
+      hold_->lock().forget_start(history_forget(options_.key, lock_->token(), start));
     return std::nullopt;
   }
 
@@ -466,19 +472,6 @@ private:
     return nullptr;
   }
 
-  // The renewal thread starts at its first renewal (Renewals::start_due); a run that goes on
-  // after its command ended starts it now. A thread that cannot start is said: the lease then
-  // runs out, and the release says so.
-  void renew_from_now() {
-    Renewals& renewals = hold_->renewals();
-    if (renewals.started()) return;
-    try {
-      renewals.start();
-    } catch (const std::system_error& e) {
-      log_warning(options_.key + ": cannot start the renewal thread (" + e.what() + ")");
-    }
-  }
-
   // The terminal the command gets as its foreground: only when rlock has it (a background
   // job's command stays in the background).
   Terminal* foreground() const {
@@ -504,9 +497,9 @@ private:
   // its output's capture is abandoned.
   std::unique_ptr<OutputRelay> output_;
   std::optional<RunHold> hold_;  // from the lock's taking: it lets go before the metrics
-  int attempt_ = 1;                // --retry: the attempt that runs, or ran last
-  TimePoint attempt_from_{};  // --retry: when it started, from the second on (record_of)
-  bool not_ours_ = false;     // --retry: Redis said the lock was not ours between attempts
+  int attempt_ = 1;              // --retry: the attempt that runs, or ran last
+  TimePoint attempt_from_{};     // --retry: when it started, from the second on (record_of)
+  bool not_ours_ = false;        // --retry: Redis said the lock was not ours between attempts
   std::unique_ptr<Redis> side_redis_;
   std::unique_ptr<Lock> side_lock_;
   std::optional<StopListener> stops_;

@@ -193,7 +193,8 @@ class Notify(RedisTestCase):
         hook = (f'cat "$RLOCK_OUTPUT_FILE" > {out}; cat "$RLOCK_OUTPUT_FILE" >> {out}; '
                 f'cat < "$RLOCK_OUTPUT_FILE" >> {out}; '
                 f'sh -c \'cat "$RLOCK_OUTPUT_FILE"\' > {out}.child; '
-                f'readlink /proc/$$/fd/0 > {out}.stdin')
+                f'readlink /proc/$$/fd/0 > {out}.stdin; '
+                f'readlink "$RLOCK_OUTPUT_FILE" > {out}.file')
         # rlock's stdin a pipe: the hook's is /dev/null all the same.
         r = self.run_rlock(["run", "--keep-output", "64k", "--notify", hook, "job", "--",
                             "sh", "-c", "echo kept line; exit 3"], input="")
@@ -205,6 +206,9 @@ class Notify(RedisTestCase):
             self.assertEqual(f.read(), "kept line\n")
         with open(out + ".stdin") as f:
             self.assertEqual(f.read(), "/dev/null\n")
+        # In memory, in no directory another user could plant a link in (rlock(1)).
+        with open(out + ".file") as f:
+            self.assertRegex(f.read(), r"^/memfd:rlock-output \(deleted\)$")
 
     def test_what_did_not_run_is_told_only_always(self):
         holder = self.start(["run", "job", "--", "sleep", "30"])

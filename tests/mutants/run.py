@@ -606,7 +606,7 @@ MUTANTS = [
      [("src/process/output_capture.cpp", "for (int i = 0; i < count; ++i) owing = owing || channels[i].owed > 0;", "")],
      ['test_logs.Logs.test_a_slow_reader_gets_all_the_command_wrote']),
     ("renewals stopped by a command that ends before the first renewal",
-     [("src/verbs/run.cpp", "    renew_from_now();\n    std::optional<StopRequest> late_stop;", "    std::optional<StopRequest> late_stop;")],
+     [("src/verbs/run.cpp", "        hold_->renewals().start();\n", "")],
      ['test_run_stalled.StalledReader.test_the_lease_is_renewed_while_a_reader_takes_its_time',
       'test_run_stalled.StalledReader.test_term_before_the_first_renewal']),
     ("a stalled reader waited for after a signal or rlock stop",
