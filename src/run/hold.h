@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "lock/held_lock.h"
 #include "lock/lease.h"
@@ -32,8 +33,8 @@ public:
 
   Child::Spec spec;  // every attempt's (set_attempt() changes RLOCK_ATTEMPT)
   // Starts the command as SPEC says, in TERMINAL's foreground when given; under --retry, the
-  // next attempt, on the lease the renewals confirmed, the last one's process let go. Throws
-  // as Child does (then nothing more runs).
+  // next attempt (after renew()), on the lease the renewals confirmed, the last one's process
+  // let go. Throws as Child does (then nothing more runs).
   Child& start(const SignalEvents& signals, Terminal* terminal) {
     if (child_) {
       if (spec.lease) spec.lease->deadline = renewals_->deadline();
@@ -49,7 +50,6 @@ public:
     if (last && renewals_) child_->extend_lease(renewals_->deadline());
     return *child_;
   }
-  bool started() const { return child_ != nullptr; }
   Child& child() { return *child_; }
   const Child& child() const { return *child_; }
 
@@ -77,6 +77,8 @@ public:
   }
 
 private:
+  // The order that keeps the lease safe: no renewal outlives the command, and no command the
+  // lock.
   void let_go() {
     stop_renewals();
     {

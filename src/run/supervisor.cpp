@@ -265,7 +265,7 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
             .signal = signal_name(sig),
             .by = asked ? stop_request_->by : "",
             .reason = asked ? stop_request_->reason : "",
-            .last_status = std::nullopt,  // named for -Wmissing-field-initializers
+            .last_status = std::nullopt,  // named: g++ 12's -Wmissing-field-initializers asks
             .since = s.since,
             .due = s.kill_at});
   if (sig == SIGKILL) {

@@ -131,6 +131,7 @@ public:
                       Clock::now() - got_.waited};
     auto claim = period_->claim(holder_, got_.fence, start, Clock::now() + command_timeout_);
     if (claim && claim->claimed) return started(claim->start);
+    hold_.reset();  // given back before anything is said or recorded
     if (!claim) {
       metrics_.m.result = Acquisition::error;
       return unavailable(claim.failure());

@@ -639,7 +639,7 @@ MUTANTS = [
     ("the notification while the lock is held",
      [("src/verbs/run.cpp",
        "    if (period_) finish_period(record, give_up);",
-       "    notify(options_, &redis_, {end_, record.exit_status, "
+       "    notify(options_, &redis_, {report_.end, record.exit_status, "
        "Millis(record.held_ms), got_.fence, holder_.host, 0}, signals_);\n"
        "    if (period_) finish_period(record, give_up);"),
       ("src/verbs/run.cpp", "    notify(options, redis.get(), report, signals);", "")],
@@ -659,8 +659,14 @@ MUTANTS = [
      ['test_notify.Retry.test_an_attempt_that_died_of_sigint_is_the_last']),
     ("the kept output's end sent before a late rlock stop is applied",
      [("src/verbs/run.cpp",
-       "output_->send_end(run_end_name(end.end),",
-       "output_->send_end(run_end_name(RunEnd::exited),")],
+       "    if (late_stop && command_ended(end.end) && !end.between_attempts) {",
+       "    output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, "
+       "end.status), command_timeout_);\n"
+       "    if (late_stop && command_ended(end.end) && !end.between_attempts) {"),
+      ("src/verbs/run.cpp",
+       "    output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, end.status),\n"
+       "                      command_timeout_);\n",
+       "")],
      ['test_run_stalled.StalledReader.test_rlock_stop_while_the_output_drains_ends_the_run_as_stopped']),
     ("an attempt starts without looking that the lock is still held",
      [("src/verbs/run.cpp", "held && !*held) {", "held && false) {")],
