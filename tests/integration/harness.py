@@ -44,6 +44,7 @@ REDIS_SENTINEL = server_binary("sentinel")
 
 SOURCE_DIR = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..",
                                                                  "..")
+BUILD_DIR = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
 # The harness's own user on servers whose default user has only what rlock needs.
 ADMIN = ("rlock-test-admin", "rlock-test-admin-secret")
 
@@ -377,6 +378,19 @@ def pid_alive(pid, program=None):
         return program is None or os.path.basename(os.readlink(f"/proc/{pid}/exe")) == program
     except (FileNotFoundError, ProcessLookupError, PermissionError):  # gone meanwhile
         return False
+
+
+def append_output(server, keys, *pieces, end=""):
+    """output_append.lua as Redis gets it from the output's sender (the build's lua/, with what
+    it uses), for run 7 keeping 1000 bytes: KEYS its stream, index and, optionally, last-output
+    and attempts keys; PIECES (offset, stdout text); END the end's offset ('' for none). Its
+    reply."""
+    with open(os.path.join(BUILD_DIR, "lua", "output_append.lua")) as f:
+        script = f.read()
+    args = ["7", "1000", "0", end, "exited", "0", "0"]
+    for offset, text in pieces:
+        args += [str(offset), "o", text]
+    return server.cmd("EVAL", script, str(len(keys)), *keys, *args)
 
 
 def write_report(name, lines, heading=None):

@@ -6,7 +6,7 @@ import re
 import os
 import subprocess
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, append_output, rlock_env, wait_until
 
 KEY = "lock:job"
 
@@ -115,22 +115,14 @@ class LastOutput(RedisTestCase):
         self.assertEqual([k for k in self.server.cmd("KEYS", "*") if k.endswith("-attempts")], [])
 
     def test_a_send_that_adds_no_bytes_leaves_the_last_output(self):
-        # The common script and the sender's, as the build puts them together (scripts.h).
-        lua = os.path.join(os.path.dirname(__file__), "..", "..", "src", "lock", "lua")
-        with open(os.path.join(lua, "common.lua")) as c, \
-                open(os.path.join(lua, "output_append.lua")) as f:
-            script = c.read() + "\n" + f.read()
         stream = "rlock-output:{lock:job}:rlock:output-7"
         index = "rlock-output:{lock:job}:rlock:outputs"
         last = "{lock:job}:rlock:last-output"
         self.server.cmd("ZADD", index, "7", "7 member")
 
         def send(*pieces, end=""):
-            args = ["7", "1000", "0", end, "exited", "0", "0"]
-            for offset, text in pieces:
-                args += [str(offset), "o", text]
-            self.server.cmd("EVAL", script, "4", stream, index, last, stream + "-attempts",
-                            *args)
+            append_output(self.server, [stream, index, last, stream + "-attempts"], *pieces,
+                          end=end)
             return self.server.cmd("ZSCORE", last, "7")
         first = send((0, "hello"))
         self.assertIsNotNone(first)

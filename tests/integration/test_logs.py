@@ -9,7 +9,7 @@ import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, run_measured, wait_until
+from harness import RLOCK, RedisTestCase, append_output, rlock_env, run_measured, wait_until
 
 KEY = "lock:job"
 INDEX = "rlock-output:{lock:job}:rlock:outputs"
@@ -256,17 +256,11 @@ class Logs(RedisTestCase):
                          ["lost", "went on"])
 
     def test_a_piece_sent_again_adds_only_what_redis_did_not_take(self):
-        with open(os.path.join(os.path.dirname(__file__), "..", "..", "src", "lock", "lua",
-                               "output_append.lua")) as f:
-            script = f.read()
         stream = "rlock-output:{lock:job}:rlock:output-7"
         self.server.cmd("ZADD", INDEX, "7", "7 member")
 
         def send(*pieces, end=""):
-            args = ["7", "1000", "0", end, "exited", "0", "0"]
-            for offset, text in pieces:
-                args += [str(offset), "o", text]
-            return self.server.cmd("EVAL", script, "2", stream, INDEX, *args)
+            return append_output(self.server, [stream, INDEX], *pieces, end=end)
         self.assertEqual(send((0, "hello")), 1)
         self.assertEqual(send((0, "hello world")), 1)  # the reply was lost; it grew meanwhile
         self.assertEqual(send((2, "llo world"), (11, "!")), 1)  # trimmed in front, and more
