@@ -24,10 +24,10 @@ struct RunPhase {
   // stopping: the end the run is stopped for (run_end_name(): stopped, lost, max_run, hung),
   // or "leftovers" (--leftovers kill); the signal sent ("TERM"); for rlock stop, its asker
   // (USER@HOST) and its reason.
-  std::string why, signal, by, reason;
+  std::string why{}, signal{}, by{}, reason{};
   // retrying: the attempt to come, of how many, and the exit status of the one that ended.
   int attempt = 0, attempts = 0;
-  std::optional<int> last_status;
+  std::optional<int> last_status{};
   // This host's clock: the phase began (the signal sent, the attempt ended); what it waits for
   // is due (SIGKILL, the next attempt).
   TimePoint since{}, due{};

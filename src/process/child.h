@@ -43,10 +43,10 @@ std::optional<CommandProblem> check_command(const std::string& file, std::string
 class Child : public ProcessGroup {
 public:
   struct Spec {
-    std::vector<std::string> argv;
-    std::vector<std::string> env;    // "NAME=value" added to (or replacing in) our environment
-    std::vector<std::string> unset;  // NAMEs of our environment the command does not get
-    std::string path;                // the program, found already; empty: search $PATH for argv[0]
+    std::vector<std::string> argv{};
+    std::vector<std::string> env{};    // "NAME=value" added to (or replacing in) our environment
+    std::vector<std::string> unset{};  // NAMEs of our environment the command does not get
+    std::string path{};  // the program, found already; empty: search $PATH for argv[0]
     // The lease the guardian keeps the command within, from before it starts; none: the
     // command may outlive the lease (--on-lost ignore).
     struct Lease {
@@ -54,7 +54,7 @@ public:
       int kill_signal;     // sent kill_after before the deadline (by rlock, or the guardian)
       Millis kill_after;
     };
-    std::optional<Lease> lease;
+    std::optional<Lease> lease{};
     // The command's stdout and stderr instead of rlock's (the output capture's pipes, made
     // O_CLOEXEC); -1: rlock's own.
     int stdout_fd = -1;

@@ -9,7 +9,6 @@
 
 #include "lock/lease.h"
 #include "lock/lock.h"
-#include "process/child.h"
 #include "redis/redis_url.h"
 #include "util/log.h"
 #include "util/stderr_writer.h"
@@ -19,22 +18,15 @@ namespace rlock {
 
 Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
                          const std::string& program, const std::string& token, int64_t fence) {
-  Child::Spec spec{argv,
-                   {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + token,
-                    "RLOCK_FENCE=" + std::to_string(fence),
-                    "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
-                   {},
-                   program,
-                   std::nullopt};
+  Child::Spec spec{.argv = argv,
+                   .env = {"RLOCK_KEY=" + options.key, "RLOCK_TOKEN=" + token,
+                           "RLOCK_FENCE=" + std::to_string(fence),
+                           "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
+                   .path = program};
   if (options.retry > 0) spec.env.push_back("RLOCK_ATTEMPT=1");
   // No Redis secret of rlock's goes to the job (README "Choosing options").
   keep_secrets(spec.env, spec.unset, true);
   return spec;
-}
-
-void set_attempt(Child::Spec& spec, int n) {
-  for (std::string& var : spec.env)
-    if (var.starts_with("RLOCK_ATTEMPT=")) var = "RLOCK_ATTEMPT=" + std::to_string(n);
 }
 
 void keep_secrets(std::vector<std::string>& env, std::vector<std::string>& unset,

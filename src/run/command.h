@@ -17,16 +17,13 @@ class Lock;
 // The command to start: COMMAND, or $SHELL -c TEXT.
 std::vector<std::string> command_argv(const RunOptions& options);
 
-// The start of ARGV (found at PROGRAM; empty: searched) under the lock with TOKEN and FENCE:
-// the lock's environment (RLOCK_KEY ...; RLOCK_ATTEMPT=1 with --retry), none of rlock's Redis
-// secrets.
+// The start of ARGV (found at PROGRAM; empty: searched) under the lock with TOKEN and FENCE: the
+// lock's environment (RLOCK_KEY ...; RLOCK_ATTEMPT=1 with --retry), none of rlock's Redis secrets.
 Child::Spec command_spec(const RunOptions& options, const std::vector<std::string>& argv,
                          const std::string& program, const std::string& token, int64_t fence);
-// --retry: SPEC's RLOCK_ATTEMPT made N.
-void set_attempt(Child::Spec& spec, int n);
-// What keeps rlock's Redis secrets from a process it starts: RLOCK_PASSWORD unset, the password
-// of RLOCK_REDIS_URL left out; REDISCLI_AUTH too, unless KEEP_REDISCLI_AUTH (redis-cli's own,
-// which a job may use for its own Redis).
+// Keeps rlock's Redis secrets from a process it starts: RLOCK_PASSWORD unset, RLOCK_REDIS_URL
+// without its password; REDISCLI_AUTH too unless KEEP_REDISCLI_AUTH (redis-cli's own, which a job
+// may use for its own Redis).
 void keep_secrets(std::vector<std::string>& env, std::vector<std::string>& unset,
                   bool keep_rediscli_auth);
 
@@ -40,20 +37,18 @@ std::string command_name(const RunOptions& options);
 std::optional<int> refuse_unrunnable(const RunOptions& options,
                                      const std::vector<std::string>& argv, std::string* program);
 
-// When the lease that the command starts on begins: at acquisition, unless the reply came back
-// so late (a paused or overloaded Redis) that less than half of it is left. The lease counts
-// from when the command was sent, so such a command would be killed as soon as it started:
-// renew first, counting from now. Nothing (the lock is to be given back) if that fails.
+// When the command's lease begins: at acquisition, unless the reply came so late (a paused or
+// overloaded Redis) that less than half is left; the lease counts from the sending, so the
+// command would die at once: renew first, from now. Nothing (the lock to be given back) on failure.
 std::optional<TimePoint> fresh_lease(Lock& lock, Millis ttl, TimePoint acquire_sent);
 
 // When a run begins to listen for rlock stop (stop_request.h): a request is acted on within a
 // second, and a command that ends sooner (the herd's short jobs) costs Redis no connection.
 inline constexpr Millis k_stop_listen_after{500};
 
-// Starts listening for rlock stop's requests to LOCK's holder (stop_request.h) into STOPS, on a
-// connection CONNECT makes AFTER from now, on a thread of its own: the listener, or null when
-// it cannot (ulimit -n, ulimit -u; said), when the run goes on deaf to rlock stop: the
-// operator's tool fails, not the job.
+// Listens for rlock stop's requests to LOCK's holder into STOPS, on a connection CONNECT makes
+// AFTER from now, on a thread of its own: the listener, or null when it cannot (ulimit -n, -u;
+// said) and the run goes on deaf to rlock stop: the operator's tool fails, not the job.
 StopListener* listen_for_stops(std::optional<StopListener>& stops, StopListener::Connect connect,
                                const Lock& lock, Millis after = k_stop_listen_after);
 

@@ -1,7 +1,5 @@
-// What a run holds from the lock's taking to its release, and the order it lets go in
-// (docs/ARCHITECTURE.md, step 7): the destructor on every early way out, the run's normal end
-// step by step (command_done(), the end recorded while the lease is renewed, stop_renewals(),
-// the release that carries the run's record).
+// What a run holds from the lock's taking to its release, and the order it lets go in on every
+// way out (docs/ARCHITECTURE.md, step 7).
 #pragma once
 
 #include <memory>
@@ -20,9 +18,7 @@ class RunHold {
 public:
   // LOCK, taken with TTL by the acquisition sent at ACQUIRED.
   RunHold(Lock& lock, Millis ttl, TimePoint acquired) : held_(std::in_place, lock, ttl, acquired) {}
-  ~RunHold() { let_go(); }
-  RunHold(const RunHold&) = delete;
-  RunHold& operator=(const RunHold&) = delete;
+  ~RunHold() { let_go(); }  // not copied: it holds a mutex
 
   // The lock, to give back (or keep for --min-hold) with the run's record.
   HeldLock& lock() { return *held_; }
@@ -31,18 +27,19 @@ public:
   void keep_terminal(std::unique_ptr<Terminal> terminal) { terminal_ = std::move(terminal); }
   Terminal* terminal() const { return terminal_.get(); }
 
-  Child::Spec spec;  // every attempt's (set_attempt() changes RLOCK_ATTEMPT)
-  // Starts the command as SPEC says, in TERMINAL's foreground when given; under --retry, the
-  // next attempt (after renew()), on the lease the renewals confirmed, the last one's process
-  // let go. Throws as Child does (then nothing more runs).
-  Child& start(const SignalEvents& signals, Terminal* terminal) {
+  Child::Spec spec;  // every attempt's (the run changes RLOCK_ATTEMPT)
+  // Starts the command as SPEC says, in the terminal's foreground when rlock has it (a background
+  // job's stays in the background); under --retry, the next attempt (after renew()) on the lease
+  // the renewals confirmed, the last one's process let go. Throws as Child does.
+  Child& start(const SignalEvents& signals) {
     if (child_) {
       if (spec.lease) spec.lease->deadline = renewals_->deadline();
       // Its group is gone: its guardian has nothing left to guard, and its pipe is a
       // descriptor the next one may need (ulimit -n).
       child_->dismiss_guardian();
     }
-    auto next = std::make_unique<Child>(spec, signals, terminal);
+    Terminal* foreground = terminal_ && terminal_->ours() ? terminal_.get() : nullptr;
+    auto next = std::make_unique<Child>(spec, signals, foreground);
     std::unique_ptr<Child> last;  // destroyed after the mutex is released
     std::lock_guard<std::mutex> hold(child_mutex_);
     last = std::exchange(child_, std::move(next));
@@ -51,7 +48,6 @@ public:
     return *child_;
   }
   Child& child() { return *child_; }
-  const Child& child() const { return *child_; }
 
   // The renewals of the lease that began at LEASE_FROM, on the lock the run took with TTL;
   // each renewal moves the command's guardian to the new deadline (from the renewal thread).
@@ -69,8 +65,8 @@ public:
     if (renewals_) renewals_->stop();
   }
 
-  // The command's group is done and its output written on: the terminal comes back, the
-  // guardian leaves. The lock is still held and renewed.
+  // The command's group is done: the terminal comes back, the guardian leaves. The lock is
+  // still held and renewed.
   void command_done() {
     if (terminal_) terminal_->take_back();
     if (child_) child_->dismiss_guardian();

@@ -2,19 +2,16 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "lock/check.h"
-#include "lock/history.h"
 #include "lock/kept_output.h"
 #include "process/hook.h"
 #include "redis/redis.h"
 #include "run/command.h"
-#include "run/records.h"
 #include "util/fd.h"
 #include "util/log.h"
 
@@ -22,12 +19,12 @@ namespace rlock {
 
 namespace {
 
-// The most history entries read to count the fleet's failures (RLOCK_FAILURES counts no
-// further back).
+// The most history entries read to count the fleet's failures: RLOCK_FAILURES counts no further.
 constexpr int k_failures_read = 1000;
 // Entries of kept output read at once for RLOCK_OUTPUT_FILE.
 constexpr size_t k_output_read = 1024;
-// RLOCK_OUTPUT_FILE's descriptor is the first free one from this number on.
+// RLOCK_OUTPUT_FILE's descriptor is the first free one from here: above those a shell script
+// numbers itself (`exec 3>log`), which would take the file's place.
 constexpr int k_output_fd_from = 10;
 
 bool ran(const std::string& result) {
@@ -38,14 +35,11 @@ void say(const std::string& key, const std::string& message) {
   log(Level::warning, {"notify", key, "--notify: " + message});
 }
 
-// The run's kept output (--keep-output) for RLOCK_OUTPUT_FILE, in a file in memory with no
-// name in any directory (memfd_create: nothing another user could plant a link under, and
-// nothing left behind however rlock dies), which the hook inherits and opens as /dev/fd/N;
-// invalid when there is none to give (said).
+// The run's kept output (--keep-output) for RLOCK_OUTPUT_FILE, in a nameless file in memory
+// (memfd_create: nothing another user could plant a link under, nothing left behind however rlock
+// dies) that the hook inherits and opens as /dev/fd/N; invalid (said) when there is none to give.
 Fd output_file(Redis& redis, const RunOptions& options, int64_t fence) {
   Fd made(::memfd_create("rlock-output", MFD_CLOEXEC));
-  // Above the descriptors a shell script numbers itself (`exec 3>log`), which would take
-  // the file's place.
   Fd file(made.valid() ? ::fcntl(made.get(), F_DUPFD_CLOEXEC, k_output_fd_from) : -1);
   if (!file.valid()) {
     say(options.key, std::string("no file for the kept output (") + std::strerror(errno) + ")");
@@ -122,8 +116,7 @@ void notify(const RunOptions& options, Redis* redis, const RunReport& report,
   if (!options.notify) return;
   const std::string result = report.result();
   bool failed = ran(result) && result != "success";
-  // The fleet's failures are read for what ran, unless it is a success that --notify-on failure
-  // keeps quiet about.
+  // The fleet's failures are read for what ran, but for a success that --notify-on failure ignores.
   std::optional<int> before;
   if (redis && ran(result) && (failed || options.notify_on != RunOptions::NotifyOn::failure))
     before = fleet_failures(*redis, options, report.fence);
@@ -144,7 +137,6 @@ void notify(const RunOptions& options, Redis* redis, const RunReport& report,
   set("RLOCK_FENCE", report.fence > 0, std::to_string(report.fence));
   set("RLOCK_FAILURES", before.has_value(), std::to_string(failed ? before.value_or(0) + 1 : 0));
   set("RLOCK_ATTEMPT", report.attempt > 0, std::to_string(report.attempt));
-  // Whether the history has this end, or says "end unknown" (Redis was away at the end).
   set("RLOCK_RECORDED", report.fence > 0 && options.history_length > 0,
       report.recorded ? "1" : "0");
   Fd output;

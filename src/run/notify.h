@@ -1,5 +1,4 @@
-// rlock run --notify CMD (rlock(1) "Notifications"). The command runs once the lock is given
-// back, so that it delays no other host.
+// rlock run --notify CMD (rlock(1) "Notifications"): run after the release, to delay no other host.
 #pragma once
 
 #include <cstdint>
@@ -25,23 +24,21 @@ struct RunReport {
   int64_t fence = 0;   // 0: the run took no lock
   std::string host;
   int attempt = 0;  // --retry: the number of the last attempt
-  // Whether the run's end is in its history (RLOCK_RECORDED): false when Redis could not be
-  // reached to record it, and every reader of the history says "end unknown".
+  // RLOCK_RECORDED: false when Redis could not take the run's end (the history says "end unknown").
   bool recorded = true;
 
   // RLOCK_RESULT: run_result_name(), or error when an error kept the run from running.
   std::string result() const { return end ? run_result_name(*end, exit_status) : "error"; }
 };
 
-// Whether OPTIONS (--notify-on, --notify-after) tell of a run that ended as RESULT after
-// BEFORE failures in a row across the fleet; BEFORE unknown (the history could not be read):
-// only what needs no count (always, or each failure).
+// Whether OPTIONS (--notify-on, --notify-after) tell of a run that ended as RESULT after BEFORE
+// failures in a row across the fleet; BEFORE unknown (the history could not be read): only what
+// needs no count (always, or each failure).
 bool worth_telling(const RunOptions& options, const std::string& result, std::optional<int> before);
 
-// Runs --notify's command for REPORT when OPTIONS say so, after reading the history in REDIS
-// when the decision or the environment needs it (null: no Redis was asked, as for a command
-// that cannot run). Its failure, hang or lack of a process is one warning, never the run's; a
-// signal from SIGNALS (rlock's) stops it.
+// Runs --notify's command for REPORT when OPTIONS say so, reading REDIS when the decision or the
+// environment needs it (null: not asked, as for a command that cannot run). Its failure, hang or
+// lack of a process is one warning, never the run's; a signal from SIGNALS (rlock's) stops it.
 void notify(const RunOptions& options, Redis* redis, const RunReport& report,
             SignalEvents& signals);
 

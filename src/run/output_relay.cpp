@@ -42,14 +42,11 @@ std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options,
   bool out_tty = c.terminal(1), err_tty = c.terminal(2);
   if (out_tty || err_tty) {
     bool none = c.command_fd(1) < 0 && c.command_fd(2) < 0;
-    std::string which = out_tty && err_tty ? "stdout and stderr are a terminal"
-                        : out_tty          ? "stdout is a terminal"
-                                           : "stderr is a terminal";
+    const char* which = !err_tty ? "stdout is" : !out_tty ? "stderr is" : "stdout and stderr are";
+    const char* kept = none ? "nothing" : out_tty ? "only stderr" : "only stdout";
     log(Level::info, {"keep_output", options.key,
-                      "--keep-output: " + which + ", left to the command: " +
-                          (none      ? std::string("nothing is kept")
-                           : out_tty ? "only stderr is kept"
-                                     : "only stdout is kept")});
+                      std::string("--keep-output: ") + which +
+                          " a terminal, left to the command: " + kept + " is kept"});
     if (none) return nullptr;
   }
   try {
@@ -65,8 +62,7 @@ std::unique_ptr<OutputRelay> OutputRelay::make(const RunOptions& options,
 
 void OutputRelay::spawned(bool keep_pipes) {
   if (!keep_pipes) capture_.spawned();
-  // Without a thread (ulimit -u) the output still goes where it goes: only the keeping is
-  // given up, and said.
+  // Without a thread (ulimit -u) the output still goes where it goes: only the keeping is lost.
   try {
     sender_->start();
     keeping_ = true;
@@ -82,9 +78,8 @@ void OutputRelay::next_attempt(int attempt, std::optional<int64_t> since_ms) {
 }
 
 void OutputRelay::drain(const std::function<bool()>& asked_to_stop) {
-  Millis patience = options_.kill_after;
   bool asked = false;
-  uint64_t dropped = capture_.drain(patience, k_stop_grace, [&] {
+  uint64_t dropped = capture_.drain(options_.kill_after, k_stop_grace, [&] {
     asked = asked || asked_to_stop();
     return asked;
   });
@@ -96,14 +91,13 @@ void OutputRelay::drain(const std::function<bool()>& asked_to_stop) {
          "of it was left");
   else if (dropped > 0 && asked)
     warn(format_byte_size(dropped) +
-         " of the command's output were dropped: rlock was asked to "
-         "stop, and the reader did not take them within " +
+         " of the command's output were dropped: rlock was asked to stop, and the reader did not "
+         "take them within " +
          format_duration(k_stop_grace));
   else if (dropped > 0)
     warn(format_byte_size(dropped) +
-         " of the command's output could not be written on (a write "
-         "failed, or nothing moved for " +
-         format_duration(patience) + ") and were dropped");
+         " of the command's output could not be written on (a write failed, or nothing moved for " +
+         format_duration(options_.kill_after) + ") and were dropped");
 }
 
 void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
@@ -125,8 +119,8 @@ void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
          ": all of it is kept, but rlock logs cannot say how it ended");
   else if (r.missed > 0)
     warn("Redis was slow or away" + why + ": " + format_byte_size(r.missed) +
-         " of the command's output were never sent, and rlock logs -f did not show them; its "
-         "last " +
+         " of the command's output were never sent, and rlock logs -f did not show them; "
+         "its last " +
          kept + " are kept");
 }
 

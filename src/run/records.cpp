@@ -11,12 +11,8 @@
 
 namespace rlock {
 
-namespace {
-
 // How long the metrics file may take to write (MetricsRecorder).
 constexpr Millis k_metrics_budget{2000};
-
-}  // namespace
 
 MetricsRecorder::MetricsRecorder(const RunOptions& options) : path(options.metrics_file) {
   m.key = options.key;
@@ -44,17 +40,11 @@ void MetricsRecorder::add_cost(const RunRecord& r) {
 }
 
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited) {
-  Event acquired{"acquired",
-                 options.key,
-                 "acquired (fence " + std::to_string(fence) + ")",
-                 {{"fence", fence}, {"waited_ms", waited.count()}}};
-  if (waited > Millis(0) && options.wait) {
-    acquired.message = "acquired after waiting " + format_duration(waited) + " (fence " +
-                       std::to_string(fence) + ")";
-    log(Level::info, acquired);
-  } else {
-    log(Level::debug, acquired);
-  }
+  bool waited_for_it = waited > Millis(0) && options.wait;
+  std::string after = waited_for_it ? " after waiting " + format_duration(waited) : "";
+  std::string message = "acquired" + after + " (fence " + std::to_string(fence) + ")";
+  log(waited_for_it ? Level::info : Level::debug,
+      {"acquired", options.key, message, {{"fence", fence}, {"waited_ms", waited.count()}}});
 }
 
 bool record_breaker(Lock& lock, RunRecord& record) {
@@ -67,31 +57,9 @@ bool record_breaker(Lock& lock, RunRecord& record) {
   return true;
 }
 
-std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
-                                 const Holder& holder, int64_t fence, int attempt) {
-  if (options.history_length == 0) return "";
-  auto id = eval(
-      lock.redis(),
-      attempt_start(options.key, holder, fence, attempt, options.history_length, options.retention),
-      Clock::now() + lock.command_timeout());
-  if (!id) warn_history(options.key, id.failure().message);
-  std::string start = id && id->is_string() ? id->str : "";
-  held.forget_start(history_forget(options.key, entry_token(lock.token(), attempt), start));
-  return start;
-}
-
 void set_attempt_span(RunRecord& record, TimePoint sent, TimePoint from, TimePoint now) {
   record.attempt_since = record.holder.since + std::chrono::duration_cast<Millis>(from - sent);
   record.attempt_held_ms = std::chrono::duration_cast<Millis>(now - from).count();
-}
-
-void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay) {
-  log(Level::warning, Event{"retrying",
-                            options.key,
-                            "attempt " + std::to_string(attempt) + " of " +
-                                std::to_string(options.retry + 1) + ": " + result_text(record) +
-                                "; running the command again in " + format_duration(delay),
-                            {{"attempt", attempt}, {"delay_ms", delay.count()}}});
 }
 
 bool record_history(Redis& redis, const RunOptions& options, const RunRecord& record) {

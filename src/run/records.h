@@ -1,5 +1,4 @@
-// What a run leaves on record (rlock run): history entries (each attempt's start and end under
-// --retry, a breaker's name), its lines on stderr, and the metrics file.
+// What a run leaves on record (rlock run): history entries, its lines on stderr, the metrics file.
 #pragma once
 
 #include <optional>
@@ -12,7 +11,6 @@
 
 namespace rlock {
 
-class HeldLock;
 class Lock;
 class Redis;
 
@@ -31,8 +29,7 @@ struct MetricsRecorder {
   void add_cost(const RunRecord& r);
 };
 
-// Says that the lock was taken, with FENCE, after waiting WAITED: on stderr when it waited,
-// else with -v.
+// Says that the lock was taken, with FENCE, after WAITED: on stderr when it waited, else with -v.
 void log_acquired(const RunOptions& options, int64_t fence, Millis waited);
 
 // A lock lost to release --force: RECORD is made the record of a broken run, by whom and why,
@@ -40,19 +37,9 @@ void log_acquired(const RunOptions& options, int64_t fence, Millis waited);
 // tombstone says so (the key was deleted, or taken by another token).
 bool record_breaker(Lock& lock, RunRecord& record);
 
-// --retry: records the start of ATTEMPT of the run of HOLDER with FENCE under HELD in its
-// history, through LOCK (the lock on a connection of the main thread's): the entry's ID (the
-// attempt's end replaces it; should the command never start, the release removes it), or ""
-// (none kept; a failure is one warning).
-std::string record_attempt_start(Lock& lock, HeldLock& held, const RunOptions& options,
-                                 const Holder& holder, int64_t fence, int attempt);
-// --retry: RECORD's attempt ran from FROM to NOW, and the run took the lock at SENT (the steady
-// clock), when RECORD's since says by the server's: the attempt's own start by the server's
-// clock, and its length.
+// --retry: RECORD's attempt ran from FROM to NOW; the run took the lock at SENT (steady clock),
+// RECORD's since (the server's): sets the attempt's start by the server's clock, and its length.
 void set_attempt_span(RunRecord& record, TimePoint sent, TimePoint from, TimePoint now);
-
-// --retry: says that ATTEMPT ended as RECORD says, and that the next comes after DELAY.
-void log_retrying(const RunOptions& options, int attempt, const RunRecord& record, Millis delay);
 
 // Appends to the key's history; a failure is one warning, never the job's. False when it was
 // surely not recorded (send_history()); true without a history.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <system_error>
+#include <utility>
 
 #include "lock/lease.h"
 #include "print/print.h"
@@ -17,22 +18,17 @@
 
 namespace rlock {
 
-namespace {
-
 // After the child's group was SIGKILLed, how long to wait for its last members to vanish
 // (a process in uninterruptible sleep dies only when it wakes) before reporting anyway.
 constexpr Millis k_group_exit_grace{2000};
-// Once the command has exited, how often to look whether its group is empty: soon at first,
-// then less often (each look may read /proc). A leftover that rlock became the parent of wakes
-// it (SIGCHLD) when it exits, sooner than this.
+// Once the command has exited, how often to look whether its group is empty: soon, then less
+// often (a look may read /proc). A leftover reparented to rlock wakes it sooner (SIGCHLD).
 constexpr Millis k_group_poll_first{10};
 constexpr Millis k_group_poll_max{1000};
 // A second SIGTERM or SIGINT at least this long after the first SIGKILLs the command's group.
 constexpr Millis k_second_stop_request_after{1000};
 // How soon to try again when the renewal thread could not be started.
 constexpr Millis k_renewals_retry{100};
-
-}  // namespace
 
 Supervisor::Supervisor(const RunOptions& options, const Watched& watched, TimePoint started)
     : options_(options), w_(watched), ignore_loss_(options.on_lost == RunOptions::OnLost::ignore),
@@ -42,9 +38,7 @@ Supervisor::Supervisor(const RunOptions& options, const Watched& watched, TimePo
 
 AttemptEnd Supervisor::watch(ProcessGroup& group) {
   announce(RunPhase{});  // running (again, under --retry)
-  attempt_.emplace();
-  attempt_->group = &group;
-  attempt_->group_poll = k_group_poll_first;
+  attempt_.emplace(group, k_group_poll_first);
   for (;;) {
     TimePoint now = Clock::now();
     notice_guardian(now);
@@ -65,8 +59,7 @@ std::optional<AttemptEnd> Supervisor::wait_until(TimePoint at, const AttemptEnd&
   for (;;) {
     TimePoint now = Clock::now();
     decide(now);
-    // A loss ends the run before its next attempt, --on-lost ignore's too: a command that runs
-    // may go on without the lock, none may start.
+    // Even under --on-lost ignore a loss ends the run here: no attempt may start without the lock.
     if (lost_ && !ends_as_) ends_as_ = RunEnd::lost;
     if (ends_as_ || interrupted_) {
       AttemptEnd end = last;
@@ -100,9 +93,8 @@ AttemptEnd Supervisor::finish(AttemptEnd end) const {
   return end;
 }
 
-// Once the command has exited: whether nothing of its group is left (or, after SIGKILL, what
-// is left cannot die yet). The first time leftovers are found, says so and, with
-// --leftovers kill, starts stopping them.
+// Once the command has exited: whether its group is empty (or, after SIGKILL, what is left cannot
+// die yet). On first finding leftovers, says so and, with --leftovers kill, starts stopping them.
 bool Supervisor::group_done(TimePoint now) {
   Attempt& a = *attempt_;
   int live = a.group->live_group_members();
@@ -110,8 +102,7 @@ bool Supervisor::group_done(TimePoint now) {
     a.group->reap();
     return true;
   }
-  if (!a.leftovers_found) {
-    a.leftovers_found = true;
+  if (!std::exchange(a.leftovers_found, true)) {
     bool kill = options_.leftovers == RunOptions::Leftovers::kill;
     std::string what = std::to_string(live) + (live == 1 ? " process" : " processes");
     // Said on a terminal or with -v: under cron every line of stderr is mail.
@@ -195,11 +186,10 @@ void Supervisor::start_renewals(TimePoint now) {
   try {
     w_.lease.start();
   } catch (const std::system_error& e) {
-    if (!renewals_failed_)
+    if (!std::exchange(renewals_failed_, true))
       log(Level::warning,
           {"renewal_thread", options_.key,
            std::string("cannot start the renewal thread (") + e.what() + "); retrying"});
-    renewals_failed_ = true;
     renewals_start_at_ = now + k_renewals_retry;
   }
 }
@@ -210,16 +200,10 @@ void Supervisor::check_lease(TimePoint now) {
   LossVerdict v = judge_lease(w_.lease.state(), deadline, now, options_.kill_after, ignore_loss_);
   if (v.act == LossVerdict::Act::go_on) return;
   lost_ = true;
-  std::string why;
-  switch (v.why) {
-  case LossVerdict::Why::ran_out: why = "the lease ran out, e.g. rlock was frozen"; break;
-  case LossVerdict::Why::not_ours: why = "broken, gone, or another token holds it"; break;
-  case LossVerdict::Why::unreachable:
-  case LossVerdict::Why::none:
-    why = "no renewal succeeded; the lease ends in " +
-          format_duration(std::chrono::duration_cast<Millis>(deadline - now));
-    break;
-  }
+  std::string why = "no renewal succeeded; the lease ends in " +
+                    format_duration(std::chrono::duration_cast<Millis>(deadline - now));
+  if (v.why == LossVerdict::Why::ran_out) why = "the lease ran out, e.g. rlock was frozen";
+  if (v.why == LossVerdict::Why::not_ours) why = "broken, gone, or another token holds it";
   if (!attempt_) {
     log(Level::error,
         {"lost", options_.key, "lock lost (" + why + ") between attempts: no more attempts"});
@@ -236,10 +220,6 @@ void Supervisor::check_lease(TimePoint now) {
   }
 }
 
-bool Supervisor::stopping() const {
-  return attempt_ ? attempt_->stopping.has_value() : ends_as_.has_value();
-}
-
 // Stops the command's group as WHY: SIG now (none when 0), SIGKILL at KILL_AT. Between attempts
 // the run ends as WHY (wait_until).
 void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
@@ -249,13 +229,10 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
   }
   Attempt& a = *attempt_;
   a.group->stopping();  // the guardian's kill signal is not needed now; its SIGKILL still is
-  if (a.stopping) {
-    // Already stopping for --max-run: a loss is the graver reason and may be more urgent.
-    a.stopping->why = why;
-    a.stopping->kill_at = std::min(a.stopping->kill_at, kill_at);
-  } else {
-    a.stopping = Stopping{why, kill_at, Clock::now()};
-  }
+  if (!a.stopping) a.stopping = Stopping{why, kill_at, Clock::now()};
+  // Already stopping (for --max-run): a loss is the graver reason and may be more urgent.
+  a.stopping->why = why;
+  a.stopping->kill_at = std::min(a.stopping->kill_at, kill_at);
   if (sig == 0) return;
   // "stopping", for status: who asked (rlock stop), and when the group gets SIGKILL.
   const Stopping& s = *a.stopping;
@@ -265,7 +242,6 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
             .signal = signal_name(sig),
             .by = asked ? stop_request_->by : "",
             .reason = asked ? stop_request_->reason : "",
-            .last_status = std::nullopt,  // named: g++ 12's -Wmissing-field-initializers asks
             .since = s.since,
             .due = s.kill_at});
   if (sig == SIGKILL) {
@@ -277,8 +253,7 @@ void Supervisor::begin_stop(RunEnd why, TimePoint kill_at, int sig) {
 }
 
 void Supervisor::announce(const RunPhase& phase) {
-  // News starts the renewals at once (decide): it is for now, not for the first renewal. A run
-  // that only ever runs never starts them before their time (Renewals::start_due).
+  // News is for now, not for the first renewal; without news, Renewals::start_due stands.
   if (w_.lease.set_phase(phase) && !w_.lease.started())
     renewals_start_at_ = std::min(renewals_start_at_, Clock::now());
 }
@@ -320,8 +295,7 @@ void Supervisor::wait_for_event(TimePoint until, ProcessGroup* between) {
   if (fds[2].revents) on_stop_request();
   while (auto sig = w_.signals.next()) on_signal(*sig, between);
   // poll() above reaped the guardian if someone killed it.
-  if (!attempt_) return;
-  if (auto how = attempt_->group->replace_dead_guardian())
+  if (auto how = group ? group->replace_dead_guardian() : std::nullopt)
     log(Level::warning, {"guardian_replaced", options_.key,
                          "the guardian process ended (status " + std::to_string(*how) +
                              "); started another, so the command still dies with rlock"});
@@ -369,10 +343,9 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
   }
 }
 
-// A signal to acquire --while-pid's keeper is not meant for the process it watches, which is not
-// rlock's child: the group gets the kill signal and KILL after --kill-after, the lease renewed
-// meanwhile, as rlock stop would have it; under --on-lost ignore it is let go, left running
-// without the lock (rlock(1), acquire).
+// A signal to acquire --while-pid's keeper is not for the process it watches (not rlock's child):
+// as under rlock stop, the group gets the kill signal, KILL after --kill-after, the lease renewed
+// meanwhile; under --on-lost ignore it is let go to run without the lock (rlock(1), acquire).
 void Supervisor::stop_for_signal(int sig) {
   if (!ends_a_process(sig)) return;
   interrupted_ = true;

@@ -1,5 +1,4 @@
-// rlock run's watch over its command while an attempt runs, and between attempts (README.md);
-// the run decides what comes next.
+// rlock run's watch over its command, in and between attempts (README.md).
 #pragma once
 
 #include <optional>
@@ -22,19 +21,16 @@ struct RunOptions;
 struct AttemptEnd {
   // exited or signalled: the command's own end; lost, max_run, hung, stopped: rlock's.
   RunEnd end = RunEnd::exited;
-  int status = 0;                   // the command's shell-style status (the last attempt's)
-  std::optional<StopRequest> stop;  // RunEnd::stopped: who asked, and why
-  // rlock was asked to stop: a signal that ends a process, Ctrl-C in the command's terminal
-  // (its death by SIGINT or SIGQUIT), rlock stop. No attempt follows, and what is left of the
-  // run (a reader that stalls) is not waited for.
+  int status = 0;                     // the command's shell-style status (the last attempt's)
+  std::optional<StopRequest> stop{};  // RunEnd::stopped: who asked, and why
+  // rlock was asked to stop (a signal that ends a process, rlock stop, Ctrl-C in the command's
+  // terminal: its death by SIGINT or SIGQUIT): no attempt follows, nor is a stalled reader awaited.
   bool asked_to_stop = false;
-  // The run ended while it waited for its next attempt: STATUS is the last attempt's, whose
-  // end is recorded already.
+  // Ended while awaiting the next attempt: STATUS is the last attempt's, its end recorded already.
   bool between_attempts = false;
 };
 
-// Whether END is the command's own (it exited, or died of a signal rlock did not send for a
-// reason of its own).
+// END is the command's own: it exited, or died of a signal not sent for a reason of rlock's.
 inline bool command_ended(RunEnd end) { return end == RunEnd::exited || end == RunEnd::signalled; }
 
 // What the supervisor watches besides the command. TERMINAL, HEARTBEAT and STOPS may be null: no
@@ -56,19 +52,17 @@ public:
   // (flock(1) keeps its lock while any process that inherited it lives), which --leftovers kill
   // stops instead. A loss, --max-run, a hang or a stop request stops the group first.
   AttemptEnd watch(ProcessGroup& group);
-  // While no command runs, until AT: the run's end when something ends it first (a signal, a
-  // stop request, the loss, --max-run), told as LAST (the attempt that ended) ended; nothing
-  // when AT came. The lease is renewed meanwhile; rlock keeps the terminal. LAST_GROUP, the
-  // last attempt's (which may never have run), reaps what its command left and ended since.
+  // Until AT, no command running: the run's end if a signal, a stop request, the loss or --max-run
+  // ends it first, told as LAST ended; nothing at AT. The lease is renewed meanwhile; rlock keeps
+  // the terminal. LAST_GROUP (the last attempt's, maybe never run) reaps its leftovers as they end.
   std::optional<AttemptEnd> wait_until(TimePoint at, const AttemptEnd& last,
                                        ProcessGroup& last_group);
 
   // The lease was lost (also under --on-lost ignore, when the command ran on).
   bool lost() const { return lost_; }
 
-  // What the run is doing, for status to show (run_phase.h): carried by the next renewal,
-  // which the renewal thread makes at once (started now if it was not yet). watch() says
-  // "running" again; a stop says "stopping" by itself.
+  // What the run is doing, for status (run_phase.h): the renewal thread carries it at once
+  // (started now if it was not yet). watch() says "running" again; a stop says "stopping" itself.
   void announce(const RunPhase& phase);
 
 private:
@@ -77,20 +71,16 @@ private:
     TimePoint kill_at;  // SIGKILL to the group at this point
     TimePoint since;    // the first signal
   };
-  // The attempt being watched.
   struct Attempt {
-    // Declared: clang takes a nested class with default member initializers for one that
-    // cannot be made by default while the class around it is incomplete (optional::emplace).
-    Attempt() {}
-    ProcessGroup* group = nullptr;
+    Attempt(ProcessGroup& g, Millis first_poll) : group(&g), group_poll(first_poll) {}
+    ProcessGroup* group;
     std::optional<int> status;  // once the command has exited
     bool signalled = false;
     std::optional<Stopping> stopping;
     std::optional<TimePoint> killed_at;
     bool leftovers_found = false;
-    Millis group_poll{0};
-    // A group not rlock's child, left running without the lock: asked to stop under --on-lost
-    // ignore (stop_for_signal).
+    Millis group_poll;
+    // Not rlock's child, asked to stop under --on-lost ignore: left running without the lock.
     bool let_go = false;
   };
 
@@ -111,7 +101,7 @@ private:
   void collect_child();
   void on_child_stopped(int stop_signal);
   void resume_child(TimePoint now);
-  bool stopping() const;
+  bool stopping() const { return attempt_ ? attempt_->stopping.has_value() : ends_as_.has_value(); }
 
   const RunOptions& options_;
   const Watched w_;
@@ -124,9 +114,8 @@ private:
   bool interrupted_ = false;  // a signal that ends a process came
   bool suspended_ = false;    // by job control, with the command (on_child_stopped)
   bool lost_ = false;
-  std::optional<Attempt> attempt_;  // none between attempts
-  // Between attempts: how the run ends before its next attempt (a stop, the loss, --max-run).
-  std::optional<RunEnd> ends_as_;
+  std::optional<Attempt> attempt_;  // the attempt being watched; none between attempts
+  std::optional<RunEnd> ends_as_;   // between attempts: the run's end (a stop, the loss, --max-run)
 };
 
 }  // namespace rlock

@@ -12,6 +12,7 @@
 #include "lock/pause.h"
 #include "print/metrics.h"
 #include "print/print.h"
+#include "print/print_text.h"
 #include "process/child.h"
 #include "process/heartbeat.h"
 #include "process/signals.h"
@@ -61,8 +62,6 @@ public:
     if (options_.once_per)
       period_.emplace(redis_, options_.key, *options_.once_per, options_.tz, options_.retry_failed);
   }
-  Run(const Run&) = delete;
-  Run& operator=(const Run&) = delete;
 
   // Takes the lock (waiting as --wait says), on a lease with time to run the command on.
   std::optional<int> take() {
@@ -70,9 +69,8 @@ public:
     if (options_.history_length > 0 && !options_.once_per)  // --once-per: at the claim instead
       lock_->record_start(
           {options_.history_length, options_.retention, start_fields(holder_), Clock::now()});
-    auto sig = jitter_pause(options_.key, options_, signals_);
     std::optional<WaitOutcome> first;  // how the run ends before its first try, if it does
-    if (sig) {
+    if (auto sig = jitter_pause(options_.key, options_, signals_)) {
       first = Interrupted{*sig};
     } else if (auto done = period_done(); !done) {
       if (!options_.wait) first = done.failure();  // its one try would have waited as long
@@ -94,8 +92,7 @@ public:
               : acquire(*lock_, encode_lock_value(value), options_, signals_, still_wanted);
     if (done_meanwhile) return *done_meanwhile;
     if (auto status = exit_unless_obtained(outcome, options_)) {
-      // Not obtained: busy (paused), or interrupted while waiting (told as busy), or Redis
-      // failed us (an error).
+      // Not obtained: busy or paused, interrupted while waiting (told as busy), or an error.
       auto* busy = std::get_if<NotObtained>(&outcome);
       bool failed =
           std::holds_alternative<Failure>(outcome) || std::holds_alternative<NotALock>(outcome);
@@ -105,6 +102,7 @@ public:
       return status;
     }
     got_ = std::get<Obtained>(outcome);
+    holder_.since = WallTime(Millis(got_.taken_ms));  // the server's clock, as it was taken
     report_.fence = got_.fence;
     hold_.emplace(*lock_, options_.ttl, got_.sent);
     started(got_.start);
@@ -139,13 +137,9 @@ public:
     return done_this_period(*claim);
   }
 
-  // --once-per: the exit status when the period has had a run that keeps this one from running
-  // (PeriodGuard::finished_run, two plain reads); nothing when it has not, or when Redis
-  // refused or failed the look (the lock's try meets the same and says it). A server that did
-  // not answer in time is the failure returned: a run that does not wait ends on it,
-  // as on its one try, so a server that hangs costs it one command timeout, not two. A run that
-  // waits gives this look no more than the wait (its last try's floor at least), then tries the
-  // lock for its wait, counted from then.
+  // --once-per: the exit status when the period has had its run; nothing when it has not, or
+  // when the look failed (the lock's try meets it too), but for a timeout, returned: a hung
+  // server costs one command timeout, not two. A run that waits gives the look its wait at most.
   Result<std::optional<int>> period_done() {
     if (!period_) return std::optional<int>{};
     Millis bound = command_timeout_;
@@ -179,8 +173,7 @@ public:
     record_history(redis_, options_, r);
   }
 
-  // Starts ARGV (found at PROGRAM, for the exec form) with the lock's environment; with
-  // --keep-output, its output goes through rlock to Redis.
+  // Starts ARGV (at PROGRAM, for the exec form) with the lock's environment and --keep-output.
   std::optional<int> start_command(const std::vector<std::string>& argv,
                                    const std::string& program) {
     Child::Spec& spec = hold_->spec;
@@ -196,22 +189,20 @@ public:
       }
       spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
     }
-    // A signal that came meanwhile ends the run here, unless it claimed the period's slot
-    // (which would then be taken for lost).
+    // A signal meanwhile ends the run here; not after the period's claim, whose slot would read
+    // lost.
     if (!period_)
       if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     // A waiter's status line is cleared before the command may write to the same terminal.
     if (::isatty(STDERR_FILENO)) flush_stderr(k_status_line_patience);
-    Holder holder = holder_;
-    holder.since = WallTime(Millis(got_.taken_ms));
     hold_->keep_terminal(Terminal::if_controlling());
     signals_.watch_job_control();
-    output_ = OutputRelay::make(
-        options_, connect_, got_.fence,
-        encode_lock_value({lock_->token(), holder, got_.fence, options_.ttl.count(), std::nullopt}),
-        spec);
+    output_ = OutputRelay::make(options_, connect_, got_.fence,
+                                encode_lock_value({lock_->token(), holder_, got_.fence,
+                                                   options_.ttl.count(), std::nullopt}),
+                                spec);
     try {
-      hold_->start(signals_, foreground());
+      hold_->start(signals_);
     } catch (const Error& e) {
       if (!output_) throw;
       // The capture's pipes took what the command needed (ulimit -n): the job goes first.
@@ -219,7 +210,7 @@ public:
                   "; starting the command without keeping its output");
       output_.reset();
       spec.stdout_fd = spec.stderr_fd = -1;
-      hold_->start(signals_, foreground());
+      hold_->start(signals_);
     }
     if (auto problem = hold_->child().exec_problem()) {
       log_error(problem->message);
@@ -242,14 +233,17 @@ public:
     AttemptEnd end = supervisor.watch(hold_->child());
     while (auto delay = again(end, supervisor.lost())) {
       TimePoint next_at = Clock::now() + *delay;
-      supervisor.announce(next_attempt(end, next_at));
+      supervisor.announce({.kind = RunPhase::Kind::retrying,
+                           .attempt = attempt_ + 1,
+                           .attempts = options_.retry + 1,
+                           .last_status = end.status,
+                           .since = Clock::now(),
+                           .due = next_at});
       if (auto ended = supervisor.wait_until(next_at, end, hold_->child())) {
         end = *ended;
         break;
       }
-      // From here, a run that ends (the lock lost, the next attempt not started) ends between
-      // attempts.
-      end.between_attempts = true;
+      end.between_attempts = true;  // should the next attempt not start
       // One look at Redis: a loss the renewals have not met yet (--on-lost ignore's too).
       if (auto held = side_lock().holds(Clock::now() + command_timeout_); held && !*held) {
         log(Level::error, {"lost", options_.key, "lock lost between attempts: no more attempts"});
@@ -262,31 +256,26 @@ public:
       if (auto problem = next->exec_problem()) {
         // Gone or no longer executable since the first attempt: that attempt ends at once.
         log_error(problem->message);
-        end = AttemptEnd{};
-        end.status = problem->exit_status;
+        end = AttemptEnd{.status = problem->exit_status};
         continue;
       }
       end = supervisor.watch(*next);
     }
-    // rlock has the terminal again: a Ctrl-C while the output drains reaches it, not the
-    // command's group, which is gone.
-    if (Terminal* terminal = hold_->terminal()) terminal->take_back();
+    // rlock has the terminal again: a Ctrl-C while the output drains reaches it.
+    hold_->command_done();
     if (output_) drain_output(end);
     stops_.reset();
-    hold_->command_done();
     metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
     return end;
   }
 
-  // The rest of the command's output is written on and kept, while the lease is renewed, and
-  // its end before the lock is given back: a follower sees it before anyone else can take the
-  // lock. A reader that does not read holds the run as it would have held the command, until
-  // rlock is asked to stop (a signal, rlock stop): then for k_stop_grace at most. A stop
-  // request that comes meanwhile ends the run as stopped (its asker is told so); a signal, as
-  // the command ended.
+  // The rest of the command's output is written on, the lease renewed, and its end sent before
+  // the release: a follower sees it before anyone can take the lock. A reader that does not read
+  // holds the run until rlock is asked to stop, then for k_stop_grace at most; a stop request
+  // that comes meanwhile ends the run as stopped (its asker is told so).
   void drain_output(AttemptEnd& end) {
     // The renewal thread starts at the first renewal (Renewals::start_due), which a drain may
-    // outlast. A thread that cannot start is said: the lease then runs out, as the release says.
+    // outlast; one that cannot start is said, and the lease runs out.
     if (!hold_->renewing()) try {
         hold_->renewals().start();
       } catch (const std::system_error& e) {
@@ -297,11 +286,9 @@ public:
       if (stops_ && !late_stop) late_stop = stops_->take();
       return end.asked_to_stop || late_stop || signals_.next_request_to_stop().has_value();
     });
-    if (late_stop && command_ended(end.end) && !end.between_attempts) {
-      end.end = RunEnd::stopped;
-      end.stop = late_stop;
-      end.asked_to_stop = true;
-    }
+    if (late_stop && command_ended(end.end) && !end.between_attempts)
+      end = AttemptEnd{
+          .end = RunEnd::stopped, .status = end.status, .stop = late_stop, .asked_to_stop = true};
     output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, end.status),
                       command_timeout_);
   }
@@ -317,9 +304,7 @@ public:
     bool redis_away = end.end == RunEnd::lost && !lost_to_another;
     // Each step gets what is left of one budget, sent again through a restart or a failover.
     TimePoint give_up = Clock::now() + (redis_away ? k_quick_attempt : k_end_budget);
-    auto left = [&] {
-      return std::max(Millis(0), std::chrono::duration_cast<Millis>(give_up - Clock::now()));
-    };
+    auto left = [&] { return Millis(millis_until(give_up)); };
     report_.end = end.end;
     if (end.end == RunEnd::lost) {
       hold_->stop_renewals();  // nothing left to renew
@@ -349,21 +334,20 @@ public:
   }
 
 private:
-  // The run's start entry START is in the history: its end replaces it, or, should the
-  // command never start, the release removes it.
+  // START, the attempt's start entry: its end replaces it, or the release if it never ran.
   std::optional<int> started(const std::string& start) {
     got_.start = start;
     if (!start.empty())
-      hold_->lock().forget_start(history_forget(options_.key, lock_->token(), start));
+      hold_->lock().forget_start(
+          history_forget(options_.key, entry_token(lock_->token(), attempt_), start));
     return std::nullopt;
   }
 
   // The run's record, or under --retry its attempt's, ended as END: the command's cost is the
   // attempt's, unknown when the run ended before its next attempt began.
-  RunRecord record_of(const AttemptEnd& end) const {
+  RunRecord record_of(const AttemptEnd& end) {
     RunRecord record;
     record.holder = holder_;
-    record.holder.since = WallTime(Millis(got_.taken_ms));  // the server's, when it was taken
     record.start = got_.start;
     record.token = lock_->token();
     record.fence = got_.fence;
@@ -391,9 +375,9 @@ private:
     return record;
   }
 
-  // --retry: after the attempt that ended as END, the delay before the next (its end recorded
-  // now), or nothing when it is the last: no attempts left, its status not worth another, rlock
-  // asked to stop, the lock LOST, or its end could not be recorded (the run's end records it).
+  // --retry: after the attempt that ended as END (its end recorded now), the delay before the
+  // next; nothing when it is the last (none left, not worth another, a stop, LOST) or its end could
+  // not be recorded (the run's end records it).
   std::optional<Millis> again(const AttemptEnd& end, bool lost) {
     if (options_.retry == 0 || attempt_ > options_.retry || !command_ended(end.end) ||
         end.asked_to_stop || lost || !worth_another_attempt(options_, end.status))
@@ -402,26 +386,17 @@ private:
     if (!record_history(side_lock().redis(), options_, record)) return std::nullopt;
     metrics_.add_cost(record);
     Millis delay = retry_delay(options_, attempt_);
-    log_retrying(options_, attempt_, record, delay);
+    log(Level::warning, {"retrying",
+                         options_.key,
+                         "attempt " + std::to_string(attempt_) + " of " +
+                             std::to_string(options_.retry + 1) + ": " + result_text(record) +
+                             "; running the command again in " + format_duration(delay),
+                         {{"attempt", attempt_}, {"delay_ms", delay.count()}}});
     got_.start.clear();
     return delay;
   }
 
-  // --retry: the phase status shows while the run waits for its next attempt, due AT, after
-  // the attempt that ended as END.
-  RunPhase next_attempt(const AttemptEnd& end, TimePoint at) const {
-    RunPhase phase;
-    phase.kind = RunPhase::Kind::retrying;
-    phase.attempt = attempt_ + 1;
-    phase.attempts = options_.retry + 1;
-    phase.last_status = end.status;
-    phase.since = Clock::now();
-    phase.due = at;
-    return phase;
-  }
-
-  // What the run says to Redis while the renewal thread has the lock's connection (between
-  // attempts, at the end) goes on a connection of its own.
+  // The lock on a connection of the main thread's, for while the renewal thread has the lock's.
   Lock& side_lock() {
     if (!side_lock_) {
       side_redis_ = connect_();
@@ -430,9 +405,8 @@ private:
     return *side_lock_;
   }
 
-  // Before the release, the lease still renewed: the next holder must find this period's run
-  // finished, not running. On the side connection while the renewals run, or, when it cannot
-  // be made, on the lock's with the renewals stopped.
+  // Before the release, the lease renewed, so that the next holder finds the period's run ended:
+  // on the side connection, or, when it cannot be made, on the lock's with renewals stopped.
   void finish_period(RunRecord& record, TimePoint give_up) {
     record.period = period_->slot_name();
     Redis* on = &redis_;
@@ -446,14 +420,20 @@ private:
                   done.failure().message + "); --retry-failed would take it for lost");
   }
 
-  // --retry: the next attempt, on the lease the last one had; its start is in the history
-  // before it runs. Null when rlock could not start it (said): the run ends as the last
-  // attempt did.
+  // --retry: the next attempt, on the last one's lease, its start in the history first. Null
+  // when it could not start (said): the run ends as the last attempt did.
   Child* start_next() try {
     ++attempt_;
-    set_attempt(hold_->spec, attempt_);
-    got_.start =
-        record_attempt_start(side_lock(), hold_->lock(), options_, holder_, got_.fence, attempt_);
+    for (std::string& var : hold_->spec.env)  // RLOCK_ATTEMPT, set by command_spec()
+      if (var.starts_with("RLOCK_ATTEMPT=")) var = "RLOCK_ATTEMPT=" + std::to_string(attempt_);
+    if (options_.history_length > 0) {  // its start, written on a main-thread connection
+      auto id = eval(side_lock().redis(),
+                     attempt_start(options_.key, holder_, got_.fence, attempt_,
+                                   options_.history_length, options_.retention),
+                     Clock::now() + command_timeout_);
+      if (!id) warn_history(options_.key, id.failure().message);
+      started(id && id->is_string() ? id->str : "");
+    }
     if (heartbeat_)
       if (auto problem = heartbeat_->start(Clock::now()))
         log_warning("--heartbeat-file: " + *problem);
@@ -463,7 +443,7 @@ private:
       if (!got_.start.empty()) since = history_entry_ms(got_.start);
       output_->next_attempt(attempt_, since);
     }
-    Child& next = hold_->start(signals_, foreground());
+    Child& next = hold_->start(signals_);
     attempt_from_ = Clock::now();
     return &next;
   } catch (const Error& e) {  // out of descriptors or processes: the job is not worse off
@@ -473,13 +453,6 @@ private:
     return nullptr;
   }
 
-  // The terminal the command gets as its foreground: only when rlock has it (a background
-  // job's command stays in the background).
-  Terminal* foreground() const {
-    Terminal* terminal = hold_->terminal();
-    return terminal && terminal->ours() ? terminal : nullptr;
-  }
-
   const RunOptions& options_;
   Redis& redis_;
   std::optional<Heartbeat> heartbeat_;
@@ -487,7 +460,7 @@ private:
   RunReport& report_;
   const StopListener::Connect connect_;
   std::unique_ptr<Lock> lock_;
-  const Holder holder_;
+  Holder holder_;  // since: from the lock's taking
   // The lock's, read once: its Redis is the renewal thread's while renewals run.
   const Millis command_timeout_;
   MetricsRecorder metrics_;
@@ -515,8 +488,7 @@ int run_verb(const GlobalOptions& global, const RunOptions& options) {
   std::vector<std::string> argv = command_argv(options);
   std::string program;
   if (auto refused = refuse_unrunnable(options, argv, &program)) {
-    // Kept from running by an error, as a Redis that failed us is: --notify-on always tells
-    // it, and no Redis is asked.
+    // Kept from running, as by a Redis that failed us: --notify-on always tells it; no Redis asked.
     SignalEvents signals;
     notify(options, nullptr,
            {std::nullopt, *refused, Millis(0), 0, current_holder(command_name(options)).host, 0},
@@ -600,8 +572,7 @@ constexpr Command k_run_command = {
     "RLOCK_HEARTBEAT_FILE, RLOCK_ATTEMPT); --notify's, RLOCK_RESULT and more (rlock(1)).\n"
     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
     "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 80 stopped (rlock stop), 124 "
-    "--max-run, 125 rlock "
-    "failed, 126 not executable, 127 not found.",
+    "--max-run, 125 rlock failed, 126 not executable, 127 not found.",
     make_arguments<RunArgs>,
     /*takes_command=*/true};
 

@@ -41,6 +41,8 @@ def replica_of(nodes, master):
     raise AssertionError(f"no replica of {master.port}")
 
 
+@unittest.skipIf(os.environ.get("RLOCK_SANITIZE") == "address",
+                 "a long scenario: run in the plain build, and under TSan for the renewal thread")
 class ClusterMasterKilled(unittest.TestCase):
     """Three masters, three replicas in sync, cluster-node-timeout 2000: the lock's master is
     killed with kill -9, or stopped, under a holder."""

@@ -231,6 +231,8 @@ class Scenario:
             self.allowed.add(UNAVAILABLE)
 
 
+@unittest.skipIf(os.environ.get("RLOCK_SANITIZE") == "address",
+                 "a long scenario: run in the plain build, and under TSan for the renewal thread")
 class FaultSuite(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

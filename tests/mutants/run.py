@@ -659,10 +659,10 @@ MUTANTS = [
      ['test_notify.Retry.test_an_attempt_that_died_of_sigint_is_the_last']),
     ("the kept output's end sent before a late rlock stop is applied",
      [("src/verbs/run.cpp",
-       "    if (late_stop && command_ended(end.end) && !end.between_attempts) {",
+       "    if (late_stop && command_ended(end.end) && !end.between_attempts)\n",
        "    output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, "
        "end.status), command_timeout_);\n"
-       "    if (late_stop && command_ended(end.end) && !end.between_attempts) {"),
+       "    if (late_stop && command_ended(end.end) && !end.between_attempts)\n"),
       ("src/verbs/run.cpp",
        "    output_->send_end(run_end_name(end.end), run_end_exit_status(end.end, end.status, end.status),\n"
        "                      command_timeout_);\n",
