@@ -189,8 +189,7 @@ public:
       }
       spec.env.push_back("RLOCK_HEARTBEAT_FILE=" + heartbeat_->path());
     }
-    // A signal meanwhile ends the run here; not after the period's claim, whose slot would read
-    // lost.
+    // A signal meanwhile ends the run here, but not once a period's slot is claimed (then lost).
     if (!period_)
       if (auto sig = signals_.next_request_to_stop()) return exit_status_for_signal(*sig);
     // A waiter's status line is cleared before the command may write to the same terminal.
