@@ -1,5 +1,6 @@
-// What a run holds from the lock's taking to its release, and the order it lets go in on every
-// way out (docs/ARCHITECTURE.md, step 7).
+// What a run holds from the lock's taking to its release, and the order it lets go in
+// (docs/ARCHITECTURE.md, step 7): the destructor on every early way out; at a normal end,
+// command_done(), the end recorded while renewed, stop_renewals(), the release with the record.
 #pragma once
 
 #include <memory>
@@ -65,8 +66,8 @@ public:
     if (renewals_) renewals_->stop();
   }
 
-  // The command's group is done: the terminal comes back, the guardian leaves. The lock is
-  // still held and renewed.
+  // The command's group is done, before its output drains: the terminal comes back, and the
+  // guardian leaves (nothing of the group is left for it to kill). The lock is still renewed.
   void command_done() {
     if (terminal_) terminal_->take_back();
     if (child_) child_->dismiss_guardian();

@@ -139,7 +139,8 @@ public:
 
   // --once-per: the exit status when the period has had its run; nothing when it has not, or
   // when the look failed (the lock's try meets it too), but for a timeout, returned: a hung
-  // server costs one command timeout, not two. A run that waits gives the look its wait at most.
+  // server costs one command timeout, not two. A run that waits gives the look its wait (the
+  // last try's floor at least), then tries the lock for its wait, counted from then.
   Result<std::optional<int>> period_done() {
     if (!period_) return std::optional<int>{};
     Millis bound = command_timeout_;
@@ -260,8 +261,7 @@ public:
       }
       end = supervisor.watch(*next);
     }
-    // rlock has the terminal again: a Ctrl-C while the output drains reaches it.
-    hold_->command_done();
+    hold_->command_done();  // the group is gone: a Ctrl-C while the output drains reaches rlock
     if (output_) drain_output(end);
     stops_.reset();
     metrics_.m.losses = end.end == RunEnd::lost ? 1 : 0;
@@ -271,7 +271,7 @@ public:
   // The rest of the command's output is written on, the lease renewed, and its end sent before
   // the release: a follower sees it before anyone can take the lock. A reader that does not read
   // holds the run until rlock is asked to stop, then for k_stop_grace at most; a stop request
-  // that comes meanwhile ends the run as stopped (its asker is told so).
+  // that comes meanwhile ends the run as stopped (its asker is told so), a signal as it ended.
   void drain_output(AttemptEnd& end) {
     // The renewal thread starts at the first renewal (Renewals::start_due), which a drain may
     // outlast; one that cannot start is said, and the lease runs out.
