@@ -313,12 +313,17 @@ class Operator(RedisTestCase):
         self.assertEqual(self.server.cmd("HGET", "h", "f"), "v")
 
     def test_a_waiter_gets_the_lock_once_the_broken_holder_stopped(self):
-        p, _ = self.hold("k", "--ttl", "30s")
-        waiter = self.start(["run", "-w", "60s", "k", "--", "true"])
+        pid_file = self.path("holder-pid")
+        p = self.start(["run", "--ttl", "30s", "k", "--", "sh", "-c",
+                        f'echo $$ > {pid_file}; sleep 60'])
+        holder = int(wait_until(lambda: self.read_text(pid_file), 10, "the holder's pid"))
+        # The waiter's command fails (9) if the holder's command is still there when it runs.
+        waiter = self.start(["run", "-w", "60s", "k", "--", "sh", "-c",
+                             f"! kill -0 {holder} 2>/dev/null || exit 9"])
         wait_until(lambda: self.server.cmd("ZCARD", "{k}:rlock:queue") == 1, 10, "the waiter")
         self.assertEqual(self.run_rlock(["release", "--force", "k"]).returncode, 0)
-        self.assertEqual(waiter.wait(timeout=20), 0)
-        self.assertEqual(p.poll(), 76, "the waiter ran while the broken holder still ran")
+        self.assertEqual(waiter.wait(timeout=20), 0, "the waiter ran while the broken holder ran")
+        self.assertEqual(p.wait(timeout=10), 76)
 
     def test_release_force_now_deletes_at_once_with_a_warning(self):
         p, _ = self.hold("k", "--ttl", "30s")
