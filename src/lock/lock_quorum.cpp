@@ -2,15 +2,18 @@
 // at once, believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release
 // goes to every node whatever the quorum said: one whose reply was lost may hold it too. Every
 // operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so many said no
-// that none can. A node that is down or black-holed costs no time while a quorum answers, and one
-// that answers later is counted as failed for that operation (exchange(), exchange.h). The
-// acquire's undo and the release still go to it: its late take is then given back.
+// that none can. A node that is down or black-holed costs no time while a quorum answers (a
+// release: at most k_send_grace), and one that answers later is counted as failed for that
+// operation (exchange(), exchange.h). The acquire, its undo and the release still go to it
+// (Enough::Rest): its late take is then given back.
 #include <algorithm>
 
 #include "lock/lease.h"
 #include "lock/lock_kinds.h"
 #include "lock/scripts.h"
+#include "redis/exchange.h"
 #include "redis/redlock.h"
+#include "redis/retry.h"
 
 namespace rlock {
 
@@ -60,7 +63,7 @@ public:
         {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_, pause_key_},
         {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0",
          std::to_string(mode_.retention.count())},
-        deadline, Enough{quorum(), acquired_yes});
+        deadline, Enough{quorum(), acquired_yes, Enough::Rest::sent});
     size_t acquired = 0;
     int64_t fence = 0, taken_ms = 0;  // the largest fence, and its node's clock
     std::optional<Busy> busy;
@@ -116,12 +119,21 @@ public:
         "renewed");
   }
 
-  // THEN is left unsent: it belongs on one node, where the caller sends it.
+  // Every node must have it before rlock exits, whatever the quorum said: a node left out
+  // keeps the lock until its ttl. The others' replies are awaited for a moment
+  // (Enough::Rest), and one whose connection broke under the release (closed just as it
+  // went out) is asked once more. THEN is left unsent: it belongs on one node, where the
+  // caller sends it.
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>&,
                        std::vector<Reply>*) override {
-    auto replies = eval_on_all(redis_, scripts::release,
-                               {key_, queue_key_, alive_key_, ends_key_, phase_key_},
-                               {owner_prefix_, wake_prefix_}, deadline, Enough{quorum(), {}});
+    Argv keys{key_, queue_key_, alive_key_, ends_key_, phase_key_};
+    Argv args{owner_prefix_, wake_prefix_};
+    auto replies = eval_on_all(redis_, scripts::release, keys, args, deadline,
+                               Enough{quorum(), {}, Enough::Rest::answered});
+    TimePoint again_until = std::min(deadline, Clock::now() + k_send_grace);
+    for (size_t i = 0; i < replies.size(); ++i)
+      if (!replies[i] && dropped(replies[i].failure()))
+        replies[i] = eval(redis_.node(i), scripts::release, keys, args, again_until);
     std::optional<Failure> failure;
     bool released = false, answered = false;
     for (auto& r : replies) {

@@ -461,10 +461,10 @@ Result<std::optional<Reply>> Connection::next_message(TimePoint deadline) {
   }
 }
 
-bool Connection::closed_while_idle() const {
+bool Connection::closed_while_idle(bool caught_up) const {
   if (phase_ == Phase::dead) return true;
   if (phase_ != Phase::up || unanswered_ > 0 || !out_.empty()) return false;
-  if (Clock::now() - last_reply_ < k_idle_check_after) return false;
+  if (!caught_up && Clock::now() - last_reply_ < k_idle_check_after) return false;
   // Between commands a Redis connection has nothing to say: anything readable (an end of
   // file, a reset, a TLS close_notify, an error) means the other end is gone.
   pollfd p{stream_->socket(), POLLIN | POLLRDHUP, 0};

@@ -91,6 +91,9 @@ public:
   short events() const;
   Result<Unit> advance(short revents);
   size_t replies() const { return inbox_.size(); }
+  // Whether it is connected and still has queued commands to write (its TLS handshake, AUTH
+  // and SELECT go first).
+  bool sending() const { return stream_ && !out_.empty(); }
   std::vector<Reply> take(size_t count);
   // Whether it is connected, its TLS handshake done, AUTH and SELECT answered.
   bool up() const { return phase_ == Phase::up; }
@@ -115,8 +118,9 @@ public:
 
   // Whether the server (or a proxy, a load balancer) closed this connection while it was idle,
   // which many do after a while: the next command would fail for nothing. Looked at only after
-  // k_idle_check_after without a command. Nothing is read.
-  bool closed_while_idle() const;
+  // k_idle_check_after without a command, unless CAUGHT_UP (the late replies that abandon()
+  // left were read just now, which is not a command). Nothing is read.
+  bool closed_while_idle(bool caught_up = false) const;
   // When the last reply (or message of a subscription) came, or the connection started: idle
   // since then.
   TimePoint last_heard() const { return last_reply_; }

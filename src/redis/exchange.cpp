@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "redis/connection.h"
 
@@ -58,10 +59,19 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
     if (waiting[i]) advance(i, 0);
   std::vector<pollfd> polled;
   std::vector<size_t> which;
-  while (!heard_enough()) {
+  auto settled = [&] {  // nothing left to do for the rest (Enough::Rest)
+    return std::none_of(waiting.begin(), waiting.end(), [&](Connection* c) {
+      return c && (enough.rest == Enough::Rest::answered ||
+                   (enough.rest == Enough::Rest::sent && c->sending()));
+    });
+  };
+  std::optional<TimePoint> settle;  // once enough was heard: until when the rest are driven
+  for (;;) {
+    if (!settle && heard_enough()) settle = std::min(deadline, Clock::now() + k_send_grace);
+    if (settle && (settled() || Clock::now() >= *settle)) break;
     polled.clear();
     which.clear();
-    TimePoint until = deadline;
+    TimePoint until = settle.value_or(deadline);
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (!waiting[i]) continue;
       polled.push_back({waiting[i]->socket(), waiting[i]->events(), 0});

@@ -50,7 +50,10 @@ Result<Unit> Redis::for_each_primary(const std::function<Result<Unit>(Redis&)>& 
 Result<Connection*> NodeRedis::connection() {
   // Closed while idle (a server's `timeout`, a proxy's idle limit): a new connection at once,
   // rather than a failed command and a warning for what is no trouble.
-  if (conn_ && conn_->closed_while_idle()) conn_.reset();
+  // Late replies that a quorum did not wait for are read first (a failure kills the
+  // connection): behind them may be the end of a connection closed while idle.
+  bool caught_up = conn_ && conn_->owing_since() && conn_->advance(0) && !conn_->owing_since();
+  if (conn_ && conn_->closed_while_idle(caught_up)) conn_.reset();
   if (conn_ && conn_->owing_since() &&
       Clock::now() - *conn_->owing_since() > options_.command_timeout)
     conn_.reset();

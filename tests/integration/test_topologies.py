@@ -13,6 +13,7 @@ import unittest
 from harness import (REDIS_SENTINEL, RLOCK, BlackHole, DelayProxy, RedisClient, RedisServer,
                      RespError, cluster_owner, free_port, key_per_master, migrate_slot, rlock_env,
                      run_rlock, server_binary, start_cluster, start_rlock, stop_procs, wait_until)
+from test_connection import make_certificates, tls_server
 
 SECTION = os.environ.get("RLOCK_FAULT_SECTION") or os.path.join(
     os.path.dirname(RLOCK), "tests", "rlock_fault_section")
@@ -282,6 +283,76 @@ class Redlock(unittest.TestCase):
         # Ended by the holder's rlock, which returns once a quorum answered: the last master
         # reads the release a moment later.
         wait_until(lambda: self.values("k") == [None, None, None], 5, "the tombstones ended")
+
+    def hold_until_done(self, urls, ttl):
+        """Starts `rlock run` on URLS that holds "k" until done() is called."""
+        done = os.path.join(self.tmp, "done")
+        holder = self.procs.start(["run"] + urls + ["--ttl", ttl, "k", "--", "sh", "-c",
+                                                    f"while [ ! -e {done} ]; do sleep 0.05; done"])
+        return holder, lambda: open(done, "w").close()
+
+    def test_a_master_whose_connection_was_cut_still_gets_the_release(self):
+        # The holder's connection to the third master closed while idle (a proxy's idle limit,
+        # a server's `timeout`): the release connects to it anew, and a TLS handshake takes
+        # longer than the quorum's answer. rlock exits only once the third has the release
+        # too, so no master keeps the lock until its ttl.
+        make_certificates(self.tmp)
+        tls_port = free_port()
+        self.servers[2].stop()
+        self.servers[2] = tls_server(self.tmp, tls_port)
+        urls = self.urls[:4] + ["--redis", f"rediss://127.0.0.1:{tls_port}",
+                                "--cacert", os.path.join(self.tmp, "ca.crt")]
+        # A run before loads the scripts on the masters: no NOSCRIPT round trip for the release.
+        self.assertEqual(run_rlock(["run"] + urls + ["k", "--", "true"],
+                                   env=env_without_url()).returncode, 0)
+        # Renewed every 5 s: none between the cut and the release. The acquire comes after the
+        # quorum's answer on the third master, during its handshake; the first renewal
+        # takes the lock there.
+        holder, done = self.hold_until_done(urls, "15s")
+        wait_until(lambda: all(self.values("k")), 15, "the holder on all masters")
+        # Idle past k_idle_check_after (CLIENT LIST's idle counts clock seconds: 2 is at least
+        # one whole): rlock finds the cut before its next command.
+        def holder_idle():
+            clients = self.servers[2].cmd("CLIENT", "LIST", "TYPE", "normal").splitlines()
+            return any(" cmd=eval" in c and int(c.split(" idle=")[1].split()[0]) >= 2
+                       for c in clients)
+        wait_until(holder_idle, 10, "the holder's connection to the third master idle")
+        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        done()
+        self.assertEqual(holder.wait(timeout=30), 0)
+        self.assertEqual(self.values("k"), [None, None, None])
+
+    def test_a_master_that_owed_a_reply_when_cut_still_gets_the_release(self):
+        # The third master frozen through a renewal: the quorum renews without it, and its
+        # reply is owed. Thawed, it answers, and its connection is cut at once, before the next
+        # renewal: behind the owed reply the holder finds the close, and the release goes out
+        # on a new connection.
+        holder, done = self.hold_until_done(self.urls, "9s")
+        wait_until(lambda: all(self.values("k")), 10, "the holder on all masters")
+        pttl = lambda: self.servers[0].cmd("PTTL", "k")
+        wait_until(lambda: pttl() > 8000, 10, "a renewal")
+        self.servers[2].freeze()
+        wait_until(lambda: pttl() < 7000, 10, "the lock's ttl to run down")
+        wait_until(lambda: pttl() > 8000, 10, "a renewal without the third master")
+        self.servers[2].thaw()
+        wait_until(lambda: self.servers[2].cmd("PTTL", "k") > 8000, 10, "the owed renewal")
+        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        done()
+        self.assertEqual(holder.wait(timeout=30), 0)
+        self.assertEqual(self.values("k"), [None, None, None])
+
+    def test_a_master_cut_just_after_a_renewal_still_gets_the_release(self):
+        # Cut too soon after a reply for rlock to look for the close (k_idle_check_after): the
+        # release goes out on the dead connection, fails there, and is sent again on a new one.
+        holder, done = self.hold_until_done(self.urls, "3s")
+        wait_until(lambda: all(self.values("k")), 10, "the holder on all masters")
+        pttl = lambda: self.servers[2].cmd("PTTL", "k")
+        wait_until(lambda: pttl() < 2500, 10, "the lock's ttl to run down")
+        wait_until(lambda: pttl() > 2800, 10, "a renewal")
+        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        done()
+        self.assertEqual(holder.wait(timeout=30), 0)
+        self.assertEqual(self.values("k"), [None, None, None])
 
     def test_list_shows_a_lock_held_on_any_master_once(self):
         # "a" on every master, "b" on the second alone, "c" on the third alone.
