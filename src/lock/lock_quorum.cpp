@@ -2,8 +2,8 @@
 // at once, believed by quorum. Waiters poll (wait.cpp), so nobody queues on a node, and a release
 // goes to every node whatever the quorum said: one whose reply was lost may hold it too. Every
 // operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so many said no
-// that none can. A node that is down or black-holed costs no time while a quorum answers (a
-// release: at most k_send_grace), and one that answers later is counted as failed for that
+// that none can. A node that is down or black-holed costs no time while a quorum answers (an
+// acquire and a release: at most k_send_grace), and one that answers later is counted as failed for that
 // operation (exchange(), exchange.h). The acquire, its undo and the release still go to it
 // (Enough::Rest): its late take is then given back.
 #include <algorithm>

@@ -91,9 +91,9 @@ public:
   short events() const;
   Result<Unit> advance(short revents);
   size_t replies() const { return inbox_.size(); }
-  // Whether it is connected and still has queued commands to write (its TLS handshake, AUTH
-  // and SELECT go first).
-  bool sending() const { return stream_ && !out_.empty(); }
+  // Whether queued commands are still to be written (its connect, TLS handshake, AUTH and
+  // SELECT go first).
+  bool unsent() const { return !out_.empty(); }
   std::vector<Reply> take(size_t count);
   // Whether it is connected, its TLS handshake done, AUTH and SELECT answered.
   bool up() const { return phase_ == Phase::up; }

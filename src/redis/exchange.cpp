@@ -62,7 +62,7 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
   auto settled = [&] {  // nothing left to do for the rest (Enough::Rest)
     return std::none_of(waiting.begin(), waiting.end(), [&](Connection* c) {
       return c && (enough.rest == Enough::Rest::answered ||
-                   (enough.rest == Enough::Rest::sent && c->sending()));
+                   (enough.rest == Enough::Rest::sent && c->unsent()));
     });
   };
   std::optional<TimePoint> settle;  // once enough was heard: until when the rest are driven

@@ -42,8 +42,8 @@ inline constexpr size_t k_all_nodes = SIZE_MAX;
 struct Enough {
   enum class Rest {
     left,      // left at once: their replies are thrown away when they come (a renewal, a read)
-    sent,      // driven until what they were asked has gone out (a connection being set up, a
-               // TLS handshake), but not while their connect hangs: an acquire
+    sent,      // driven until what they were asked has gone out (a connection being made, a
+               // TLS handshake): an acquire
     answered,  // their replies awaited too: a release (a connection that was closed under it
                // fails only when its reply is read)
   };
