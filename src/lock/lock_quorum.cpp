@@ -3,15 +3,14 @@
 // goes to every node whatever the quorum said: one whose reply was lost may hold it too. Every
 // operation goes on as soon as the quorum's verdict is known: a quorum said yes, or so many said no
 // that none can. A node that is down or black-holed costs no time while a quorum answers (an
-// acquire and a release: at most k_send_grace), and one that answers later is counted as failed for that
-// operation (exchange(), exchange.h). The acquire, its undo and the release still go to it
-// (Enough::Rest): its late take is then given back.
+// acquire and a release: at most k_send_grace), and one that has not answered by then is
+// counted as failed for that operation (exchange(), exchange.h). The acquire, its undo and the
+// release still go to it (Enough::Rest): its late take is then given back.
 #include <algorithm>
 
 #include "lock/lease.h"
 #include "lock/lock_kinds.h"
 #include "lock/scripts.h"
-#include "redis/exchange.h"
 #include "redis/redlock.h"
 #include "redis/retry.h"
 
@@ -63,7 +62,9 @@ public:
         {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_, pause_key_},
         {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0",
          std::to_string(mode_.retention.count())},
-        deadline, Enough{quorum(), acquired_yes, Enough::Rest::sent});
+        // The wait for the rest comes out of the lease: a tenth of it at most.
+        deadline,
+        Enough{quorum(), acquired_yes, Enough::Rest::sent, std::min(k_send_grace, ttl / 10)});
     size_t acquired = 0;
     int64_t fence = 0, taken_ms = 0;  // the largest fence, and its node's clock
     std::optional<Busy> busy;
@@ -94,8 +95,10 @@ public:
         ttl - std::chrono::duration_cast<Millis>(Clock::now() - started) - lease_drift(ttl);
     if (acquired >= quorum && validity > Millis(0))
       return AcquireOutcome{Acquired{fence, taken_ms, ""}};
-    // No quorum (or no time left in it): give back whatever we took, on every node.
-    if (acquired > 0 || failure) (void)Lock::release(deadline);
+    // No quorum (or no time left in it): give back whatever we took, on every node. Taken
+    // nowhere, the nodes still out did not get the acquire sent (Enough::Rest): not waited for.
+    if (acquired > 0 || failure)
+      (void)release_on_all(deadline, acquired > 0 ? Enough::Rest::answered : Enough::Rest::left);
     if (wrong) return AcquireOutcome{*wrong};
     std::string counts = std::to_string(acquired) + " of " + std::to_string(replies.size()) +
                          " Redis nodes (Redlock needs " + std::to_string(quorum) + ")";
@@ -119,33 +122,10 @@ public:
         "renewed");
   }
 
-  // Every node must have it before rlock exits, whatever the quorum said: a node left out
-  // keeps the lock until its ttl. The others' replies are awaited for a moment
-  // (Enough::Rest), and one whose connection broke under the release (closed just as it
-  // went out) is asked once more. THEN is left unsent: it belongs on one node, where the
-  // caller sends it.
+  // THEN is left unsent: it belongs on one node, where the caller sends it.
   Result<bool> release(TimePoint deadline, const std::vector<ScriptCall>&,
                        std::vector<Reply>*) override {
-    Argv keys{key_, queue_key_, alive_key_, ends_key_, phase_key_};
-    Argv args{owner_prefix_, wake_prefix_};
-    auto replies = eval_on_all(redis_, scripts::release, keys, args, deadline,
-                               Enough{quorum(), {}, Enough::Rest::answered});
-    TimePoint again_until = std::min(deadline, Clock::now() + k_send_grace);
-    for (size_t i = 0; i < replies.size(); ++i)
-      if (!replies[i] && dropped(replies[i].failure()))
-        replies[i] = eval(redis_.node(i), scripts::release, keys, args, again_until);
-    std::optional<Failure> failure;
-    bool released = false, answered = false;
-    for (auto& r : replies) {
-      if (!r) {
-        failure = r.failure();
-        continue;
-      }
-      answered = true;
-      released = released || (r->is_integer() && r->integer == 1);
-    }
-    if (!answered && failure) return *failure;
-    return released;
+    return release_on_all(deadline, Enough::Rest::answered);
   }
 
   Result<Unit> leave_queue(TimePoint) override { return Unit{}; }  // Redlock waiters never queue
@@ -168,6 +148,33 @@ public:
 private:
   // How many nodes make a quorum.
   size_t quorum() const { return redlock_quorum(redis_.node_count()); }
+
+  // Every node must have the release before rlock exits, whatever the quorum said: a node
+  // left out keeps the lock until its ttl. With REST answered, the others' replies are awaited
+  // for a moment (Enough::Rest); either way a node whose connection broke under the release
+  // (closed just as it went out) is asked once more.
+  Result<bool> release_on_all(TimePoint deadline, Enough::Rest rest) {
+    Argv keys{key_, queue_key_, alive_key_, ends_key_, phase_key_};
+    Argv args{owner_prefix_, wake_prefix_};
+    auto replies =
+        eval_on_all(redis_, scripts::release, keys, args, deadline, Enough{quorum(), {}, rest});
+    TimePoint again_until = std::min(deadline, Clock::now() + k_send_grace);
+    for (size_t i = 0; i < replies.size(); ++i)
+      if (!replies[i] && dropped(replies[i].failure()))
+        replies[i] = eval(redis_.node(i), scripts::release, keys, args, again_until);
+    std::optional<Failure> failure;
+    bool released = false, answered = false;
+    for (auto& r : replies) {
+      if (!r) {
+        failure = r.failure();
+        continue;
+      }
+      answered = true;
+      released = released || (r->is_integer() && r->integer == 1);
+    }
+    if (!answered && failure) return *failure;
+    return released;
+  }
 };
 
 }  // namespace

@@ -109,7 +109,7 @@ std::vector<Result<Reply>> eval_on_all(Redis& redis, const Script& script, const
   }
   argv[0] = "EVAL";
   argv[1] = std::string(script.source());
-  Enough rest{enough.needed > yes ? enough.needed - yes : 0, enough.yes, enough.rest};
+  Enough rest{enough.needed > yes ? enough.needed - yes : 0, enough.yes, enough.rest, enough.grace};
   // The verdict is no already when those to ask again cannot make up the yeses missing: then
   // they are not asked (an acquire sent and not waited for could take the lock on a node).
   size_t to_ask = static_cast<size_t>(std::count(again_to.begin(), again_to.end(), true));

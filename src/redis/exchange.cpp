@@ -67,7 +67,14 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
   };
   std::optional<TimePoint> settle;  // once enough was heard: until when the rest are driven
   for (;;) {
-    if (!settle && heard_enough()) settle = std::min(deadline, Clock::now() + k_send_grace);
+    if (!settle && heard_enough()) {
+      // A refused acquire is left at once: what it did not send stays queued before its undo.
+      if (enough.rest == Enough::Rest::sent && yes < enough.needed) break;
+      // Half of what is left at most: a NOSCRIPT round, a release asked again, may follow.
+      TimePoint now = Clock::now();
+      settle = now + std::min<Clock::duration>(enough.grace,
+                                               std::max<Clock::duration>((deadline - now) / 2, {}));
+    }
     if (settle && (settled() || Clock::now() >= *settle)) break;
     polled.clear();
     which.clear();

@@ -18,8 +18,7 @@ namespace rlock {
 // it has heard ENOUGH (Redlock: the quorum's verdict), or every node has replied or failed, or
 // DEADLINE passed; a node that has not replied by then is a failure for this call, and its
 // connection throws the late replies away (Connection::abandon). The nodes still out when the
-// verdict is known may be driven for up to k_send_grace more (Enough::Rest).
-inline constexpr std::chrono::milliseconds k_send_grace{250};
+// verdict is known may be driven for a moment more (Enough::Rest).
 std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& nodes,
                                                  const std::vector<std::vector<Argv>>& commands,
                                                  TimePoint deadline, const Enough& enough = {});

@@ -38,18 +38,22 @@ inline constexpr size_t k_all_nodes = SIZE_MAX;
 // longer come. A "no" that came first must not end the wait while the yeses that make a quorum
 // are still on their way (a master restarted without its data answers every renewal "not ours",
 // as fast as the others answer yes).
-// REST: what becomes of the nodes still out once the verdict is known.
+// How long the nodes still out once the verdict is known may be driven (Enough::Rest).
+inline constexpr std::chrono::milliseconds k_send_grace{250};
+
+// REST: what becomes of the nodes still out once the verdict is known, for up to GRACE.
 struct Enough {
   enum class Rest {
     left,      // left at once: their replies are thrown away when they come (a renewal, a read)
-    sent,      // driven until what they were asked has gone out (a connection being made, a
-               // TLS handshake): an acquire
+    sent,      // after a yes, driven until what they were asked has gone out (a connection
+               // being made, a TLS handshake): an acquire
     answered,  // their replies awaited too: a release (a connection that was closed under it
                // fails only when its reply is read)
   };
   size_t needed = k_all_nodes;
   std::function<bool(const Reply&)> yes;
   Rest rest = Rest::left;
+  Millis grace = k_send_grace;
 };
 
 // The server's clock in ms since the epoch from a TIME reply; nothing when it is not one.

@@ -305,9 +305,7 @@ class Redlock(unittest.TestCase):
         # A run before loads the scripts on the masters: no NOSCRIPT round trip for the release.
         self.assertEqual(run_rlock(["run"] + urls + ["k", "--", "true"],
                                    env=env_without_url()).returncode, 0)
-        # Renewed every 5 s: none between the cut and the release. The acquire comes after the
-        # quorum's answer on the third master, during its handshake; the first renewal
-        # takes the lock there.
+        # Renewed every 5 s: none between the cut and the release.
         holder, done = self.hold_until_done(urls, "15s")
         wait_until(lambda: all(self.values("k")), 15, "the holder on all masters")
         # Idle past k_idle_check_after (CLIENT LIST's idle counts clock seconds: 2 is at least
