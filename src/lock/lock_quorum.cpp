@@ -57,12 +57,12 @@ public:
   Result<AcquireOutcome> try_acquire(const std::string& value, Millis ttl,
                                      const std::optional<WaitPlan>&, TimePoint deadline) override {
     TimePoint started = Clock::now();
+    // The wait for the nodes still out comes out of the lease: a tenth of it at most.
     auto replies = eval_on_all(
         redis_, scripts::acquire,
         {key_, fence_key_, queue_key_, alive_key_, shared_key_, shared_values_key_, pause_key_},
         {value, std::to_string(ttl.count()), owner_prefix_, token_, wake_prefix_, "0", "0", "0",
          std::to_string(mode_.retention.count())},
-        // The wait for the rest comes out of the lease: a tenth of it at most.
         deadline,
         Enough{quorum(), acquired_yes, Enough::Rest::sent, std::min(k_send_grace, ttl / 10)});
     size_t acquired = 0;

@@ -32,15 +32,15 @@ Failure unexpected_reply(std::string_view what);
 // For broadcast(): wait for the replies of every node.
 inline constexpr size_t k_all_nodes = SIZE_MAX;
 
+// How long the nodes still out once the verdict is known may be driven (Enough::Rest).
+inline constexpr std::chrono::milliseconds k_send_grace{250};
+
 // When a broadcast has heard enough (Redlock: the quorum's verdict is known). Without YES:
 // once NEEDED nodes have replied. With YES, which says whether a node's first reply is a yes:
 // once NEEDED nodes said yes, or so many said otherwise or failed that NEEDED yeses can no
 // longer come. A "no" that came first must not end the wait while the yeses that make a quorum
 // are still on their way (a master restarted without its data answers every renewal "not ours",
 // as fast as the others answer yes).
-// How long the nodes still out once the verdict is known may be driven (Enough::Rest).
-inline constexpr std::chrono::milliseconds k_send_grace{250};
-
 // REST: what becomes of the nodes still out once the verdict is known, for up to GRACE.
 struct Enough {
   enum class Rest {
