@@ -291,6 +291,14 @@ class Redlock(unittest.TestCase):
                                                     f"while [ ! -e {done} ]; do sleep 0.05; done"])
         return holder, lambda: open(done, "w").close()
 
+    def cut_the_third_and_end(self, holder, done):
+        """Cuts the holder's connection to the third master, ends its command, and checks that
+        rlock exits with no master left holding "k" (none waits for its ttl)."""
+        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+        done()
+        self.assertEqual(holder.wait(timeout=30), 0)
+        self.assertEqual(self.values("k"), [None, None, None])
+
     def test_a_master_whose_connection_was_cut_still_gets_the_release(self):
         # The holder's connection to the third master closed while idle (a proxy's idle limit,
         # a server's `timeout`): the release connects to it anew, and a TLS handshake takes
@@ -315,10 +323,7 @@ class Redlock(unittest.TestCase):
             return any(" cmd=eval" in c and int(c.split(" idle=")[1].split()[0]) >= 2
                        for c in clients)
         wait_until(holder_idle, 10, "the holder's connection to the third master idle")
-        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-        done()
-        self.assertEqual(holder.wait(timeout=30), 0)
-        self.assertEqual(self.values("k"), [None, None, None])
+        self.cut_the_third_and_end(holder, done)
 
     def test_a_master_that_owed_a_reply_when_cut_still_gets_the_release(self):
         # The third master frozen through a renewal: the quorum renews without it, and its
@@ -334,10 +339,7 @@ class Redlock(unittest.TestCase):
         wait_until(lambda: pttl() > 8000, 10, "a renewal without the third master")
         self.servers[2].thaw()
         wait_until(lambda: self.servers[2].cmd("PTTL", "k") > 8000, 10, "the owed renewal")
-        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-        done()
-        self.assertEqual(holder.wait(timeout=30), 0)
-        self.assertEqual(self.values("k"), [None, None, None])
+        self.cut_the_third_and_end(holder, done)
 
     def test_a_master_cut_just_after_a_renewal_still_gets_the_release(self):
         # Cut too soon after a reply for rlock to look for the close (k_idle_check_after): the
@@ -347,10 +349,7 @@ class Redlock(unittest.TestCase):
         pttl = lambda: self.servers[2].cmd("PTTL", "k")
         wait_until(lambda: pttl() < 2500, 10, "the lock's ttl to run down")
         wait_until(lambda: pttl() > 2800, 10, "a renewal")
-        self.servers[2].cmd("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
-        done()
-        self.assertEqual(holder.wait(timeout=30), 0)
-        self.assertEqual(self.values("k"), [None, None, None])
+        self.cut_the_third_and_end(holder, done)
 
     def test_list_shows_a_lock_held_on_any_master_once(self):
         # "a" on every master, "b" on the second alone, "c" on the third alone.
