@@ -6,6 +6,7 @@
 
 #include "lock/lock.h"
 #include "lock/lock_state.h"
+#include "redis/redlock.h"
 
 namespace rlock {
 
@@ -235,7 +236,7 @@ void RunTally::add(RunRecord entry) {
   run.in_window = run.ended_ms >= window_start_ms_;
   run.record = std::move(entry);
   bool success = is_success(run.record);
-  Verdict verdict = success                  ? Verdict::success
+  Verdict verdict = success                   ? Verdict::success
                     : end_unknown(run.record) ? Verdict::unknown
                                               : Verdict::failure;
   marks_.push_back(
@@ -255,8 +256,8 @@ void RunTally::add_kept_success(RunRecord run) {
   kept.ended_ms = history_entry_ms(run.id);
   kept.in_window = kept.ended_ms >= window_start_ms_;
   kept.record = std::move(run);
-  marks_.push_back({kept.ended_ms, entry_seq(kept.record.id), kept.record.fence,
-                    Verdict::success, kept.in_window});
+  marks_.push_back({kept.ended_ms, entry_seq(kept.record.id), kept.record.fence, Verdict::success,
+                    kept.in_window});
   if (!newest_) newest_ = kept;
   if (!newest_success_ || newest_success_->ended_ms < kept.ended_ms)
     newest_success_ = std::move(kept);
@@ -331,8 +332,8 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   // Redlock each run's entry went to one node (the first that answered its writer), so every
   // node is read, each against its own clock.
   // The kept last success comes in the same round trip.
-  auto first =
-      redis.broadcast({history_page(key, "+"), {"TIME"}, last_success_read(key)}, deadline);
+  auto first = redis.broadcast({history_page(key, "+"), {"TIME"}, last_success_read(key)}, deadline,
+                               {}, quorum_then_the_rest(redis.node_count()));
   std::optional<Failure> failure;
   std::vector<NodeHistory> nodes;
   for (size_t i = 0; i < first.size(); ++i) {
@@ -358,7 +359,7 @@ Result<CheckResult> check_runs(Redis& redis, const std::string& key, const Perio
   for (NodeHistory& node : nodes) tallies.push_back(std::move(*node.runs));
   count_runs(tallies, out);
 
-  if (!out.succeeded()) {
+  if (!out.succeeded() && redis.node_count() == 1) {  // Redlock keeps no period records
     auto slot = period_success(redis, key, every, tz, out.now_ms, deadline);
     if (!slot) return slot.failure();
     if (*slot) {

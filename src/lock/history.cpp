@@ -5,11 +5,11 @@
 #include <deque>
 #include <map>
 #include <set>
-#include <tuple>
 
 #include "lock/held_lock.h"
 #include "lock/lock.h"
 #include "lock/scripts.h"
+#include "redis/redlock.h"
 #include "redis/retry.h"
 #include "util/exit_status.h"
 
@@ -121,8 +121,8 @@ RunRecord action_entry(RunEnd action, const std::string& reason) {
   return r;
 }
 
-void record_action(Redis& redis, const std::string& key, const RunRecord& entry,
-                   int history_length, Millis retention) {
+void record_action(Redis& redis, const std::string& key, const RunRecord& entry, int history_length,
+                   Millis retention) {
   if (history_length > 0)
     send_history(redis, key, history_entry(key, entry, history_length, retention));
 }
@@ -195,12 +195,8 @@ Result<SlotClaim> PeriodGuard::claim(const Holder& holder, int64_t fence, const 
     if (!slot) return slot.failure();
     slot_ = *slot;
     int64_t expire_at = slot_.end_ms + slot_margin(period_).count();
-    Argv args{holder.host,
-              std::to_string(holder.pid),
-              holder.user,
-              std::to_string(fence),
-              retry_failed_ ? "1" : "0",
-              std::to_string(expire_at)};
+    Argv args{holder.host,           std::to_string(holder.pid), holder.user,
+              std::to_string(fence), retry_failed_ ? "1" : "0",  std::to_string(expire_at)};
     if (start.max_length > 0) {
       args.insert(args.end(),
                   {std::to_string(start.max_length), std::to_string(start.retention.count())});
@@ -414,6 +410,19 @@ std::optional<RunRecord> decode_history_entry(const Reply& entry) {
   return r;
 }
 
+namespace {
+
+// Redlock: what makes one history entry, the same on every node: an entry sent again after a
+// lost reply may have gone to a second node (each node knows only its own). One run's attempt
+// (--retry) is one host, pid, start, fence and attempt.
+std::string one_entry(const RunRecord& r) {
+  return r.holder.host + " " + std::to_string(r.holder.pid) + " " +
+         std::to_string(r.holder.since.time_since_epoch().count()) + " " + std::to_string(r.fence) +
+         " " + std::to_string(r.attempt);
+}
+
+}  // namespace
+
 Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count,
                                  TimePoint deadline) {
   // Each node's history with its holders now, which tell a start that is running from one
@@ -421,7 +430,7 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   std::vector<Argv> reads{
       {"XREVRANGE", helper_key(key, "history"), "+", "-", "COUNT", std::to_string(count)}};
   for (Argv& read : history_holders_reads(key)) reads.push_back(std::move(read));
-  auto replies = redis.broadcast(reads, deadline);
+  auto replies = redis.broadcast(reads, deadline, {}, quorum_then_the_rest(redis.node_count()));
   HistoryRead out;
   std::optional<Failure> failure;
   for (size_t i = 0; i < replies.size(); ++i) {
@@ -445,15 +454,9 @@ Result<HistoryRead> read_history(Redis& redis, const std::string& key, int count
   std::stable_sort(out.runs.begin(), out.runs.end(), [](const RunRecord& a, const RunRecord& b) {
     return history_entry_ms(a.id) > history_entry_ms(b.id);
   });
-  // An entry sent again after a lost reply may have gone to a second node (each node knows
-  // only its own): one run is one host, pid, start and fence.
   if (replies.size() > 1) {
-    std::set<std::tuple<std::string, int64_t, int64_t, int64_t>> seen;
-    std::erase_if(out.runs, [&](const RunRecord& r) {
-      return !seen.emplace(r.holder.host, r.holder.pid, r.holder.since.time_since_epoch().count(),
-                           r.fence)
-                  .second;
-    });
+    std::set<std::string> seen;
+    std::erase_if(out.runs, [&](const RunRecord& r) { return !seen.insert(one_entry(r)).second; });
   }
   if (out.runs.size() > static_cast<size_t>(count)) out.runs.resize(count);
   return out;
@@ -509,7 +512,7 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint first_de
              const std::function<void(const std::vector<RunRecord>&)>& each) {
   std::vector<Argv> reads{history_page_read(key, "+")};
   for (Argv& read : history_holders_reads(key)) reads.push_back(std::move(read));
-  auto first = redis.broadcast(reads, first_deadline);
+  auto first = redis.broadcast(reads, first_deadline, {}, quorum_then_the_rest(redis.node_count()));
   std::vector<HistoryCursor> nodes;
   std::vector<std::string> unanswered;
   std::optional<Failure> failure;
@@ -529,9 +532,7 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint first_de
     nodes.push_back(std::move(c));
   }
   if (nodes.empty()) return *failure;
-  // An entry sent again after a lost reply may have gone to a second node (each node knows
-  // only its own): one run is one host, pid, start and fence.
-  std::set<size_t> seen;
+  std::set<std::string> seen;
   std::vector<RunRecord> out;
   for (int shown = 0; shown < count;) {
     HistoryCursor* newest = nullptr;
@@ -554,12 +555,7 @@ page_history(Redis& redis, const std::string& key, int count, TimePoint first_de
     if (!newest) break;
     RunRecord r = std::move(newest->page.front());
     newest->page.pop_front();
-    if (nodes.size() > 1 &&
-        !seen.insert(std::hash<std::string>{}(r.holder.host + " " + std::to_string(r.holder.pid) +
-                                              " " + format_rfc3339(r.holder.since) + " " +
-                                              std::to_string(r.fence)))
-             .second)
-      continue;
+    if (nodes.size() > 1 && !seen.insert(one_entry(r)).second) continue;
     out.push_back(std::move(r));
     ++shown;
     if (out.size() == static_cast<size_t>(k_history_page_runs)) {

@@ -239,7 +239,8 @@ Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern, bool all
       },
       Clock::now() + redis.command_timeout());
   if (!scanned) return scanned.failure();
-  // Redlock's nodes each hold a copy of a lock: show it once, the first node's.
+  // Redlock's nodes each hold a copy of a lock: show it once, as a quorum has it.
+  if (redis.node_count() > 1) found.redlock = &redis;
   std::stable_sort(found.locks.begin(), found.locks.end(),
                    [](const FoundLock& a, const FoundLock& b) { return a.key < b.key; });
   found.locks.erase(
@@ -251,8 +252,35 @@ Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern, bool all
 
 namespace {
 
+// Whether S, read as F was found, is listed: not when free since it was found, or when free when
+// found (--all), unless --all and it has a history or a pause (the failing job whose lock is
+// free), or it is held on fewer Redlock nodes than a quorum (its run may still be running);
+// not another program's lock that lost its expiry.
+bool listed(const FoundLocks& found, const FoundLock& f, const LockState& s) {
+  if (s.kind == LockState::Kind::free && !s.minority &&
+      (!found.all || (!s.last_run && s.pause.empty())))
+    return false;
+  return !(f.foreign && s.kind == LockState::Kind::foreign && s.pttl.count() < 0);
+}
+
+// Redlock: the locks of FOUND from FROM to TO as a quorum of its nodes has them, in one round
+// trip to every node at once.
+Result<std::vector<LockState>> read_batch_by_quorum(const FoundLocks& found, size_t from,
+                                                    size_t to) {
+  std::vector<std::string> keys;
+  for (size_t i = from; i < to; ++i) keys.push_back(found.locks[i].key);
+  auto states = read_locks(*found.redlock, keys);
+  if (!states) return states.failure();
+  std::vector<LockState> batch;
+  for (size_t i = from; i < to; ++i)
+    if (listed(found, found.locks[i], (*states)[i - from]))
+      batch.push_back(std::move((*states)[i - from]));
+  return batch;
+}
+
 // The locks of FOUND from FROM to TO, read: one pipelined round trip per server that holds some.
 Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, size_t to) {
+  if (found.redlock) return read_batch_by_quorum(found, from, to);
   std::vector<std::optional<LockState>> states(to - from);
   // A batch's locks may be on several servers (a Cluster's primaries): one round trip each.
   for (uint32_t server = 0; server < found.servers.size(); ++server) {
@@ -273,13 +301,7 @@ Result<std::vector<LockState>> read_batch(const FoundLocks& found, size_t from, 
       const FoundLock& f = found.locks[i];
       auto s = decode_lock(redis, f.key, seen_type(f), p, r, *now_ms);
       if (!s) return s.failure();
-      // Free since the look (or another program's lock that lost its expiry): not listed.
-      // Free since it was found, or free when found (--all): shown with --all when it has a
-      // history or a pause, the failing job whose lock is free.
-      if (s->kind == LockState::Kind::free && (!found.all || (!s->last_run && s->pause.empty())))
-        continue;
-      if (f.foreign && s->kind == LockState::Kind::foreign && s->pttl.count() < 0) continue;
-      states[i - from] = std::move(*s);
+      if (listed(found, f, *s)) states[i - from] = std::move(*s);
     }
   }
   std::vector<LockState> batch;

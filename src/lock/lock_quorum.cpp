@@ -130,12 +130,16 @@ public:
 
   Result<Unit> leave_queue(TimePoint) override { return Unit{}; }  // Redlock waiters never queue
 
+  // Not done at the first sign that a quorum cannot say yes: a node that is down is not one
+  // that says no, and "not held" must come from a quorum's noes (rlock stop takes it for the
+  // lock given back).
   Result<bool> holds(TimePoint deadline) override {
     std::vector<Result<Reply>> found;
     auto ours = [this](const Reply& v) {
       return v.is_string() && v.str.starts_with(owner_prefix_);
     };
-    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline, {}, Enough{quorum(), ours})) {
+    for (auto& r : redis_.broadcast({{"GET", key_}}, deadline, {},
+                                    quorum_then_the_rest(redis_.node_count()))) {
       if (!r) {
         found.push_back(r.failure());
         continue;

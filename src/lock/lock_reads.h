@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "lock/lock_state.h"
+#include "redis/redlock.h"
 
 namespace rlock {
 
@@ -41,10 +42,27 @@ public:
     if (!replies) return replies.failure();
     replies_ = std::move(*replies);
     if (denied == Denied::skipped) return Unit{};
-    for (size_t i = 0; i < replies_.size(); ++i)
-      if (replies_[i].type == Reply::Type::error && replies_[i].str.starts_with("NOPERM"))
-        return redis.server_failure(replies_[i].str, commands_[i]);
+    if (auto failure = denial(redis)) return *failure;
     return Unit{};
+  }
+  // Redlock: sends the commands to every node at once, one round trip, and waits for a
+  // quorum's replies, then the others' for a moment (quorum_then_the_rest()): each node's
+  // replies as a Pipeline of its own, or why it gave none (an ACL denial as with run()).
+  std::vector<Result<Pipeline>> broadcast(Redis& redis) const {
+    auto replies = redis.broadcast(commands_, Clock::now() + redis.command_timeout(), {},
+                                   quorum_then_the_rest(redis.node_count()));
+    std::vector<Result<Pipeline>> out;
+    for (size_t i = 0; i < replies.size(); ++i) {
+      if (!replies[i]) {
+        out.emplace_back(replies[i].failure());
+        continue;
+      }
+      Pipeline node = *this;
+      node.replies_ = std::move(*replies[i]);
+      auto denied = node.denial(redis.node(i));
+      out.push_back(denied ? Result<Pipeline>(*denied) : Result<Pipeline>(std::move(node)));
+    }
+    return out;
   }
   // The message naming the helper key of the command added as AT when it holds another type
   // than rlock keeps there (docs/DESIGN.md, "Reads with a bound"), or nothing: runs may fail
@@ -61,6 +79,14 @@ public:
   const Reply* operator[](size_t at) const { return at == k_not_asked ? nullptr : &replies_[at]; }
 
 private:
+  // The first ACL denial among the replies, naming what was denied.
+  std::optional<Failure> denial(const Redis& redis) const {
+    for (size_t i = 0; i < replies_.size(); ++i)
+      if (replies_[i].type == Reply::Type::error && replies_[i].str.starts_with("NOPERM"))
+        return redis.server_failure(replies_[i].str, commands_[i]);
+    return std::nullopt;
+  }
+
   std::vector<Argv> commands_;
   std::vector<bool> any_type_;
   std::vector<Reply> replies_;

@@ -10,6 +10,7 @@
 #include "lock/lock.h"
 #include "lock/lock_reads.h"
 #include "lock/pause.h"
+#include "redis/redlock.h"
 
 namespace rlock {
 
@@ -311,23 +312,185 @@ std::vector<int64_t> held_fences(const LockState& s) {
   return held;
 }
 
+namespace {
+
+// What read_locks() asked in P of each of KEYS, as the server REDIS that answered it saw it.
+struct LocksRead {
+  const std::vector<std::string>& keys;
+  std::vector<LockReads> reads;
+  size_t time = k_not_asked;
+
+  Result<std::vector<LockState>> decode(Redis& redis, const Pipeline& p) const {
+    auto now_ms = server_now(redis, p, time);
+    if (!now_ms) return now_ms.failure();
+    std::vector<LockState> out;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto s = decode_lock(redis, keys[i], "", p, reads[i], *now_ms);
+      if (!s) return s.failure();
+      out.push_back(std::move(*s));
+    }
+    return out;
+  }
+};
+
+// A stream entry's ID ("ms-seq") in the order of the entries: one node's history against
+// another's is ordered by their clocks.
+std::pair<uint64_t, uint64_t> id_order(const std::string& id) {
+  size_t dash = id.find('-');
+  return {std::strtoull(id.c_str(), nullptr, 10),
+          dash == std::string::npos ? 0 : std::strtoull(id.c_str() + dash + 1, nullptr, 10)};
+}
+
+// Whether A and B show the same lock: the same holder (rlock's values differ from node to node
+// in their fence, each node counting its own), the same other value, or both free.
+bool same_lock(const LockState& a, const LockState& b) {
+  if (a.kind != b.kind || a.type != b.type) return false;
+  if (a.value && b.value) return a.value->token == b.value->token;
+  return a.raw == b.raw;
+}
+
+// The K-th longest of TTLS (K from 1): how long K of them last. -1 (no expiry) is the longest.
+Millis kth_longest(std::vector<Millis> ttls, size_t k) {
+  auto longer = [](Millis a, Millis b) {
+    return a.count() == -1 ? b.count() != -1 : b.count() != -1 && a > b;
+  };
+  std::sort(ttls.begin(), ttls.end(), longer);
+  return ttls[std::min(k, ttls.size()) - 1];
+}
+
+// How many of VIEWS show the same lock as S, and how long each of them keeps it.
+std::vector<Millis> ttls_alike(const std::vector<LockState>& views, const LockState& s) {
+  std::vector<Millis> ttls;
+  for (const LockState& v : views)
+    if (same_lock(v, s)) ttls.push_back(v.pttl);
+  return ttls;
+}
+
+// The lock as the nodes that answered (VIEWS, each one's state of one key) say it is: the value
+// most of them hold (between two held as widely, the one that lasts longer), if a quorum of all
+// the nodes holds it, as the node with the largest fence has it (its run's fence); it lasts
+// while a quorum keeps it, the quorum-th longest ttl. Free otherwise, with that value as its
+// minority. Sets VOTES.agree.
+LockState holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes) {
+  size_t quorum = redlock_quorum(votes.nodes);
+  auto weight = [&](const LockState& v) {
+    auto ttls = ttls_alike(views, v);
+    return std::pair(ttls.size(), kth_longest(ttls, 1).count());
+  };
+  const LockState* most = nullptr;
+  for (const LockState& v : views)
+    if (v.kind != LockState::Kind::free && (!most || weight(v) > weight(*most))) most = &v;
+  auto fence = [](const LockState& v) { return v.value ? v.value->fence.value_or(0) : 0; };
+  if (most && ttls_alike(views, *most).size() >= quorum) {
+    for (const LockState& v : views)
+      if (same_lock(v, *most) && fence(v) > fence(*most)) most = &v;
+    LockState out = *most;
+    auto ttls = ttls_alike(views, *most);
+    out.pttl = kth_longest(ttls, quorum);
+    votes.agree = ttls.size();
+    return out;
+  }
+  auto is_free = [](const LockState& v) { return v.kind == LockState::Kind::free; };
+  auto free = std::find_if(views.begin(), views.end(), is_free);
+  LockState out = free != views.end() ? *free : views.front();
+  out.kind = LockState::Kind::free;
+  out.type = "none";
+  out.raw.clear();
+  out.value.reset();
+  out.phase.reset();
+  out.pttl = Millis(-2);
+  if (most) {
+    auto ttls = ttls_alike(views, *most);
+    out.minority = Minority{most->raw, most->value, kth_longest(ttls, 1), ttls.size()};
+  }
+  votes.agree = static_cast<size_t>(std::count_if(views.begin(), views.end(), is_free));
+  return out;
+}
+
+// What OUT, the lock by quorum, takes from every node of VIEWS: the largest fence counter, the
+// newest run (each run's entries went to one node), the waiters a node has most of, every
+// helper key of another type. A pause counts once it is on so many of the NODES that no quorum
+// is left without it, for as long as that many keep it.
+void gather(const std::vector<LockState>& views, size_t nodes, LockState& out) {
+  std::vector<Millis> pauses;
+  out.pause.clear();  // the longest-lived of them
+  for (const LockState& v : views) {
+    if (v.fence_counter > out.fence_counter) out.fence_counter = v.fence_counter;
+    out.fence_counter_pttl = std::max(out.fence_counter_pttl, v.fence_counter_pttl);
+    out.history_pttl = std::max(out.history_pttl, v.history_pttl);
+    if (v.last_run && (!out.last_run || id_order(v.last_run->id) > id_order(out.last_run->id)))
+      out.last_run = v.last_run;
+    if (id_order(v.newest_entry) > id_order(out.newest_entry)) out.newest_entry = v.newest_entry;
+    if (v.waiters > out.waiters) {
+      out.waiters = v.waiters;
+      out.queue = v.queue;
+    }
+    out.not_shown = std::max(out.not_shown, v.not_shown);
+    out.last_output.insert(v.last_output.begin(), v.last_output.end());
+    for (const std::string& message : v.wrong_types)
+      if (std::find(out.wrong_types.begin(), out.wrong_types.end(), message) ==
+          out.wrong_types.end())
+        out.wrong_types.push_back(message);
+    if (!v.pause.empty()) {
+      if (pauses.empty() || v.pause_pttl > *std::max_element(pauses.begin(), pauses.end()))
+        out.pause = v.pause;
+      pauses.push_back(v.pause_pttl);
+    }
+  }
+  size_t blocking = nodes - redlock_quorum(nodes) + 1;
+  out.pause_pttl = pauses.size() >= blocking ? kth_longest(pauses, blocking) : Millis(-2);
+  if (pauses.size() < blocking) out.pause.clear();
+}
+
+// Redlock: KEYS as every node sees them, read from all at once; each key as a quorum says.
+Result<std::vector<LockState>> read_by_quorum(Redis& redis, const Pipeline& p,
+                                              const LocksRead& asked) {
+  std::vector<std::vector<LockState>> views(asked.keys.size());  // [key][node that answered]
+  NodeVotes votes;
+  votes.nodes = redis.node_count();
+  auto replies = p.broadcast(redis);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    auto states = replies[i] ? asked.decode(redis.node(i), *replies[i])
+                             : Result<std::vector<LockState>>(replies[i].failure());
+    if (!states) {
+      votes.unanswered.push_back(redis.node(i).name());
+      votes.failures.push_back(states.failure().message);
+      continue;
+    }
+    for (size_t k = 0; k < asked.keys.size(); ++k) views[k].push_back(std::move((*states)[k]));
+  }
+  votes.answered = votes.nodes - votes.unanswered.size();
+  size_t quorum = redlock_quorum(votes.nodes);
+  if (votes.answered < quorum) {
+    std::string why;
+    for (const std::string& failure : votes.failures) why += (why.empty() ? "" : "; ") + failure;
+    return Failure{Failure::Kind::connect, std::to_string(votes.answered) + " of " +
+                                               std::to_string(votes.nodes) +
+                                               " Redlock nodes answered, fewer than a quorum (" +
+                                               std::to_string(quorum) + "): " + why};
+  }
+  std::vector<LockState> out;
+  for (const auto& key_views : views) {
+    NodeVotes key_votes = votes;
+    LockState s = holder_by_quorum(key_views, key_votes);
+    gather(key_views, votes.nodes, s);
+    s.votes = std::move(key_votes);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
   Pipeline p;
-  size_t time = p.add({"TIME"});
-  std::vector<LockReads> reads;
-  reads.reserve(keys.size());
-  for (const auto& key : keys) reads.push_back(ask_everything(p, key));
+  LocksRead asked{keys, {}, p.add({"TIME"})};
+  asked.reads.reserve(keys.size());
+  for (const auto& key : keys) asked.reads.push_back(ask_everything(p, key));
+  if (redis.node_count() > 1) return read_by_quorum(redis, p, asked);
   if (auto done = p.run(redis); !done) return done.failure();
-  auto now_ms = server_now(redis, p, time);
-  if (!now_ms) return now_ms.failure();
-  std::vector<LockState> out;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    auto s = decode_lock(redis, keys[i], "", p, reads[i], *now_ms);
-    if (!s) return s.failure();
-    out.push_back(std::move(*s));
-  }
-  return out;
+  return asked.decode(redis, p);
 }
 }  // namespace rlock

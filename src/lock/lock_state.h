@@ -42,6 +42,25 @@ struct QueuedWaiter {
   bool shares = false;  // it wants to share the lock (--shared), else to hold it alone
 };
 
+// Redlock: what its nodes said of one lock. read_locks() asks every node at once and shows
+// what a quorum of them says; any other topology is one node, which agrees with itself.
+struct NodeVotes {
+  size_t nodes = 1;                     // Redlock's nodes
+  size_t answered = 1;                  // those that replied within one command timeout
+  size_t agree = 1;                     // those that say what the state shows (free: free)
+  std::vector<std::string> unanswered;  // the others, by name
+  std::vector<std::string> failures;    // why each of them gave no answer, for a warning
+};
+
+// Redlock: a value that fewer nodes than a quorum hold. The lock is free (a run can take it),
+// yet the run that wrote the value may still be running until its next renewal fails.
+struct Minority {
+  std::string raw;
+  std::optional<LockValue> value;  // decoded, when rlock wrote it
+  Millis pttl{-2};                 // the longest any of its nodes keeps it
+  size_t nodes = 0;                // how many hold it
+};
+
 struct LockState {
   enum class Kind {
     free,
@@ -81,6 +100,8 @@ struct LockState {
   // The helper keys that hold another type than rlock keeps there, each named in a message
   // for the verbs to say (Pipeline::wrong_type).
   std::vector<std::string> wrong_types;
+  NodeVotes votes;
+  std::optional<Minority> minority;  // free by quorum, yet held on some nodes
 };
 
 // The fences of S's holders now (the lock's, or its places'), a tombstone's too (its broken
@@ -88,7 +109,9 @@ struct LockState {
 // (settle_starts in history.h).
 std::vector<int64_t> held_fences(const LockState& s);
 
-// The state of each of KEYS, in one round trip, with its pause.
+// The state of each of KEYS, in one round trip, with its pause. Redlock: every node is asked at
+// once, and each key's state is what a quorum of them says (docs/DESIGN.md, "Topologies");
+// fewer than a quorum answering is a failure (kind connect) that names them.
 Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
 
 // A lock `list` found, before its state is read: its name, the server it is on, and what a
@@ -113,6 +136,7 @@ struct FoundLocks {
   std::vector<Redis*> servers;
   std::vector<FoundLock> locks;  // sorted by key, each key once
   bool all = false;              // free locks too (list --all)
+  Redis* redlock = nullptr;      // Redlock: its locks are read by quorum (read_locks)
   // When the holders last printed too (list --last-output): one more command per lock, which
   // list spares otherwise (docs/PERFORMANCE.md "Footprint and list").
   bool last_output = false;
@@ -121,9 +145,9 @@ struct FoundLocks {
 // Every lock whose key matches PATTERN (a Redis glob): rlock's locks and semaphores, found by
 // their fence counters, and, when PATTERN is not "*", plain strings with an expiry that match
 // it (other software's locks). Found with SCAN, never KEYS; rlock's helper keys are left out,
-// and no value is read of a key that is neither. A lock on several Redlock nodes is the first
-// node's. ALL: free locks too (list --all), which read_found_locks() gives when they have a
-// history or a pause.
+// and no value is read of a key that is neither. A lock found on any Redlock node is listed
+// once, and read by quorum. ALL: free locks too (list --all), which read_found_locks() gives when
+// they have a history or a pause.
 Result<FoundLocks> find_locks(Redis& redis, const std::string& pattern, bool all = false);
 
 // The state of FOUND's locks, in their order, handed to EACH a batch at a time, as each batch

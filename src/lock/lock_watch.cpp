@@ -188,8 +188,11 @@ WatchEvent& LockWatch::gone(Look& l, bool place, const std::string& raw,
 void LockWatch::look_at_holder(Look& l, const LockState& last, Millis since) {
   const LockState& now = l.now;
   // rlock never rewrites a holder's value (a renewal is a PEXPIRE): the same value is the same
-  // holder, and the same acquisition.
-  bool same = occupied(last) && occupied(now) && last.raw == now.raw;
+  // holder, and the same acquisition. Under Redlock the value shown may come from another node
+  // than the last look's, with that node's fence: the same token is the same holder.
+  bool same = occupied(last) && occupied(now) &&
+              (last.raw == now.raw || (last.kind == now.kind && last.value && now.value &&
+                                       last.value->token == now.value->token));
   if (last.kind == LockState::Kind::not_a_lock || now.kind == LockState::Kind::not_a_lock) {
     if (last.kind != now.kind || last.type != now.type) event(l, Kind::state);
   } else if (!same) {

@@ -2,6 +2,7 @@
 
 #include "lock/lock.h"
 #include "lock/scripts.h"
+#include "redis/redlock.h"
 #include "util/log.h"
 #include "util/text.h"
 
@@ -21,12 +22,43 @@ Result<Paused> decode_paused(const Reply& reply) {
     out.ended_already = true;
     return out;
   }
-  if (e.size() != 5 || !e[2].is_integer()) return unexpected_reply("the pause script");
+  if (e.size() != 6 || !e[2].is_integer() || !e[5].is_integer())
+    return unexpected_reply("the pause script");
   out.text = e[1].str;
   out.pttl = Millis(e[2].integer);
   out.replaced = e[3].str;
   out.held = e[4].integer == 1;
+  out.replaced_pttl = Millis(e[5].integer);
   return out;
+}
+
+// Redlock: "2 of 5 Redlock nodes <DONE>, fewer than a quorum (3)", and why each of the others
+// did not (FAILURES).
+Failure without_quorum(const Redis& redis, size_t done, const std::string& what,
+                       const std::vector<std::string>& failures) {
+  std::string out = std::to_string(done) + " of " + std::to_string(redis.node_count()) +
+                    " Redlock nodes " + what + ", fewer than a quorum (" +
+                    std::to_string(redlock_quorum(redis.node_count())) + ")";
+  for (size_t i = 0; i < failures.size(); ++i) out += (i ? "; " : ": ") + failures[i];
+  return Failure{Failure::Kind::connect, out};
+}
+
+// Redlock: takes back on every node the pause SENT that fewer than a quorum took, and puts
+// back what it replaced where that is known (TOOK: the nodes' replies), so that no run finds
+// a pause on some nodes and not on others (unpause.lua).
+void take_back(Redis& redis, const Argv& keys, const std::string& sent,
+               const std::vector<Paused>& took) {
+  Argv args{sent};
+  for (const Paused& p : took) {
+    args.push_back(p.text);
+    args.push_back(p.replaced);
+    args.push_back(std::to_string(p.replaced_pttl.count()));
+  }
+  // Done when as many nodes answered as took it, and the rest had their moment.
+  Enough enough{std::max<size_t>(1, took.size()), {}, Enough::Rest::answered};
+  for (auto& reply : eval_on_all(redis, scripts::unpause, {keys[0]}, args,
+                                 Clock::now() + redis.command_timeout(), enough))
+    if (!reply) log_warning("pause: not taken back: " + reply.failure().message);
 }
 
 }  // namespace
@@ -82,45 +114,63 @@ Result<Paused> pause_lock(Redis& redis, const std::string& key, const PauseInfo&
     if (!reply) return reply.failure();
     return decode_paused(*reply);
   }
-  // Redlock: every node, so that no quorum forms while it lasts. A node that fails is named,
-  // and the others keep the pause: a failure only when none took it.
-  std::optional<Paused> first;
-  std::optional<Failure> failure;
-  for (auto& reply : eval_on_all(redis, scripts::pause, keys, args, deadline, {})) {
+  // Redlock: every node at once, and it counts, as a lock does, only when a quorum took it:
+  // then no quorum can be taken while it lasts, even with some of those nodes down. With
+  // fewer it is taken back (docs/DESIGN.md, "Pausing a lock").
+  std::vector<Paused> took;
+  std::vector<std::string> failures;
+  for (auto& reply : eval_on_all(redis, scripts::pause, keys, args, deadline,
+                                 quorum_then_the_rest(redis.node_count()))) {
     auto paused = reply ? decode_paused(*reply) : Result<Paused>(reply.failure());
-    if (!paused) {
-      log_warning("pause: " + paused.failure().message);
-      failure = paused.failure();
-      continue;
-    }
-    if (!first) first = *paused;
-    first->held = first->held || paused->held;
+    if (paused && paused->ended_already) return *paused;
+    if (paused)
+      took.push_back(std::move(*paused));
+    else
+      failures.push_back(paused.failure().message);
   }
-  if (!first) return *failure;
-  return *first;
+  if (took.size() < redlock_quorum(redis.node_count())) {
+    // Taken back on every node: one that did not answer in time may have taken it all the same.
+    take_back(redis, keys, args[0], took);
+    return without_quorum(redis, took.size(), "took the pause", failures);
+  }
+  for (const std::string& failure : failures) log_warning("pause: " + failure);
+  Paused out = took.front();
+  for (const Paused& p : took) out.held = out.held || p.held;
+  return out;
 }
 
 Result<std::optional<std::string>> resume_lock(Redis& redis, const std::string& key,
                                                TimePoint deadline) {
   Argv keys{helper_key(key, "pause"), helper_key(key, "queue"), helper_key(key, "alive")};
   Argv args{helper_key(key, "wake-")};
-  // Every node, also past one that fails (it is named): a node left paused keeps out only
-  // its own copy, and its pause ends at its time.
+  // The pause it ended, from one node's reply.
+  auto ended = [](Result<Reply> reply) -> Result<std::optional<std::string>> {
+    if (!reply) return reply.failure();
+    const auto& e = reply->elements;
+    if (!reply->is_array() || e.empty() || !e[0].is_integer())
+      return unexpected_reply("the resume script");
+    if (e[0].integer == 1 && e.size() == 2) return std::optional(e[1].str);
+    return std::optional<std::string>();
+  };
+  if (redis.node_count() == 1) return ended(eval(redis, scripts::resume, keys, args, deadline));
+  // Redlock: every node at once. It counts when a quorum answered: a pause left on fewer
+  // nodes keeps no quorum from forming, and ends at its time.
   std::optional<std::string> was;
-  std::optional<Failure> failure;
+  std::vector<std::string> failures;
   size_t answered = 0;
-  for (size_t i = 0; i < redis.node_count(); ++i) {
-    auto reply = eval(redis.node(i), scripts::resume, keys, args, deadline);
-    if (!reply || !reply->is_array() || reply->elements.empty()) {
-      failure = reply ? unexpected_reply("the resume script") : reply.failure();
-      if (redis.node_count() > 1) log_warning("resume: " + failure->message);
+  for (auto& reply : eval_on_all(redis, scripts::resume, keys, args, deadline,
+                                 quorum_then_the_rest(redis.node_count()))) {
+    auto one = ended(std::move(reply));
+    if (!one) {
+      failures.push_back(one.failure().message);
       continue;
     }
     ++answered;
-    if (reply->elements[0].integer == 1 && reply->elements.size() == 2 && !was)
-      was = reply->elements[1].str;
+    if (!was) was = *one;
   }
-  if (answered == 0) return *failure;
+  if (answered < redlock_quorum(redis.node_count()))
+    return without_quorum(redis, answered, "answered", failures);
+  for (const std::string& failure : failures) log_warning("resume: " + failure);
   return was;
 }
 

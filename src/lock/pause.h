@@ -47,8 +47,9 @@ struct Paused {
   bool ended_already = false;  // AT is not after the server's now: nothing was changed
   std::string text;            // the pause now
   Millis pttl{0};
-  std::string replaced;  // the pause it replaced, or empty
-  bool held = false;     // the lock is held now (its run goes on)
+  std::string replaced;      // the pause it replaced, or empty
+  bool held = false;         // the lock is held now (its run goes on)
+  Millis replaced_pttl{-2};  // what was left of the pause it replaced
 };
 
 // Pauses KEY with PAUSE (its at and until are the server's) until END. Under Redlock every

@@ -47,6 +47,7 @@ extern const Script output_append;
 
 // rlock pause and resume (pause.cpp).
 extern const Script pause;
+extern const Script unpause;
 extern const Script resume;
 
 }  // namespace rlock::scripts

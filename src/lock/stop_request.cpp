@@ -11,6 +11,7 @@
 #include "lock/lock.h"
 #include "lock/lock_value.h"
 #include "lock/scripts.h"
+#include "redis/redlock.h"
 #include "util/log.h"
 #include "util/resources.h"
 
@@ -25,6 +26,9 @@ namespace {
 constexpr Millis k_listen_slice{60000};
 // Under Redlock, how often an asker looks for its answers (no node can wake it).
 constexpr Millis k_answer_look{50};
+// Under Redlock, how often a listener looks on every node for a request (the asker writes it to
+// each): no one node can wake it, and one that is frozen must not keep it deaf.
+constexpr Millis k_listen_look{250};
 // How long the end of a run waits for the listener's thread to end: at once, as everything it
 // waits on watches its end (a connection being made too), unless it is held up on a server
 // that does not answer (a Cluster's map read again, a Sentinel failover): then it is left to
@@ -138,7 +142,8 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
   // Redlock: each node holds its own copy of the lock, and the holder listens on one of them,
   // which may have missed its copy (a restart without data): a holder found on any node is
   // asked on every node. The answer is that of the nodes that have the holder.
-  auto replies = eval_on_all(redis, scripts::stop, keys, args, deadline, {});
+  auto replies = eval_on_all(redis, scripts::stop, keys, args, deadline,
+                             quorum_then_the_rest(redis.node_count()));
   std::optional<StopAsk> best;
   std::optional<Failure> failure;
   std::vector<std::vector<std::string>> asked_on(replies.size());
@@ -186,15 +191,20 @@ Result<std::vector<StopAnswer>> await_stop_answers(Redis& redis, const std::stri
       if (r->is_array() && r->elements.size() == 2)
         got.emplace(r->elements[0].str, r->elements[1].str);
     } else {
-      // Redlock: no blocking command (a node's list is its own): each node is looked at in
-      // turn, the answer being on the node the holder listens on.
-      for (size_t i = 0; i < redis.node_count() && !got; ++i)
-        for (size_t t = 0; t < tokens.size() && !got; ++t)
-          for (const std::string& list : answer_lists(key, tokens[t], id))
-            if (auto r = redis.node(i).call({"LPOP", list}, now + left); r && r->is_string()) {
-              got.emplace(list, r->str);
-              break;
-            }
+      // Redlock: no blocking command (a node's list is its own): every node is looked at at
+      // once, and the look ends with the first answer (on the node the holder listens on), or
+      // when every node said none, or at the slice's end, a node that is away or frozen
+      // passed over.
+      std::vector<Argv> pops;
+      for (const std::string& t : tokens)
+        for (std::string& list : answer_lists(key, t, id))
+          pops.push_back({"LPOP", std::move(list)});
+      auto an_answer = [](const Reply& r) { return r.is_string(); };
+      auto looked = redis.broadcast(pops, std::min(until, now + redis.command_timeout()), {},
+                                    Enough{1, an_answer});
+      for (const auto& replies : looked)
+        for (size_t j = 0; replies && j < replies->size() && !got; ++j)
+          if ((*replies)[j].is_string()) got.emplace(pops[j][1], (*replies)[j].str);
       pollfd p{interrupt_fd, POLLIN, 0};
       if (!got && ::poll(&p, interrupt_fd < 0 ? 0 : 1,
                          static_cast<int>(std::min(left, k_answer_look).count())) > 0)
@@ -220,9 +230,15 @@ Result<Unit> withdraw_stop_requests(Redis& redis, const std::string& key, const 
   if (tokens.empty()) return Unit{};
   Argv lists;
   for (const std::string& t : tokens) lists.push_back(list_key(key, t));
-  for (size_t i = 0; i < redis.node_count(); ++i)
-    if (auto r = eval(redis.node(i), scripts::stop_withdraw, lists, {id}, deadline); !r)
-      return r.failure();
+  if (redis.node_count() == 1) {
+    auto r = eval(redis, scripts::stop_withdraw, lists, {id}, deadline);
+    if (!r) return r.failure();
+    return Unit{};
+  }
+  // Redlock: every node at once; a node that is away keeps the request until it expires.
+  for (auto& r : eval_on_all(redis, scripts::stop_withdraw, lists, {id}, deadline,
+                             quorum_then_the_rest(redis.node_count())))
+    if (!r) log(Level::debug, {"stop_request", key, "not withdrawn: " + r.failure().message});
   return Unit{};
 }
 
@@ -233,13 +249,17 @@ struct StopListener::State {
   Millis delay;
   Fd wake_read, wake_write;  // the request came
   Fd end_read, end_write;    // the listener is to end
-  std::mutex mutex;  // request
+  std::mutex mutex;          // request
   std::optional<StopRequest> request;
 
   void run();
   // Waits on Redis for requests until the listener is ended: the first taken is handed to the
   // run, and every later one answered with it.
   void listen(Redis& redis);
+  // Redlock: the same, looking on every node at once every k_listen_look.
+  void look_on_all(Redis& redis);
+  // Acts on GOT, a request found on SERVER: the run's, unless TAKEN is already.
+  void heard(Redis& server, const StopRequest& got, std::optional<StopRequest>& taken);
   // Answers REQUEST on SERVER with ANSWER, unless its asker gave up on it: whether it was.
   bool answer_on(Redis& server, const StopRequest& request, std::string_view answer);
   // Whether the listener was ended while waiting up to FOR_HOW_LONG.
@@ -309,19 +329,17 @@ void StopListener::State::run() {
 }
 
 void StopListener::State::listen(Redis& redis) {
-  size_t node = 0;  // Redlock: the node listened on, the next after a failure
+  if (redis.node_count() > 1) return look_on_all(redis);
   Millis retry = k_listen_retry_first;
   std::optional<StopRequest> taken;  // the request acted on
   for (;;) {
-    Redis& server = redis.node(node % redis.node_count());
-    auto reply = server.blocking_call(
-        {"BLPOP", list, std::to_string(k_listen_slice.count() / 1000)},
-        Clock::now() + k_listen_slice + server.command_timeout(), end_read.get());
+    auto reply = redis.blocking_call({"BLPOP", list, std::to_string(k_listen_slice.count() / 1000)},
+                                     Clock::now() + k_listen_slice + redis.command_timeout(),
+                                     end_read.get());
     if (!reply) {
       if (reply.failure().kind == Failure::Kind::interrupted) return;
       log(Level::debug,
           {"stop_listener", key, "listening for stop requests: " + reply.failure().message});
-      ++node;
       if (ended_within(retry)) return;
       retry = std::min(retry * 2, k_listen_retry_most);
       continue;
@@ -333,20 +351,42 @@ void StopListener::State::listen(Redis& redis) {
       log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
       continue;
     }
-    if (taken) {
-      // The run ends at the word of the first; a later asker is told whose that was.
-      (void)answer_on(server, *got, std::string(k_answer_stopping) + encode_stop_request(*taken));
-      continue;
-    }
-    if (!answer_on(server, *got, k_answer_taken)) continue;
-    taken = got;
-    {
-      std::lock_guard<std::mutex> guard(mutex);
-      request = std::move(got);
-    }
-    char c = 1;
-    (void)!::write(wake_write.get(), &c, 1);
+    heard(redis, *got, taken);
   }
+}
+
+void StopListener::State::look_on_all(Redis& redis) {
+  std::optional<StopRequest> taken;
+  while (!ended_within(k_listen_look)) {
+    auto looked = redis.broadcast({{"LPOP", list}}, Clock::now() + k_listen_look);
+    for (size_t i = 0; i < looked.size(); ++i) {
+      if (!looked[i] || !looked[i]->front().is_string()) continue;
+      auto got = decode_stop_request(looked[i]->front().str);
+      if (!got) {
+        log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
+        continue;
+      }
+      if (taken && got->id == taken->id) continue;  // the same request, from another node
+      heard(redis.node(i), *got, taken);
+    }
+  }
+}
+
+void StopListener::State::heard(Redis& server, const StopRequest& got,
+                                std::optional<StopRequest>& taken) {
+  if (taken) {
+    // The run ends at the word of the first; a later asker is told whose that was.
+    (void)answer_on(server, got, std::string(k_answer_stopping) + encode_stop_request(*taken));
+    return;
+  }
+  if (!answer_on(server, got, k_answer_taken)) return;
+  taken = got;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    request = got;
+  }
+  char c = 1;
+  (void)!::write(wake_write.get(), &c, 1);
 }
 
 bool StopListener::State::answer_on(Redis& server, const StopRequest& got,

@@ -82,6 +82,8 @@ LockView view_lock(const LockState& s, WallTime now) {
   v.pause_raw = s.pause;
   v.pause_ttl = s.pause_pttl;
   if (!s.pause.empty()) v.pause = decode_pause(s.pause);
+  v.votes = s.votes;
+  v.minority = s.minority;
   if (s.last_run) {
     // Its entry's ID: the server's clock at its end (at its start, for one that reported none).
     WallTime ended(Millis(history_entry_ms(s.last_run->id)));

@@ -76,6 +76,8 @@ struct LockView {
   std::optional<PauseInfo> pause;     // rlock pause: nobody takes it until PAUSE.until
   std::string pause_raw;              // the pause's text, also when it does not decode
   Millis pause_ttl{-2};
+  NodeVotes votes;                   // Redlock: how many nodes say so, and which did not answer
+  std::optional<Minority> minority;  // Redlock: free, yet held on fewer nodes than a quorum
 };
 
 // STORED as shown at the server's NOW_MS.

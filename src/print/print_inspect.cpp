@@ -128,6 +128,7 @@ void print_inspect(const LockState& s, const OutputStyle& style) {
   Rows rows;
   rows.emplace_back("key", printable_key(v.key));
   rows.emplace_back("state", state_word(v, style));
+  if (std::string nodes = nodes_text(v); !nodes.empty()) rows.emplace_back("nodes", nodes);
   add_holder(rows, v);
   add_places(rows, v);
   add_queue(rows, v);

@@ -211,6 +211,20 @@ json pause_json(const std::string& raw, Millis ttl) {
           {"ttl_ms", ms_or_null(ttl)}};
 }
 
+// Redlock: how many nodes say what the lock's state shows, and a value fewer than a quorum
+// hold.
+json nodes_json(const LockView& v) {
+  const NodeVotes& n = v.votes;
+  json minority = nullptr;
+  if (const auto& m = v.minority)
+    minority = {{"nodes", m->nodes}, {"value", m->raw}, {"ttl_ms", ms_or_null(m->pttl)}};
+  return {{"total", n.nodes},
+          {"answered", n.answered},
+          {"agree", n.agree},
+          {"unanswered", n.unanswered},
+          {"held_without_quorum", minority}};
+}
+
 // One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
 // the queue, the fence counter and how long what rlock keeps of the lock is kept.
 json lock_json(const LockView& v, bool inspect) {
@@ -235,6 +249,7 @@ json lock_json(const LockView& v, bool inspect) {
   }
   j["last_run"] = v.last_run ? run_json(*v.last_run) : json(nullptr);
   j["pause"] = pause_json(v.pause_raw, v.pause_ttl);
+  if (v.votes.nodes > 1) j["nodes"] = nodes_json(v);
   return j;
 }
 

@@ -93,12 +93,25 @@ std::string state_word(const LockView& v, const OutputStyle& style) {
   return "";
 }
 
+std::string nodes_text(const LockView& v) {
+  const NodeVotes& n = v.votes;
+  if (n.nodes < 2 || (n.agree == n.nodes && !v.minority)) return "";
+  std::string out = "on " + std::to_string(n.agree) + " of " + std::to_string(n.nodes) + " nodes";
+  if (const auto& m = v.minority)
+    out += "; held on " + std::to_string(m->nodes) + " by " + describe_holder(m->raw, m->pttl) +
+           ", not a quorum";
+  for (size_t i = 0; i < n.unanswered.size(); ++i)
+    out += (i ? ", " : "; no answer from ") + n.unanswered[i];
+  return out;
+}
+
 std::string state_text(const LockView& v, const OutputStyle& style) {
   std::string details = lock_details(v);
   std::string out = state_word(v, style);
   if (!details.empty()) out += (v.kind == LockState::Kind::broken ? ": " : "  ") + details;
   if (v.not_shown > 0) out += "  " + not_shown_text(v);
   if (!v.pause_raw.empty()) out += "  " + paint(style, "33", pause_text(v.pause_raw, v.pause_ttl));
+  if (std::string nodes = nodes_text(v); !nodes.empty()) out += "  [" + nodes + "]";
   return out;
 }
 

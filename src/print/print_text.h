@@ -62,6 +62,9 @@ std::string state_word(const LockView& v, const OutputStyle& style);
 std::string lock_details(const LockView& v);
 // "1200 more waiters or places not shown ...": what the bound on reads left out, or "".
 std::string not_shown_text(const LockView& v);
+// Redlock: "on 3 of 5 nodes; held on 2 by web-1 pid 21877 ..., not a quorum; no answer from
+// 10.0.0.5:6379" when the nodes do not all say what the state shows; "" when they do.
+std::string nodes_text(const LockView& v);
 // The state word and the details after it (a tombstone's after a colon: "broken: web-1 pid
 // 21877 (report.sh) was broken by alice@ops-1 3s ago; free once ...").
 std::string state_text(const LockView& v, const OutputStyle& style);

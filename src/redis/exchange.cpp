@@ -22,7 +22,7 @@ std::vector<Result<std::vector<Reply>>> exchange(const std::vector<NodeRedis*>& 
     if (!result) {
       nodes[i]->drop();
       ++other;
-    } else if (!enough.yes || (!result->empty() && enough.yes(result->front()))) {
+    } else if (!enough.yes || std::any_of(result->begin(), result->end(), enough.yes)) {
       ++yes;
     } else {
       ++other;

@@ -36,7 +36,8 @@ inline constexpr size_t k_all_nodes = SIZE_MAX;
 inline constexpr std::chrono::milliseconds k_send_grace{250};
 
 // When a broadcast has heard enough (Redlock: the quorum's verdict is known). Without YES:
-// once NEEDED nodes have replied. With YES, which says whether a node's first reply is a yes:
+// once NEEDED nodes have replied. With YES, which says whether a reply is a yes (a node that
+// was sent several commands said yes when any of its replies is one):
 // once NEEDED nodes said yes, or so many said otherwise or failed that NEEDED yeses can no
 // longer come. A "no" that came first must not end the wait while the yeses that make a quorum
 // are still on their way (a master restarted without its data answers every renewal "not ours",

@@ -18,6 +18,13 @@ namespace rlock {
 
 inline size_t redlock_quorum(size_t nodes) { return nodes / 2 + 1; }
 
+// What an operator's verb waits for (status, pause, resume ...): a quorum's replies, then the
+// others' for a moment (Enough::Rest::answered), so that a node that is frozen or away costs
+// k_send_grace, not a command timeout, and is named as not having answered.
+inline Enough quorum_then_the_rest(size_t nodes) {
+  return Enough{redlock_quorum(nodes), {}, Enough::Rest::answered};
+}
+
 std::unique_ptr<Redis> make_redlock_redis(const std::vector<RedisUrl>& urls,
                                           const ConnectOptions& options);
 

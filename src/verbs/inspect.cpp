@@ -11,6 +11,7 @@ int inspect_verb(const GlobalOptions& global, const std::string& key, bool json)
   auto locks = read_locks(*redis, {key});
   if (!locks) return unavailable(locks.failure());
   warn_wrong_types(*locks);
+  warn_unanswered(*locks);
   const LockState& s = locks->front();
   print_inspect(s, output_style(json));
   if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;

@@ -1,4 +1,6 @@
 // rlock list [PATTERN]: every lock under the prefix, found with SCAN, printed as it is read.
+#include <utility>
+
 #include "lock/lock_state.h"
 #include "print/print.h"
 #include "util/text.h"
@@ -62,8 +64,10 @@ int list_verb(const GlobalOptions& global, const std::string& pattern, bool json
   found->last_output = last_output;
   LockPrinter printer(output_style(json));
   for (const FoundLock& f : found->locks) printer.fit(f.key);
+  bool first = true;
   auto read = read_found_locks(*found, [&](const std::vector<LockState>& batch) {
     warn_wrong_types(batch);
+    if (!batch.empty() && std::exchange(first, false)) warn_unanswered(batch);
     printer.print(batch);
   });
   // What was printed stands; the rest is missing (and the JSON document unfinished).

@@ -11,6 +11,7 @@ int status_verb(const GlobalOptions& global, const std::vector<std::string>& key
   auto locks = read_locks(*redis, keys);
   if (!locks) return unavailable(locks.failure());
   warn_wrong_types(*locks);
+  warn_unanswered(*locks);
   print_locks(*locks, output_style(json));
   int status = k_exit_ok;
   for (const LockState& s : *locks) {

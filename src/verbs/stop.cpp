@@ -104,7 +104,11 @@ std::optional<Cut> hear_answers(Redis& redis, const std::string& key, const std:
         auto held = still_holds(redis, key, kind, a);
         if (!held) return Cut{held.failure()};
         if (*held) continue;
-        a.released_after = since(began);
+        // Given back: its answer, given just before it stopped, is looked for once more.
+        if (!a.released_after) {
+          a.released_after = since(began);
+          continue;
+        }
       }
       std::erase(unanswered, a.holder.token);
     }

@@ -116,4 +116,11 @@ void warn_wrong_types(const std::vector<LockState>& locks) {
     for (const std::string& message : s.wrong_types) log_warning(message);
 }
 
+void warn_unanswered(const std::vector<LockState>& locks) {
+  // Each lock of one read names the same nodes.
+  if (!locks.empty())
+    for (const std::string& failure : locks.front().votes.failures)
+      log_warning("no answer from a Redlock node: " + failure);
+}
+
 }  // namespace rlock

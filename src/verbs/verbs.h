@@ -30,6 +30,8 @@ int unavailable(const Failure& failure);
 // (docs/DESIGN.md, "Reads with a bound"): status, inspect and list say it, the lock shown all
 // the same.
 void warn_wrong_types(const std::vector<LockState>& locks);
+// Redlock: a warning for each node that did not answer the read of LOCKS, and why.
+void warn_unanswered(const std::vector<LockState>& locks);
 
 // The exit status for a wait that did not get the lock (busy, interrupted, not a lock, Redis
 // unavailable), having said why on stderr; nullopt when it got the lock.

@@ -192,6 +192,9 @@ private:
   // the history holds already is no news.
   Result<std::vector<std::vector<RunRecord>>> read_new_runs(const std::vector<LockState>& locks) {
     std::vector<std::vector<RunRecord>> out(keys_.size());
+    // Redlock: each run is recorded on one node, each node's history its own stream, with no
+    // one place to read them from in order: the newest run the look read is the one known.
+    if (redis_.node_count() > 1) return out;
     TimePoint deadline = Clock::now() + redis_.command_timeout();
     for (size_t i = 0; i < keys_.size(); ++i)
       if (!history_seen_[i])

@@ -318,9 +318,10 @@ class CheckRedlock(RedisTestCase):
     writer: check reads every node."""
 
     def test_a_success_recorded_on_any_node_counts(self):
-        other = RedisServer()
+        other, third = RedisServer(), RedisServer()
         self.addCleanup(other.stop)
-        urls = ["--redis", self.server.url, "--redis", other.url]
+        self.addCleanup(third.stop)
+        urls = ["--redis", self.server.url, "--redis", other.url, "--redis", third.url]
         secs, micros = other.cmd("TIME")
         ended = int(secs) * 1000 + int(micros) // 1000 - 60000
         other.cmd("XADD", "{lock:job}:rlock:history", f"{ended}-0", "host", "web-7", "pid", "1",
@@ -329,7 +330,7 @@ class CheckRedlock(RedisTestCase):
         r = run_rlock(["check", *urls, "lock:job", "--every", "1h"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("on web-7", r.stdout)
-        # A node that does not answer is named; the others still count.
+        # A node that does not answer is named; the others, a quorum, still count.
         other.stop()
         r = run_rlock(["check", *urls, "lock:job", "--every", "1h"])
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)

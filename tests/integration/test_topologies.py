@@ -352,7 +352,8 @@ class Redlock(unittest.TestCase):
         self.cut_the_third_and_end(holder, done)
 
     def test_list_shows_a_lock_held_on_any_master_once(self):
-        # "a" on every master, "b" on the second alone, "c" on the third alone.
+        # "a" on every master, "b" on the second alone, "c" on the third alone: "a" is held,
+        # "b" and "c" free by quorum, each said to be held on one node.
         self.assertEqual(self.run_on_all(["acquire", "--ttl", "60s", "a"]).returncode, 0)
         for i, key in ((1, "b"), (2, "c")):
             r = run_rlock(["acquire", "--redis", self.servers[i].url, "--ttl", "60s", key],
@@ -363,7 +364,9 @@ class Redlock(unittest.TestCase):
                          (0, ["a", "b", "c"]), r.stderr)
         doc = json.loads(self.run_on_all(["list", "--json"]).stdout)
         self.assertEqual([(l["key"], l["state"]) for l in doc["locks"]],
-                         [("a", "held"), ("b", "held"), ("c", "held")])
+                         [("a", "held"), ("b", "free"), ("c", "free")])
+        self.assertEqual([l["nodes"]["held_without_quorum"]["nodes"] for l in doc["locks"][1:]],
+                         [1, 1])
         # The first master down: the others still tell.
         self.servers[0].kill()
         r = self.run_on_all(["list"])
