@@ -366,13 +366,9 @@ std::vector<Millis> ttls_alike(const std::vector<LockState>& views, const LockSt
   return ttls;
 }
 
-// The lock as the nodes that answered (VIEWS, each one's state of one key) say it is: the value
-// most of them hold (between two held as widely, the one that lasts longer), if a quorum of all
-// the nodes holds it, as the node with the largest fence has it (its run's fence); it lasts
-// while a quorum keeps it, the quorum-th longest ttl. Free otherwise, with that value as its
-// minority. Sets VOTES.agree.
-LockState holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes) {
-  size_t quorum = redlock_quorum(votes.nodes);
+// The value that most of VIEWS hold (between two held as widely, the one that lasts longer),
+// as the node with the largest fence has it (its run's fence); null when all are free.
+const LockState* most_held(const std::vector<LockState>& views) {
   auto weight = [&](const LockState& v) {
     auto ttls = ttls_alike(views, v);
     return std::pair(ttls.size(), kth_longest(ttls, 1).count());
@@ -381,17 +377,15 @@ LockState holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes
   for (const LockState& v : views)
     if (v.kind != LockState::Kind::free && (!most || weight(v) > weight(*most))) most = &v;
   auto fence = [](const LockState& v) { return v.value ? v.value->fence.value_or(0) : 0; };
-  if (most && ttls_alike(views, *most).size() >= quorum) {
-    for (const LockState& v : views)
-      if (same_lock(v, *most) && fence(v) > fence(*most)) most = &v;
-    LockState out = *most;
-    auto ttls = ttls_alike(views, *most);
-    out.pttl = kth_longest(ttls, quorum);
-    votes.agree = ttls.size();
-    return out;
-  }
-  auto is_free = [](const LockState& v) { return v.kind == LockState::Kind::free; };
-  auto free = std::find_if(views.begin(), views.end(), is_free);
+  for (const LockState& v : views)
+    if (most && same_lock(v, *most) && fence(v) > fence(*most)) most = &v;
+  return most;
+}
+
+// VIEWS' lock free, with MOST, held on fewer nodes than a quorum, as its minority.
+LockState free_with_minority(const std::vector<LockState>& views, const LockState* most) {
+  auto free = std::find_if(views.begin(), views.end(),
+                           [](const LockState& v) { return v.kind == LockState::Kind::free; });
   LockState out = free != views.end() ? *free : views.front();
   out.kind = LockState::Kind::free;
   out.type = "none";
@@ -403,15 +397,42 @@ LockState holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes
     auto ttls = ttls_alike(views, *most);
     out.minority = Minority{most->raw, most->value, kth_longest(ttls, 1), ttls.size()};
   }
-  votes.agree = static_cast<size_t>(std::count_if(views.begin(), views.end(), is_free));
   return out;
+}
+
+// The lock as the nodes that answered (VIEWS, each one's state of one key) say it is: held when
+// a quorum of all the nodes holds its most held value, for as long as a quorum keeps it (the
+// quorum-th longest ttl); free when no quorum can hold it, even with the nodes that did not
+// answer; else not known, a failure. Sets VOTES.agree.
+Result<LockState> holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes) {
+  size_t quorum = redlock_quorum(votes.nodes);
+  const LockState* most = most_held(views);
+  auto ttls = most ? ttls_alike(views, *most) : std::vector<Millis>{};
+  if (ttls.size() >= quorum) {
+    LockState out = *most;
+    out.pttl = kth_longest(ttls, quorum);
+    votes.agree = ttls.size();
+    return out;
+  }
+  if (ttls.size() + votes.unanswered.size() >= quorum)
+    return Failure{Failure::Kind::connect,
+                   views.front().key + ": held on " + std::to_string(ttls.size()) + " of " +
+                       std::to_string(votes.nodes) + " Redlock nodes, and " +
+                       std::to_string(votes.unanswered.size()) +
+                       " did not answer: whether a quorum holds it is not known"};
+  votes.agree =
+      static_cast<size_t>(std::count_if(views.begin(), views.end(), [](const LockState& v) {
+        return v.kind == LockState::Kind::free;
+      }));
+  return free_with_minority(views, most);
 }
 
 // What OUT, the lock by quorum, takes from every node of VIEWS: the largest fence counter, the
 // newest run (each run's entries went to one node), the waiters a node has most of, every
 // helper key of another type. A pause counts once it is on so many of the NODES that no quorum
-// is left without it, for as long as that many keep it.
-void gather(const std::vector<LockState>& views, size_t nodes, LockState& out) {
+// is left without it, for as long as that many keep it (UNANSWERED: the nodes that did not
+// answer, which may have it too).
+void gather(const std::vector<LockState>& views, size_t nodes, size_t unanswered, LockState& out) {
   std::vector<Millis> pauses;
   out.pause.clear();  // the longest-lived of them
   for (const LockState& v : views) {
@@ -437,9 +458,19 @@ void gather(const std::vector<LockState>& views, size_t nodes, LockState& out) {
       pauses.push_back(v.pause_pttl);
     }
   }
+  // Shown too when so many nodes did not answer that it may be on enough: an operator is
+  // better told of a pause that may keep runs out than not.
   size_t blocking = nodes - redlock_quorum(nodes) + 1;
-  out.pause_pttl = pauses.size() >= blocking ? kth_longest(pauses, blocking) : Millis(-2);
-  if (pauses.size() < blocking) out.pause.clear();
+  bool shown = !pauses.empty() && pauses.size() + unanswered >= blocking;
+  out.pause_pttl = shown ? kth_longest(pauses, std::min(blocking, pauses.size())) : Millis(-2);
+  if (!shown) out.pause.clear();
+}
+
+// ": " and why each node of VOTES that did not answer gave no answer.
+std::string why(const NodeVotes& votes) {
+  std::string out;
+  for (const std::string& failure : votes.failures) out += (out.empty() ? ": " : "; ") + failure;
+  return out;
 }
 
 // Redlock: KEYS as every node sees them, read from all at once; each key as a quorum says.
@@ -461,21 +492,19 @@ Result<std::vector<LockState>> read_by_quorum(Redis& redis, const Pipeline& p,
   }
   votes.answered = votes.nodes - votes.unanswered.size();
   size_t quorum = redlock_quorum(votes.nodes);
-  if (votes.answered < quorum) {
-    std::string why;
-    for (const std::string& failure : votes.failures) why += (why.empty() ? "" : "; ") + failure;
+  if (votes.answered < quorum)
     return Failure{Failure::Kind::connect, std::to_string(votes.answered) + " of " +
                                                std::to_string(votes.nodes) +
                                                " Redlock nodes answered, fewer than a quorum (" +
-                                               std::to_string(quorum) + "): " + why};
-  }
+                                               std::to_string(quorum) + ")" + why(votes)};
   std::vector<LockState> out;
   for (const auto& key_views : views) {
     NodeVotes key_votes = votes;
-    LockState s = holder_by_quorum(key_views, key_votes);
-    gather(key_views, votes.nodes, s);
-    s.votes = std::move(key_votes);
-    out.push_back(std::move(s));
+    auto s = holder_by_quorum(key_views, key_votes);
+    if (!s) return Failure{s.failure().kind, s.failure().message + why(votes)};
+    gather(key_views, votes.nodes, votes.unanswered.size(), *s);
+    s->votes = std::move(key_votes);
+    out.push_back(std::move(*s));
   }
   return out;
 }

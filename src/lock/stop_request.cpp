@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <set>
 
 #include "lock/lock.h"
 #include "lock/lock_value.h"
@@ -29,6 +30,8 @@ constexpr Millis k_answer_look{50};
 // Under Redlock, how often a listener looks on every node for a request (the asker writes it to
 // each): no one node can wake it, and one that is frozen must not keep it deaf.
 constexpr Millis k_listen_look{250};
+// The most requests a Redlock listener reads of one node's list at a look (a few askers at most).
+const std::string k_requests_read_most = "99";
 // How long the end of a run waits for the listener's thread to end: at once, as everything it
 // waits on watches its end (a connection being made too), unless it is held up on a server
 // that does not answer (a Cluster's map read again, a Sentinel failover): then it is left to
@@ -139,25 +142,33 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
     if (!reply) return reply.failure();
     return decode_ask(*reply);
   }
-  // Redlock: each node holds its own copy of the lock, and the holder listens on one of them,
-  // which may have missed its copy (a restart without data): a holder found on any node is
-  // asked on every node. The answer is that of the nodes that have the holder.
+  // Redlock: each node holds its own copy of the lock, and the holder looks on every node, one
+  // of which may have missed its copy (a restart without data): a holder found on any node is
+  // asked on every node. The answer is that of the nodes that have the holder; "nothing to
+  // stop" only from a quorum.
   auto replies = eval_on_all(redis, scripts::stop, keys, args, deadline,
                              quorum_then_the_rest(redis.node_count()));
   std::optional<StopAsk> best;
   std::optional<Failure> failure;
+  size_t answered = 0;
   std::vector<std::vector<std::string>> asked_on(replies.size());
   for (size_t i = 0; i < replies.size(); ++i) {
     if (!replies[i]) {
       failure = replies[i].failure();
       continue;
     }
+    ++answered;
     auto ask = decode_ask(*replies[i]);
     if (!ask) return ask.failure();
     for (const StopAsked& a : ask->asked) asked_on[i].push_back(a.token);
     if (!best || (best->asked.empty() && !ask->asked.empty())) best = *ask;
   }
   if (!best) return *failure;
+  if (best->asked.empty() && answered < redlock_quorum(redis.node_count()))
+    return Failure{failure->kind,
+                   "no holder found on the " + std::to_string(answered) + " of " +
+                       std::to_string(redis.node_count()) +
+                       " Redlock nodes that answered, fewer than a quorum: " + failure->message};
   for (size_t i = 0; i < replies.size(); ++i) {
     if (!replies[i]) continue;
     for (const StopAsked& a : best->asked) {
@@ -356,19 +367,30 @@ void StopListener::State::listen(Redis& redis) {
 }
 
 void StopListener::State::look_on_all(Redis& redis) {
+  // Looked at, not popped: a node slower than the look keeps its requests for the next one,
+  // rather than popping one into a reply that is thrown away. Each request is acted on once,
+  // whatever nodes hold it (the asker writes it to each), then taken off them all.
   std::optional<StopRequest> taken;
+  std::set<std::string> handled;
   while (!ended_within(k_listen_look)) {
-    auto looked = redis.broadcast({{"LPOP", list}}, Clock::now() + k_listen_look);
+    auto looked = redis.broadcast({{"LRANGE", list, "0", k_requests_read_most}},
+                                  Clock::now() + k_listen_look);
+    std::vector<Argv> done;
     for (size_t i = 0; i < looked.size(); ++i) {
-      if (!looked[i] || !looked[i]->front().is_string()) continue;
-      auto got = decode_stop_request(looked[i]->front().str);
-      if (!got) {
-        log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
-        continue;
+      if (!looked[i] || !looked[i]->front().is_array()) continue;
+      for (const Reply& raw : looked[i]->front().elements) {
+        done.push_back({"LREM", list, "0", raw.str});
+        // One request, written to each node with that node's at=, is known by its asker's id
+        // (an rlock older than the id: by its text).
+        auto got = decode_stop_request(raw.str);
+        if (!handled.insert(got && !got->id.empty() ? got->id : raw.str).second) continue;
+        if (got)
+          heard(redis.node(i), *got, taken);
+        else
+          log(Level::warning, {"stop_request", key, "ignored a stop request it cannot read"});
       }
-      if (taken && got->id == taken->id) continue;  // the same request, from another node
-      heard(redis.node(i), *got, taken);
     }
+    if (!done.empty()) (void)redis.broadcast(done, Clock::now() + k_listen_look);
   }
 }
 
