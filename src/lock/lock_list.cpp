@@ -269,7 +269,7 @@ Result<std::vector<LockState>> read_batch_by_quorum(const FoundLocks& found, siz
                                                     size_t to) {
   std::vector<std::string> keys;
   for (size_t i = from; i < to; ++i) keys.push_back(found.locks[i].key);
-  auto states = read_locks(*found.redlock, keys);
+  auto states = read_locks(*found.redlock, keys, Unknown::shown);
   if (!states) return states.failure();
   std::vector<LockState> batch;
   for (size_t i = from; i < to; ++i)

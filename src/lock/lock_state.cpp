@@ -403,8 +403,8 @@ LockState free_with_minority(const std::vector<LockState>& views, const LockStat
 // The lock as the nodes that answered (VIEWS, each one's state of one key) say it is: held when
 // a quorum of all the nodes holds its most held value, for as long as a quorum keeps it (the
 // quorum-th longest ttl); free when no quorum can hold it, even with the nodes that did not
-// answer; else not known, a failure. Sets VOTES.agree.
-Result<LockState> holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes) {
+// answer; else free but not known. Sets VOTES.agree and VOTES.known.
+LockState holder_by_quorum(const std::vector<LockState>& views, NodeVotes& votes) {
   size_t quorum = redlock_quorum(votes.nodes);
   const LockState* most = most_held(views);
   auto ttls = most ? ttls_alike(views, *most) : std::vector<Millis>{};
@@ -414,12 +414,7 @@ Result<LockState> holder_by_quorum(const std::vector<LockState>& views, NodeVote
     votes.agree = ttls.size();
     return out;
   }
-  if (ttls.size() + votes.unanswered.size() >= quorum)
-    return Failure{Failure::Kind::connect,
-                   views.front().key + ": held on " + std::to_string(ttls.size()) + " of " +
-                       std::to_string(votes.nodes) + " Redlock nodes, and " +
-                       std::to_string(votes.unanswered.size()) +
-                       " did not answer: whether a quorum holds it is not known"};
+  votes.known = ttls.size() + votes.unanswered.size() < quorum;
   votes.agree =
       static_cast<size_t>(std::count_if(views.begin(), views.end(), [](const LockState& v) {
         return v.kind == LockState::Kind::free;
@@ -473,9 +468,10 @@ std::string why(const NodeVotes& votes) {
   return out;
 }
 
-// Redlock: KEYS as every node sees them, read from all at once; each key as a quorum says.
+// Redlock: KEYS as every node sees them, read from all at once; each key as a quorum says, and
+// what UNKNOWN says of a key whose state is not known.
 Result<std::vector<LockState>> read_by_quorum(Redis& redis, const Pipeline& p,
-                                              const LocksRead& asked) {
+                                              const LocksRead& asked, Unknown unknown) {
   std::vector<std::vector<LockState>> views(asked.keys.size());  // [key][node that answered]
   NodeVotes votes;
   votes.nodes = redis.node_count();
@@ -500,25 +496,31 @@ Result<std::vector<LockState>> read_by_quorum(Redis& redis, const Pipeline& p,
   std::vector<LockState> out;
   for (const auto& key_views : views) {
     NodeVotes key_votes = votes;
-    auto s = holder_by_quorum(key_views, key_votes);
-    if (!s) return Failure{s.failure().kind, s.failure().message + why(votes)};
-    gather(key_views, votes.nodes, votes.unanswered.size(), *s);
-    s->votes = std::move(key_votes);
-    out.push_back(std::move(*s));
+    LockState s = holder_by_quorum(key_views, key_votes);
+    if (!key_votes.known && unknown == Unknown::fails)
+      return Failure{Failure::Kind::connect,
+                     s.key + ": held on " + std::to_string(s.minority->nodes) + " of " +
+                         std::to_string(votes.nodes) + " Redlock nodes, and " +
+                         std::to_string(votes.unanswered.size()) +
+                         " did not answer: whether a quorum holds it is not known" + why(votes)};
+    gather(key_views, votes.nodes, votes.unanswered.size(), s);
+    s.votes = std::move(key_votes);
+    out.push_back(std::move(s));
   }
   return out;
 }
 
 }  // namespace
 
-Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys) {
+Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys,
+                                          Unknown unknown) {
   // Plain pipelined reads, not MULTI: a server out of memory refuses to queue commands inside
   // MULTI, and that is when an operator most needs to look.
   Pipeline p;
   LocksRead asked{keys, {}, p.add({"TIME"})};
   asked.reads.reserve(keys.size());
   for (const auto& key : keys) asked.reads.push_back(ask_everything(p, key));
-  if (redis.node_count() > 1) return read_by_quorum(redis, p, asked);
+  if (redis.node_count() > 1) return read_by_quorum(redis, p, asked, unknown);
   if (auto done = p.run(redis); !done) return done.failure();
   return asked.decode(redis, p);
 }

@@ -45,9 +45,12 @@ struct QueuedWaiter {
 // Redlock: what its nodes said of one lock. read_locks() asks every node at once and shows
 // what a quorum of them says; any other topology is one node, which agrees with itself.
 struct NodeVotes {
-  size_t nodes = 1;                     // Redlock's nodes
-  size_t answered = 1;                  // those that replied within one command timeout
-  size_t agree = 1;                     // those that say what the state shows (free: free)
+  size_t nodes = 1;     // Redlock's nodes
+  size_t answered = 1;  // those that replied within one command timeout
+  size_t agree = 1;     // those that say what the state shows (free: free)
+  // Whether the state is known: not when a value is held on so few nodes that, with the nodes
+  // that did not answer, a quorum may hold it (then the state is free, with that minority).
+  bool known = true;
   std::vector<std::string> unanswered;  // the others, by name
   std::vector<std::string> failures;    // why each of them gave no answer, for a warning
 };
@@ -109,10 +112,16 @@ struct LockState {
 // (settle_starts in history.h).
 std::vector<int64_t> held_fences(const LockState& s);
 
+// What read_locks() makes of a Redlock lock whose state is not known (NodeVotes::known): a
+// failure, for the verbs that act on the state (check, watch, logs), or a state to show
+// (status, inspect, list).
+enum class Unknown { fails, shown };
+
 // The state of each of KEYS, in one round trip, with its pause. Redlock: every node is asked at
 // once, and each key's state is what a quorum of them says (docs/DESIGN.md, "Topologies");
 // fewer than a quorum answering is a failure (kind connect) that names them.
-Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys);
+Result<std::vector<LockState>> read_locks(Redis& redis, const std::vector<std::string>& keys,
+                                          Unknown unknown = Unknown::fails);
 
 // A lock `list` found, before its state is read: its name, the server it is on, and what a
 // first look saw, so that the read asks only for what matters to it. A few bytes besides the

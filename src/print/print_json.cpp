@@ -230,7 +230,7 @@ json nodes_json(const LockView& v) {
 json lock_json(const LockView& v, bool inspect) {
   json j;
   j["key"] = v.key;
-  j["state"] = state_name(v.kind);
+  j["state"] = v.votes.known ? state_name(v.kind) : "unknown";
   if (v.kind == LockState::Kind::not_a_lock) j["type"] = v.type;
   j["value"] = v.has_value ? json(v.value) : json(nullptr);
   j["ttl_ms"] = v.has_value ? ms_or_null(v.ttl) : json(nullptr);

@@ -81,6 +81,7 @@ std::string lock_details(const LockView& v) {
 }
 
 std::string state_word(const LockView& v, const OutputStyle& style) {
+  if (!v.votes.known) return paint(style, "33", "unknown");
   switch (v.kind) {
   case LockState::Kind::free: return paint(style, "32", "free");
   case LockState::Kind::held:
@@ -99,7 +100,7 @@ std::string nodes_text(const LockView& v) {
   std::string out = "on " + std::to_string(n.agree) + " of " + std::to_string(n.nodes) + " nodes";
   if (const auto& m = v.minority)
     out += "; held on " + std::to_string(m->nodes) + " by " + describe_holder(m->raw, m->pttl) +
-           ", not a quorum";
+           (n.known ? ", not a quorum" : ", a quorum with the nodes that did not answer?");
   for (size_t i = 0; i < n.unanswered.size(); ++i)
     out += (i ? ", " : "; no answer from ") + n.unanswered[i];
   return out;

@@ -8,13 +8,13 @@ namespace rlock {
 
 int inspect_verb(const GlobalOptions& global, const std::string& key, bool json) {
   auto redis = connect_redis(global);
-  auto locks = read_locks(*redis, {key});
+  auto locks = read_locks(*redis, {key}, Unknown::shown);
   if (!locks) return unavailable(locks.failure());
   warn_wrong_types(*locks);
   warn_unanswered(*locks);
   const LockState& s = locks->front();
   print_inspect(s, output_style(json));
-  if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;
+  if (s.kind == LockState::Kind::not_a_lock || !s.votes.known) return k_exit_unavailable;
   return s.kind == LockState::Kind::free ? k_exit_not_held : k_exit_ok;
 }
 
@@ -39,8 +39,8 @@ constexpr Command k_inspect_command = {
     "everything known about one lock",
     "KEY",
     {k_options, k_connection},
-    "Exit status: 0 held, 1 free, 69 Redis unreachable or not a lock; 64 usage, "
-    "78 configuration, 125 rlock failed.",
+    "Exit status: 0 held, 1 free, 69 Redis unreachable, not a lock, or a state Redlock's "
+    "nodes that answered cannot tell; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<InspectArgs>};
 
 }  // namespace rlock

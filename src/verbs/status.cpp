@@ -8,14 +8,14 @@ namespace rlock {
 
 int status_verb(const GlobalOptions& global, const std::vector<std::string>& keys, bool json) {
   auto redis = connect_redis(global);
-  auto locks = read_locks(*redis, keys);
+  auto locks = read_locks(*redis, keys, Unknown::shown);
   if (!locks) return unavailable(locks.failure());
   warn_wrong_types(*locks);
   warn_unanswered(*locks);
   print_locks(*locks, output_style(json));
   int status = k_exit_ok;
   for (const LockState& s : *locks) {
-    if (s.kind == LockState::Kind::not_a_lock) return k_exit_unavailable;
+    if (s.kind == LockState::Kind::not_a_lock || !s.votes.known) return k_exit_unavailable;
     if (s.kind == LockState::Kind::free) status = k_exit_not_held;
   }
   return status;
@@ -42,8 +42,9 @@ constexpr Command k_status_command = {
     "one line per key: free, or held by whom",
     "KEY...",
     {k_options, k_connection},
-    "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable or a key that is "
-    "not a lock; 64 usage, 78 configuration, 125 rlock failed.",
+    "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable, a key that is "
+    "not a lock, or one whose state Redlock's nodes that answered cannot tell; 64 usage, "
+    "78 configuration, 125 rlock failed.",
     make_arguments<StatusArgs>};
 
 }  // namespace rlock

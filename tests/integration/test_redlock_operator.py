@@ -80,7 +80,8 @@ class RedlockOperator(unittest.TestCase):
 
     def test_held_on_too_few_to_tell_while_nodes_are_away_is_unknown(self):
         # One node holds it, two do not, two do not answer: those two may hold it too, and
-        # with them a quorum would. Neither "held" nor "free" is known: 69, said so.
+        # with them a quorum would. Neither "held" nor "free" is known: shown so, exit 69; a
+        # verb that acts on the state (check) fails, saying why.
         self.hold()
         for s in self.servers[3:]:
             s.kill()
@@ -88,8 +89,17 @@ class RedlockOperator(unittest.TestCase):
             s.cmd("DEL", KEY)
         r = self.rlock("status", KEY)
         self.assertEqual(r.returncode, 69, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, rf"^{KEY}\s+unknown\s+\[on 2 of 5 nodes; held on 1 by .*, a "
+                         r"quorum with the nodes that did not answer\?; no answer from ")
+        self.assertEqual(json.loads(self.rlock("inspect", "--json", KEY).stdout)["state"],
+                         "unknown")
+        listed = self.rlock("list")
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertRegex(listed.stdout, rf"^{KEY}\s+unknown\s")
+        c = self.rlock("check", KEY, "--every", "1h")
+        self.assertEqual(c.returncode, 69, c.stdout + c.stderr)
         self.assertIn(f"{KEY}: held on 1 of 5 Redlock nodes, and 2 did not answer: whether a "
-                      "quorum holds it is not known", r.stderr)
+                      "quorum holds it is not known", c.stderr)
 
     def test_reads_with_the_first_node_frozen_and_another_killed(self):
         self.hold()

@@ -26,7 +26,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MUTANTS = [
     ("a read verb that trusts the first Redlock node",
      [("src/lock/lock_state.cpp",
-       "if (redis.node_count() > 1) return read_by_quorum(redis, p, asked);",
+       "if (redis.node_count() > 1) return read_by_quorum(redis, p, asked, unknown);",
        "")],
      ['test_redlock_operator.RedlockOperator.test_held_on_a_quorum_is_held_though_the_first_node_lost_it',
       'test_redlock_operator.RedlockOperator.test_reads_with_the_first_node_frozen_and_another_killed']),
