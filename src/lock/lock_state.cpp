@@ -395,7 +395,7 @@ LockState free_with_minority(const std::vector<LockState>& views, const LockStat
   out.pttl = Millis(-2);
   if (most) {
     auto ttls = ttls_alike(views, *most);
-    out.minority = Minority{most->raw, most->value, kth_longest(ttls, 1), ttls.size()};
+    out.minority = Minority{most->raw, kth_longest(ttls, 1), ttls.size()};
   }
   return out;
 }

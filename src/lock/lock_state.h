@@ -59,9 +59,8 @@ struct NodeVotes {
 // yet the run that wrote the value may still be running until its next renewal fails.
 struct Minority {
   std::string raw;
-  std::optional<LockValue> value;  // decoded, when rlock wrote it
-  Millis pttl{-2};                 // the longest any of its nodes keeps it
-  size_t nodes = 0;                // how many hold it
+  Millis pttl{-2};   // the longest any of its nodes keeps it
+  size_t nodes = 0;  // how many hold it
 };
 
 struct LockState {
