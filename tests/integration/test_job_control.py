@@ -49,6 +49,11 @@ class Tmux:
         with open(f"/proc/{self.shell_pid()}/stat") as f:
             return int(f.read().rsplit(")", 1)[1].split()[5])
 
+    def waits_for_job(self):
+        """bash is in waitpid() for its foreground job: `fg` has sent the job its SIGCONT."""
+        with open(f"/proc/{self.shell_pid()}/wchan") as f:
+            return f.read() == "do_wait"
+
     def screen(self):
         return subprocess.run([TMUX, "-S", self.socket, "capture-pane", "-p", "-J", "-S", "-200"],
                               capture_output=True, text=True).stdout
@@ -208,6 +213,10 @@ class JobControl(RedisTestCase):
         shell_group = os.getpgid(self.term.shell_pid())
         wait_until(lambda: self.term.foreground_group() != shell_group, 20,
                    "bash to give the job the terminal")
+        # bash gives the terminal, then sends SIGCONT: a Ctrl-Z in between is a SIGTSTP that
+        # the SIGCONT discards (the kernel does, for any job). Only once bash waits for the job
+        # is Ctrl-Z sure to arrive after it (a loaded CI once lost one there).
+        wait_until(self.term.waits_for_job, 20, "bash to wait for the job it continued")
         self.term.keys("C-z")
         self.term.wait_screen("Stopped")
         self.assert_still()
