@@ -172,6 +172,23 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
   return decode_entries(Reply{}, after);
 }
 
+Result<std::optional<std::string>> resume_point(Redis& redis, const std::string& key, int64_t fence,
+                                                uint64_t next, TimePoint deadline) {
+  std::string stream = stream_key(key, fence);
+  // Entries are "OFFSET-1": "NEXT-0" is the last ID before the entry at NEXT.
+  std::string before = std::to_string(next) + "-0";
+  auto replies = redis.pipeline(
+      {{"EXISTS", stream}, {"XREVRANGE", stream, before, "-", "COUNT", "1"}}, deadline);
+  if (!replies) return replies.failure();
+  for (const Reply& r : *replies)
+    if (r.type == Reply::Type::error) return redis.server_failure(r.str);
+  if ((*replies)[0].integer == 0) return std::optional<std::string>();
+  auto last = decode_entries((*replies)[1], "");
+  if (!last) return last.failure();
+  if (last->last_id.empty()) return std::optional<std::string>("");
+  return std::optional<std::string>(std::to_string(id_offset(last->last_id)) + "-0");
+}
+
 // Shared by the sender and its thread, which may outlive it (~OutputSender).
 struct OutputSender::State {
   explicit State(uint64_t keep) : size(keep), pending(keep) {}
@@ -203,7 +220,7 @@ struct OutputSender::State {
   int status = 0;
   TimePoint finish_by{};
   bool end_sent = false;
-  bool pushed_out = false;
+  Report::Unkept no_longer_kept = Report::Unkept::no;
   std::string failure;
   // Attempts' marks (--retry) not known to be in Redis, in order; the first MARKS_SENT of them
   // are on their way with a command.
@@ -376,10 +393,10 @@ OutputSender::State::Round OutputSender::State::send_round(Redis& redis, TimePoi
   }
   flight_end = flight_dropped = 0;
   // What was dropped while a round failed, or took so long that Redis is slow, is said.
-  if (!r || r->integer == -1 || with_end || !round_left()) call_ended(static_cast<bool>(r));
+  if (!r || r->integer < 0 || with_end || !round_left()) call_ended(static_cast<bool>(r));
   if (!r) return Round{false, r.failure()};
-  if (r->integer == -1) {
-    pushed_out = true;
+  if (r->integer < 0) {
+    no_longer_kept = r->integer == -1 ? Report::Unkept::pushed_out : Report::Unkept::index_gone;
     return Round{true, std::nullopt};
   }
   failing = false;
@@ -480,7 +497,8 @@ void OutputSender::mark_attempt(int attempt, std::optional<int64_t> since_ms) {
   s.wake.notify_one();
 }
 
-OutputSender::Report OutputSender::send_end(const std::string& end, int status, TimePoint deadline) {
+OutputSender::Report OutputSender::send_end(const std::string& end, int status,
+                                            TimePoint deadline) {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.ending) {
@@ -501,7 +519,7 @@ OutputSender::Report OutputSender::send_end(const std::string& end, int status, 
   uint64_t window = std::min(r.total, s.size);
   r.unkept = s.end_sent ? 0 : std::min(window, r.total - s.confirmed);
   r.missed = s.missed;
-  r.pushed_out = s.pushed_out;
+  r.no_longer_kept = s.no_longer_kept;
   r.end_kept = s.end_sent;
   r.failure = s.failure;
   return r;

@@ -106,6 +106,13 @@ Result<OutputRead> read_output(Redis& redis, const std::string& key, int64_t fen
 Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fence,
                                 const std::string& after, size_t count, Millis block);
 
+// Where to read FENCE's output on from for its bytes from offset NEXT on, after a reader lost
+// sight of Redis (a failover, a restart): the ID before the last entry that begins before NEXT,
+// whose end may lie past it ("" when none does: from the first kept); nothing when the output
+// is gone.
+Result<std::optional<std::string>> resume_point(Redis& redis, const std::string& key, int64_t fence,
+                                                uint64_t next, TimePoint deadline);
+
 // Sends a run's output to Redis as it comes, on a thread and a connection of its own, so that
 // a Redis that is slow or away never holds up the command (take() never waits on it) nor the
 // lease: while it cannot send, it keeps only the newest SIZE bytes, the ones to be kept, and
@@ -136,13 +143,16 @@ public:
   void mark_attempt(int attempt, std::optional<int64_t> since_ms);
 
   struct Report {
-    uint64_t total = 0;       // the output's length
-    uint64_t unkept = 0;      // of its last SIZE bytes, those Redis did not get by the end
-    uint64_t missed = 0;      // dropped while sending failed or was slow: no follower saw them
-    bool pushed_out = false;  // newer runs pushed this one out of the kept runs (or the
-                              // runs' index expired: --retention)
-    bool end_kept = false;    // the end entry is in Redis
-    std::string failure;      // the last failure to send, if any
+    uint64_t total = 0;   // the output's length
+    uint64_t unkept = 0;  // of its last SIZE bytes, those Redis did not get by the end
+    uint64_t missed = 0;  // dropped while sending failed or was slow: no follower saw them
+    // Why Redis stopped taking the output, if it did (output_append.lua): newer runs pushed
+    // this one out of the kept runs, or the runs' index is gone (expired: --retention; or
+    // lost: a restart without its data, a failover, FLUSHALL).
+    enum class Unkept { no, pushed_out, index_gone };
+    Unkept no_longer_kept = Unkept::no;
+    bool end_kept = false;  // the end entry is in Redis
+    std::string failure;    // the last failure to send, if any
   };
   // The output has ended, the run as END with exit status STATUS: sends what is left and the
   // end, by DEADLINE (sooner when sending was failing: Redis is away), and says how it went.

@@ -13,6 +13,7 @@
 #include "lock/lock_value.h"
 #include "lock/scripts.h"
 #include "redis/redlock.h"
+#include "redis/retry.h"
 #include "util/log.h"
 #include "util/resources.h"
 
@@ -37,6 +38,9 @@ const std::string k_requests_read_most = "99";
 // that does not answer (a Cluster's map read again, a Sentinel failover): then it is left to
 // end by itself, with its state and settings its own.
 constexpr Millis k_join_patience{1000};
+// How long a holder sends its answer again while sending fails (a failover): as long as an
+// asker waits for one at most (rlock stop's 5 s).
+constexpr Millis k_answer_resend_within{5000};
 // After a failure, how soon the listener connects again, doubling up to the most.
 constexpr Millis k_listen_retry_first{250};
 constexpr Millis k_listen_retry_most{5000};
@@ -138,7 +142,12 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
   Argv args{helper_key(key, "stop-"), encode_stop_request(request), token,
             std::to_string(std::max<int64_t>(1, answer_within.count())), "0"};
   if (redis.node_count() == 1) {
-    auto reply = eval(redis, scripts::stop, keys, args, deadline);
+    // Sent again until DEADLINE while it fails in a way that may pass (a failover): the
+    // holder acts on its asker's request once however often it comes (StopListener).
+    auto reply = resend_until(deadline, [&] {
+      return eval(redis, scripts::stop, keys, args,
+                  std::min(deadline, Clock::now() + redis.command_timeout()));
+    });
     if (!reply) return reply.failure();
     return decode_ask(*reply);
   }
@@ -343,10 +352,14 @@ void StopListener::State::listen(Redis& redis) {
   if (redis.node_count() > 1) return look_on_all(redis);
   Millis retry = k_listen_retry_first;
   std::optional<StopRequest> taken;  // the request acted on
+  // Behind Sentinel, a second: the asker writes to the primary the sentinels name now.
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+      std::min(k_listen_slice, redis.blocking_slice().value_or(k_listen_slice)));
+  auto slice = std::max<Millis>(seconds, std::chrono::seconds(1));
   for (;;) {
-    auto reply = redis.blocking_call({"BLPOP", list, std::to_string(k_listen_slice.count() / 1000)},
-                                     Clock::now() + k_listen_slice + redis.command_timeout(),
-                                     end_read.get());
+    auto reply =
+        redis.blocking_call({"BLPOP", list, std::to_string(slice.count() / 1000)},
+                            Clock::now() + slice + redis.command_timeout(), end_read.get());
     if (!reply) {
       if (reply.failure().kind == Failure::Kind::interrupted) return;
       log(Level::debug,
@@ -396,6 +409,8 @@ void StopListener::State::look_on_all(Redis& redis) {
 
 void StopListener::State::heard(Redis& server, const StopRequest& got,
                                 std::optional<StopRequest>& taken) {
+  // The same request again: its asker sent it again, not knowing it arrived (a failover).
+  if (taken && !got.id.empty() && got.id == taken->id) return;
   if (taken) {
     // The run ends at the word of the first; a later asker is told whose that was.
     (void)answer_on(server, got, std::string(k_answer_stopping) + encode_stop_request(*taken));
@@ -413,9 +428,13 @@ void StopListener::State::heard(Redis& server, const StopRequest& got,
 
 bool StopListener::State::answer_on(Redis& server, const StopRequest& got,
                                     std::string_view answer) {
-  auto taken = eval(server, scripts::stop_answer, {answer_key(key, token, got.id)},
-                    {std::to_string(got.until_ms), std::string(answer)},
-                    Clock::now() + server.command_timeout());
+  // Sent again while it fails in a way that may pass (a failover), as long as an asker waits:
+  // the asker takes the first answer, and stop_answer.lua refuses once it has given up.
+  auto taken = resend_until(Clock::now() + k_answer_resend_within, [&] {
+    return eval(server, scripts::stop_answer, {answer_key(key, token, got.id)},
+                {std::to_string(got.until_ms), std::string(answer)},
+                Clock::now() + server.command_timeout());
+  });
   if (taken && taken->integer == 1) return true;
   // Given up on (this rlock was frozen, or cut off, past the asker's wait), or unanswerable:
   // the asker has said the holder did not answer, and named release --force.

@@ -31,6 +31,7 @@
 #include "redis/exchange.h"
 #include "redis/proxy.h"
 #include "redis/redis_node.h"
+#include "redis/retry.h"
 
 namespace rlock {
 
@@ -254,10 +255,23 @@ public:
 
   // The master of KEY's slot as the slot map has it: read before the first command with
   // several seeds, else learned from the first MOVED (a read of the key before this finds
-  // it); until then, the seed, which then holds every key.
+  // it); until then, the seed, which then holds every key. In a Cluster, a connection of its
+  // own fails where the map cannot see it: a command about KEY goes first, as any command
+  // does, so that a master that is gone has the map read again (and its promoted replica
+  // found), not asked for ever by a caller that tries again (watch subscribes again after a
+  // failure). Sent again once at once when its connection was closed under it (a proxy's
+  // idle timeout), as a read may be.
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
     if (auto failure = map_.map_of_seeds(deadline)) return *failure;
+    if (map_.known()) {
+      auto answered = call({"EXISTS", key}, deadline);
+      if (!answered && dropped(answered.failure())) answered = call({"EXISTS", key}, deadline);
+      if (!answered) return answered.failure();
+    }
     return route({"GET", key}, nullptr)->own_connection(key, deadline);
+  }
+  std::string server_of(const std::string& key) override {
+    return route({"GET", key}, nullptr)->name();
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,

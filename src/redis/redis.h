@@ -110,6 +110,16 @@ public:
   // Sentinel names), for keyspace notifications, which that server alone sends. Redlock's
   // nodes each hold a copy: no one server does, and this fails (kind protocol).
   virtual Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline);
+  // The name of the server that commands about KEY go to now (OwnConnection::name of the one
+  // own_connection() would give), as far as this Redis knows without asking; "" when it
+  // does not know (Sentinel's primary forgotten after a failure). Keyspace notifications
+  // come from that server alone: a subscriber elsewhere (the old primary of a failover)
+  // must subscribe again.
+  virtual std::string server_of(const std::string& /*key*/) { return name(); }
+  // How long a blocking call (BLPOP) should block at most, so that the next one goes where
+  // the server is now: behind Sentinel, a primary that is no longer one may still answer
+  // (and keep a blocked client) for seconds after a failover. Nothing: as long as it likes.
+  virtual std::optional<Millis> blocking_slice() const { return std::nullopt; }
 };
 
 // One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's

@@ -58,9 +58,10 @@ bool worth_retrying(const Failure& failure) {
   case Failure::Kind::server:
     // Loading its data after a restart; a replica cut off from its primary; a Cluster
     // resharding or without a quorum; a primary demoted by a failover we have not followed yet;
-    // a script running past lua-time-limit.
+    // a script running past lua-time-limit; a blocked read (XREAD BLOCK) let go as its server
+    // became a replica.
     for (const char* code :
-         {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY"})
+         {"LOADING", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "BUSY", "UNBLOCKED"})
       if (failure.code == code) return true;
     return false;
   case Failure::Kind::protocol:

@@ -21,12 +21,11 @@ namespace {
 // Commands that change nothing: their replies need no word from the sentinels on where they
 // ran. Anything else (the lock scripts above all) is a write.
 bool is_read(const Argv& argv) {
-  static const char* const k_reads[] = {"GET",    "MGET",    "PTTL",      "TTL",    "TYPE",
-                                        "EXISTS", "TIME",    "SCAN",      "XRANGE", "XREVRANGE",
-                                        "XLEN",   "ZRANGE",  "ZCARD",     "ZSCORE", "HGET",
-                                        "HGETALL", "HMGET",  "INFO",      "ROLE",   "PING",
-                                        "WAIT",   "CONFIG",  "LLEN",      "LRANGE", "SMEMBERS",
-                                        "SCARD",  "DBSIZE",  "CLIENT",    "ECHO",   "SELECT"};
+  static const char* const k_reads[] = {
+      "GET",      "MGET",      "PTTL",   "TTL",    "TYPE",  "EXISTS", "TIME", "SCAN",
+      "XRANGE",   "XREVRANGE", "XLEN",   "ZRANGE", "ZCARD", "ZSCORE", "HGET", "HGETALL",
+      "HMGET",    "INFO",      "ROLE",   "PING",   "WAIT",  "CONFIG", "LLEN", "LRANGE",
+      "SMEMBERS", "SCARD",     "DBSIZE", "CLIENT", "ECHO",  "SELECT"};
   if (argv.empty()) return true;
   for (const char* read : k_reads)
     if (strcasecmp(argv[0].c_str(), read) == 0) return true;
@@ -39,6 +38,11 @@ bool any_write(const std::vector<Argv>& commands) {
 
 // How long to wait between looks at sentinels that are failing over.
 constexpr Millis k_failover_poll{100};
+// A read goes where the sentinels last named the primary; once that is this old, they are
+// asked again first. A planned failover leaves the old primary up as a replica, answering
+// reads with what it last copied: watch and logs -f would follow it for seconds (until the
+// sentinels close its clients' connections), seeing nothing of the run on the new primary.
+constexpr Millis k_primary_recheck{1000};
 
 // Why a write behind Sentinel counts only once the sentinels confirm where it ran:
 //
@@ -68,6 +72,7 @@ public:
   Result<std::vector<Reply>> pipeline(const std::vector<Argv>& commands,
                                       TimePoint deadline) override {
     bool write = any_write(commands);
+    if (!write) recheck_primary(deadline);
     for (int attempt = 0;; ++attempt) {
       auto node = primary(deadline);
       if (!node) return node.failure();
@@ -89,7 +94,10 @@ public:
       auto named = settled_primary(deadline);
       if (!named) return named.failure();
       const RedisUrl& ran_on = (*node)->url();
-      if (named->first == ran_on.host && named->second == ran_on.port) return replies;
+      if (named->first == ran_on.host && named->second == ran_on.port) {
+        primary_named_at_ = Clock::now();
+        return replies;
+      }
       // Another primary now: what ran here may not be on it. The same commands go there, once.
       primary_.reset();
       if (attempt > 0)
@@ -99,11 +107,14 @@ public:
   }
 
   Result<Reply> blocking_call(const Argv& argv, TimePoint deadline, int interrupt_fd) override {
+    // A blocked pop waits where the sentinels name the primary too (blocking_slice()).
+    recheck_primary(deadline);
     auto node = primary(deadline);
     if (!node) return node.failure();
     auto reply = (*node)->blocking_call(argv, deadline, interrupt_fd);
-    if (!reply &&
-        (reply.failure().kind != Failure::Kind::server || reply.failure().code == "READONLY"))
+    // UNBLOCKED: a blocked read (XREAD BLOCK) let go as its server became a replica.
+    if (!reply && (reply.failure().kind != Failure::Kind::server ||
+                   reply.failure().code == "READONLY" || reply.failure().code == "UNBLOCKED"))
       primary_.reset();
     return reply;
   }
@@ -112,9 +123,16 @@ public:
   Millis command_timeout() const override { return options_.command_timeout; }
 
   Result<OwnConnection> own_connection(const std::string& key, TimePoint deadline) override {
+    recheck_primary(deadline);
     auto node = primary(deadline);
     if (!node) return node.failure();
     return (*node)->own_connection(key, deadline);
+  }
+
+  std::optional<Millis> blocking_slice() const override { return k_primary_recheck; }
+
+  std::string server_of(const std::string&) override {
+    return primary_ ? primary_->name() : std::string();
   }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
@@ -155,7 +173,23 @@ private:
                          (role->elements.empty() ? "?" : role->elements[0].str) +
                          " (a failover in progress?)"};
     primary_ = std::move(node);
+    primary_named_at_ = Clock::now();
     return primary_.get();
+  }
+
+  // Before a read: the sentinels asked again once the primary was named k_primary_recheck
+  // ago, and the primary forgotten when the first to answer names another (primary() then
+  // asks them all). While they fail over or do not answer, reads go on where they went; a
+  // sentinel that does not answer costs a read nothing when another does.
+  void recheck_primary(TimePoint deadline) {
+    if (!primary_ || Clock::now() - primary_named_at_ < k_primary_recheck) return;
+    auto named = ask_sentinels(deadline, 1);
+    if (!named) return;
+    const RedisUrl& u = primary_->url();
+    if (named->first != u.host || named->second != u.port)
+      primary_.reset();
+    else
+      primary_named_at_ = Clock::now();
   }
 
   // The primary every answering sentinel names, with no failover of it in progress; while
@@ -192,11 +226,11 @@ private:
 
   // What the sentinels said, heard one at a time (ask_sentinels).
   struct Answers {
-    std::optional<Address> named;     // the primary the first to name one named
-    std::optional<Failure> unknown;   // a sentinel knows no primary of that name
-    std::optional<Failure> doubt;     // a failover in progress, or sentinels that disagree
-    std::optional<Failure> last;      // the last sentinel that did not answer, and why
-    bool asked_again = false;         // a sentinel wants the password: asked again next time
+    std::optional<Address> named;    // the primary the first to name one named
+    std::optional<Failure> unknown;  // a sentinel knows no primary of that name
+    std::optional<Failure> doubt;    // a failover in progress, or sentinels that disagree
+    std::optional<Failure> last;     // the last sentinel that did not answer, and why
+    bool asked_again = false;        // a sentinel wants the password: asked again next time
   };
 
   void hear(Answers& a, SentinelLink& s, NodeRedis& node, const Result<std::vector<Reply>>& r) {
@@ -233,22 +267,25 @@ private:
       a.doubt = Failure{Failure::Kind::timeout,
                         url_.redacted + ": a failover is in progress (" + who + ")"};
     else if (a.named && *a.named != *here)
-      a.doubt = Failure{Failure::Kind::timeout,
-                        url_.redacted + ": the sentinels disagree on the primary (" +
-                            a.named->first + ":" + std::to_string(a.named->second) + " or " +
-                            here->first + ":" + std::to_string(here->second) +
-                            "): a failover is being announced"};
+      a.doubt =
+          Failure{Failure::Kind::timeout,
+                  url_.redacted + ": the sentinels disagree on the primary (" + a.named->first +
+                      ":" + std::to_string(a.named->second) + " or " + here->first + ":" +
+                      std::to_string(here->second) + "): a failover is being announced"};
     if (!a.named) a.named = here;
   }
 
   // Every sentinel at once: SENTINEL MASTER (its flags say whether a failover is in progress)
   // and GET-MASTER-ADDR-BY-NAME (which names the promoted replica as soon as it is promoted).
-  Result<Address> ask_sentinels(TimePoint deadline) {
+  Result<Address> ask_sentinels(TimePoint deadline, size_t enough = k_all_nodes) {
     const Argv master{"SENTINEL", "master", url_.master_name};
     const Argv address{"SENTINEL", "get-master-addr-by-name", url_.master_name};
     std::vector<NodeRedis*> nodes = sentinel_nodes();
     auto results = exchange(nodes, std::vector<std::vector<Argv>>(nodes.size(), {master, address}),
-                            std::min(deadline, Clock::now() + options_.command_timeout));
+                            std::min(deadline, Clock::now() + options_.command_timeout),
+                            enough == k_all_nodes ? Enough{} : Enough{enough, [](const Reply& r) {
+                                                                        return r.is_array();
+                                                                      }});
     Answers a;
     for (size_t i = 0; i < results.size(); ++i) hear(a, sentinels_[i], *nodes[i], results[i]);
     if (a.unknown) return *a.unknown;
@@ -282,6 +319,7 @@ private:
   ConnectOptions options_;
   std::vector<SentinelLink> sentinels_;
   std::unique_ptr<NodeRedis> primary_;
+  TimePoint primary_named_at_{};  // when the sentinels last named primary_
 };
 
 }  // namespace

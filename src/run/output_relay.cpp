@@ -108,9 +108,16 @@ void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
   auto warn = [&](std::string text) {
     log(Level::warning, {"keep_output", options_.key, std::move(text)});
   };
-  if (r.pushed_out)
+  using Unkept = OutputSender::Report::Unkept;
+  if (r.no_longer_kept == Unkept::pushed_out)
     warn("the command's output is no longer kept: " + std::to_string(k_kept_runs) +
-         " newer runs pushed this run out, or it outlived --retention");
+         " newer runs pushed this run out");
+  else if (r.no_longer_kept == Unkept::index_gone)
+    warn("the command's output is no longer kept: " +
+         (options_.retention.count() > 0 && Clock::now() - started_ >= options_.retention
+              ? "the run outlived --retention (" + format_duration(options_.retention) + ")"
+              : std::string("Redis lost the run's output (a restart without its data, a failover "
+                            "to a replica that did not have it, or FLUSHALL)")));
   else if (r.unkept > 0)
     warn("Redis did not take the end of the command's output" + why + ": " +
          format_byte_size(r.unkept) + " of its last " + kept + " are not kept");

@@ -49,7 +49,8 @@ private:
   const RunOptions& options_;
   // Shared with the capture's thread, which hands it every byte (and may outlive the run).
   std::shared_ptr<OutputSender> sender_;
-  bool keeping_ = false;  // its thread runs
+  bool keeping_ = false;              // its thread runs
+  TimePoint started_ = Clock::now();  // to tell an index that expired from one Redis lost
   OutputCapture capture_;
 };
 

@@ -1,12 +1,16 @@
 // rlock logs KEY: the output a run kept (rlock run --keep-output; kept_output.h), from any host;
 // with -f, as it comes.
+#include <poll.h>
+
 #include <algorithm>
 #include <cstdlib>
 
+#include "lock/held_lock.h"
 #include "lock/kept_output.h"
 #include "lock/lock_state.h"
 #include "print/print.h"
 #include "print/print_text.h"
+#include "redis/retry.h"
 #include "settings/options.h"
 #include "util/byte_size.h"
 #include "util/log.h"
@@ -24,6 +28,9 @@ constexpr size_t k_read_count = 64;
 // How long one XREAD of -f blocks on the server before rlock looks whether the run still
 // holds the lock (a run whose rlock was killed never writes its end).
 constexpr Millis k_follow_slice{5000};
+// How long -f waits at least for a Redis that does not answer (a restart, a failover): longer
+// when the run's ttl is, by the time its rlock takes to give the lock back.
+constexpr Millis k_follow_outage_least{30000};
 // How long the output waits for the header to be written first.
 constexpr Millis k_header_patience{100};
 
@@ -85,6 +92,8 @@ public:
            marks_[next_mark_ + 1].offset <= offset)
       ++next_mark_;
   }
+  // Where the output shown so far ends; nothing before any was.
+  std::optional<uint64_t> shown_to() const { return next_; }
   // Where the attempts began (attempt_marks()), before from(); read again, the same marks and
   // any since.
   void attempts(std::vector<AttemptMark> marks) { marks_ = std::move(marks); }
@@ -210,41 +219,131 @@ std::optional<Failure> read_attempts(Redis& redis, const std::string& key, int64
   return std::nullopt;
 }
 
-// -f: the output of the run of FENCE as it comes after READ, until the run ends.
-int follow(Redis& redis, const std::string& key, int64_t fence, OutputRead read, Printer& printer) {
-  auto deadline = [&] { return Clock::now() + redis.command_timeout(); };
-  for (;;) {
-    auto more = await_output(redis, key, fence, read.last_id, k_read_count, k_follow_slice);
-    if (!more) return unavailable(more.failure());
-    std::string last = read.last_id;
-    read = std::move(*more);
-    if (read.last_id.empty()) read.last_id = last;
-    if (auto failed = read_attempts(redis, key, fence, printer)) return unavailable(*failed);
-    printer.print(read);
-    if (read.end) {
-      write_stderr("rlock: " + printable_key(key) + ": the run ended: " + end_text(*read.end) +
-                   "\n");
-      return k_exit_ok;
+// -f through Redis going away (rlock(1) logs): a connection cut as -f waits on it (a proxy's
+// idle timeout) is replaced at once and without a word; an outage (a restart, a failover) is
+// said once, with how long -f waits for Redis to answer again, and said over when it does.
+// Past that bound -f gives up (69): the run's rlock, unable to renew, has ended the run too.
+class Outage {
+public:
+  Outage(const std::string& key, Millis bound) : key_(key), bound_(bound) {}
+
+  // After FAILURE: nothing when -f should try again (it has paused, if it should), else the
+  // exit status to end with.
+  std::optional<int> ride_out(const Failure& failure) {
+    if (!worth_retrying(failure)) return unavailable(failure);
+    TimePoint now = Clock::now();
+    if (!since_) {
+      since_ = now;
+      if (dropped(failure)) return std::nullopt;  // cut: a new connection, at once
     }
-    if (!read.pieces.empty()) continue;
-    // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
-    // more.
-    if (still_held(redis, key, fence) == false) {
-      auto again = read_output(redis, key, fence, read.last_id, k_read_count, deadline());
-      if (again && (!again->pieces.empty() || again->end)) {
-        read = std::move(*again);
-        if (auto failed = read_attempts(redis, key, fence, printer)) return unavailable(*failed);
-        printer.print(read);
-        if (read.end) return k_exit_ok;
-        continue;
-      }
-      write_stderr("rlock: " + printable_key(key) +
-                   ": the run no longer holds the lock and kept no end: its rlock was killed, "
-                   "or Redis lost the end\n");
-      return k_exit_ok;
+    if (!said_) {
+      write_stderr("rlock: " + printable_key(key_) + ": Redis unreachable (" + failure.message +
+                   "); following on once it answers, for up to " + format_duration(bound_) + "\n");
+      said_ = true;
+    }
+    if (now - *since_ >= bound_) {
+      write_stderr("rlock: " + printable_key(key_) + ": Redis unreachable for " +
+                   format_duration(bound_) +
+                   ": stopped following (the run ended, unless only this host lost Redis)\n");
+      return k_exit_unavailable;
+    }
+    ::poll(nullptr, 0, static_cast<int>(backoff_.next().count()));
+    return std::nullopt;
+  }
+  // Redis answered: an outage said is said over.
+  void over() {
+    if (said_)
+      write_stderr("rlock: " + printable_key(key_) + ": Redis answers again after " +
+                   format_duration(std::chrono::duration_cast<Millis>(Clock::now() - *since_)) +
+                   ": following on\n");
+    since_.reset();
+    said_ = false;
+    backoff_.reset();
+  }
+
+private:
+  const std::string& key_;
+  Millis bound_;
+  std::optional<TimePoint> since_;  // Redis has failed since
+  bool said_ = false;
+  Backoff backoff_;
+};
+
+// -f: the output of the run of FENCE as it comes after what was read, until the run ends.
+class Follower {
+public:
+  Follower(Redis& redis, const std::string& key, int64_t fence, OutputRead read, Printer& printer,
+           Millis outage_bound)
+      : redis_(redis), key_(key), fence_(fence), read_(std::move(read)), printer_(printer),
+        outage_(key, outage_bound) {}
+
+  int follow() {
+    for (;;) {
+      auto done = step();
+      if (done && *done) return **done;
+      if (done) continue;
+      if (auto status = outage_.ride_out(done.failure())) return *status;
+      lost_sight_ = true;
     }
   }
-}
+
+private:
+  // One wait for more output and what it brought: the exit status once -f is over.
+  Result<std::optional<int>> step() {
+    if (lost_sight_) {
+      // What Redis held when -f last read it may not be what it holds now (a failover to a
+      // replica that lagged, a restart): back to the last entry that may hold bytes not shown.
+      auto from = resume_point(redis_, key_, fence_, printer_.shown_to().value_or(0), deadline());
+      if (!from) return from.failure();
+      outage_.over();
+      lost_sight_ = false;
+      if (!*from) {
+        write_stderr("rlock: " + printable_key(key_) +
+                     ": Redis lost the run's output while it was away (it restarted without its "
+                     "data, or failed over to a replica without it): nothing more to follow\n");
+        return std::optional<int>(k_exit_not_held);
+      }
+      read_.last_id = **from;
+    }
+    auto more = await_output(redis_, key_, fence_, read_.last_id, k_read_count, k_follow_slice);
+    if (!more) return more.failure();
+    if (auto shown = show(std::move(*more)); !shown || *shown) return shown;
+    if (!read_.pieces.empty()) return std::optional<int>();
+    // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
+    // more.
+    if (still_held(redis_, key_, fence_) != false) return std::optional<int>();
+    auto again = read_output(redis_, key_, fence_, read_.last_id, k_read_count, deadline());
+    if (!again) return again.failure();
+    if (!again->pieces.empty() || again->end) return show(std::move(*again));
+    write_stderr("rlock: " + printable_key(key_) +
+                 ": the run no longer holds the lock and kept no end: its rlock was killed, "
+                 "or Redis lost the end\n");
+    return std::optional<int>(k_exit_ok);
+  }
+
+  // Prints READ (the attempts' marks read again first): the exit status when the run ended.
+  Result<std::optional<int>> show(OutputRead read) {
+    std::string last = read_.last_id;
+    read_ = std::move(read);
+    if (read_.last_id.empty()) read_.last_id = last;
+    if (auto failed = read_attempts(redis_, key_, fence_, printer_)) return *failed;
+    printer_.print(read_);
+    if (!read_.end) return std::optional<int>();
+    write_stderr("rlock: " + printable_key(key_) + ": the run ended: " + end_text(*read_.end) +
+                 "\n");
+    return std::optional<int>(k_exit_ok);
+  }
+
+  TimePoint deadline() const { return Clock::now() + redis_.command_timeout(); }
+
+  Redis& redis_;
+  const std::string& key_;
+  int64_t fence_;
+  OutputRead read_;
+  Printer& printer_;
+  Outage outage_;
+  bool lost_sight_ = false;  // Redis failed since the last read
+};
 
 int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {
   auto redis = connect_redis(global);
@@ -291,7 +390,11 @@ int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOpt
     printer.print(read);
   } while (read.pieces.size() + (read.end ? 1 : 0) == k_read_count);
   if (read.end || bounds->end || !o.follow) return k_exit_ok;
-  return follow(*redis, key, run->fence, std::move(read), printer);
+  // Redis away longer than the run's ttl, the run has ended: its rlock could not renew.
+  Millis ttl{run->value && run->value->ttl_ms ? *run->value->ttl_ms : 0};
+  return Follower(*redis, key, run->fence, std::move(read), printer,
+                  std::max(k_follow_outage_least, ttl + k_release_budget))
+      .follow();
 }
 
 struct LogsArgs : Arguments {

@@ -21,6 +21,9 @@ namespace {
 // answers at once, so one that has not within this is away (its host down or cut off, its
 // rlock frozen, or an rlock older than stop). The server refuses a later answer.
 constexpr Millis k_answer_within{5000};
+// How long the request is sent again while Redis cannot take it in a way that may pass: a
+// Sentinel failover (5 to 8 s on default servers), a restart.
+constexpr Millis k_ask_within{10000};
 // How much longer than that the asker waits for an answer the server took in time.
 constexpr Millis k_answer_margin{1000};
 // How long to wait for the lock to be given back once the request was taken, unless --within.
@@ -93,7 +96,7 @@ std::optional<Cut> hear_answers(Redis& redis, const std::string& key, const std:
     if (!answered) return Cut{answered.failure()};
     for (const StopAnswer& answer : *answered)
       for (Asked& a : asked)
-        if (a.holder.token == answer.token) {
+        if (a.holder.token == answer.token && !a.taken_after) {  // the first (resent: twice)
           a.taken_after = std::chrono::duration_cast<Millis>(answer.at - began);
           a.before = answer.before;
         }
@@ -185,8 +188,9 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
                       .signal = options.signal,
                       .kill_after = options.kill_after,
                       .id = make_token()};
+  // Through a failover (the sentinels agree on no primary for seconds), asked again.
   auto asked = ask_to_stop(*redis, key, options.token, request, k_answer_within,
-                           Clock::now() + redis->command_timeout());
+                           Clock::now() + std::max(k_ask_within, redis->command_timeout()));
   if (!asked) return unavailable(asked.failure());
   if (asked->kind == "foreign") {
     log_error(key + ": not an rlock lock: " +

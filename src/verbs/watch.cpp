@@ -262,7 +262,22 @@ private:
     }
     if (!heard && Clock::now() < wake) return std::nullopt;
     if (auto read = read_and_tell(); !read) return ride_out(read.failure());
+    if (subscribed_elsewhere()) return subscribe_again();
     return std::nullopt;
+  }
+
+  // Whether a key's commands go to another server than its subscription's now: the read
+  // followed a failover (a Sentinel's new primary, a Cluster's promoted replica) that the
+  // subscription, on the old server, may hear of late (a demoted primary resyncing) or never.
+  bool subscribed_elsewhere() {
+    if (subscriptions_.empty()) return false;  // polling
+    for (const std::string& key : keys_) {
+      std::string now = redis_.server_of(key);
+      if (!now.empty() && std::none_of(subscriptions_.begin(), subscriptions_.end(),
+                                       [&](const Subscription& s) { return s.server == now; }))
+        return true;
+    }
+    return false;
   }
 
   // A subscription closed while it was idle: by a proxy's or a load balancer's idle timeout

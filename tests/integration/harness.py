@@ -740,6 +740,9 @@ class IdleClosingProxy:
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
         self.closed = 0
+        # While set, every connection is closed and new ones with it: a partition of this
+        # relay's clients alone (the server and its other clients go on).
+        self.refusing = False
         self._sel = selectors.DefaultSelector()
         self._sel.register(self.listener, selectors.EVENT_READ)
         self._pairs = {}   # socket -> its peer
@@ -782,10 +785,16 @@ class IdleClosingProxy:
     def _loop(self):
         import selectors
         while not self._stop:
+            if self.refusing:
+                for client in list(self._active):
+                    self._drop(client)
             for key, _ in self._sel.select(0.02):
                 s = key.fileobj
                 if s is self.listener:
                     client, _ = self.listener.accept()
+                    if self.refusing:
+                        client.close()
+                        continue
                     try:
                         server = socket.create_connection(("127.0.0.1", self.target_port))
                     except OSError:

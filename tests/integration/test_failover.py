@@ -34,10 +34,11 @@ def tearDownModule():
 
 
 class Topology:
-    """A primary, REPLICAS replicas and three sentinels monitoring them as mymaster."""
+    """A primary (a redis-server with PRIMARY_ARGS too), REPLICAS replicas and three
+    sentinels monitoring them as mymaster."""
 
-    def __init__(self, replicas=2):
-        self.servers = [RedisServer()]
+    def __init__(self, replicas=2, primary_args=()):
+        self.servers = [RedisServer(*primary_args)]
         for _ in range(replicas):
             r = RedisServer()
             r.cmd("REPLICAOF", "127.0.0.1", str(self.servers[0].port))
@@ -203,6 +204,23 @@ class Failover(unittest.TestCase):
         REPORT.append(f"unplanned (primary SIGKILLed), --min-replicas 0, ttl 3s: first holder "
                       f"{status}, {self.unconfirmed():.1f}s at most without a confirmed lease, "
                       "overlap none")
+
+    def test_stop_sent_as_a_planned_failover_begins(self):
+        # The request goes out while the sentinels fail over (no primary they agree on yet):
+        # rlock stop asks again until they do, and the holder, whose listener blocks on the old
+        # primary, looks where they name the primary within a second and answers there.
+        holder = start_rlock(["--redis", self.top.url, "run", "--ttl", "30s", "f:k", "--",
+                              "sleep", "120"], env=rlock_env())
+        self.procs.append(holder)
+        new_primary = next(s for s in self.top.servers if s.port == self.old)
+        wait_until(lambda: new_primary.cmd("EXISTS", "f:k") == 1, 20, "the holder's lock")
+        time.sleep(1)  # pacing: the holder listens from half a second into its run
+        self.top.fail_over()
+        stop = subprocess.run([RLOCK, "--redis", self.top.url, "stop", "f:k"], env=rlock_env(),
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        self.assertIn("stopped", stop.stdout)
+        self.assertEqual(holder.wait(timeout=30), 80, holder.stderr.read())
 
 
 if __name__ == "__main__":

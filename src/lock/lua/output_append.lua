@@ -12,10 +12,12 @@
 -- tell a run that went silent from one that prints, and a resend that adds nothing leaves
 -- it. ATTEMPTS (KEYS[4]), when given, takes the pieces of FIELD a: where an attempt of the
 -- command began (--retry), BYTES "ATTEMPT SINCE_MS" scored by OFFSET (SINCE_MS '': now).
--- Returns -1 when the run is no longer among the kept runs (newer ones pushed it out, or the
--- index expired), else the number of entries added.
+-- Returns -1 when the run is no longer among the kept runs (newer ones pushed it out), -2 when
+-- the index is gone (it expired: --retention; or Redis lost it: a restart without its data, a
+-- failover to a replica that did not have it, FLUSHALL), else the number of entries added.
 local stream, index, last_output, attempts = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local fence, keep, retention = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if redis.call('EXISTS', index) == 0 then return -2 end
 if #redis.call('ZRANGEBYSCORE', index, fence, fence, 'LIMIT', 0, 1) == 0 then return -1 end
 local last_end = 0  -- where the output Redis has ends
 local top = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]
