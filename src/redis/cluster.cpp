@@ -273,6 +273,7 @@ public:
   std::string server_of(const std::string& key) override {
     return route({"GET", key}, nullptr)->name();
   }
+  bool can_fail_over() const override { return map_.known(); }
 
   Result<Unit> for_each_primary(const std::function<Result<Unit>(Redis&)>& f,
                                 TimePoint deadline) override {

@@ -120,6 +120,10 @@ public:
   // the server is now: behind Sentinel, a primary that is no longer one may still answer
   // (and keep a blocked client) for seconds after a failover. Nothing: as long as it likes.
   virtual std::optional<Millis> blocking_slice() const { return std::nullopt; }
+  // Whether another server may take over this one's keys (a Sentinel's replica promoted, a
+  // Cluster's): a write refused meanwhile is worth asking again for seconds, where against
+  // one server that refuses connections it is not.
+  virtual bool can_fail_over() const { return false; }
 };
 
 // One server at SEEDS' only URL, or a Redis Cluster reached through any of SEEDS (one URL's

@@ -130,6 +130,7 @@ public:
   }
 
   std::optional<Millis> blocking_slice() const override { return k_primary_recheck; }
+  bool can_fail_over() const override { return true; }
 
   std::string server_of(const std::string&) override {
     return primary_ ? primary_->name() : std::string();

@@ -21,8 +21,8 @@ namespace {
 // answers at once, so one that has not within this is away (its host down or cut off, its
 // rlock frozen, or an rlock older than stop). The server refuses a later answer.
 constexpr Millis k_answer_within{5000};
-// How long the request is sent again while Redis cannot take it in a way that may pass: a
-// Sentinel failover (5 to 8 s on default servers), a restart.
+// How long the request is sent again, behind Sentinel or in a Cluster, while Redis cannot take
+// it in a way that may pass: a failover (5 to 8 s on Sentinel's default servers).
 constexpr Millis k_ask_within{10000};
 // How much longer than that the asker waits for an answer the server took in time.
 constexpr Millis k_answer_margin{1000};
@@ -188,9 +188,12 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
                       .signal = options.signal,
                       .kill_after = options.kill_after,
                       .id = make_token()};
-  // Through a failover (the sentinels agree on no primary for seconds), asked again.
-  auto asked = ask_to_stop(*redis, key, options.token, request, k_answer_within,
-                           Clock::now() + std::max(k_ask_within, redis->command_timeout()));
+  // Through a failover (the sentinels agree on no primary for seconds), asked again; one
+  // server that refuses connections is unreachable at once.
+  Millis ask_within = redis->can_fail_over() ? std::max(k_ask_within, redis->command_timeout())
+                                             : redis->command_timeout();
+  auto asked =
+      ask_to_stop(*redis, key, options.token, request, k_answer_within, Clock::now() + ask_within);
   if (!asked) return unavailable(asked.failure());
   if (asked->kind == "foreign") {
     log_error(key + ": not an rlock lock: " +

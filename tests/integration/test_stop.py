@@ -8,7 +8,7 @@ import subprocess
 import time
 import unittest
 
-from harness import RLOCK, RedisTestCase, rlock_env, wait_until
+from harness import RLOCK, RedisTestCase, free_port, rlock_env, wait_until
 
 KEY = "lock:job"
 ME = pwd.getpwuid(os.geteuid()).pw_name
@@ -337,6 +337,17 @@ while :; do sleep 0.05; done
         event = wait_until(broken, 10, "watch's broken event")
         self.assertEqual((event["broken"]["by"], event["broken"]["reason"]),
                          (f"{ME}@ops-1", "hung on the db"))
+
+    def test_a_server_that_refuses_connections_is_unreachable_at_once(self):
+        # A request is sent again through a failover (Sentinel, Cluster); one server that
+        # refuses connections is not failing over: 69 at once, not after 10 s of tries.
+        down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")
+        began = time.monotonic()
+        r = subprocess.run([RLOCK, "stop", KEY], env=down, capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertIn("Connection refused", r.stderr)
+        self.assertLess(time.monotonic() - began, 5, "stop tried again for seconds")
 
     def test_nothing_to_stop(self):
         r = self.run_rlock(["stop", KEY])
