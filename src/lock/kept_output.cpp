@@ -177,13 +177,17 @@ Result<std::optional<std::string>> resume_point(Redis& redis, const std::string&
   std::string stream = stream_key(key, fence);
   // Entries are "OFFSET-1": "NEXT-0" is the last ID before the entry at NEXT.
   std::string before = std::to_string(next) + "-0";
-  auto replies = redis.pipeline(
-      {{"EXISTS", stream}, {"XREVRANGE", stream, before, "-", "COUNT", "1"}}, deadline);
+  std::string f = std::to_string(fence);
+  auto replies = redis.pipeline({{"EXISTS", stream},
+                                 {"ZCOUNT", kept_output_key(key, "outputs"), f, f},
+                                 {"XREVRANGE", stream, before, "-", "COUNT", "1"}},
+                                deadline);
   if (!replies) return replies.failure();
   for (const Reply& r : *replies)
     if (r.type == Reply::Type::error) return redis.server_failure(r.str);
-  if ((*replies)[0].integer == 0) return std::optional<std::string>();
-  auto last = decode_entries((*replies)[1], "");
+  // A run that has printed nothing yet has no stream, only its place among the kept runs.
+  if ((*replies)[0].integer == 0 && (*replies)[1].integer == 0) return std::optional<std::string>();
+  auto last = decode_entries((*replies)[2], "");
   if (!last) return last.failure();
   if (last->last_id.empty()) return std::optional<std::string>("");
   return std::optional<std::string>(std::to_string(id_offset(last->last_id)) + "-0");

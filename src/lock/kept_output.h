@@ -109,7 +109,7 @@ Result<OutputRead> await_output(Redis& redis, const std::string& key, int64_t fe
 // Where to read FENCE's output on from for its bytes from offset NEXT on, after a reader lost
 // sight of Redis (a failover, a restart): the ID before the last entry that begins before NEXT,
 // whose end may lie past it ("" when none does: from the first kept); nothing when the output
-// is gone.
+// is gone (neither its stream nor the run's place among the kept runs is there).
 Result<std::optional<std::string>> resume_point(Redis& redis, const std::string& key, int64_t fence,
                                                 uint64_t next, TimePoint deadline);
 

@@ -142,12 +142,7 @@ Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::str
   Argv args{helper_key(key, "stop-"), encode_stop_request(request), token,
             std::to_string(std::max<int64_t>(1, answer_within.count())), "0"};
   if (redis.node_count() == 1) {
-    // Sent again until DEADLINE while it fails in a way that may pass (a failover): the
-    // holder acts on its asker's request once however often it comes (StopListener).
-    auto reply = resend_until(deadline, [&] {
-      return eval(redis, scripts::stop, keys, args,
-                  std::min(deadline, Clock::now() + redis.command_timeout()));
-    });
+    auto reply = eval(redis, scripts::stop, keys, args, deadline);
     if (!reply) return reply.failure();
     return decode_ask(*reply);
   }

@@ -71,7 +71,8 @@ struct StopAsk {
 
 // Asks the holders of KEY (only TOKEN's, when not empty) to stop, with REQUEST; each request
 // is given up on ANSWER_WITHIN from now, by the server's clock. Under Redlock every node gets
-// it. Sent again until DEADLINE while it fails in a way that may pass (a failover).
+// it. Sent again, the holder acts on its asker's request once however often it comes
+// (StopListener): a failover is ridden out by asking again (rlock stop).
 Result<StopAsk> ask_to_stop(Redis& redis, const std::string& key, const std::string& token,
                             const StopRequest& request, Millis answer_within, TimePoint deadline);
 

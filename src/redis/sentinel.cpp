@@ -43,6 +43,8 @@ constexpr Millis k_failover_poll{100};
 // reads with what it last copied: watch and logs -f would follow it for seconds (until the
 // sentinels close its clients' connections), seeing nothing of the run on the new primary.
 constexpr Millis k_primary_recheck{1000};
+// How long that asking may take of a read.
+constexpr Millis k_recheck_patience{500};
 
 // Why a write behind Sentinel counts only once the sentinels confirm where it ran:
 //
@@ -184,8 +186,13 @@ private:
   // sentinel that does not answer costs a read nothing when another does.
   void recheck_primary(TimePoint deadline) {
     if (!primary_ || Clock::now() - primary_named_at_ < k_primary_recheck) return;
-    auto named = ask_sentinels(deadline, 1);
-    if (!named) return;
+    // Its own short budget, and not again for a second when no sentinel answered in it:
+    // silent sentinels cost a read a little, never the read itself.
+    auto named = ask_sentinels(std::min(deadline, Clock::now() + k_recheck_patience), 1);
+    if (!named) {
+      primary_named_at_ = Clock::now();
+      return;
+    }
     const RedisUrl& u = primary_->url();
     if (named->first != u.host || named->second != u.port)
       primary_.reset();

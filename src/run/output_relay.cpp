@@ -115,7 +115,8 @@ void OutputRelay::send_end(const std::string& end, int status, Millis budget) {
   else if (r.no_longer_kept == Unkept::index_gone)
     warn("the command's output is no longer kept: " +
          (options_.retention.count() > 0 && Clock::now() - started_ >= options_.retention
-              ? "the run outlived --retention (" + format_duration(options_.retention) + ")"
+              ? "the index of kept runs is gone: the run outlived --retention (" +
+                    format_duration(options_.retention) + ") without output, or Redis lost it"
               : std::string("Redis lost the run's output (a restart without its data, a failover "
                             "to a replica that did not have it, or FLUSHALL)")));
   else if (r.unkept > 0)

@@ -10,6 +10,7 @@
 #include "lock/lock_state.h"
 #include "print/print.h"
 #include "print/print_text.h"
+#include "redis/connection.h"
 #include "redis/retry.h"
 #include "settings/options.h"
 #include "util/byte_size.h"
@@ -227,15 +228,19 @@ class Outage {
 public:
   Outage(const std::string& key, Millis bound) : key_(key), bound_(bound) {}
 
-  // After FAILURE: nothing when -f should try again (it has paused, if it should), else the
-  // exit status to end with.
-  std::optional<int> ride_out(const Failure& failure) {
+  // After FAILURE of a command that had waited WAITED on the server: nothing when -f should
+  // try again (it has paused, if it should), else the exit status to end with. A connection
+  // closed under a read that had waited a while is a cut (a proxy cuts a blocked read as it
+  // cuts an idle connection): tried again at once, unsaid. One closed as soon as it is used is
+  // not (a proxy that does not pass XREAD): an outage, paused and bounded like any other.
+  std::optional<int> ride_out(const Failure& failure, Millis waited) {
     if (!worth_retrying(failure)) return unavailable(failure);
     TimePoint now = Clock::now();
-    if (!since_) {
+    if (dropped(failure) && waited >= k_idle_check_after && !said_) {
       since_ = now;
-      if (dropped(failure)) return std::nullopt;  // cut: a new connection, at once
+      return std::nullopt;
     }
+    if (!since_) since_ = now;
     if (!said_) {
       write_stderr("rlock: " + printable_key(key_) + ": Redis unreachable (" + failure.message +
                    "); following on once it answers, for up to " + format_duration(bound_) + "\n");
@@ -250,11 +255,11 @@ public:
     ::poll(nullptr, 0, static_cast<int>(backoff_.next().count()));
     return std::nullopt;
   }
-  // Redis answered: an outage said is said over.
-  void over() {
+  // A read sent at SENT was answered: an outage said is said over.
+  void over(TimePoint sent) {
     if (said_)
       write_stderr("rlock: " + printable_key(key_) + ": Redis answers again after " +
-                   format_duration(std::chrono::duration_cast<Millis>(Clock::now() - *since_)) +
+                   format_duration(std::chrono::duration_cast<Millis>(sent - *since_)) +
                    ": following on\n");
     since_.reset();
     said_ = false;
@@ -279,10 +284,11 @@ public:
 
   int follow() {
     for (;;) {
+      waited_ = Millis(0);
       auto done = step();
       if (done && *done) return **done;
       if (done) continue;
-      if (auto status = outage_.ride_out(done.failure())) return *status;
+      if (auto status = outage_.ride_out(done.failure(), waited_)) return *status;
       lost_sight_ = true;
     }
   }
@@ -295,7 +301,6 @@ private:
       // replica that lagged, a restart): back to the last entry that may hold bytes not shown.
       auto from = resume_point(redis_, key_, fence_, printer_.shown_to().value_or(0), deadline());
       if (!from) return from.failure();
-      outage_.over();
       lost_sight_ = false;
       if (!*from) {
         write_stderr("rlock: " + printable_key(key_) +
@@ -305,8 +310,13 @@ private:
       }
       read_.last_id = **from;
     }
+    TimePoint sent = Clock::now();
     auto more = await_output(redis_, key_, fence_, read_.last_id, k_read_count, k_follow_slice);
+    waited_ = std::chrono::duration_cast<Millis>(Clock::now() - sent);
     if (!more) return more.failure();
+    // The outage, if any, ends with a read that waited for output: one that is cut at once
+    // every time (a proxy that does not pass XREAD) never ends it, and -f gives up in time.
+    outage_.over(sent);
     if (auto shown = show(std::move(*more)); !shown || *shown) return shown;
     if (!read_.pieces.empty()) return std::optional<int>();
     // Nothing came for a while: a run whose rlock died holds the lock no longer, and says no
@@ -343,6 +353,7 @@ private:
   Printer& printer_;
   Outage outage_;
   bool lost_sight_ = false;  // Redis failed since the last read
+  Millis waited_{0};         // how long the last step's blocking read waited
 };
 
 int logs_verb(const GlobalOptions& global, const std::string& key, const LogsOptions& o) {

@@ -8,6 +8,7 @@
 #include "lock/stop_request.h"
 #include "print/print.h"
 #include "process/signals.h"
+#include "redis/retry.h"
 #include "run/wait.h"
 #include "util/log.h"
 #include "verbs/command.h"
@@ -96,7 +97,7 @@ std::optional<Cut> hear_answers(Redis& redis, const std::string& key, const std:
     if (!answered) return Cut{answered.failure()};
     for (const StopAnswer& answer : *answered)
       for (Asked& a : asked)
-        if (a.holder.token == answer.token && !a.taken_after) {  // the first (resent: twice)
+        if (a.holder.token == answer.token) {
           a.taken_after = std::chrono::duration_cast<Millis>(answer.at - began);
           a.before = answer.before;
         }
@@ -188,12 +189,18 @@ int stop_verb(const GlobalOptions& global, const std::string& key, const StopOpt
                       .signal = options.signal,
                       .kill_after = options.kill_after,
                       .id = make_token()};
+  auto ask = [&] {
+    return ask_to_stop(*redis, key, options.token, request, k_answer_within,
+                       Clock::now() + redis->command_timeout());
+  };
+  auto asked = ask();
   // Through a failover (the sentinels agree on no primary for seconds), asked again; one
-  // server that refuses connections is unreachable at once.
-  Millis ask_within = redis->can_fail_over() ? std::max(k_ask_within, redis->command_timeout())
-                                             : redis->command_timeout();
-  auto asked =
-      ask_to_stop(*redis, key, options.token, request, k_answer_within, Clock::now() + ask_within);
+  // server that refuses connections is unreachable at once. Asked after the first try, which
+  // teaches a Cluster client its slot map.
+  if (!asked && redis->can_fail_over()) {
+    Resend tries(Clock::now() + k_ask_within);
+    while (!asked && tries.again(asked.failure())) asked = ask();
+  }
   if (!asked) return unavailable(asked.failure());
   if (asked->kind == "foreign") {
     log_error(key + ": not an rlock lock: " +

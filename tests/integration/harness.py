@@ -740,6 +740,7 @@ class IdleClosingProxy:
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
         self.closed = 0
+        self.refusals = 0  # connections closed at what _passes() refused
         # While set, every connection is closed and new ones with it: a partition of this
         # relay's clients alone (the server and its other clients go on).
         self.refusing = False
@@ -815,6 +816,7 @@ class IdleClosingProxy:
                 try:
                     data = s.recv(65536)
                     if data and not self._passes(client, s is client, data):
+                        self.refusals += 1
                         self._drop(client)
                         continue
                     if data:

@@ -212,8 +212,8 @@ class Failover(unittest.TestCase):
         holder = start_rlock(["--redis", self.top.url, "run", "--ttl", "30s", "f:k", "--",
                               "sleep", "120"], env=rlock_env())
         self.procs.append(holder)
-        new_primary = next(s for s in self.top.servers if s.port == self.old)
-        wait_until(lambda: new_primary.cmd("EXISTS", "f:k") == 1, 20, "the holder's lock")
+        old_primary = next(s for s in self.top.servers if s.port == self.old)
+        wait_until(lambda: old_primary.cmd("EXISTS", "f:k") == 1, 20, "the holder's lock")
         time.sleep(1)  # pacing: the holder listens from half a second into its run
         self.top.fail_over()
         stop = subprocess.run([RLOCK, "--redis", self.top.url, "stop", "f:k"], env=rlock_env(),

@@ -11,7 +11,8 @@ import shutil
 import subprocess
 import unittest
 
-from harness import RLOCK, IdleClosingProxy, RedisTestCase, rlock_env, wait_until
+from harness import (RLOCK, CommandRefusingProxy, IdleClosingProxy, RedisTestCase,
+                     rlock_env, wait_until)
 
 KEY = "lock:job"
 INDEX = "rlock-output:{lock:job}:rlock:outputs"
@@ -83,6 +84,41 @@ class Follow(RedisTestCase):
         self.assertIn(f"{KEY}: the run ended: exit 3", err)
         self.assertNotIn("unreachable", err)
         self.assertEqual(follow.stdout.read(), b"", "a line shown twice")
+
+    def test_a_cut_before_the_run_printed_anything_is_no_lost_output(self):
+        # The run has no output stream until its first line, only its place among the kept runs.
+        proxy = IdleClosingProxy(self.server.port, idle=1.0)
+        self.addCleanup(proxy.close)
+        job = self.start(["run", "--keep-output", "64k", KEY, "-c",
+                          'while [ ! -e "$T/go1" ]; do sleep 0.02; done; echo line1'],
+                         env=rlock_env(self.server, T=self.tmp), stdout=subprocess.DEVNULL)
+        wait_until(lambda: self.server.cmd("ZCARD", INDEX), what="the run's output kept")
+        follow = self.follow(proxy.url)
+        wait_until(lambda: proxy.closed >= 2, 20, "the proxy to cut -f's idle connection twice")
+        self.next_line(1)
+        self.assertEqual(self.line(follow), "line1\n")
+        self.assertEqual(job.wait(timeout=30), 0)
+        self.assertEqual(follow.wait(timeout=30), 0, self.said())
+        self.assertNotIn("lost", self.said())
+        self.assertNotIn("unreachable", self.said())
+
+    @unittest.skipIf(os.environ.get("RLOCK_SANITIZE"), "30s of waiting: run in the plain build")
+    def test_a_proxy_that_cuts_every_blocking_read_is_an_outage_with_a_bound(self):
+        # As twemproxy does with the commands it does not pass: each XREAD closes the
+        # connection at once. Not an idle cut to be replaced at once for ever, but an outage:
+        # said, paused, and given up on at its bound.
+        proxy = CommandRefusingProxy(self.server.port, {"XREAD"})
+        self.addCleanup(proxy.close)
+        job = self.start_job()
+        follow = self.follow(proxy.url)
+        self.assertEqual(self.line(follow), "line1\n")  # read with XRANGE, which passes
+        self.assertEqual(follow.wait(timeout=90), 69, self.said())
+        self.assertIn("following on once it answers, for up to 35s", self.said())
+        self.assertIn("Redis unreachable for 35s", self.said())
+        # Paused between tries (up to 2s each), not a loop of reconnections.
+        self.assertGreater(proxy.refusals, 1)
+        self.assertLess(proxy.refusals, 100)
+        self.assertIsNone(job.poll())
 
     def test_after_an_outage_the_bytes_not_shown_are_found_where_redis_now_keeps_them(self):
         # Where -f comes back to may keep the output in other entries than those it read: a
