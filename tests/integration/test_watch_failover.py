@@ -36,13 +36,17 @@ class WatchThroughFailover(unittest.TestCase):
         lines.next()  # the lock as it is at the start
         return lines
 
-    def taken_and_released(self, lines, env, *options):
+    def taken_and_released(self, lines, env, server, *options):
+        """SERVER holds the lock now: the watch, once it saw it taken, subscribes there."""
         # --wait: the sentinels may still say a failover is in progress.
         r = run_rlock(["acquire", "--ttl", "30s", "--wait", "30s", *options, KEY], env=env)
         self.assertEqual(r.returncode, 0, r.stderr)
         token = r.stdout.strip()
         seen = lines.event("taken", timeout=20)
         self.assertEqual(seen[-1]["token"], token)
+        channel = "__keyspace@0__:" + KEY
+        wait_until(lambda: server().cmd("PUBSUB", "NUMSUB", channel)[1] > 0, 20,
+                   "the watch to subscribe where the lock is")
         wait_until(lambda: run_rlock(["release", KEY, "--token", token], env=env).returncode == 0,
                    30, "the release (the sentinels may still say a failover is in progress)")
         seen += lines.event("released", timeout=20)
@@ -66,7 +70,9 @@ class WatchThroughFailover(unittest.TestCase):
         wait_until(lambda: all(top.primary_port(i) != old.port for i in range(3)), 30,
                    "every sentinel to name the new primary")
         self.assertEqual(role(old), "master")
-        seen = self.taken_and_released(lines, env, "--min-replicas", "0")
+        seen = self.taken_and_released(
+            lines, env, lambda: next(s for s in top.servers if s.port == top.primary_port()),
+            "--min-replicas", "0")
         self.assertNotIn("unreachable", [e["event"] for e in seen])
 
     def test_cluster_the_replica_promoted_after_the_master_was_killed(self):
@@ -87,7 +93,8 @@ class WatchThroughFailover(unittest.TestCase):
                         if start <= slot <= end)
         wait_until(lambda: all(owner_port(n) != master.port for n in nodes if n is not master),
                    30, "every node to know the replica's promotion")
-        seen = self.taken_and_released(lines, env)
+        seen = self.taken_and_released(lines, env, lambda: next(
+            n for n in nodes if n is not master and n.port == owner_port(others[0])))
         self.assertIn("reachable", [e["event"] for e in seen])
 
 
