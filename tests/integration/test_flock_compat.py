@@ -10,10 +10,13 @@ from harness import RedisTestCase, wait_until
 class FlockSuite(RedisTestCase):
     def setUp(self):
         super().setUp()
-        # The suite's "general lock": a shared holder for a few seconds, started first.
+        # The suite's "general lock": a shared holder, started first. flock's suite has it sleep
+        # 2 s; here it holds until the test lets it go, so that a slow machine (a sanitizer
+        # build on a loaded CI) never sees it end before the cases that need it held.
         started = self.path("started")
         self.general = self.start(["run", "--shared", "lockfile", "--", "sh", "-c",
-                                   f"touch {started}; sleep 2"])
+                                   f"touch {started}; "
+                                   f"while [ ! -e {self.path('go')} ]; do sleep 0.02; done"])
         wait_until(lambda: os.path.exists(started), 10, "the shared holder")
 
     def do_lock(self, opts, expected, message):
@@ -31,6 +34,8 @@ class FlockSuite(RedisTestCase):
         self.do_lock(["-s"], 0, "Have shared lock")
         self.do_lock(["--nonblock", "--exclusive", "--conflict-exit-code", "123"], 123, never)
         self.do_lock(["-xn", "-E", "123"], 123, never)
+        with open(self.path("go"), "w"):  # the general lock ends within the timeout
+            pass
         r = self.do_lock(["--timeout", "5", "--conflict-exit-code", "5"], 0, "After timeout.")
         self.assertEqual(r.stdout, "After timeout.\n")
         self.assertEqual(self.general.wait(timeout=10), 0)
