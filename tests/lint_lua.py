@@ -6,7 +6,9 @@ cmake/embed_lua.cmake) with Lua 5.1's compiler, the Lua of Redis:
 - none assigns a global: Redis refuses that at run time ("Script attempted to create global");
 - none reads a global outside what Redis gives scripts: a misspelt local function or variable
   is a global read that would fail only when that line runs;
-- every script in src/lock/lua is embedded, or used by one that is.
+- every script in src/lock/lua is embedded, or used by one that is;
+- every command a script calls is one that rlock doctor tries (doctor_probe.lua), so that
+  doctor names each command an ACL denies.
 
     tests/lint_lua.py SOURCE_DIR BUILD_DIR [LUAC]
 """
@@ -52,6 +54,18 @@ def main():
         if f.endswith(".lua") and f not in embedded and f not in used:
             problems.append(f"src/lock/lua/{f} is neither embedded (RLOCK_LUA_SCRIPTS in "
                             "CMakeLists.txt) nor used by a script that is")
+    lua_dir = os.path.join(source, "src", "lock", "lua")
+    with open(os.path.join(lua_dir, "doctor_probe.lua")) as f:
+        probed = set(re.findall(r"\{'([A-Z]+)'", f.read())) | {"TIME"}
+    for f in sorted(os.listdir(lua_dir)):
+        if not f.endswith(".lua") or f == "doctor_probe.lua":
+            continue
+        with open(os.path.join(lua_dir, f)) as script:
+            for n, line in enumerate(script, 1):
+                for command in re.findall(r"redis\.p?call\('([A-Za-z]+)'", line):
+                    if command.upper() not in probed:
+                        problems.append(f"src/lock/lua/{f}:{n}: calls {command}, which "
+                                        "doctor_probe.lua does not try")
     for p in problems:
         print(p)
     print(f"{len(embedded)} scripts linted, {len(problems)} problems")

@@ -6,12 +6,21 @@
 #include <utility>
 
 #include "lock/lock.h"
-#include "util/error.h"
 #include "util/background_thread.h"
+#include "util/error.h"
 #include "util/log.h"
 #include "util/resources.h"
 
 namespace rlock {
+
+Millis smallest_ttl_riding(Millis window, std::optional<Millis> kill_after) {
+  // A kill-after of ttl/2 or more is refused (kill_after_allowed): with one given, the ttl
+  // grows until it is allowed too.
+  for (Millis ttl{1000};; ttl += Millis(1000)) {
+    Millis kill = kill_after.value_or(default_kill_after(ttl));
+    if (kill_after_allowed(kill, ttl) && outage_ridden(ttl, kill) >= window) return ttl;
+  }
+}
 
 namespace {
 
@@ -174,15 +183,15 @@ void Renewals::run() {
   }
 }
 
-LossVerdict judge_lease(Renewals::State state, TimePoint deadline, TimePoint now,
-                        Millis kill_after, bool ignore_loss) {
+LossVerdict judge_lease(Renewals::State state, TimePoint deadline, TimePoint now, Millis kill_after,
+                        bool ignore_loss) {
   using Act = LossVerdict::Act;
   using Why = LossVerdict::Why;
   if (state == Renewals::State::held && now < loss_threshold(deadline, kill_after, ignore_loss))
     return {};
   Why why = state == Renewals::State::expired || now >= deadline ? Why::ran_out
             : state == Renewals::State::not_mine                 ? Why::not_ours
-                                                                    : Why::unreachable;
+                                                                 : Why::unreachable;
   if (ignore_loss) return {Act::ignore, why, {}};
   if (why == Why::ran_out) return {Act::kill_now, why, now};
   if (why == Why::not_ours) return {Act::stop, why, std::min(now + kill_after, deadline)};

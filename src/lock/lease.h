@@ -3,11 +3,13 @@
 // slow or dead Redis never delays rlock's reaction to signals or to the child.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "lock/run_phase.h"
@@ -48,6 +50,20 @@ constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), 
 // A --kill-after at or above ttl/2 leaves too little of the lease to renew in.
 constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_after < ttl / 2; }
 
+// The longest outage (Redis unreachable, a failover) a holder rides through whatever its phase:
+// one that begins just before a renewal is due, ttl/3 after the last one, must be over, and the
+// next retry answered, before the kill signal is due (KILL_AFTER before the lease's end).
+// rlock doctor compares it with a topology's failover window (docs/DESIGN.md "Failover windows").
+constexpr Millis outage_ridden(Millis ttl, Millis kill_after) {
+  Millis left =
+      ttl - renew_interval(ttl) - lease_drift(ttl) - kill_after - renew_retry_interval(ttl);
+  return std::max(left, Millis(0));
+}
+
+// The shortest ttl, in whole seconds, whose outage_ridden() covers WINDOW, with KILL_AFTER or,
+// without one, the default kill-after of that ttl.
+Millis smallest_ttl_riding(Millis window, std::optional<Millis> kill_after);
+
 // A lease as rlock run's supervisor watches it: Renewals, or a fake in the unit tests.
 class Lease {
 public:
@@ -77,7 +93,6 @@ public:
 
 class Renewals : public Lease {
 public:
-
   // ACQUIRE_SENT: when the command that took the lock was sent. The renewals signal every change
   // (renewed, lost) by making wake_fd() readable. ON_RENEWED, if given, is called on the
   // renewal thread with each new deadline as soon as a renewal is confirmed, so that something
@@ -165,7 +180,7 @@ struct LossVerdict {
 // The verdict at NOW on a lease in STATE that ends at DEADLINE. A broken lock (not_ours) gets
 // KILL_AFTER for its command to stop, but no more than the lease: `release --force` keeps
 // the key taken until the lease's end, and no longer (break_lock.lua).
-LossVerdict judge_lease(Lease::State state, TimePoint deadline, TimePoint now,
-                        Millis kill_after, bool ignore_loss);
+LossVerdict judge_lease(Lease::State state, TimePoint deadline, TimePoint now, Millis kill_after,
+                        bool ignore_loss);
 
 }  // namespace rlock

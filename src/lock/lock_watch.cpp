@@ -8,6 +8,15 @@
 
 namespace rlock {
 
+std::string missing_classes(const std::string& config_value) {
+  std::string missing;
+  for (char c : std::string("Kg$xz")) {
+    bool in_all = c != 'K' && config_value.find('A') != std::string::npos;
+    if (!in_all && config_value.find(c) == std::string::npos) missing += c;
+  }
+  return missing;
+}
+
 namespace {
 
 using Kind = WatchEvent::Kind;

@@ -37,6 +37,12 @@ struct WatchMode {
   Millis interval{0};          // polling: every; notifications: the safety re-read
 };
 
+// The classes of notify-keyspace-events a watch needs, that CONFIG_VALUE lacks: K (keyspace
+// channels, which are per key; keyevent channels, E, are per event and would bring every
+// such event of the server to filter), g (del, expire), $ (set), x (expired) and z (the
+// queue's and the places' zadd and zrem). 'A' stands for "g$lshzxetd". "" when none.
+std::string missing_classes(const std::string& config_value);
+
 // The hint look() gets for the first look after Redis was unreachable.
 inline constexpr const char* k_outage_hint = "outage";
 
@@ -148,7 +154,7 @@ private:
   // The history entry of the holder seen at the last look, when its run has ended (the lock
   // kept for --min-hold): a later run's entry may be the newest when the lock goes.
   std::optional<RunRecord> holder_run_;
-  std::string pause_told_;           // the pause the last paused event told (its text)
+  std::string pause_told_;            // the pause the last paused event told (its text)
   std::vector<int64_t> broken_told_;  // the fences of the holders broken events told, a few
 };
 

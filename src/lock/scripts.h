@@ -50,4 +50,7 @@ extern const Script pause;
 extern const Script unpause;
 extern const Script resume;
 
+// rlock doctor's check of the commands the ACL user may run (needs.cpp).
+extern const Script doctor_probe;
+
 }  // namespace rlock::scripts

@@ -101,6 +101,20 @@ void print_watch_event(const WatchEvent& event, const OutputStyle& style);
 void print_watch_unreachable(const std::string& message, const OutputStyle& style);
 void print_watch_reachable(Millis down, const OutputStyle& style);
 
+// doctor: one thing found about the Redis setup.
+struct Finding {
+  enum class Level { ok, note, problem, unknown };  // unknown: could not be checked
+  Level level = Level::ok;
+  std::string topic;   // "persistence", "eviction", "failover" ...
+  std::string server;  // the server's redacted URL; "" for the whole topology
+  std::string text;    // what was found, why it matters, what to set (printable already)
+};
+// doctor's findings, a line each under the server they are of, then a count; or one JSON
+// document ({"topology": ..., "findings": [...]}).
+void print_findings(const std::string& topology, const std::vector<Finding>& findings,
+                    const OutputStyle& style);
+const char* level_name(Finding::Level level);
+
 // Writes TEXT to stdout; throws Error(k_exit_internal) when stdout is gone: StdoutClosed when
 // its reader went away (EPIPE), which a verb that streams lines may take for the end.
 struct StdoutClosed : Error {

@@ -451,4 +451,14 @@ std::string watch_reachable_json(Millis down, WallTime now) {
   return line({{"event", "reachable"}, {"time", format_rfc3339(now)}, {"down_ms", down.count()}});
 }
 
+std::string findings_json(const std::string& topology, const std::vector<Finding>& findings) {
+  json all = json::array();
+  for (const Finding& f : findings)
+    all.push_back({{"level", level_name(f.level)},
+                   {"topic", f.topic},
+                   {"server", or_null(f.server)},
+                   {"text", f.text}});
+  return document({{"topology", topology}, {"findings", all}});
+}
+
 }  // namespace rlock

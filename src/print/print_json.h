@@ -10,6 +10,7 @@
 #include "lock/check.h"
 #include "lock/lock_watch.h"
 #include "print/lock_view.h"
+#include "print/print.h"
 #include "settings/settings.h"
 
 namespace rlock {
@@ -36,5 +37,8 @@ std::string watch_start_json(const std::vector<std::string>& keys, const WatchMo
 std::string watch_event_json(const WatchEvent& e, WallTime now);
 std::string watch_unreachable_json(const std::string& message, WallTime now);
 std::string watch_reachable_json(Millis down, WallTime now);
+
+// doctor's findings (print_findings).
+std::string findings_json(const std::string& topology, const std::vector<Finding>& findings);
 
 }  // namespace rlock

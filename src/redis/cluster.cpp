@@ -57,7 +57,7 @@ int key_slot(std::string_view key) {
 std::optional<std::string_view> command_key(const Argv& argv) {
   if (argv.empty()) return std::nullopt;
   const std::string& name = argv[0];
-  if (name == "EVAL" || name == "EVALSHA") {
+  if (name == "EVAL" || name == "EVALSHA" || name == "EVAL_RO" || name == "EVALSHA_RO") {
     if (argv.size() > 3 && argv[2] != "0") return argv[3];
     return std::nullopt;
   }

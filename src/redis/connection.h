@@ -97,6 +97,10 @@ public:
   std::vector<Reply> take(size_t count);
   // Whether it is connected, its TLS handshake done, AUTH and SELECT answered.
   bool up() const { return phase_ == Phase::up; }
+  // TLS: when the server's certificate expires (Stream::certificate_expiry), once connected.
+  std::optional<int64_t> certificate_expiry() const {
+    return stream_ ? stream_->certificate_expiry() : std::nullopt;
+  }
   // DEADLINE, or the connect timeout's end when that comes first and the connection is not up.
   TimePoint deadline(TimePoint deadline) const;
   // When poll() must return at the latest: deadline(DEADLINE), or sooner when the handshake

@@ -4,6 +4,7 @@
 // connection does the waiting, with a deadline.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ public:
   // While the handshake waits for something that may never come (TLS: the server's word on
   // our certificate), when to call handshake() again all the same; nothing otherwise.
   virtual std::optional<TimePoint> wake_at() const { return std::nullopt; }
+  // TLS: when the server's certificate expires (its notAfter, in seconds since the epoch), once
+  // the handshake is done; nothing otherwise.
+  virtual std::optional<int64_t> certificate_expiry() const { return std::nullopt; }
   virtual Result<Step> write_some(const char* bytes, size_t len) = 0;
   virtual Result<Step> read_some(char* buf, size_t len) = 0;
   // The socket underneath, to poll, or to look at without reading.

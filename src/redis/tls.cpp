@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "util/duration.h"
 #include "util/resources.h"
@@ -50,6 +51,10 @@ constexpr Millis k_verdict_cap{500};
   X(SSL_get_verify_result)                                                                         \
   X(SSL_set_msg_callback)                                                                          \
   X(SSL_version)                                                                                   \
+  X(SSL_get1_peer_certificate)                                                                     \
+  X(X509_get0_notAfter)                                                                            \
+  X(X509_free)                                                                                     \
+  X(ASN1_TIME_to_tm)                                                                               \
   X(X509_VERIFY_PARAM_set1_ip_asc)                                                                 \
   X(X509_verify_cert_error_string)                                                                 \
   X(ERR_get_error)                                                                                 \
@@ -271,6 +276,16 @@ public:
   }
 
   std::optional<TimePoint> wake_at() const override { return verdict_by_; }
+
+  std::optional<int64_t> certificate_expiry() const override {
+    X509* cert = ssl_.SSL_get1_peer_certificate(conn_.get());
+    if (!cert) return std::nullopt;
+    std::tm tm{};
+    bool read = ssl_.ASN1_TIME_to_tm(ssl_.X509_get0_notAfter(cert), &tm) == 1;
+    ssl_.X509_free(cert);
+    if (!read) return std::nullopt;
+    return static_cast<int64_t>(::timegm(&tm));
+  }
 
   Result<Step> write_some(const char* bytes, size_t len) override {
     auto n = call([&] { return ssl_.SSL_write(conn_.get(), bytes, static_cast<int>(len)); });

@@ -249,6 +249,7 @@ const Command* find_command(std::string_view name);
 extern const Command k_run_command, k_status_command, k_inspect_command, k_history_command,
     k_logs_command, k_check_command, k_watch_command, k_list_command, k_acquire_command,
     k_extend_command, k_release_command, k_stop_command, k_pause_command, k_resume_command,
-    k_reset_period_command, k_config_command, k_completion_command, k_help_command;
+    k_reset_period_command, k_config_command, k_doctor_command, k_completion_command,
+    k_help_command;
 
 }  // namespace rlock

@@ -25,19 +25,6 @@ namespace rlock {
 
 namespace {
 
-// The classes of notify-keyspace-events a watch needs, that CONFIG_VALUE lacks: K (keyspace
-// channels, which are per key; keyevent channels, E, are per event and would bring every
-// such event of the server to filter), g (del, expire), $ (set), x (expired) and z (the
-// queue's and the places' zadd and zrem). 'A' stands for "g$lshzxetd".
-std::string missing_classes(const std::string& config_value) {
-  std::string missing;
-  for (char c : std::string("Kg$xz")) {
-    bool in_all = c != 'K' && config_value.find('A') != std::string::npos;
-    if (!in_all && config_value.find(c) == std::string::npos) missing += c;
-  }
-  return missing;
-}
-
 // A stream entry's ID ("1700000000000-3": the server's ms, a sequence number) as numbers.
 std::pair<uint64_t, uint64_t> stream_id(const std::string& id) {
   char* end = nullptr;

@@ -1,0 +1,208 @@
+"""rlock doctor: each finding against a server set up to show it, the exit status, and that
+doctor changes nothing in Redis (rdb_changes_since_last_save, which counts every write)."""
+import json
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+from harness import (IdleClosingProxy, RedisServer, documented_acl, free_port, run_rlock,
+                     start_cluster)
+from test_connection import make_certificates, tls_server
+from test_failover import Topology
+
+TUNED = ("--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory", "100mb",
+         "--maxmemory-policy", "noeviction", "--notify-keyspace-events", "Kg$xz")
+
+
+def doctor(url, *args):
+    return run_rlock(["--redis", url, "doctor", *args], timeout=60)
+
+
+def lines(r, level, topic):
+    """The lines of doctor's text at LEVEL about TOPIC."""
+    return [l for l in r.stdout.splitlines()
+            if re.match(rf"\s+{level}\s+{topic}\s", l)]
+
+
+def writes(server):
+    return int(re.search(r"rdb_changes_since_last_save:(\d+)",
+                         server.cmd("INFO", "persistence")).group(1))
+
+
+class Doctor(unittest.TestCase):
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+
+    def server(self, *args):
+        s = RedisServer(*args)
+        self.servers.append(s)
+        return s
+
+    def test_no_persistence_and_an_evicting_policy_are_both_named(self):
+        s = self.server("--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
+        before = writes(s)
+        r = doctor(s.url)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(len(lines(r, "problem", "persistence")), 1, r.stdout)
+        self.assertIn('none (appendonly no, save "")', lines(r, "problem", "persistence")[0])
+        self.assertIn("set appendonly yes", lines(r, "problem", "persistence")[0])
+        eviction = lines(r, "problem", "eviction")
+        self.assertEqual(len(eviction), 1, r.stdout)
+        self.assertIn("allkeys-lru", eviction[0])
+        self.assertIn("noeviction", eviction[0])
+        self.assertIn("2 problems", r.stdout)
+        j = json.loads(doctor(s.url, "--json").stdout)
+        problems = {f["topic"] for f in j["findings"] if f["level"] == "problem"}
+        self.assertEqual(problems, {"persistence", "eviction"})
+        # Read-only: no write, no key.
+        self.assertEqual(writes(s), before)
+        self.assertEqual(s.cmd("DBSIZE"), 0)
+
+    def test_rdb_snapshots_alone_are_a_problem_too(self):
+        s = self.server("--save", "3600 1")
+        r = doctor(s.url)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn('RDB snapshots only (appendonly no, save "3600 1")',
+                      lines(r, "problem", "persistence")[0])
+
+    def test_a_tuned_server_is_fine(self):
+        s = self.server(*TUNED)
+        r = doctor(s.url)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0 problems", r.stdout)
+        for topic in ("version", "persistence", "eviction", "notifications", "clock",
+                      "commands", "failover"):
+            self.assertEqual(len(lines(r, "ok", topic)), 1, topic + "\n" + r.stdout)
+
+    def test_the_documented_acl_user_sees_what_it_could_not_check(self):
+        # README "Least privilege": INFO but no CONFIG GET.
+        s = self.server(*TUNED)
+        s.restrict(documented_acl())
+        r = doctor(s.url)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("CONFIG GET is refused", lines(r, "unknown", "notifications")[0])
+        self.assertIn("appendfsync unknown", lines(r, "ok", "persistence")[0])
+        self.assertEqual(len(lines(r, "ok", "commands")), 1, r.stdout)
+        self.assertEqual(len(lines(r, "ok", "eviction")), 1, r.stdout)
+
+    def test_a_command_the_acl_denies_is_named(self):
+        s = self.server(*TUNED)
+        s.restrict(documented_acl() + [["-pexpire"]])
+        before = writes(s)
+        r = doctor(s.url)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        denied = lines(r, "problem", "commands")
+        self.assertEqual(len(denied), 1, r.stdout)
+        self.assertIn("PEXPIRE (rlock's scripts", denied[0])
+        self.assertNotIn("TIME", denied[0])
+        self.assertEqual(writes(s), before)
+
+    def test_key_patterns_that_leave_out_the_lock_are_named(self):
+        s = self.server(*TUNED)
+        s.restrict(documented_acl() + [["resetkeys", "~other:*", "~{other:*"]])
+        r = doctor(s.url, "lock:daily")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("leave out lock:daily's own keys", lines(r, "problem", "commands")[0])
+        self.assertEqual(doctor(s.url, "other:daily").returncode, 0)
+
+    def test_an_on_call_user_is_told_only_what_it_lacks(self):
+        s = self.server(*TUNED)
+        s.restrict([["resetkeys", "~lock:*", "~{lock:*", "resetchannels", "-@all", "+@read",
+                     "+time", "+select", "-@dangerous", "+info", "+cluster|slots"]])
+        r = doctor(s.url, "lock:x")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("kept output", "".join(lines(r, "note", "commands")))
+        # No scripts: the writes it may not make are not even tried.
+        self.assertIn("EVALSHA, EVAL (rlock's scripts", lines(r, "problem", "commands")[0])
+        self.assertIn("EVAL_RO", lines(r, "unknown", "commands")[0])
+
+    def test_unreachable_is_69(self):
+        r = doctor(f"redis://127.0.0.1:{free_port()}")
+        self.assertEqual(r.returncode, 69, r.stdout + r.stderr)
+        self.assertEqual(len(lines(r, "problem", "reach")), 1, r.stdout)
+
+    def test_a_proxy_between_is_named(self):
+        s = self.server(*TUNED)
+        proxy = IdleClosingProxy(s.port, idle=30)
+        try:
+            r = doctor(f"redis://127.0.0.1:{proxy.port}")
+        finally:
+            proxy.close()
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertIn(f"127.0.0.1:{s.port}", lines(r, "note", "proxy")[0])
+
+    def test_a_certificate_about_to_expire_is_a_problem(self):
+        certs = tempfile.mkdtemp(prefix="rlock-tls-")
+        self.addCleanup(shutil.rmtree, certs, True)
+        make_certificates(certs)  # valid for two days
+        port = free_port()
+        s = tls_server(certs, port)
+        self.servers.append(s)
+        r = doctor(f"rediss://127.0.0.1:{port}", "--cacert", os.path.join(certs, "ca.crt"))
+        tls = lines(r, "problem", "tls")
+        self.assertEqual(len(tls), 1, r.stdout + r.stderr)
+        self.assertRegex(tls[0], r"expires on \d{4}-\d\d-\d\d \(in [12] days?\)")
+
+    def test_redlock_names_the_node_down_and_counts_the_quorum(self):
+        nodes = [self.server(*TUNED) for _ in range(3)]
+        nodes[1].stop()
+        args = []
+        for n in nodes:
+            args += ["--redis", n.url]
+        r = run_rlock(args + ["doctor"], timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f":{nodes[1].port}", "".join(lines(r, "problem", "reach")))
+        self.assertIn("2 of 3 servers answer", lines(r, "ok", "quorum")[0])
+        for n in (nodes[0], nodes[2]):
+            self.assertEqual(n.cmd("DBSIZE"), 0)
+
+
+class DoctorSentinel(unittest.TestCase):
+    """Redis 7.0's default repl-diskless-sync-delay (5 s) makes a failover outlast a 10 s ttl."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.topology = Topology(replicas=1, primary_args=TUNED)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.topology.close()
+
+    def test_the_failover_window_and_a_safe_ttl(self):
+        r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", "10s"], timeout=60)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        failover = lines(r, "problem", "failover")
+        self.assertEqual(len(failover), 1, r.stdout)
+        self.assertIn("repl-diskless-sync-delay 5s", failover[0])
+        self.assertIn("down-after-milliseconds 1000", failover[0])
+        safe = re.search(r"use --ttl (\S+) or more", failover[0]).group(1)
+        r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", safe], timeout=60)
+        self.assertEqual(len(lines(r, "ok", "failover")), 1, r.stdout)
+        self.assertEqual(len(lines(r, "ok", "sentinels")), 1, r.stdout)
+        self.assertIn("1 replica, --min-replicas 1", lines(r, "ok", "replicas")[0])
+        self.assertEqual(len(lines(r, "ok", "persistence")), 1, r.stdout)  # the primary's
+
+
+class DoctorCluster(unittest.TestCase):
+    def test_masters_without_replicas_and_the_window(self):
+        nodes = start_cluster("--cluster-node-timeout", "3000")
+        try:
+            r = run_rlock(["--redis", nodes[0].url, "doctor", "--ttl", "15s"], timeout=60)
+        finally:
+            for n in nodes:
+                n.stop()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(len(lines(r, "problem", "replicas")), 3, r.stdout)
+        failover = lines(r, "problem", "failover")
+        self.assertIn("cluster-node-timeout 3000", failover[0])
+        self.assertIn("a Cluster of 3 masters", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
