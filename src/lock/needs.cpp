@@ -89,8 +89,10 @@ Result<CommandCheck> check_commands(Redis& redis, const std::string& key, bool m
   }
   const auto& e = scripted.elements;
   for (size_t i = 0; i + 2 < e.size(); i += 3) {
-    if (!e[i + 1].str.empty()) deny(e[i].str, e[i + 1].str, On::lock_keys, k_scripts_need, false);
-    if (!e[i + 2].str.empty()) deny(e[i].str, e[i + 2].str, On::output_keys, k_output_needs, true);
+    if (is_acl_denial(e[i + 1].str))
+      deny(e[i].str, e[i + 1].str, On::lock_keys, k_scripts_need, false);
+    if (is_acl_denial(e[i + 2].str))
+      deny(e[i].str, e[i + 2].str, On::output_keys, k_output_needs, true);
   }
   return check;
 }

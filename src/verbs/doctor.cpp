@@ -29,14 +29,16 @@ namespace {
 
 using Level = Finding::Level;
 
-// The parts of a failover window that no setting names, as measured (docs/DESIGN.md "Failover
-// windows"). Sentinel: from the promotion until the sentinels agree on the new primary and
-// its replicas have synchronised with it, besides their repl-diskless-sync-delay; and the
-// sentinels' vote after down-after-milliseconds. Cluster: a replica's election after
-// cluster-node-timeout has made its master fail, and the failure's news to spread (another
-// cluster-node-timeout at most).
-constexpr Millis k_sentinel_switch{2500};
+// The parts of a failover window that no setting names, measured with margin (docs/DESIGN.md
+// "Failover windows"). Sentinel: the vote after down-after-milliseconds, and the switch, until
+// the sentinels agree on the new primary and a replica acknowledges to it. Cluster: a
+// replica's election, after cluster-node-timeout has made its master fail and the failure's
+// news has spread (another cluster-node-timeout at most).
+constexpr Millis k_sentinel_switch{3000};
 constexpr Millis k_sentinel_vote{1000};
+// Sentinel, when renewals wait for the old primary: the sentinels make it a replica 8 s after
+// it last said it was a primary (4 of their 2 s publish periods), then its full resync.
+constexpr Millis k_sentinel_demote{10000};
 constexpr Millis k_cluster_election{1000};
 // Redis's defaults, assumed where CONFIG GET is denied (and said).
 constexpr Millis k_default_diskless_delay{5000};
@@ -355,12 +357,11 @@ private:
   }
 
   // WINDOW (made of HOW) against the ttl: the outage a holder rides through.
-  void failover(Millis window, const std::string& how, const std::string& also) {
+  // The failover window WINDOW (WHAT it is made of) against the ttl: the outage a holder rides.
+  void failover(Millis window, const std::string& what) {
     Millis ridden = outage_ridden(run_.ttl, run_.kill_after);
-    std::string ttl = "--ttl " + format_duration(run_.ttl);
-    std::string text = "a failover takes about " + format_duration(window) + " (" + how + ")" +
-                       also + "; " + ttl + " rides through an outage of " +
-                       format_duration(ridden) + " at most";
+    std::string text = what + "; --ttl " + format_duration(run_.ttl) +
+                       " rides through an outage of " + format_duration(ridden) + " at most";
     if (ridden >= window) {
       add(Level::ok, "failover", "", text);
       return;
@@ -433,11 +434,11 @@ private:
     commands(*redis, "");
     replicas(fewest == SIZE_MAX ? 0 : fewest, "");
     if (!timeout_known) node_timeout = std::max(node_timeout, k_default_node_timeout);
-    failover(2 * node_timeout + k_cluster_election,
-             "twice cluster-node-timeout " + std::to_string(node_timeout.count()) +
-                 (timeout_known ? "" : " (assumed: CONFIG GET is refused)") +
-                 ", and a replica's election",
-             "");
+    Millis window = 2 * node_timeout + k_cluster_election;
+    failover(window, "a failover takes about " + format_duration(window) +
+                         " (twice cluster-node-timeout " + std::to_string(node_timeout.count()) +
+                         (timeout_known ? "" : " (assumed: CONFIG GET is refused)") +
+                         ", and a replica's election)");
     return true;
   }
 
@@ -477,7 +478,7 @@ private:
         survey(at_address(base, field(view->master, "ip"),
                           static_cast<int>(integer(field(view->master, "port")).value_or(0))),
                "primary");
-    topology += ": primary " + primary.survey.name;
+    topology += ": primary " + primary.url.redacted();
     judge(primary);
     std::vector<Server> replicas_seen;
     for (const Fields& r : view->replicas) {
@@ -498,9 +499,13 @@ private:
     if (primary.survey.unreachable) return false;
     auto redis = connect_redis(global_);
     commands(*redis, primary.survey.name);
-    replicas(replicas_seen.size(), "");
-    // The replicas' diskless delay: the one the sentinels promote serves the others' sync
-    // with it, and the sentinels announce the switch once they are reconfigured.
+    // After a switch the other replicas resynchronise in part, at once; the old primary,
+    // which took writes after the replica it meets, in full, after the new primary's
+    // repl-diskless-sync-delay. --min-replicas waits for as many acknowledgements: when the
+    // other replicas are too few, for that full resync (planned), or for the old primary's
+    // return (lost).
+    size_t others = replicas_seen.empty() ? 0 : replicas_seen.size() - 1;
+    bool needs_old_primary = static_cast<size_t>(run_.min_replicas) > others;
     Millis delay{0};
     bool assumed = false;
     for (const Server& r : replicas_seen) {
@@ -513,16 +518,33 @@ private:
         delay = std::max(delay, Millis(1000 * integer(d->second).value_or(0)));
       }
     }
+    if (!needs_old_primary || replicas_seen.empty())
+      replicas(replicas_seen.size(), "");
+    else
+      add(Level::problem, "replicas", "",
+          "--min-replicas " + std::to_string(run_.min_replicas) + " with " +
+              counted(replicas_seen.size(), "replica") + ": once a failover has promoted one, " +
+              (others == 0 ? std::string("none remains") : counted(others, "replica") + " remain") +
+              " to acknowledge, so no lock is taken or renewed until the old primary "
+              "is a replica again and resynchronised in full (after repl-diskless-sync-delay " +
+              format_duration(delay) +
+              "), and a primary lost for good stops every holder; "
+              "add a replica");
     Millis down_after{integer(field(view->master, "down-after-milliseconds")).value_or(30000)};
-    Millis planned = delay + k_sentinel_switch;
-    std::string how = "down-after-milliseconds " + std::to_string(down_after.count()) +
-                      ", a vote, repl-diskless-sync-delay " + format_duration(delay) +
-                      (assumed ? " (assumed: CONFIG GET is refused on a replica)" : "") +
-                      " of the replicas, and the switch";
-    failover(down_after + k_sentinel_vote + planned, how,
-             "; a planned one (SENTINEL FAILOVER) about " + format_duration(planned) +
-                 "; failover-timeout " + printable(field(view->master, "failover-timeout")) +
-                 " ms bounds one that stalls");
+    Millis lost = down_after + k_sentinel_vote + k_sentinel_switch;
+    Millis planned =
+        k_sentinel_switch + (needs_old_primary ? k_sentinel_demote + delay : Millis(0));
+    std::string what = "a failover takes about " + format_duration(lost) +
+                       " when the primary is lost (down-after-milliseconds " +
+                       std::to_string(down_after.count()) + ", a vote and the switch), " +
+                       format_duration(planned) + " when planned (SENTINEL FAILOVER: the switch";
+    if (needs_old_primary)
+      what += ", the old primary's demotion and its full resync after repl-diskless-sync-delay " +
+              format_duration(delay) +
+              (assumed ? " (assumed: CONFIG GET is refused on a replica)" : "");
+    what += "); failover-timeout " + printable(field(view->master, "failover-timeout")) +
+            " ms bounds one that stalls";
+    failover(std::max(lost, planned), what);
     return true;
   }
 
