@@ -16,10 +16,12 @@ namespace rlock {
 Millis smallest_ttl_riding(Millis window, std::optional<Millis> kill_after) {
   // A kill-after of ttl/2 or more is refused (kill_after_allowed): with one given, the ttl
   // grows until it is allowed too.
-  for (Millis ttl{1000};; ttl += Millis(1000)) {
+  // Past a day it stops counting: no setting of a server asks for a longer ttl in earnest.
+  for (Millis ttl{1000}; ttl < Millis(24LL * 3600 * 1000); ttl += Millis(1000)) {
     Millis kill = kill_after.value_or(default_kill_after(ttl));
     if (kill_after_allowed(kill, ttl) && outage_ridden(ttl, kill) >= window) return ttl;
   }
+  return Millis(24LL * 3600 * 1000);
 }
 
 namespace {

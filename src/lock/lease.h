@@ -52,8 +52,10 @@ constexpr bool kill_after_allowed(Millis kill_after, Millis ttl) { return kill_a
 
 // The longest outage (Redis unreachable, a failover) a holder rides through whatever its phase:
 // one that begins just before a renewal is due, ttl/3 after the last one, must be over, and the
-// next retry answered, before the kill signal is due (KILL_AFTER before the lease's end).
-// rlock doctor compares it with a topology's failover window (docs/DESIGN.md "Failover windows").
+// next retry answered, before the kill signal is due (KILL_AFTER before the lease's end). A
+// server that vanished without a reset (a host gone, not a process) may hold an attempt for its
+// timeout as well (renew_attempt_timeout). rlock doctor compares it with a topology's failover
+// window (docs/DESIGN.md "Failover windows").
 constexpr Millis outage_ridden(Millis ttl, Millis kill_after) {
   Millis left =
       ttl - renew_interval(ttl) - lease_drift(ttl) - kill_after - renew_retry_interval(ttl);

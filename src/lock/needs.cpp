@@ -1,6 +1,7 @@
 #include "lock/needs.h"
 
 #include "lock/lock.h"
+#include "lock/lock_value.h"
 #include "lock/scripts.h"
 
 namespace rlock {
@@ -35,8 +36,11 @@ bool is_key_denial(const std::string& error) {
 Result<CommandCheck> check_commands(Redis& redis, const std::string& key, bool min_replicas,
                                     TimePoint deadline) {
   using On = Denial::On;
-  const std::string lock_key = key, helper = helper_key(key, "doctor-probe"),
-                    output = kept_output_key(key, "doctor-probe");
+  // Keys of KEY's that no one else uses: a probe that would change one (LPOP, LREM) finds
+  // nothing there.
+  const std::string probe = "doctor-probe-" + make_token().substr(0, 16);
+  const std::string lock_key = key, helper = helper_key(key, probe),
+                    output = kept_output_key(key, probe);
   const std::vector<Probe> probes{
       {{"TIME"}, On::command, "the server's clock, for every lock"},
       {{"EVALSHA", std::string(40, '0'), "0"}, On::command, k_scripts_need},
@@ -79,12 +83,13 @@ Result<CommandCheck> check_commands(Redis& redis, const std::string& key, bool m
   }
   const Reply& scripted = replies->back();
   if (scripted.type == Reply::Type::error) {
-    check.unchecked.push_back("the commands rlock's scripts call (" +
-                              std::string(is_acl_denial(scripted.str)
-                                              ? "the ACL denies EVAL_RO, with which doctor "
-                                                "tries them"
-                                              : "tried with EVAL_RO, which needs Redis 7.0") +
-                              ")");
+    bool unknown = scripted.str.find("unknown command") != std::string::npos;
+    check.unchecked.push_back(
+        "the commands rlock's scripts call: " +
+        (is_acl_denial(scripted.str)
+             ? std::string("the ACL denies EVAL_RO, with which doctor tries them")
+         : unknown ? std::string("EVAL_RO, with which doctor tries them, needs Redis 7.0")
+                   : "EVAL_RO: " + scripted.str));
     return check;
   }
   const auto& e = scripted.elements;

@@ -4,6 +4,7 @@
 #include "print/print.h"
 #include "print/print_json.h"
 #include "print/print_text.h"
+#include "util/text.h"
 
 namespace rlock {
 
@@ -25,7 +26,11 @@ void print_findings(const std::string& topology, const std::vector<Finding>& fin
   }
   size_t topic_width = 0;
   for (const Finding& f : findings) topic_width = std::max(topic_width, f.topic.size());
-  std::string out = topology + "\n";
+  // What servers and sentinels said (hosts, error replies) is in the text: escaped whole here.
+  auto safe = [](const std::string& text) {
+    return terminal_safe(text, std::string_view::npos, Backslashes::kept);
+  };
+  std::string out = safe(topology) + "\n";
   // The topology's own findings first, then each server's under its name, in order of appearance.
   std::vector<std::string> servers{""};
   for (const Finding& f : findings)
@@ -33,7 +38,7 @@ void print_findings(const std::string& topology, const std::vector<Finding>& fin
       servers.push_back(f.server);
   int counts[4] = {};
   for (const std::string& server : servers) {
-    if (!server.empty()) out += server + "\n";
+    if (!server.empty()) out += safe(server) + "\n";
     for (const Finding& f : findings) {
       if (f.server != server) continue;
       ++counts[static_cast<int>(f.level)];
@@ -42,7 +47,7 @@ void print_findings(const std::string& topology, const std::vector<Finding>& fin
                                                               : "33";
       std::string level = level_name(f.level);
       out += "  " + paint(style, colour, level) + std::string(8 - level.size(), ' ') + f.topic +
-             std::string(topic_width + 2 - f.topic.size(), ' ') + f.text + "\n";
+             std::string(topic_width + 2 - f.topic.size(), ' ') + safe(f.text) + "\n";
     }
   }
   auto count = [&](Finding::Level level, const char* one, const char* many) {

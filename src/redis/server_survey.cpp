@@ -1,5 +1,6 @@
 #include "redis/server_survey.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -47,13 +48,6 @@ std::string client_field(const std::string& line, const std::string& field) {
   return "";
 }
 
-std::optional<int> number(const std::string& text) {
-  int n = 0;
-  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
-}
-
 using WallMs = std::chrono::milliseconds;
 
 int64_t wall_ms() {
@@ -63,9 +57,16 @@ int64_t wall_ms() {
 
 }  // namespace
 
-std::string ServerSurvey::field(const std::string& name) const {
-  auto it = info.find(name);
-  return it == info.end() ? "" : it->second;
+std::string field_of(const Fields& fields, const std::string& name) {
+  auto it = fields.find(name);
+  return it == fields.end() ? "" : it->second;
+}
+
+std::optional<int64_t> whole_number(const std::string& text) {
+  int64_t n = 0;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
 }
 
 ServerSurvey survey_server(NodeRedis& node, TimePoint deadline) {
@@ -138,42 +139,31 @@ SentinelView ask_sentinel(const RedisUrl& sentinel, const std::string& master_na
   return view;
 }
 
-Result<std::vector<ClusterNode>> cluster_nodes(NodeRedis& node, TimePoint deadline) {
-  auto reply = node.call({"CLUSTER", "NODES"}, deadline);
+Result<std::vector<ClusterShard>> cluster_shards(NodeRedis& node, TimePoint deadline) {
+  auto reply = node.call({"CLUSTER", "SLOTS"}, deadline);
   if (!reply) return reply.failure();
-  if (!reply->is_string()) return unexpected_reply("CLUSTER NODES");
-  std::vector<ClusterNode> nodes;
-  size_t at = 0;
-  const std::string& text = reply->str;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    // <id> <ip:port@cport[,hostname]> <flags> <master> <ping> <pong> <epoch> <link> <slot>...
-    std::vector<std::string> words;
-    for (size_t w = at; w < end;) {
-      size_t space = text.find(' ', w);
-      if (space == std::string::npos || space > end) space = end;
-      if (space > w) words.push_back(text.substr(w, space - w));
-      w = space + 1;
-    }
-    at = end + 1;
-    if (words.size() < 8) continue;
-    ClusterNode n;
-    n.id = words[0];
-    std::string address = words[1].substr(0, words[1].find_first_of("@,"));
-    size_t colon = address.rfind(':');
-    if (colon == std::string::npos) return unexpected_reply("CLUSTER NODES");
-    n.host = address.substr(0, colon);
-    n.port = number(address.substr(colon + 1)).value_or(0);
-    const std::string& flags = words[2];
-    n.master = flags.find("master") != std::string::npos;
-    n.failed = flags.find("fail") != std::string::npos;
-    if (flags.find("noaddr") != std::string::npos || n.host.empty()) continue;
-    n.master_id = words[3] == "-" ? "" : words[3];
-    n.slot_ranges = static_cast<int>(words.size()) - 8;
-    nodes.push_back(n);
+  if (!reply->is_array()) return unexpected_reply("CLUSTER SLOTS");
+  // Each range: start, end, then the master and its replicas, each [host, port, id, ...].
+  auto address = [](const Reply& node) -> std::optional<std::pair<std::string, int>> {
+    if (!node.is_array() || node.elements.size() < 2 || !node.elements[1].is_integer())
+      return std::nullopt;
+    return std::make_pair(node.elements[0].str, static_cast<int>(node.elements[1].integer));
+  };
+  std::vector<ClusterShard> shards;
+  for (const Reply& range : reply->elements) {
+    if (!range.is_array() || range.elements.size() < 3) return unexpected_reply("CLUSTER SLOTS");
+    auto master = address(range.elements[2]);
+    if (!master) return unexpected_reply("CLUSTER SLOTS");
+    auto known = std::find_if(shards.begin(), shards.end(), [&](const ClusterShard& s) {
+      return s.host == master->first && s.port == master->second;
+    });
+    if (known != shards.end()) continue;  // another range of a master already listed
+    ClusterShard shard{master->first, master->second, {}};
+    for (size_t i = 3; i < range.elements.size(); ++i)
+      if (auto replica = address(range.elements[i])) shard.replicas.push_back(*replica);
+    shards.push_back(std::move(shard));
   }
-  return nodes;
+  return shards;
 }
 
 RedisUrl at_address(RedisUrl url, const std::string& host, int port) {

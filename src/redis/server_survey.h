@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "redis/redis_node.h"
@@ -19,6 +20,11 @@
 namespace rlock {
 
 using Fields = std::map<std::string, std::string>;
+
+// FIELDS' NAME, or "".
+std::string field_of(const Fields& fields, const std::string& name);
+// TEXT as a whole number, or nothing.
+std::optional<int64_t> whole_number(const std::string& text);
 
 // The settings survey_server() asks for, one CONFIG GET each (Redis 6 takes one at a time).
 inline constexpr const char* k_surveyed_settings[] = {"appendonly",
@@ -46,7 +52,7 @@ struct ServerSurvey {
   std::optional<int64_t> certificate_expires;  // TLS: its certificate's notAfter (epoch s)
 
   // INFO's field NAME, or "".
-  std::string field(const std::string& name) const;
+  std::string field(const std::string& name) const { return field_of(info, name); }
 };
 
 // Asks NODE, within DEADLINE, in one round trip.
@@ -63,18 +69,16 @@ struct SentinelView {
 SentinelView ask_sentinel(const RedisUrl& sentinel, const std::string& master_name,
                           const ConnectOptions& options, TimePoint deadline);
 
-// One line of CLUSTER NODES.
-struct ClusterNode {
-  std::string id;
+// A Cluster's master and its replicas, from CLUSTER SLOTS (which README "Least privilege"
+// grants, where CLUSTER NODES is not): a replica that failed is left out.
+struct ClusterShard {
   std::string host;
   int port = 0;
-  bool master = false;
-  bool failed = false;    // flagged fail or fail?: its peers cannot reach it
-  std::string master_id;  // a replica's master
-  int slot_ranges = 0;    // a master's ranges of hash slots
+  std::vector<std::pair<std::string, int>> replicas;  // host, port
 };
-// CLUSTER NODES of NODE; a protocol failure for a reply that is not one.
-Result<std::vector<ClusterNode>> cluster_nodes(NodeRedis& node, TimePoint deadline);
+// CLUSTER SLOTS of NODE, a shard per master; a failure of kind server for a single server
+// ("cluster support disabled") or an ACL's denial.
+Result<std::vector<ClusterShard>> cluster_shards(NodeRedis& node, TimePoint deadline);
 
 // URL with its host and port replaced: another server of the same topology, reached with the
 // same scheme, user, password and database.

@@ -37,23 +37,19 @@ using Level = Finding::Level;
 constexpr Millis k_sentinel_switch{3000};
 constexpr Millis k_sentinel_vote{1000};
 // Sentinel, when renewals wait for the old primary: the sentinels make it a replica 8 s after
-// it last said it was a primary (4 of their 2 s publish periods), then its full resync.
+// it last said it was a primary (4 of their 2 s publish periods), and 2 s for its full resync
+// (besides the diskless delay) and margin.
 constexpr Millis k_sentinel_demote{10000};
 constexpr Millis k_cluster_election{1000};
 // Redis's defaults, assumed where CONFIG GET is denied (and said).
 constexpr Millis k_default_diskless_delay{5000};
 constexpr Millis k_default_node_timeout{15000};
+// Settings beyond this are taken as this: the window is said, the ttl computed stays finite.
+constexpr Millis k_longest_window{24LL * 3600 * 1000};
 // A clock further off than this (and than the round trip) is said.
 constexpr Millis k_clock_note{1000};
 // A certificate that ends within this is a problem now.
 constexpr int k_certificate_days = 21;
-
-std::optional<int64_t> integer(const std::string& text) {
-  int64_t n = 0;
-  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || err != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return n;
-}
 
 std::string quoted(const std::string& text) { return "\"" + printable(text) + "\""; }
 
@@ -102,7 +98,7 @@ private:
   }
 
   // The server at URL, named in the findings with its ROLE in the topology.
-  Server survey(const RedisUrl& url, std::string role) {
+  Server ask(const RedisUrl& url, std::string role) {
     NodeRedis node(url, global_.connect);
     Server s{url, role, survey_server(node, deadline())};
     if (role != "server") s.survey.name += " (" + role + ")";
@@ -134,7 +130,7 @@ private:
     bool valkey = v.field("server_name") == "valkey";
     std::string number = valkey ? v.field("valkey_version") : v.field("redis_version");
     std::string name = std::string(valkey ? "Valkey " : "Redis ") + printable(number);
-    auto major = integer(number.substr(0, number.find('.')));
+    auto major = whole_number(number.substr(0, number.find('.')));
     if (!valkey && major && *major < 6)
       add(Level::problem, "version", v.name,
           name + ": rlock needs Redis 6.0 or later (list, ACL users and TLS fail before it)");
@@ -198,7 +194,7 @@ private:
       add(Level::ok, "eviction", v.name, "maxmemory-policy noeviction");
       return;
     }
-    uint64_t bytes = static_cast<uint64_t>(integer(limit).value_or(0));
+    uint64_t bytes = static_cast<uint64_t>(whole_number(limit).value_or(0));
     if (bytes > 0)
       add(Level::problem, "eviction", v.name,
           "maxmemory-policy " + printable(policy) + " with maxmemory " + format_byte_size(bytes) +
@@ -254,8 +250,8 @@ private:
   void proxy(const Server& s) {
     const ServerSurvey& v = s.survey;
     if (auto t = v.config.find("timeout");
-        t != v.config.end() && integer(t->second).value_or(0) > 0)
-      add(Level::note, "proxy", v.name,
+        t != v.config.end() && whole_number(t->second).value_or(0) > 0)
+      add(Level::note, "idle-timeout", v.name,
           "timeout " + printable(t->second) +
               ": the server closes connections idle that many seconds; rlock connects again "
               "without a word");
@@ -305,13 +301,13 @@ private:
                     : d.on == Denial::On::output_keys ? output
                     : d.optional                      ? optional
                                                       : needed;
-      std::string& commands = group[d.needed_by];
-      commands += (commands.empty() ? "" : ", ") + d.command;
+      std::string& names = group[d.needed_by];
+      names += (names.empty() ? "" : ", ") + d.command;
     }
     auto listed = [](const std::map<std::string, std::string>& group) {
       std::string text;
-      for (const auto& [needed_by, commands] : group)
-        text += (text.empty() ? "" : "; ") + commands + " (" + needed_by + ")";
+      for (const auto& [needed_by, names] : group)
+        text += (text.empty() ? "" : "; ") + names + " (" + needed_by + ")";
       return text;
     };
     std::string lock = printable_key(key_);
@@ -356,7 +352,6 @@ private:
       add(Level::ok, "replicas", where, counted(count, "replica") + ", --min-replicas " + n);
   }
 
-  // WINDOW (made of HOW) against the ttl: the outage a holder rides through.
   // The failover window WINDOW (WHAT it is made of) against the ttl: the outage a holder rides.
   void failover(Millis window, const std::string& what) {
     Millis ridden = outage_ridden(run_.ttl, run_.kill_after);
@@ -377,16 +372,36 @@ private:
   bool single_or_cluster(const std::vector<RedisUrl>& seeds, std::string& topology) {
     Server first;
     for (const RedisUrl& seed : seeds) {
-      first = survey(seed, "server");
+      first = ask(seed, "server");
       if (!first.survey.unreachable) break;
     }
-    if (first.survey.field("cluster_enabled") == "1") return cluster(first, topology);
+    // INFO tells a Cluster; where an ACL refuses INFO (README "Least privilege" gives it on a
+    // line of its own), CLUSTER SLOTS does, as `list` does.
+    std::optional<std::vector<ClusterShard>> shards;
+    if (!first.survey.unreachable &&
+        (first.survey.field("cluster_enabled") == "1" || !first.survey.info_refused.empty())) {
+      NodeRedis node(first.url, global_.connect);
+      auto read = cluster_shards(node, deadline());
+      if (read && !read->empty())
+        shards = std::move(*read);
+      else if (first.survey.field("cluster_enabled") == "1")
+        add(Level::unknown, "replicas", first.survey.name,
+            "CLUSTER SLOTS: " + (read ? std::string("no slot served") : read.failure().message));
+      else if (!read && is_acl_denial(read.failure().message))
+        add(Level::unknown, "topology", first.survey.name,
+            "INFO and CLUSTER SLOTS are refused: whether this is a Cluster is not known, and it "
+            "is judged as a single server");
+    }
+    if (shards) return cluster(first, *shards, topology);
     topology = "a single server, " + first.survey.name;
     judge(first);
     if (first.survey.unreachable) return false;
     auto redis = connect_redis(global_);
     commands(*redis, first.survey.name);
-    replicas(static_cast<size_t>(integer(first.survey.field("connected_slaves")).value_or(0)), "");
+    if (auto count = whole_number(first.survey.field("connected_slaves")))
+      replicas(static_cast<size_t>(*count), "");
+    else
+      add(Level::unknown, "replicas", "", "INFO is refused: the replicas are not counted");
     add(Level::ok, "failover", "",
         "a single server has no failover; --ttl " + format_duration(run_.ttl) +
             " rides through an outage (a restart) of " +
@@ -394,50 +409,43 @@ private:
     return true;
   }
 
-  bool cluster(const Server& seed, std::string& topology) {
-    NodeRedis node(seed.url, global_.connect);
-    auto nodes = cluster_nodes(node, deadline());
-    if (!nodes) {
-      topology = "a Cluster, through " + seed.survey.name;
-      add(Level::problem, "reach", seed.survey.name, "CLUSTER NODES: " + nodes.failure().message);
-      return false;
-    }
-    size_t masters = 0, fewest = SIZE_MAX;
+  bool cluster(const Server& seed, const std::vector<ClusterShard>& shards, std::string& topology) {
+    size_t fewest = SIZE_MAX, replica_count = 0;
     Millis node_timeout{0};
     bool timeout_known = true;
     std::vector<Server> servers;
-    for (const ClusterNode& n : *nodes) {
-      if (!n.master || n.slot_ranges == 0) continue;
-      ++masters;
-      Server m = survey(at_address(seed.url, n.host, n.port), "master");
-      size_t replicas = 0;
-      for (const ClusterNode& r : *nodes)
-        if (!r.master && r.master_id == n.id && !r.failed) ++replicas;
-      fewest = std::min(fewest, replicas);
-      if (replicas == 0)
-        add(Level::problem, "replicas", m.survey.name,
+    for (const ClusterShard& shard : shards) {
+      Server master = ask(at_address(seed.url, shard.host, shard.port), "master");
+      fewest = std::min(fewest, shard.replicas.size());
+      if (shard.replicas.empty())
+        add(Level::problem, "replicas", master.survey.name,
             "a master without a replica: its hash slots, and the locks in them, are down with "
             "it, and nothing takes over");
-      auto t = m.survey.config.find("cluster-node-timeout");
-      if (t == m.survey.config.end())
+      auto t = master.survey.config.find("cluster-node-timeout");
+      if (t == master.survey.config.end())
         timeout_known = false;
       else
-        node_timeout = std::max(node_timeout, Millis(integer(t->second).value_or(0)));
-      servers.push_back(std::move(m));
+        node_timeout = std::max(node_timeout, Millis(whole_number(t->second).value_or(0)));
+      servers.push_back(std::move(master));
+      for (const auto& [host, port] : shard.replicas) {
+        servers.push_back(ask(at_address(seed.url, host, port), "replica"));
+        ++replica_count;
+      }
     }
-    for (const ClusterNode& n : *nodes)
-      if (!n.master) servers.push_back(survey(at_address(seed.url, n.host, n.port), "replica"));
-    topology = "a Cluster of " + std::to_string(masters) + " masters and " +
-               std::to_string(servers.size() - masters) + " replicas, through " + seed.survey.name;
+    topology = "a Cluster of " + counted(shards.size(), "master") + " and " +
+               counted(replica_count, "replica") + ", through " + seed.survey.name;
     for (const Server& s : servers) judge(s);
     auto redis = connect_redis(global_);
     commands(*redis, "");
-    replicas(fewest == SIZE_MAX ? 0 : fewest, "");
+    // Each master without a replica is said above; the count matters against --min-replicas.
+    if (fewest == SIZE_MAX) fewest = 0;
+    if (fewest > 0 || run_.min_replicas > 0) replicas(fewest, "");
     if (!timeout_known) node_timeout = std::max(node_timeout, k_default_node_timeout);
+    node_timeout = std::min(node_timeout, k_longest_window);
     Millis window = 2 * node_timeout + k_cluster_election;
     failover(window, "a failover takes about " + format_duration(window) +
-                         " (twice cluster-node-timeout " + std::to_string(node_timeout.count()) +
-                         (timeout_known ? "" : " (assumed: CONFIG GET is refused)") +
+                         " (twice cluster-node-timeout, " + format_duration(node_timeout) +
+                         (timeout_known ? "" : " as assumed where CONFIG GET is refused") +
                          ", and a replica's election)");
     return true;
   }
@@ -466,34 +474,31 @@ private:
       add(Level::ok, "sentinels", "",
           std::to_string(answered) + " of " + std::to_string(url.sentinels.size()) +
               " sentinels in the URL answer; quorum " +
-              printable(view->master.count("quorum") ? view->master.at("quorum") : "?"));
-    auto field = [](const Fields& f, const char* name) {
-      auto it = f.find(name);
-      return it == f.end() ? std::string() : it->second;
-    };
+              printable(field_of(view->master, "quorum")));
     RedisUrl base = url.sentinels.front();
     base.scheme = url.tls ? RedisUrl::Scheme::tls : RedisUrl::Scheme::tcp;
     base.db = url.db;
     Server primary =
-        survey(at_address(base, field(view->master, "ip"),
-                          static_cast<int>(integer(field(view->master, "port")).value_or(0))),
-               "primary");
+        ask(at_address(base, field_of(view->master, "ip"),
+                       static_cast<int>(whole_number(field_of(view->master, "port")).value_or(0))),
+            "primary");
     topology += ": primary " + primary.url.redacted();
     judge(primary);
     std::vector<Server> replicas_seen;
     for (const Fields& r : view->replicas) {
-      std::string flags = field(r, "flags");
+      std::string flags = field_of(r, "flags");
       if (flags.find("s_down") != std::string::npos ||
           flags.find("disconnected") != std::string::npos ||
-          field(r, "master-link-status") != "ok") {
+          field_of(r, "master-link-status") != "ok") {
         add(Level::note, "replicas", "",
-            "replica " + printable(field(r, "ip")) + ":" + printable(field(r, "port")) +
+            "replica " + printable(field_of(r, "ip")) + ":" + printable(field_of(r, "port")) +
                 " is not in sync (flags " + printable(flags) + "): a failover cannot choose it");
         continue;
       }
-      replicas_seen.push_back(survey(
-          at_address(base, field(r, "ip"), static_cast<int>(integer(field(r, "port")).value_or(0))),
-          "replica"));
+      replicas_seen.push_back(
+          ask(at_address(base, field_of(r, "ip"),
+                         static_cast<int>(whole_number(field_of(r, "port")).value_or(0))),
+              "replica"));
       judge(replicas_seen.back());
     }
     if (primary.survey.unreachable) return false;
@@ -515,7 +520,7 @@ private:
         assumed = true;
         delay = std::max(delay, k_default_diskless_delay);
       } else if (diskless->second == "yes") {
-        delay = std::max(delay, Millis(1000 * integer(d->second).value_or(0)));
+        delay = std::max(delay, Millis(1000 * whole_number(d->second).value_or(0)));
       }
     }
     if (!needs_old_primary || replicas_seen.empty())
@@ -530,7 +535,15 @@ private:
               format_duration(delay) +
               "), and a primary lost for good stops every holder; "
               "add a replica");
-    Millis down_after{integer(field(view->master, "down-after-milliseconds")).value_or(30000)};
+    Millis down_after = std::min(
+        Millis(whole_number(field_of(view->master, "down-after-milliseconds")).value_or(30000)),
+        k_longest_window);
+    if (replicas_seen.empty()) {
+      add(Level::problem, "failover", "",
+          "no replica in sync: no failover is possible, and a lost primary ends every lock "
+          "until it is back");
+      return true;
+    }
     Millis lost = down_after + k_sentinel_vote + k_sentinel_switch;
     Millis planned =
         k_sentinel_switch + (needs_old_primary ? k_sentinel_demote + delay : Millis(0));
@@ -542,7 +555,7 @@ private:
       what += ", the old primary's demotion and its full resync after repl-diskless-sync-delay " +
               format_duration(delay) +
               (assumed ? " (assumed: CONFIG GET is refused on a replica)" : "");
-    what += "); failover-timeout " + printable(field(view->master, "failover-timeout")) +
+    what += "); failover-timeout " + printable(field_of(view->master, "failover-timeout")) +
             " ms bounds one that stalls";
     failover(std::max(lost, planned), what);
     return true;
@@ -553,7 +566,7 @@ private:
     size_t n = redis->node_count(), answered = 0;
     topology = "Redlock over " + std::to_string(n) + " servers";
     for (size_t i = 0; i < n; ++i) {
-      Server s = survey(parse_redis_url(texts[i]), "node");
+      Server s = ask(parse_redis_url(texts[i]), "node");
       judge(s);
       if (s.survey.unreachable) continue;
       ++answered;
@@ -584,8 +597,8 @@ struct DoctorArgs : Arguments {
   int run(const Invocation& in) override {
     const Resolved& r = in.resolved;
     std::string probe = in.key(key.value_or("rlock-doctor"));
-    std::optional<Millis> kill_after;
-    if (r.run.kill_after != default_kill_after(r.run.ttl)) kill_after = r.run.kill_after;
+    std::optional<Millis> kill_after;  // given (a flag, the environment, the config file)
+    if (in.settings.count("kill-after")) kill_after = r.run.kill_after;
     return Doctor(r.global, r.run, probe, kill_after).examine(json);
   }
 };

@@ -221,7 +221,7 @@ class CommandLine(RedisTestCase):
                 "check": ["k", "--every", "1d"], "watch": ["k"], "list": [], "acquire": ["k"],
                 "extend": ["k", "--token", token], "release": ["k", "--token", token],
                 "reset-period": ["k", "--once-per", "day"], "config": [], "stop": ["k"],
-                "pause": ["k", "--for", "1m"], "resume": ["k"], "logs": ["k"]}
+                "pause": ["k", "--for", "1m"], "resume": ["k"], "logs": ["k"], "doctor": []}
         self.assertEqual(sorted(options), sorted(base))
         self.assertGreater(len(options["run"]), 50)
         down = rlock_env(RLOCK_REDIS_URL=f"redis://127.0.0.1:{free_port()}")

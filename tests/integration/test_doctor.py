@@ -73,7 +73,10 @@ class Doctor(unittest.TestCase):
 
     def test_a_tuned_server_is_fine(self):
         s = self.server(*TUNED)
+        before = writes(s)
         r = doctor(s.url)
+        self.assertEqual(writes(s), before)
+        self.assertEqual(s.cmd("DBSIZE"), 0)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("0 problems", r.stdout)
         for topic in ("version", "persistence", "eviction", "notifications", "clock",
@@ -178,35 +181,57 @@ class DoctorSentinel(unittest.TestCase):
         cls.topology.close()
 
     def test_the_failover_window_and_a_safe_ttl(self):
+        primary = self.topology.servers[0]
+        before = writes(primary)
         r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", "10s"], timeout=60)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         failover = lines(r, "problem", "failover")
         self.assertEqual(len(failover), 1, r.stdout)
+        # docs/DESIGN.md "Failover windows": lost, 1 s + a vote (1 s) + the switch (3 s);
+        # planned, the switch, the old primary's demotion and resync (10 s) and the delay (5 s).
+        self.assertIn("about 5s when the primary is lost (down-after-milliseconds 1000",
+                      failover[0])
+        self.assertIn("18s when planned", failover[0])
         self.assertIn("repl-diskless-sync-delay 5s", failover[0])
-        self.assertIn("down-after-milliseconds 1000", failover[0])
-        safe = re.search(r"use --ttl (\S+) or more", failover[0]).group(1)
-        r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", safe], timeout=60)
+        self.assertIn("use --ttl 37s or more", failover[0])
+        r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", "37s"], timeout=60)
         self.assertEqual(len(lines(r, "ok", "failover")), 1, r.stdout)
+        r = run_rlock(["--redis", self.topology.url, "doctor", "--ttl", "36s"], timeout=60)
+        self.assertEqual(len(lines(r, "problem", "failover")), 1, r.stdout)
         self.assertEqual(len(lines(r, "ok", "sentinels")), 1, r.stdout)
         # One replica: once promoted, none is left to acknowledge but the old primary.
         self.assertIn("add a replica", lines(r, "problem", "replicas")[0])
         self.assertEqual(lines(r, "ok", "replicas"), [])
         self.assertEqual(len(lines(r, "ok", "persistence")), 1, r.stdout)  # the primary's
+        self.assertEqual(writes(primary), before)
+        self.assertEqual(primary.cmd("DBSIZE"), 0)
 
 
 class DoctorCluster(unittest.TestCase):
     def test_masters_without_replicas_and_the_window(self):
-        nodes = start_cluster("--cluster-node-timeout", "3000")
+        nodes = start_cluster("--cluster-node-timeout", "3000", *TUNED)
         try:
+            before = [writes(n) for n in nodes]
             r = run_rlock(["--redis", nodes[0].url, "doctor", "--ttl", "15s"], timeout=60)
+            # README "Least privilege"'s first line, and CLUSTER SLOTS: no CONFIG GET, no INFO.
+            for n in nodes:
+                n.restrict([documented_acl()[0], ["+cluster|slots"]])
+            limited = run_rlock(["--redis", nodes[0].url, "doctor", "--ttl", "15s"], timeout=60)
+            self.assertEqual([writes(n) for n in nodes], before)
         finally:
             for n in nodes:
                 n.stop()
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertEqual(len(lines(r, "problem", "replicas")), 3, r.stdout)
         failover = lines(r, "problem", "failover")
-        self.assertIn("cluster-node-timeout 3000", failover[0])
-        self.assertIn("a Cluster of 3 masters", r.stdout)
+        self.assertIn("about 7s (twice cluster-node-timeout, 3s", failover[0])
+        self.assertIn("a Cluster of 3 masters and 0 replicas", r.stdout)
+        # Without INFO, CLUSTER SLOTS tells the Cluster; without CONFIG GET, the node timeout
+        # is Redis's default, said as assumed.
+        self.assertIn("a Cluster of 3 masters", limited.stdout, limited.stdout)
+        self.assertIn("as assumed where CONFIG GET is refused",
+                      lines(limited, "problem", "failover")[0])
+        self.assertEqual(len(lines(limited, "problem", "replicas")), 3, limited.stdout)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ TEST_CASE("kill-after: default and its bound") {
 TEST_CASE("the outage a holder rides through, and the ttl a failover window needs") {
   // ttl 30s: renewed every 10s, drift 302ms, kill-after 5s, a retry every second.
   CHECK(outage_ridden(30s, 5s) == Millis(30000 - 10000 - 302 - 5000 - 1000));
-  CHECK(outage_ridden(1s, default_kill_after(1s)) < 1s);
+  // A ttl so short that the kill-after and the renewal take it all rides through nothing.
+  CHECK(outage_ridden(Millis(30), Millis(14)) == Millis(0));
   CHECK(outage_ridden(Millis(300), Millis(100)) == Millis(300 - 100 - 5 - 100 - 10));
   // Each ttl found rides the window, and the second below it does not.
   for (Millis window : {Millis(500), Millis(3000), Millis(7500), Millis(38500)}) {
@@ -49,10 +50,11 @@ TEST_CASE("the outage a holder rides through, and the ttl a failover window need
     Millis shorter = ttl - 1s;
     CHECK((shorter < 1s || outage_ridden(shorter, default_kill_after(shorter)) < window));
   }
-  // Sentinel's planned failover with repl-diskless-sync-delay 5 (docs/DESIGN.md "Failover
-  // windows"): 10s does not ride it, 21s does.
-  CHECK(outage_ridden(10s, default_kill_after(10s)) < Millis(7500));
-  CHECK(smallest_ttl_riding(Millis(7500), std::nullopt) == 21s);
+  // Sentinel's defaults, a lost primary (docs/DESIGN.md "Failover windows"): 34 s needs 61 s.
+  CHECK(smallest_ttl_riding(34s, std::nullopt) == 61s);
+  // A window no ttl of a day rides stops the count there.
+  CHECK(smallest_ttl_riding(Millis(48LL * 3600 * 1000), std::nullopt) ==
+        Millis(24LL * 3600 * 1000));
   // A kill-after given stays below ttl/2.
   CHECK(kill_after_allowed(20s, smallest_ttl_riding(1s, 20s)));
 }
