@@ -92,6 +92,8 @@ Result<CommandCheck> check_commands(Redis& redis, const std::string& key, bool m
                    : "EVAL_RO: " + scripted.str));
     return check;
   }
+  // Each command's name and its errors on the two keys: a write the ACL allows was refused
+  // only as a write from a read-only script, which is no denial.
   const auto& e = scripted.elements;
   for (size_t i = 0; i + 2 < e.size(); i += 3) {
     if (is_acl_denial(e[i + 1].str))

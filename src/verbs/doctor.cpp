@@ -620,7 +620,7 @@ constexpr Command k_doctor_command = {
     "Reads each server's settings (and each sentinel's) and says, one line each, what matters "
     "to a lock: persistence, maxmemory-policy, keyspace notifications, the version and the "
     "commands the ACL user may run, the clock, proxies, TLS certificates, replicas, and the "
-    "failover window against --ttl. It changes nothing.\n"
+    "failover window against --ttl. It changes no key.\n"
     "Exit status: 0 nothing wrong, 1 a problem found, 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<DoctorArgs>};
