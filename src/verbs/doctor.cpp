@@ -291,7 +291,10 @@ private:
   void commands(Redis& redis, const std::string& server) {
     auto check = check_commands(redis, key_, run_.min_replicas > 0, deadline());
     if (!check) {
-      add(Level::unknown, "commands", server, "could not try them: " + check.failure().message);
+      // Behind Sentinel, ROLE goes first: a denial of it stops every command.
+      bool denied = is_acl_denial(check.failure().message);
+      add(denied ? Level::problem : Level::unknown, "commands", server,
+          (denied ? "" : "could not try them: ") + check.failure().message);
       return;
     }
     // Each kind of denial on a line, its commands grouped by what needs them.

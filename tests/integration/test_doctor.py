@@ -207,6 +207,30 @@ class DoctorSentinel(unittest.TestCase):
         self.assertEqual(primary.cmd("DBSIZE"), 0)
 
 
+class DoctorSentinelAcl(unittest.TestCase):
+    """README "Least privilege"'s user behind Sentinel, as a user of its own (the default user
+    stays whole, for replication): +role, for rlock checks the primary with ROLE."""
+
+    def test_the_documented_acl_user_and_one_without_role(self):
+        t = Topology(replicas=1)
+        try:
+            for server in t.servers:
+                for rules in documented_acl():
+                    server.cmd("ACL", "SETUSER", "app", "on", ">app-secret", *rules)
+            url = t.url.replace("redis-sentinel://", "redis-sentinel://app:app-secret@")
+            r = run_rlock(["--redis", url, "run", "-n", "k", "--", "true"])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = run_rlock(["--redis", url, "doctor", "--ttl", "37s"], timeout=60)
+            self.assertEqual(len(lines(r, "ok", "commands")), 1, r.stdout + r.stderr)
+            for server in t.servers:
+                server.cmd("ACL", "SETUSER", "app", "-role")
+            r = run_rlock(["--redis", url, "doctor", "--ttl", "37s"], timeout=60)
+            self.assertIn("ROLE", lines(r, "problem", "commands")[0])
+            self.assertNotIn("app-secret", r.stdout + r.stderr)
+        finally:
+            t.close()
+
+
 class DoctorCluster(unittest.TestCase):
     def test_masters_without_replicas_and_the_window(self):
         nodes = start_cluster("--cluster-node-timeout", "3000", *TUNED)
