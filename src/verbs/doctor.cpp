@@ -41,6 +41,9 @@ constexpr Millis k_sentinel_vote{1000};
 // (besides the diskless delay) and margin.
 constexpr Millis k_sentinel_demote{10000};
 constexpr Millis k_cluster_election{1000};
+// A server lost with its host (not a process killed, whose host refuses at once) may hold the
+// renewal attempt sent to it for its timeout (renew_attempt_timeout, at most 2 s) first.
+constexpr Millis k_vanished_host{2000};
 // Redis's defaults, assumed where CONFIG GET is denied (and said).
 constexpr Millis k_default_diskless_delay{5000};
 constexpr Millis k_default_node_timeout{15000};
@@ -445,11 +448,11 @@ private:
     if (fewest > 0 || run_.min_replicas > 0) replicas(fewest, "");
     if (!timeout_known) node_timeout = std::max(node_timeout, k_default_node_timeout);
     node_timeout = std::min(node_timeout, k_longest_window);
-    Millis window = 2 * node_timeout + k_cluster_election;
+    Millis window = 2 * node_timeout + k_cluster_election + k_vanished_host;
     failover(window, "a failover takes about " + format_duration(window) +
                          " (twice cluster-node-timeout, " + format_duration(node_timeout) +
                          (timeout_known ? "" : " as assumed where CONFIG GET is refused") +
-                         ", and a replica's election)");
+                         ", a replica's election, and a renewal held by a host gone)");
     return true;
   }
 
@@ -547,12 +550,13 @@ private:
           "until it is back");
       return true;
     }
-    Millis lost = down_after + k_sentinel_vote + k_sentinel_switch;
+    Millis lost = down_after + k_sentinel_vote + k_sentinel_switch + k_vanished_host;
     Millis planned =
         k_sentinel_switch + (needs_old_primary ? k_sentinel_demote + delay : Millis(0));
     std::string what = "a failover takes about " + format_duration(lost) +
                        " when the primary is lost (down-after-milliseconds " +
-                       std::to_string(down_after.count()) + ", a vote and the switch), " +
+                       std::to_string(down_after.count()) +
+                       ", a vote, the switch, and a renewal held by a host gone), " +
                        format_duration(planned) + " when planned (SENTINEL FAILOVER: the switch";
     if (needs_old_primary)
       what += ", the old primary's demotion and its full resync after repl-diskless-sync-delay " +

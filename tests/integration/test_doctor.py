@@ -187,9 +187,10 @@ class DoctorSentinel(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         failover = lines(r, "problem", "failover")
         self.assertEqual(len(failover), 1, r.stdout)
-        # docs/DESIGN.md "Failover windows": lost, 1 s + a vote (1 s) + the switch (3 s);
-        # planned, the switch, the old primary's demotion and resync (10 s) and the delay (5 s).
-        self.assertIn("about 5s when the primary is lost (down-after-milliseconds 1000",
+        # docs/DESIGN.md "Failover windows": lost, 1 s + a vote (1 s) + the switch (3 s) + a
+        # host gone (2 s); planned, the switch, the old primary's demotion and resync (10 s)
+        # and the delay (5 s).
+        self.assertIn("about 7s when the primary is lost (down-after-milliseconds 1000",
                       failover[0])
         self.assertIn("18s when planned", failover[0])
         self.assertIn("repl-diskless-sync-delay 5s", failover[0])
@@ -248,7 +249,7 @@ class DoctorCluster(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertEqual(len(lines(r, "problem", "replicas")), 3, r.stdout)
         failover = lines(r, "problem", "failover")
-        self.assertIn("about 7s (twice cluster-node-timeout, 3s", failover[0])
+        self.assertIn("about 9s (twice cluster-node-timeout, 3s", failover[0])
         self.assertIn("a Cluster of 3 masters and 0 replicas", r.stdout)
         # Without INFO, CLUSTER SLOTS tells the Cluster; without CONFIG GET, the node timeout
         # is Redis's default, said as assumed.

@@ -882,7 +882,7 @@ MUTANTS = [
      ['test_doctor.DoctorSentinel.test_the_failover_window_and_a_safe_ttl']),
     ("doctor's Cluster window of one cluster-node-timeout",
      [("src/verbs/doctor.cpp",
-       "Millis window = 2 * node_timeout + k_cluster_election;",
+       "Millis window = 2 * node_timeout + k_cluster_election + k_vanished_host;",
        "Millis window = node_timeout;")],
      ['test_doctor.DoctorCluster.test_masters_without_replicas_and_the_window']),
 ]

@@ -50,8 +50,8 @@ TEST_CASE("the outage a holder rides through, and the ttl a failover window need
     Millis shorter = ttl - 1s;
     CHECK((shorter < 1s || outage_ridden(shorter, default_kill_after(shorter)) < window));
   }
-  // Sentinel's defaults, a lost primary (docs/DESIGN.md "Failover windows"): 34 s needs 61 s.
-  CHECK(smallest_ttl_riding(34s, std::nullopt) == 61s);
+  // Sentinel's defaults, a lost primary (docs/DESIGN.md "Failover windows"): 36 s needs 64 s.
+  CHECK(smallest_ttl_riding(36s, std::nullopt) == 64s);
   // A window no ttl of a day rides stops the count there.
   CHECK(smallest_ttl_riding(Millis(48LL * 3600 * 1000), std::nullopt) ==
         Millis(24LL * 3600 * 1000));
