@@ -185,9 +185,7 @@ private:
       auto p = v.config.find("maxmemory-policy");
       auto m = v.config.find("maxmemory");
       if (p == v.config.end() || m == v.config.end()) {
-        add(Level::unknown, "eviction", v.name,
-            "maxmemory-policy: neither INFO nor CONFIG GET "
-            "answered");
+        add(Level::unknown, "eviction", v.name, "neither INFO nor CONFIG GET answered");
         return;
       }
       policy = p->second;
