@@ -455,40 +455,16 @@ private:
   }
 
   bool sentinel(const SentinelUrl& url, std::string& topology) {
-    std::vector<SentinelView> views;
-    size_t answered = 0;
-    const SentinelView* view = nullptr;
-    for (const RedisUrl& s : url.sentinels) {
-      views.push_back(ask_sentinel(s, url.master_name, global_.connect, deadline()));
-      if (!views.back().failure) ++answered;
-    }
-    for (const SentinelView& v : views) {
-      if (v.failure)
-        add(Level::problem, "sentinels", v.sentinel, "no answer: " + v.failure->message);
-      else if (!view)
-        view = &v;
-    }
     topology = "Sentinel " + url.redacted;
+    std::optional<SentinelView> view = ask_sentinels(url);
     if (!view) return false;
-    if (answered * 2 <= url.sentinels.size())
-      add(Level::problem, "sentinels", "",
-          std::to_string(answered) + " of " + std::to_string(url.sentinels.size()) +
-              " sentinels in the URL answer: a failover needs a majority of them");
-    else
-      add(Level::ok, "sentinels", "",
-          std::to_string(answered) + " of " + std::to_string(url.sentinels.size()) +
-              " sentinels in the URL answer; quorum " +
-              printable(field_of(view->master, "quorum")));
     RedisUrl base = url.sentinels.front();
     base.scheme = url.tls ? RedisUrl::Scheme::tls : RedisUrl::Scheme::tcp;
     base.db = url.db;
-    Server primary =
-        ask(at_address(base, field_of(view->master, "ip"),
-                       static_cast<int>(whole_number(field_of(view->master, "port")).value_or(0))),
-            "primary");
+    Server primary = ask_at(base, view->master, "primary");
     topology += ": primary " + primary.url.redacted();
     judge(primary);
-    std::vector<Server> replicas_seen;
+    std::vector<Server> in_sync;
     for (const Fields& r : view->replicas) {
       std::string flags = field_of(r, "flags");
       if (flags.find("s_down") != std::string::npos ||
@@ -499,55 +475,79 @@ private:
                 " is not in sync (flags " + printable(flags) + "): a failover cannot choose it");
         continue;
       }
-      replicas_seen.push_back(
-          ask(at_address(base, field_of(r, "ip"),
-                         static_cast<int>(whole_number(field_of(r, "port")).value_or(0))),
-              "replica"));
-      judge(replicas_seen.back());
+      in_sync.push_back(ask_at(base, r, "replica"));
+      judge(in_sync.back());
     }
     if (primary.survey.unreachable) return false;
     auto redis = connect_redis(global_);
     commands(*redis, primary.survey.name);
-    // After a switch the other replicas resynchronise in part, at once; the old primary,
-    // which took writes after the replica it meets, in full, after the new primary's
-    // repl-diskless-sync-delay. --min-replicas waits for as many acknowledgements: when the
-    // other replicas are too few, for that full resync (planned), or for the old primary's
-    // return (lost).
-    size_t others = replicas_seen.empty() ? 0 : replicas_seen.size() - 1;
-    bool needs_old_primary = static_cast<size_t>(run_.min_replicas) > others;
-    Millis delay{0};
-    bool assumed = false;
-    for (const Server& r : replicas_seen) {
-      auto diskless = r.survey.config.find("repl-diskless-sync");
-      auto d = r.survey.config.find("repl-diskless-sync-delay");
-      if (diskless == r.survey.config.end() || d == r.survey.config.end()) {
-        assumed = true;
-        delay = std::max(delay, k_default_diskless_delay);
-      } else if (diskless->second == "yes") {
-        delay = std::max(delay, Millis(1000 * whole_number(d->second).value_or(0)));
+    sentinel_failover(view->master, in_sync);
+    return true;
+  }
+
+  // Every sentinel of URL at once: the first one's view of the primary, having said which
+  // did not answer and whether enough did; nothing when none did.
+  std::optional<SentinelView> ask_sentinels(const SentinelUrl& url) {
+    std::optional<SentinelView> first;
+    size_t answered = 0;
+    for (const RedisUrl& s : url.sentinels) {
+      SentinelView v = ask_sentinel(s, url.master_name, global_.connect, deadline());
+      if (v.failure) {
+        add(Level::problem, "sentinels", v.sentinel, "no answer: " + v.failure->message);
+        continue;
       }
+      ++answered;
+      if (!first) first = std::move(v);
     }
-    if (!needs_old_primary || replicas_seen.empty())
-      replicas(replicas_seen.size(), "");
+    if (!first) return std::nullopt;
+    std::string count = std::to_string(answered) + " of " + std::to_string(url.sentinels.size()) +
+                        " sentinels in the URL answer";
+    if (answered * 2 <= url.sentinels.size())
+      add(Level::problem, "sentinels", "", count + ": a failover needs a majority of them");
+    else
+      add(Level::ok, "sentinels", "",
+          count + "; quorum " + printable(field_of(first->master, "quorum")));
+    return first;
+  }
+
+  // The server whose "ip" and "port" FIELDS (a sentinel's) name, reached as BASE is.
+  Server ask_at(const RedisUrl& base, const Fields& fields, std::string role) {
+    int port = static_cast<int>(whole_number(field_of(fields, "port")).value_or(0));
+    return ask(at_address(base, field_of(fields, "ip"), port), std::move(role));
+  }
+
+  // Replicas against --min-replicas, and the failover window of the primary MASTER (as a
+  // sentinel sees it) with the replicas IN_SYNC. After a switch the other replicas
+  // resynchronise in part, at once; the old primary, which took writes after the replica it
+  // meets, in full, after the new primary's repl-diskless-sync-delay. --min-replicas waits for
+  // as many acknowledgements: when the other replicas are too few, for that full resync
+  // (planned), or for the old primary's return (lost).
+  void sentinel_failover(const Fields& master, const std::vector<Server>& in_sync) {
+    if (in_sync.empty()) {
+      replicas(0, "");
+      add(Level::problem, "failover", "",
+          "no replica in sync: no failover is possible, and a lost primary ends every lock "
+          "until it is back");
+      return;
+    }
+    size_t others = in_sync.size() - 1;
+    bool needs_old_primary = static_cast<size_t>(run_.min_replicas) > others;
+    bool assumed = false;
+    Millis delay = diskless_delay(in_sync, assumed);
+    if (!needs_old_primary)
+      replicas(in_sync.size(), "");
     else
       add(Level::problem, "replicas", "",
           "--min-replicas " + std::to_string(run_.min_replicas) + " with " +
-              counted(replicas_seen.size(), "replica") + ": once a failover has promoted one, " +
+              counted(in_sync.size(), "replica") + ": once a failover has promoted one, " +
               (others == 0 ? std::string("none remains") : counted(others, "replica") + " remain") +
               " to acknowledge, so no lock is taken or renewed until the old primary "
               "is a replica again and resynchronised in full (after repl-diskless-sync-delay " +
               format_duration(delay) +
-              "), and a primary lost for good stops every holder; "
-              "add a replica");
-    Millis down_after = std::min(
-        Millis(whole_number(field_of(view->master, "down-after-milliseconds")).value_or(30000)),
-        k_longest_window);
-    if (replicas_seen.empty()) {
-      add(Level::problem, "failover", "",
-          "no replica in sync: no failover is possible, and a lost primary ends every lock "
-          "until it is back");
-      return true;
-    }
+              "), and a primary lost for good stops every holder; add a replica");
+    Millis down_after =
+        std::min(Millis(whole_number(field_of(master, "down-after-milliseconds")).value_or(30000)),
+                 k_longest_window);
     Millis lost = down_after + k_sentinel_vote + k_sentinel_switch + k_vanished_host;
     Millis planned =
         k_sentinel_switch + (needs_old_primary ? k_sentinel_demote + delay : Millis(0));
@@ -560,10 +560,26 @@ private:
       what += ", the old primary's demotion and its full resync after repl-diskless-sync-delay " +
               format_duration(delay) +
               (assumed ? " (assumed: CONFIG GET is refused on a replica)" : "");
-    what += "); failover-timeout " + printable(field_of(view->master, "failover-timeout")) +
+    what += "); failover-timeout " + printable(field_of(master, "failover-timeout")) +
             " ms bounds one that stalls";
     failover(std::max(lost, planned), what);
-    return true;
+  }
+
+  // The longest repl-diskless-sync-delay of REPLICAS (any may be promoted, and serve the
+  // others' syncs), Redis's default where CONFIG GET is refused (ASSUMED then set).
+  static Millis diskless_delay(const std::vector<Server>& replicas, bool& assumed) {
+    Millis delay{0};
+    for (const Server& r : replicas) {
+      auto diskless = r.survey.config.find("repl-diskless-sync");
+      auto d = r.survey.config.find("repl-diskless-sync-delay");
+      if (diskless == r.survey.config.end() || d == r.survey.config.end()) {
+        assumed = true;
+        delay = std::max(delay, k_default_diskless_delay);
+      } else if (diskless->second == "yes") {
+        delay = std::max(delay, Millis(1000 * whole_number(d->second).value_or(0)));
+      }
+    }
+    return delay;
   }
 
   bool redlock(const std::vector<std::string>& texts, std::string& topology) {
