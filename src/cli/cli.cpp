@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "cli/command_line.h"
+#include "cli/help.h"
 #include "lock/lock.h"
 #include "print/print.h"
 #include "redis/tls.h"
@@ -237,30 +238,6 @@ void check_keys(const Command& command, Arguments& arguments, const std::string&
   });
 }
 
-// Help as rlock(1) shows it: "Commands", not CLI11's "Subcommands", and each command's usage
-// with the arguments its table entry gives (CLI11 knows nothing of "-- COMMAND").
-class HelpFormatter : public CLI::Formatter {
-public:
-  HelpFormatter() { column_width(34); }
-
-  // NAME: "rlock", or "rlock run" for a command's help. (The list of commands is headed
-  // "Commands" by their group: make_parser.)
-  std::string make_usage(const CLI::App* app, std::string name) const override {
-    const Command* command = app->get_parent() ? find_command(app->get_name()) : nullptr;
-    if (!command) return "Usage: " + name + " COMMAND [OPTIONS] [ARGS...]\n";
-    std::string out;
-    std::string_view forms = command->usage;
-    for (size_t start = 0; start <= forms.size();) {
-      size_t end = std::min(forms.find('\n', start), forms.size());
-      std::string_view form = forms.substr(start, end - start);
-      out += (out.empty() ? "Usage: " : "   or: ") + name + " [OPTIONS]" +
-             (form.empty() ? "" : " ") + std::string(form) + "\n";
-      start = end + 1;
-    }
-    return out;
-  }
-};
-
 // Which options a parser builds: only those the command line's words name (CommandLine::words),
 // or all of them, for help and for the message about a command line CLI11 refused.
 enum class Build { named, all };
@@ -286,8 +263,6 @@ std::unique_ptr<Parsed> make_parser(const SplitArgs& args, Build build) {
   // A callback: the version text loads libssl, which only --version should pay for.
   app.set_version_flag("--version", std::function<std::string()>(version_text));
   app.require_subcommand(1);
-  app.formatter(std::make_shared<HelpFormatter>());
-  app.footer("Each command's help ends with its exit statuses. See rlock(1).");
   p->line.words = args.ours;
   p->line.every_option = build == Build::all;
 
@@ -385,7 +360,14 @@ std::string unexpected_words(const Command& command, const std::vector<std::stri
 // Prints the help or version asked for, or throws the usage error for what CLI11 refused.
 int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   CLI::App& app = parser.app;
-  if (e.get_exit_code() == 0) {  // --help, --version: checked like every write to stdout
+  if (dynamic_cast<const CLI::CallForHelp*>(&e) || dynamic_cast<const CLI::CallForAllHelp*>(&e)) {
+    const Command* command = app.get_subcommands().empty()
+                                 ? nullptr
+                                 : find_command(app.get_subcommands().front()->get_name());
+    write_stdout(command ? command_help(*command) : overview_help());
+    return k_exit_ok;
+  }
+  if (e.get_exit_code() == 0) {  // --version: checked like every write to stdout
     std::ostringstream out;
     int status = app.exit(e, out, out);
     write_stdout(out.str());
@@ -422,18 +404,17 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
 
 // rlock help [COMMAND].
 int show_help(Parsed& parser) {
-  CLI::App& app = parser.app;
   if (parser.help_topic.empty()) {
-    // Not app.help(): that shows the help of the command given, here `help` itself.
-    write_stdout(app.get_formatter()->make_help(&app, "rlock", CLI::AppFormatMode::Normal));
+    write_stdout(overview_help());
     return k_exit_ok;
   }
-  CLI::App* topic = nullptr;
-  try {
-    topic = app.get_subcommand(parser.help_topic);
-  } catch (const CLI::OptionNotFound&) {}
-  if (!topic) throw usage_error("help: no command '" + parser.help_topic + "'");
-  write_stdout(topic->help("rlock"));
+  if (parser.help_topic == "connection") {
+    write_stdout(connection_help());
+    return k_exit_ok;
+  }
+  const Command* topic = find_command(parser.help_topic);
+  if (!topic) throw usage_error("help: no command '" + terminal_safe(parser.help_topic) + "'");
+  write_stdout(command_help(*topic));
   return k_exit_ok;
 }
 

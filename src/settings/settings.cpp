@@ -156,11 +156,11 @@ const std::vector<SettingInfo>& all_settings() {
   static const std::string busy = std::to_string(k_exit_busy);
   static const std::vector<SettingInfo> settings = {
       {"redis", "-u,--redis", K::list, k_default_redis_url, "URL",
-       "Redis URL: redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), "
-       "unix:///path[?db=N], "
-       "redis://host:port,host:port... (a Cluster's seeds) or "
-       "redis-sentinel://host[:port][,host...]/name; given more than once: Redlock (default "
-       "$RLOCK_REDIS_URL, else the config file's redis, else redis://127.0.0.1:6379)",
+       "where Redis is (default $RLOCK_REDIS_URL, else the config file's redis, else "
+       "redis://127.0.0.1:6379): redis://[user[:pass]@]host[:port][/db], rediss://... (TLS), "
+       "unix:///path[?db=N], redis://host:port,host:port (a Cluster's seeds), "
+       "redis-sentinel://host[:port][,host...]/name or rediss-sentinel://...; given more "
+       "than once: Redlock",
        apply_redis},
       {"tls", "--tls", K::flag, "false", nullptr,
        "use TLS for redis:// and redis-sentinel:// URLs, as rediss:// (redis-cli's --tls)",
@@ -195,21 +195,23 @@ const std::vector<SettingInfo>& all_settings() {
        "timeout of one Redis command (default 3s)",
        [](V v, Resolved& r) { r.global.connect.command_timeout = v.positive_duration(); }},
       {"ttl", "--ttl", K::duration, ttl.c_str(), "D",
-       "lock expiry, renewed every ttl/3 (default 30s)",
+       "the lock's expiry, renewed every ttl/3 (default 30s; at least 100ms)",
        [](V v, Resolved& r) {
          r.run.ttl = v.positive_duration();
          if (r.run.ttl < k_min_ttl) v.bad("must be at least " + format_duration(k_min_ttl));
        }},
       {"wait", "-w,--wait,--timeout", K::wait, "0s", "D",
-       "wait up to D for the lock (500ms, 30s, 5m, 1h30m, 2d; a bare number is seconds), or inf",
+       "wait up to D for the lock, or inf for as long as it takes (default: fail at once)",
        apply_wait},
       {"jitter", "--jitter", K::duration, nullptr, "D",
        "wait a random time in [0, D) before the first try: spreads a fleet's cron herd and "
        "which host wins",
        [](V v, Resolved& r) { r.run.jitter = v.positive_duration(); }},
       {"conflict-exit-code", "-E,--conflict-exit-code", K::exit_code, busy.c_str(), "N",
-       "exit status when the lock is not obtained (default 75)", apply_conflict_exit_code},
-      {"max-run", "--max-run", K::duration, nullptr, "D", "stop the command after D; exit 124",
+       "exit status when the lock is not obtained, 0 to 255 (default 75)",
+       apply_conflict_exit_code},
+      {"max-run", "--max-run", K::duration, nullptr, "D",
+       "stop the command after D, and exit 124 (default: no limit)",
        [](V v, Resolved& r) { r.run.max_run = v.positive_duration(); }},
       {"heartbeat-file", "--heartbeat-file", K::text, nullptr, "PATH",
        "the command touches PATH to show it is alive ($RLOCK_HEARTBEAT_FILE); needs "
@@ -225,7 +227,8 @@ const std::vector<SettingInfo>& all_settings() {
        "signal that stops the command on loss, --max-run or a stale heartbeat (default TERM)",
        apply_kill_signal},
       {"kill-after", "--kill-after", K::duration, nullptr, "D",
-       "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter)",
+       "send KILL this long after the kill signal (default 5s, or ttl/3 if shorter; below "
+       "ttl/2)",
        apply_kill_after},
       {"on-lost", "--on-lost", K::on_lost, "kill", "kill|ignore",
        "when the lock is lost: kill the command (default) or ignore it",
@@ -244,25 +247,28 @@ const std::vector<SettingInfo>& all_settings() {
        "keep the lock until D after acquisition even if the command ends sooner",
        [](V v, Resolved& r) { r.run.min_hold = v.positive_duration(); }},
       {"limit", "--limit", K::count, nullptr, "N",
-       "a semaphore: up to N holders at once (use the same N everywhere for a key)", apply_limit},
+       "a semaphore: up to N holders at once, N from 1 up (give the same N everywhere for a "
+       "key)",
+       apply_limit},
       {"min-replicas", "--min-replicas", K::count, nullptr, "N",
-       "start only once N replicas have the lock (WAIT); renewals too",
+       "start only once N replicas have the lock (WAIT), and renew likewise (default 0; 1 "
+       "behind Sentinel)",
        [](V v, Resolved& r) {
          r.run.min_replicas = v.whole_number(3, "a number of replicas from 0 to 999");
        }},
       {"fair", "--fair", K::flag, "false", nullptr, "serve waiters in arrival order",
        [](V v, Resolved& r) { r.run.fair = v.flag(); }},
       {"shared", "-s,--shared", K::flag, "false", nullptr,
-       "share the lock with other --shared holders, as flock -s; without it the lock is held "
-       "alone (flock -x)",
+       "share the lock with other --shared holders, as flock -s (default: held alone)",
        [](V v, Resolved& r) { r.run.shared = v.flag(); }},
       {"metrics-file", "--metrics-file", K::text, nullptr, "PATH",
        "add this run's counters to a Prometheus textfile (node_exporter)", apply_metrics_file},
       {"once-per", "--once-per", K::text, nullptr, "PERIOD",
-       "run at most once per period: hour, day, week, month, or a duration (1h, 1d)",
+       "run at most once per period: hour, day, week (from Monday), month, or a duration "
+       "(2m, 1h, 1d: windows counted from the Unix epoch, so 7d starts on Thursdays)",
        apply_once_per},
       {"tz", "--tz", K::text, nullptr, "ZONE",
-       "time zone of --once-per's calendar periods (default UTC)", apply_tz},
+       "time zone of --once-per's calendar periods, such as Europe/Berlin (default UTC)", apply_tz},
       {"retry-failed", "--retry-failed", K::flag, "false", nullptr,
        "with --once-per: run again when this period's run failed, was stopped or never "
        "reported its end",
@@ -271,11 +277,13 @@ const std::vector<SettingInfo>& all_settings() {
        "record busy and already-done runs in the history too",
        [](V v, Resolved& r) { r.run.record_skips = v.flag(); }},
       {"keep-output", "--keep-output", K::size, nullptr, "SIZE",
-       "keep the last SIZE bytes of the command's stdout and stderr in Redis, for rlock logs "
-       "(64k, 1M; at most 16M); a terminal is left out",
+       "keep the last SIZE bytes of the command's stdout and stderr in Redis, for rlock logs: "
+       "1k to 16M, or 0 for none (default 0); a terminal is left out",
        apply_keep_output},
       {"retry", "--retry", K::count, "0", "N",
-       "run a command that failed up to N more times, under the same lock", apply_retry},
+       "run a command that failed up to N more times, under the same lock: 0 to 999 "
+       "(default 0)",
+       apply_retry},
       {"retry-delay", "--retry-delay", K::duration, "1s", "D",
        "wait D before the first retry, twice as long before each next one (default 1s; at "
        "most 1h)",
@@ -291,7 +299,8 @@ const std::vector<SettingInfo>& all_settings() {
        "succeeding, or always",
        apply_notify_on},
       {"notify-after", "--notify-after", K::count, "1", "N",
-       "tell a failure only from the Nth consecutive one across all hosts (default 1)",
+       "tell a failure only from the Nth consecutive one across all hosts: 1 to 9999 (default "
+       "1)",
        apply_notify_after},
       {"notify-timeout", "--notify-timeout", K::duration, "10s", "D",
        "stop --notify's command (KILL) after D (default 10s)", apply_notify_timeout},
@@ -299,12 +308,13 @@ const std::vector<SettingInfo>& all_settings() {
        "how long a lock's fence counter and history outlive its last use (default 30d), or inf",
        apply_retention},
       {"history-length", "--history-length", K::count, "100", "N",
-       "runs kept in the key's history (default 100; 0 records none)",
+       "runs kept in the key's history: 0 (none) to 9999999 (default 100)",
        [](V v, Resolved& r) {
          r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
        }},
       {"quiet", "-q,--quiet", K::flag, "false", nullptr,
-       "print only errors (and the warning that no Redis is configured)",
+       "print only errors and warnings that a run may go unseen (no Redis configured, a "
+       "metrics file not written)",
        [](V v, Resolved& r) {
          if (v.flag()) r.global.verbosity = Verbosity::quiet;
        }},

@@ -115,10 +115,13 @@ constexpr Command k_acquire_command = {
     "acquire",
     "take the lock, print its token, exit",
     "KEY\nKEY --while-pid PID",
-    {k_key, k_waiting, k_options, k_connection},
+    {k_key, k_waiting, k_options, k_output, k_connection},
     "Prints only the token: t=$(rlock acquire KEY). Nothing renews the lock:\n"
     "run rlock extend before the ttl runs out, and rlock release at the end.\n"
     "Or hold it until the script exits: tok=$(rlock acquire --while-pid $$ KEY).\n"
+    "Examples:\n"
+    "  t=$(rlock acquire --ttl 5m lock:migrate)\n"
+    "  rlock acquire --while-pid $$ lock:migrate\n"
     "Exit status: 0 acquired, 69 Redis unavailable, 75 busy (-E changes it); 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<AcquireArgs>};

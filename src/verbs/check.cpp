@@ -87,12 +87,15 @@ constexpr Command k_check_command = {
     "check",
     "whether a run of KEY succeeded within PERIOD (a dead-man's switch)",
     "KEY --every PERIOD",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "A duration is the last PERIOD by the Redis server's clock; hour, day, week and\n"
     "month are the current one, as --once-per counts them: check late in the period,\n"
     "or give a duration with slack (--every 25h for a daily job). Prints one line\n"
     "on stdout, the first word after the key 'ok' when a run succeeded (-q: only when\n"
     "none did). Reads only.\n"
+    "Examples:\n"
+    "  rlock check lock:daily-report --every 25h\n"
+    "  rlock check lock:backup --every day --slower-than 2h\n"
     "Exit status: 0 a run succeeded within PERIOD (within D with --slower-than), 1 none "
     "did (or none is recorded), "
     "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",

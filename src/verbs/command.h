@@ -160,16 +160,32 @@ struct Arguments {
 
 template <class A> std::unique_ptr<Arguments> make_arguments() { return std::make_unique<A>(); }
 
+// Options under one heading of a command's help.
+struct OptionGroup {
+  const char* heading = nullptr;  // nullptr: "Options"
+  std::span<const Option> options;
+
+  constexpr OptionGroup() = default;
+  template <size_t N> constexpr OptionGroup(const Option (&o)[N]) : options(o) {}
+  constexpr OptionGroup(const char* h, std::span<const Option> o) : heading(h), options(o) {}
+  constexpr auto begin() const { return options.begin(); }
+  constexpr auto end() const { return options.end(); }
+};
+
 // A command: the table entry help, the parser and the completions are made from.
 struct Command {
   std::string_view name;
   const char* summary;
-  const char* usage;  // what follows "rlock NAME [OPTIONS]"; one form a line
-  std::array<std::span<const Option>, 4> options;  // groups of options, in help's order
-  const char* footer;  // ends with the command's exit statuses (test_docs.py checks them)
+  const char* usage;                   // what follows "rlock NAME [OPTIONS]"; one form a line
+  std::array<OptionGroup, 7> options;  // in help's order
+  // Ends with the command's exit statuses (test_docs.py checks them), after its examples.
+  const char* footer;
   std::unique_ptr<Arguments> (*make)();  // nullptr: `help`, which cli.cpp answers itself
   bool takes_command = false;            // "-- COMMAND [ARG...]" (run)
   bool reads_settings = true;  // false: no config file nor environment is read (completion)
+  // The long names of the options its help shows first, under "Most used" (run's: the few a
+  // cron line needs); each is shown there only.
+  std::span<const char* const> featured = {};
 };
 
 // An operator's --reason (stop, pause, resume, reset-period, release --force): at most 500
@@ -187,13 +203,14 @@ inline constexpr const char* k_keys_help = "lock keys (after --prefix)";
 inline constexpr const char* k_json_help = "print one JSON document (fields in rlock(1))";
 
 // Option groups that several commands take, in help's order.
-// Where Redis is and how to reach it: every command that talks to Redis.
-inline constexpr Option k_connection[] = {
+// Where Redis is and how to reach it: every command that talks to Redis. They may also come
+// before the command (rlock -u URL status KEY).
+inline constexpr Option k_connection_options[] = {
     setting("redis"),
     setting("tls"),
     driver_option("--config", Into::config_file,
-                  "config file (default $RLOCK_CONFIG, ~/.config/rlock/config.toml, "
-                  "/etc/rlock/config.toml)",
+                  "config file (default $RLOCK_CONFIG, else ~/.config/rlock/config.toml, "
+                  "where $XDG_CONFIG_HOME moves ~/.config, else /etc/rlock/config.toml)",
                   "FILE"),
     setting("prefix"),
     setting("password-file"),
@@ -204,24 +221,28 @@ inline constexpr Option k_connection[] = {
     setting("key"),
     setting("sni"),
     setting("connect-timeout"),
-    setting("command-timeout"),
-    setting("log-format"),
-    setting("quiet"),
-    setting("verbose")};
+    setting("command-timeout")};
+inline constexpr OptionGroup k_connection{"Connection, also before the command",
+                                          k_connection_options};
+
+// What rlock itself prints on stderr.
+inline constexpr Option k_output_options[] = {setting("quiet"), setting("verbose"),
+                                              setting("log-format")};
+inline constexpr OptionGroup k_output{"Messages", k_output_options};
 
 // How to wait for the lock, and what kind of lock it is. flock(1)'s spellings, so that
 // `flock -xn FILE CMD` becomes `rlock run -xn KEY -- CMD`: -n/--nonblock/--nb, -w/--timeout,
 // -E, -c and -s are the same options; -x is the default. What has no meaning for a lock in
 // Redis is refused with what rlock offers instead (not -u: it is --redis here, as in redis-cli).
-inline constexpr Option k_waiting[] = {
+inline constexpr Option k_waiting_options[] = {
     driver_option("-n,--no-wait,--nonblock,--nb", Into::no_wait,
-                  "fail at once when held (default)"),
+                  "fail at once when the lock is held: the default"),
     setting("wait"),
     setting("jitter"),
     setting("conflict-exit-code"),
     setting("shared"),
-    driver_option("-x,--exclusive", Into::exclusive,
-                  "hold the lock alone, as flock -x (the default)"),
+    driver_option("-x,-e,--exclusive", Into::exclusive,
+                  "hold the lock alone, as flock -x: the default"),
     setting("limit"),
     setting("fair"),
     setting("min-replicas"),
@@ -229,20 +250,35 @@ inline constexpr Option k_waiting[] = {
     driver_option("-o,--close", Into::flock_only, "").unlisted(),
     driver_option("--unlock", Into::flock_only, "").unlisted(),
     driver_option("--fcntl", Into::flock_only, "").unlisted()};
+inline constexpr OptionGroup k_waiting{"The lock, and waiting for it", k_waiting_options};
 
 // The settings of `run` (also accepted by `config`, to show what a run would use).
-inline constexpr Option k_running[] = {
-    setting("ttl"),          setting("max-run"),      setting("heartbeat-file"),
-    setting("stale-after"),  setting("kill-signal"),  setting("kill-after"),
-    setting("on-lost"),      setting("leftovers"),    setting("min-hold"),
-    setting("metrics-file"), setting("once-per"),     setting("tz"),
-    setting("retry-failed"), setting("record-skips"), setting("history-length"),
-    setting("retention"),    setting("keep-output"),  setting("retry"),
-    setting("retry-delay"),  setting("retry-on"),     setting("notify"),
-    setting("notify-on"),    setting("notify-after"), setting("notify-timeout")};
+inline constexpr Option k_process_options[] = {
+    setting("ttl"),     setting("max-run"),   setting("kill-signal"),    setting("kill-after"),
+    setting("on-lost"), setting("leftovers"), setting("heartbeat-file"), setting("stale-after"),
+    setting("min-hold")};
+inline constexpr OptionGroup k_process{"The lease and the command's process", k_process_options};
+
+inline constexpr Option k_records_options[] = {
+    setting("once-per"),     setting("retry-failed"),   setting("tz"),
+    setting("record-skips"), setting("history-length"), setting("retention"),
+    setting("keep-output"),  setting("metrics-file")};
+inline constexpr OptionGroup k_records{"Once per period, the record and the output",
+                                       k_records_options};
+
+inline constexpr Option k_retries_options[] = {
+    setting("retry"),     setting("retry-delay"),  setting("retry-on"),      setting("notify"),
+    setting("notify-on"), setting("notify-after"), setting("notify-timeout")};
+inline constexpr OptionGroup k_retries{"Retries and notifications", k_retries_options};
 
 // Every command, in the order help lists them (verbs/commands.cpp).
 std::span<const Command* const> all_commands();
+// The same commands under the headings of rlock --help: what each is for.
+struct CommandSection {
+  const char* heading;
+  std::span<const Command* const> commands;
+};
+std::span<const CommandSection> command_sections();
 const Command* find_command(std::string_view name);
 
 // Each command's entry, in its own file.

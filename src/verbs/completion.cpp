@@ -593,6 +593,8 @@ constexpr Command k_completion_command = {
     "SHELL",
     {k_options},
     "source <(rlock completion bash) in ~/.bashrc; the package installs all three.\n"
+    "Examples:\n"
+    "  source <(rlock completion bash)\n"
     "Exit status: 0; 64 no such shell.",
     make_arguments<CompletionArgs>,
     /*takes_command=*/false,

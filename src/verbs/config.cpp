@@ -40,7 +40,10 @@ constexpr Command k_config_command = {
     "config",
     "the effective configuration and where each value came from",
     "",
-    {k_waiting, k_running, k_options, k_connection},
+    {k_waiting, k_process, k_records, k_retries, k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock config\n"
+    "  rlock config --json -u redis://redis.internal:6379\n"
     "Exit status: 0; 64 usage (a bad flag or value), 78 configuration (a bad config file or "
     "URL), 125 rlock failed.",
     make_arguments<ConfigArgs>};

@@ -637,11 +637,14 @@ constexpr Command k_doctor_command = {
     "doctor",
     "check that Redis is set up for locks",
     "[KEY]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "Reads each server's settings (and each sentinel's) and says, one line each, what matters "
     "to a lock: persistence, maxmemory-policy, keyspace notifications, the version and the "
     "commands the ACL user may run, the clock, proxies, TLS certificates, replicas, and the "
     "failover window against --ttl. It changes no key.\n"
+    "Examples:\n"
+    "  rlock doctor\n"
+    "  rlock doctor lock:daily-report --ttl 1m\n"
     "Exit status: 0 nothing wrong, 1 a problem found, 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<DoctorArgs>};

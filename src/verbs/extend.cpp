@@ -53,7 +53,9 @@ constexpr Command k_extend_command = {
     "extend",
     "renew a lock taken with acquire",
     "KEY --token T",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock extend lock:migrate --token \"$t\"\n"
     "Exit status: 0 extended, 1 not ours (nothing changed), 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<ExtendArgs>};

@@ -46,7 +46,10 @@ constexpr Command k_history_command = {
     "history",
     "the latest runs of KEY, newest first",
     "KEY",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock history lock:daily-report\n"
+    "  rlock history -n 5 --json lock:daily-report\n"
     "Exit status: 0, also when there is no history yet; 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<HistoryArgs>};

@@ -38,7 +38,9 @@ constexpr Command k_inspect_command = {
     "inspect",
     "everything known about one lock",
     "KEY",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock inspect lock:daily-report\n"
     "Exit status: 0 held, 1 free, 69 Redis unreachable, not a lock, or a state Redlock's "
     "nodes that answered cannot tell; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<InspectArgs>};

@@ -107,7 +107,10 @@ constexpr Command k_list_command = {
     "list",
     "every lock under the prefix that matches PATTERN",
     "[PATTERN] [--all] [--last-output]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock list 'lock:*'\n"
+    "  rlock list --all --last-output\n"
     "Exit status: 0, also when no lock matches; 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<ListArgs>};

@@ -447,9 +447,12 @@ constexpr Command k_logs_command = {
     "logs",
     "print the output a run kept (run --keep-output), from any host",
     "KEY [--run N | --fence F] [-f] [--raw]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "The output goes to stdout, control characters escaped (--raw: as they are); the run's\n"
     "host, fence and end go to stderr first. The output of the last 5 runs is kept.\n"
+    "Examples:\n"
+    "  rlock logs lock:daily-report\n"
+    "  rlock logs -f lock:daily-report\n"
     "Exit status: 0 printed, 1 no output kept (of that run), 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<LogsArgs>};

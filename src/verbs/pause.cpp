@@ -142,11 +142,14 @@ constexpr Command k_pause_command = {
     "pause",
     "keep every host's runs of KEY from starting, for a while",
     "KEY --for D [--reason TEXT]\nKEY --until TIME [--reason TEXT]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "While paused, rlock run KEY exits 75 (-E changes it) with one line naming the pause\n"
     "(none with -q); a --wait run waits through it. A command already running is not\n"
     "touched (rlock stop).\n"
     "The pause ends by itself, leaving nothing in Redis, or with rlock resume KEY.\n"
+    "Examples:\n"
+    "  rlock pause lock:daily-report --for 2h --reason 'database upgrade'\n"
+    "  rlock pause lock:sync --until 23:00\n"
     "Exit status: 0 paused, 69 Redis unreachable; 64 usage, 78 configuration, 125 rlock "
     "failed.",
     make_arguments<PauseArgs>};

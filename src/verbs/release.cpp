@@ -184,11 +184,14 @@ constexpr Option k_options[] = {
 constexpr Command k_release_command = {
     "release",
     "give a lock back, or break anyone's",
-    "KEY --token T\nKEY --force [--token T | --all] [--now] [--reason TEXT]",
-    {k_options, k_connection},
+    "KEY --token T\nKEY --force [--token T | --all] [--now]",
+    {k_options, k_output, k_connection},
     "--force leaves a tombstone: nobody takes the lock until its holder has surely\n"
     "stopped (its rlock notices at its next renewal and stops the command; cut off\n"
     "from Redis, at its lease's end). --now frees it at once: an overlap if it runs.\n"
+    "Examples:\n"
+    "  rlock release lock:migrate --token \"$t\"\n"
+    "  rlock release lock:daily-report --force --reason 'host is gone'\n"
     "Exit status: 0 released or broken, 1 not ours or free (nothing changed), 69 Redis "
     "unreachable or not a lock; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<ReleaseArgs>};

@@ -55,7 +55,9 @@ constexpr Option k_options[] = {
     option<&ResetPeriodArgs::key>("KEY", k_key_help).must(),
     setting("once-per", "the job's period: hour, day, week, month, or a duration (1h, 1d)"),
     option<&ResetPeriodArgs::reason>("--reason", "why, for the history and watch", "TEXT"),
-    setting("tz"), setting("history-length"), setting("retention")};
+    setting("tz"),
+    setting("history-length"),
+    setting("retention")};
 
 }  // namespace
 
@@ -63,9 +65,11 @@ constexpr Command k_reset_period_command = {
     "reset-period",
     "let a --once-per job run again this period",
     "KEY --once-per PERIOD [--reason TEXT]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "Forgets this period's run of KEY (recorded in its history), so that the next\n"
     "rlock run --once-per runs the job. Give the --once-per and --tz of the job.\n"
+    "Examples:\n"
+    "  rlock reset-period lock:daily-report --once-per day\n"
     "Exit status: 0 forgotten, 1 no run this period or it is still running (nothing changed), "
     "69 Redis unreachable; 64 usage, 78 configuration, 125 rlock failed.",
     make_arguments<ResetPeriodArgs>};

@@ -43,9 +43,11 @@ constexpr Command k_resume_command = {
     "resume",
     "end KEY's pause",
     "KEY [--reason TEXT]",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "The first run waiting for KEY (--wait) is woken; who resumed it, and why, is in its\n"
     "history.\n"
+    "Examples:\n"
+    "  rlock resume lock:daily-report\n"
     "Exit status: 0 resumed, 1 not paused (nothing changed), 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<ResumeArgs>};

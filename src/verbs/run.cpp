@@ -559,20 +559,31 @@ constexpr Option k_options[] = {
     option<&RunArgs::shell_command>(
         "-c,--command", "run TEXT with $SHELL -c (or /bin/sh) instead of COMMAND", "TEXT")};
 
+constexpr const char* k_featured[] = {
+    "--wait", "--conflict-exit-code", "--once-per", "--retry-failed", "--max-run", "--quiet"};
+
 }  // namespace
 
 constexpr Command k_run_command = {
     "run",
     "hold KEY while COMMAND runs",
     "KEY -- COMMAND [ARG...]\nKEY -c 'SHELL TEXT'",
-    {k_options, k_waiting, k_running, k_connection},
-    "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh).\n"
-    "The command gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and "
-    "RLOCK_HEARTBEAT_FILE, RLOCK_ATTEMPT); --notify's, RLOCK_RESULT and more (rlock(1)).\n"
+    {OptionGroup{"Arguments", k_options}, k_waiting, k_process, k_records, k_retries, k_output,
+     k_connection},
+    "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh). "
+    "It gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and RLOCK_HEARTBEAT_FILE, "
+    "RLOCK_ATTEMPT); --notify's command gets RLOCK_RESULT and more (rlock(1)). "
+    "A duration is 500ms, 30s, 5m, 1h30m, 2d or .5 (a bare number is seconds).\n"
+    "Examples:\n"
+    "  rlock run --once-per day -w 10m -q lock:report -- /opt/report/run.sh\n"
+    "  rlock run -w 30s -E 0 lock:deploy -c 'make deploy'\n"
+    "  rlock run --max-run 1h --retry 2 --notify /usr/bin/tell lock:sync -- /opt/sync\n"
     "Exit status: the command's own; 64 usage, 69 Redis unavailable, 75 busy (-E changes it), "
     "76 lock lost, 78 configuration, 79 hung (--heartbeat-file), 80 stopped (rlock stop), 124 "
     "--max-run, 125 rlock failed, 126 not executable, 127 not found.",
     make_arguments<RunArgs>,
-    /*takes_command=*/true};
+    /*takes_command=*/true,
+    /*reads_settings=*/true,
+    k_featured};
 
 }  // namespace rlock

@@ -41,7 +41,10 @@ constexpr Command k_status_command = {
     "status",
     "one line per key: free, or held by whom",
     "KEY...",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
+    "Examples:\n"
+    "  rlock status lock:daily-report\n"
+    "  rlock status --json lock:a lock:b\n"
     "Exit status: 0 every key held, 1 some key free, 69 Redis unreachable, a key that is "
     "not a lock, or one whose state Redlock's nodes that answered cannot tell; 64 usage, "
     "78 configuration, 125 rlock failed.",

@@ -278,11 +278,16 @@ constexpr Option k_options[] = {
 constexpr Command k_stop_command = {
     "stop",
     "stop the command that holds KEY, on any host",
-    "KEY [--reason TEXT] [--token T] [--signal SIG] [--kill-after D] [--within D]",
-    {k_options, k_connection},
+    "KEY [--reason TEXT] [--signal SIG] [--within D]",
+    {k_options, k_output, k_connection},
     "The holder sends the signal to its command's process group within a second, KILL after\n"
     "the kill-after, gives the lock back, records the run as stopped by you, and exits 80.\n"
     "If another's stop came first, you are told whose.\n"
+    "A stopped --once-per run counts as its period's run (unless the job has --retry-failed):\n"
+    "rlock reset-period KEY --once-per PERIOD lets the next one run.\n"
+    "Examples:\n"
+    "  rlock stop lock:daily-report --reason 'bad input file'\n"
+    "  rlock stop lock:sync --signal INT --within 30s\n"
     "Exit status: 0 given back (stopped at your or another's request), 1 nothing held (or not "
     "by --token), 69 Redis unreachable or not a lock, 75 the holder did not answer within 5s "
     "or still holds it; 64 usage, 78 configuration, 125 rlock failed.",

@@ -390,12 +390,14 @@ constexpr Command k_watch_command = {
     "watch",
     "one line per change of the locks, until interrupted",
     "KEY...",
-    {k_options, k_connection},
+    {k_options, k_output, k_connection},
     "Tells each change of the locks as it happens: taken (by whom), renewed late,\n"
     "released, expired, broken, waiters queued, places of a semaphore or shared lock.\n"
     "Keyspace notifications when the server sends them (notify-keyspace-events\n"
     "with K and g$xz, or KA; never changed by rlock), else polling every 250ms: the\n"
     "first line says which. Writes nothing to Redis. Ctrl-C or SIGTERM ends it.\n"
+    "Examples:\n"
+    "  rlock watch lock:daily-report lock:sync\n"
     "Exit status: 0 ended by a signal or by its reader going away (| head -1); 69 Redis "
     "unreachable at the start, or it refused us; 64 usage, 78 configuration, 125 rlock "
     "failed.",

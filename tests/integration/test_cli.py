@@ -1,5 +1,6 @@
 """The command line: bad input is one clear line, the documented exit status, nothing in Redis."""
 import json
+import re
 import unittest
 
 from harness import RedisTestCase, free_port, rlock_env, run_rlock, sampled
@@ -278,13 +279,45 @@ class CommandLine(RedisTestCase):
                       "   or: rlock run [OPTIONS] KEY -c 'SHELL TEXT'\n", r.stdout)
         self.assertIn("Usage: rlock release [OPTIONS] KEY --token T\n",
                       self.run_rlock(["release", "--help"]).stdout)
-        self.assertIn("Usage: rlock help [OPTIONS] [COMMAND]\n",
-                      self.run_rlock(["help", "--help"]).stdout)
+        self.assertIn("Usage: rlock help [COMMAND]\n", self.run_rlock(["help", "--help"]).stdout)
         # --version is rlock's, not a command's.
         self.assertEqual(self.run_rlock(["run", "--version"]).returncode, 64)
         r = self.run_rlock(["--version"])
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis \d+\.\d+")
+
+
+    def test_help_teaches(self):
+        # Each command's help: within 80 columns, no parser's words, examples before the exit
+        # statuses; run's most used options first; the overview groups the commands.
+        overview = self.run_rlock(["--help"]).stdout
+        for heading in ("Run a job:", "Look (read only):", "Act on a lock or a job:",
+                        "Hold a lock in a script:", "Set up:"):
+            self.assertIn("\n" + heading + "\n", overview)
+        self.assertIn("rlock -u redis://", overview)
+        verbs = re.findall(r"^  ([a-z-]+)  ", overview, re.M)
+        self.assertGreater(len(verbs), 15)
+        for verb in verbs + ["connection"]:
+            text = self.run_rlock(["help", verb]).stdout
+            wide = [line for line in text.splitlines() if len(line) > 80]
+            self.assertEqual(wide, [], verb)
+            for jargon in ("REQUIRED", "INT in", "TEXT:", "Positionals", "Print this help"):
+                self.assertNotIn(jargon, text, verb)
+            if verb not in ("help", "connection"):
+                self.assertRegex(text, r"\nExamples:\n  [^\n]*rlock [^\n]+\n(  [^\n]+\n)*\nExit status:",
+                                 verb)
+        run = self.run_rlock(["run", "--help"]).stdout
+        most = run.split("\nMost used:\n")[1].split("\n\n")[0]
+        for flag in ("--wait", "--once-per", "--max-run", "--retry-failed", "--quiet",
+                     "--conflict-exit-code"):
+            self.assertIn(flag, most)
+        self.assertLess(run.index("Most used:"), run.index("The lock, and waiting for it:"))
+        self.assertEqual(run.count("--once-per PERIOD"), 1)  # shown once, among the most used
+        words = " ".join(run.split())
+        self.assertIn("at least 100ms", words)
+        self.assertIn("1k to 16M, or 0 for none", words)
+        self.assertIn("1 behind Sentinel", words)
+        self.assertIn("XDG_CONFIG_HOME", self.run_rlock(["help", "connection"]).stdout)
 
 
 class ConfigDefaults(unittest.TestCase):
