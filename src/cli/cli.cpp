@@ -138,6 +138,30 @@ std::string command_list() {
   return out;
 }
 
+// "unknown command 'stauts': did you mean status?", or the list of commands.
+std::string unknown_command(const std::string& word) {
+  std::vector<std::string> names;
+  for (const Command* c : all_commands()) names.emplace_back(c->name);
+  std::string out = "unknown command '" + terminal_safe(word) + "'";
+  if (auto guess = closest_word(word, names)) return out + ": did you mean " + *guess + "?";
+  return out + " (commands: " + command_list() + ")";
+}
+
+// "unknown option '--wiat': did you mean --wait?": among COMMAND's long names.
+std::string unknown_option(const Command& command, const std::string& word) {
+  std::string name = word.substr(0, word.find('='));
+  std::string out = "unknown option '" + terminal_safe(name) + "'";
+  if (!name.starts_with("--")) return out;
+  std::vector<std::string> names;
+  for_each_option(command, [&](const Option& option) {
+    if (option.positional() || option.hidden || !option.flags()) return;
+    for (std::string_view n : names_of(option.flags()))
+      if (n.starts_with("--")) names.emplace_back(n);
+  });
+  if (auto guess = closest_word(name, names)) return out + ": did you mean " + *guess + "?";
+  return out;
+}
+
 // A number's range, for the help ("INT in [1 - 100000]", as CLI11's own Range says it) and the
 // parse: "'k' is not a whole number from 1 to 100000" (a word it took for its value, history
 // -n KEY, is named as typed).
@@ -382,7 +406,7 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
                           : "rlock " + app.get_subcommands().front()->get_name() + " --help";
   std::string message = e.what();
   if (app.get_subcommands().empty() && !args.ours.empty() && args.ours.front()[0] != '-')
-    message = "unknown command '" + args.ours.front() + "' (commands: " + command_list() + ")";
+    message = unknown_command(args.ours.front());
   else if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e))
     message = "no command given (commands: " + command_list() + ")";
   if (dynamic_cast<const CLI::ExtrasError*>(&e) && !app.get_subcommands().empty()) {
@@ -395,10 +419,13 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
       message =
           known_option(extras.front())
               ? "rlock " + name + " takes no " + extras.front().substr(0, extras.front().find('='))
-              : "unknown option '" + extras.front() + "'";
+          : command ? unknown_option(*command, extras.front())
+                    : "unknown option '" + terminal_safe(extras.front()) + "'";
     else if (!extras.empty() && command)
       message = unexpected_words(*command, extras);
   }
+  // "...: did you mean --wait? See 'rlock run --help'."
+  if (message.ends_with('?')) throw usage_error(message + " See '" + where + "'.");
   throw usage_error(message + "; see '" + where + "'");
 }
 
@@ -413,7 +440,7 @@ int show_help(Parsed& parser) {
     return k_exit_ok;
   }
   const Command* topic = find_command(parser.help_topic);
-  if (!topic) throw usage_error("help: no command '" + terminal_safe(parser.help_topic) + "'");
+  if (!topic) throw usage_error("help: " + unknown_command(parser.help_topic));
   write_stdout(command_help(*topic));
   return k_exit_ok;
 }
@@ -443,8 +470,11 @@ int parse_and_run(const SplitArgs& args) {
   if (!args.command.empty() && !command.takes_command)
     throw usage_error("'--' COMMAND is only for rlock run");
   if (!line.flock_only.empty()) throw usage_error(flock_only_message(line.flock_only));
-  if (line.exclusive && line.flags.count("shared") && line.flags["shared"].values[0] == "true")
-    throw usage_error("--exclusive excludes --shared");
+  if (line.exclusive) {  // -x: not shared, whatever the config file says
+    if (line.flags.count("shared") && line.flags["shared"].values[0] == "true")
+      throw usage_error("--exclusive excludes --shared");
+    line.flags["shared"] = RawValue{{"false"}, {Origin::Kind::flag, "--exclusive"}};
+  }
   if (line.no_wait) {
     if (line.flags.count("wait")) throw usage_error("--no-wait excludes --wait");
     line.flags["wait"] = RawValue{{"0"}, {Origin::Kind::flag, "--no-wait"}};

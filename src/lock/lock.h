@@ -60,7 +60,7 @@ inline constexpr std::string_view k_braced_separator = ":rlock{}:";
 // The name of a key that holds KEY's kept output (--keep-output; KIND "outputs" or
 // "output-FENCE"): a helper key under a prefix of its own, so that an ACL may give the lock's
 // other keys (status, history) without the job's output, which is the job's to show
-// (README "Least privilege").
+// (docs/REDIS.md "Least privilege").
 std::string kept_output_key(std::string_view key, std::string_view kind);
 inline constexpr std::string_view k_kept_output_prefix = "rlock-output:";
 

@@ -2,7 +2,7 @@
 // REDISCLI_AUTH, the config file), read from a file, or printed by a command. A file and a
 // command are asked again for each new connection, so that credentials a sidecar rotates (a
 // Vault agent's file, an IAM token that lives 15 minutes) are current whenever rlock connects:
-// README "Managed Redis". What they yield is a secret: never shown, logged or stored.
+// docs/REDIS.md "Managed Redis". What they yield is a secret: never shown, logged or stored.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// Redlock over independent masters: docs/DESIGN.md "Topologies", README "Reaching Redis".
+// Redlock over independent masters: docs/DESIGN.md "Topologies", docs/REDIS.md.
 //
 // Every lock operation goes to all N nodes at once (one round trip) and is believed by quorum,
 // N/2+1 (lock.cpp): an acquisition counts only with a quorum of nodes and time left in it

@@ -69,7 +69,7 @@ struct SentinelView {
 SentinelView ask_sentinel(const RedisUrl& sentinel, const std::string& master_name,
                           const ConnectOptions& options, TimePoint deadline);
 
-// A Cluster's master and its replicas, from CLUSTER SLOTS (which README "Least privilege"
+// A Cluster's master and its replicas, from CLUSTER SLOTS (which docs/REDIS.md "Least privilege"
 // grants, where CLUSTER NODES is not): a replica that failed is left out.
 struct ClusterShard {
   std::string host;

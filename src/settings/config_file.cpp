@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/log.h"
+#include "util/text.h"
 #include "util/trusted_file.h"
 
 namespace rlock {
@@ -180,6 +181,23 @@ std::optional<std::string> find_config_file(const std::optional<std::string>& fl
   return std::nullopt;
 }
 
+namespace {
+
+// "unknown key 'redis-url': did you mean 'redis'? (keys: ...)".
+std::string unknown_key(const std::string& name) {
+  std::vector<std::string> keys;
+  std::string list;
+  for (const SettingInfo& s : all_settings()) {
+    keys.emplace_back(s.name);
+    list += (list.empty() ? "" : ", ") + std::string(s.name);
+  }
+  std::string out = "unknown key '" + terminal_safe(name) + "'";
+  if (auto guess = closest_word(name, keys)) out += ": did you mean '" + *guess + "'?";
+  return out + " (keys: " + list + ")";
+}
+
+}  // namespace
+
 RawSettings parse_config(std::string_view text, const std::string& path) {
   if (auto at = non_ascii_outside_strings(text))
     throw Error(k_exit_config,
@@ -196,7 +214,7 @@ RawSettings parse_config(std::string_view text, const std::string& path) {
     std::string name(key.str());
     std::string where = location(path, key.source());
     const SettingInfo* info = find_setting(name);
-    if (!info) throw Error(k_exit_config, where + ": unknown key '" + name + "'");
+    if (!info) throw Error(k_exit_config, where + ": " + unknown_key(name));
     RawValue value{{}, {Origin::Kind::file, where}};
     if (const toml::array* list = node.as_array(); list && info->kind == SettingKind::list) {
       for (const toml::node& item : *list) {

@@ -320,10 +320,9 @@ const std::vector<SettingInfo>& all_settings() {
        }},
       {"verbose", "-v,--verbose", K::flag, "false", nullptr,
        "print every event (acquired, renewed, released)",
+       // Beside quiet: resolve_settings weighs the two.
        [](V v, Resolved& r) {
-         if (!v.flag()) return;
-         if (r.global.verbosity == Verbosity::quiet) v.bad("-q and -v exclude each other");
-         r.global.verbosity = Verbosity::verbose;
+         if (v.flag()) r.global.verbosity = Verbosity::verbose;
        }},
       {"log-format", "--log-format", K::text, "text", "text|json",
        "events on stderr as text (default) or json, one object a line",
@@ -416,6 +415,19 @@ Resolved resolve_settings(const RawSettings& s) {
   if (stale && !heartbeat && stale->origin.kind == Origin::Kind::flag)
     SettingValue("stale-after", *stale)
         .bad("needs --heartbeat-file PATH: the file the command touches while it is alive");
+
+  // quiet and verbose: the one given where it counts more wins (a flag over the file), as every
+  // setting does; both in one place are a mistake, told with where the other came from.
+  const RawValue* quiet = lookup(s, "quiet");
+  const RawValue* verbose = lookup(s, "verbose");
+  if (quiet && verbose && r.global.verbosity == Verbosity::verbose &&
+      SettingValue("quiet", *quiet).flag()) {
+    if (rank(quiet->origin.kind) == rank(verbose->origin.kind))
+      SettingValue("verbose", *verbose)
+          .bad("excludes quiet (" + quiet->origin.where + "): give one of the two");
+    if (rank(quiet->origin.kind) > rank(verbose->origin.kind))
+      r.global.verbosity = Verbosity::quiet;
+  }
 
   check_job_settings(s, r);
 

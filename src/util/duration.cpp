@@ -39,7 +39,7 @@ std::optional<double> duration_millis(std::string_view text) {
       while (i < text.size() && is_digit(text[i])) ++i;
       if (i == frac_start) return std::nullopt;  // "1." is a typo, not 1
     }
-    if (int_end == start) return std::nullopt;  // ".5" or a unit with no number
+    if (i == start) return std::nullopt;  // a unit with no number (".5" is flock's 0.5)
     size_t first = start;                       // leading zeros say nothing of the size
     while (first + 1 < int_end && text[first] == '0') ++first;
     double number;

@@ -327,4 +327,51 @@ std::string OutputEscaper::finish() {
   return out;
 }
 
+namespace {
+
+// The edits that make A into B: letters inserted, deleted, replaced, or two neighbours swapped
+// (optimal string alignment distance).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string> closest_word(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  constexpr size_t most = 2;
+  if (word.size() > 64) return std::nullopt;  // not a typo of a name rlock knows
+  std::optional<std::string> best;
+  size_t best_distance = most + 1;
+  bool tie = false;
+  std::string dashed(word);  // TOML's snake_case, kill_after for kill-after
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const std::string& candidate : candidates) {
+    // redis-url for redis: the name with a word after it.
+    if (dashed == candidate || (dashed.starts_with(candidate + "-") && candidate.size() > 2))
+      return candidate;
+    size_t distance = edit_distance(word, candidate);
+    if (distance == 0 || 2 * distance >= std::max(word.size(), candidate.size())) continue;
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+      tie = false;
+    } else if (distance == best_distance && candidate != *best) {
+      tie = true;
+    }
+  }
+  if (tie || best_distance > most) return std::nullopt;
+  return best;
+}
+
 }  // namespace rlock

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlock {
 
@@ -42,6 +43,13 @@ enum class Backslashes { escaped, kept };
 // MAX_CHARS characters (an escape is one), the rest becomes "...".
 std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos,
                           Backslashes backslashes = Backslashes::escaped);
+
+// Among CANDIDATES, the one WORD most likely mistyped from, as git's "did you mean": one it
+// spells with '_' for '-' or with a word after it (redis_url, redis-url for redis), else the
+// nearest by edits (a letter left out, one too many, two swapped, one wrong; at most 2 such
+// edits, and fewer than half its letters). nullopt when none is that close, or two are.
+std::optional<std::string> closest_word(std::string_view word,
+                                        const std::vector<std::string>& candidates);
 
 // A command's output for the operator's terminal, piece by piece (rlock logs shows another
 // host's): as terminal_safe (bidirectional characters too), except that newlines and tabs stay, and

@@ -120,8 +120,8 @@ constexpr Command k_acquire_command = {
     "run rlock extend before the ttl runs out, and rlock release at the end.\n"
     "Or hold it until the script exits: tok=$(rlock acquire --while-pid $$ KEY).\n"
     "Examples:\n"
-    "  t=$(rlock acquire --ttl 5m lock:migrate)\n"
     "  rlock acquire --while-pid $$ lock:migrate\n"
+    "  t=$(rlock acquire --ttl 5m lock:migrate)\n"
     "Exit status: 0 acquired, 69 Redis unavailable, 75 busy (-E changes it); 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<AcquireArgs>};

@@ -318,7 +318,7 @@ private:
     if (!needed.empty())
       add(Level::problem, "commands", server,
           "the ACL user may not run " + listed(needed) +
-              "; README \"Least privilege\" has the ACL lines rlock needs");
+              "; rlock(1) \"Least privilege\" has the ACL lines rlock needs");
     if (!keys.empty())
       add(Level::problem, "commands", server,
           "the ACL user's key patterns leave out " + lock + "'s own keys (" +
@@ -379,8 +379,8 @@ private:
       first = ask(seed, "server");
       if (!first.survey.unreachable) break;
     }
-    // INFO tells a Cluster; where an ACL refuses INFO (README "Least privilege" gives it on a
-    // line of its own), CLUSTER SLOTS does, as `list` does.
+    // INFO tells a Cluster; where an ACL refuses INFO (docs/REDIS.md "Least privilege" gives it on
+    // a line of its own), CLUSTER SLOTS does, as `list` does.
     std::optional<std::vector<ClusterShard>> shards;
     if (!first.survey.unreachable &&
         (first.survey.field("cluster_enabled") == "1" || !first.survey.info_refused.empty())) {

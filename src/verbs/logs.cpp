@@ -452,7 +452,7 @@ constexpr Command k_logs_command = {
     "host, fence and end go to stderr first. The output of the last 5 runs is kept.\n"
     "Examples:\n"
     "  rlock logs lock:daily-report\n"
-    "  rlock logs -f lock:daily-report\n"
+    "  rlock logs --raw lock:daily-report\n"
     "Exit status: 0 printed, 1 no output kept (of that run), 69 Redis unreachable; 64 usage, "
     "78 configuration, 125 rlock failed.",
     make_arguments<LogsArgs>};

@@ -3,7 +3,7 @@ import json
 import re
 import unittest
 
-from harness import RedisTestCase, free_port, rlock_env, run_rlock, sampled
+from harness import RedisTestCase, free_port, rlock_env, run_rlock, sampled, wait_until
 
 BAD_RUN_INPUT = [
     # (arguments after "run", what the one line must mention)
@@ -34,7 +34,7 @@ BAD_RUN_INPUT = [
     (["-E", "x", "k", "--", "true"], "conflict-exit-code"),
     (["--on-lost", "maybe", "k", "--", "true"], "--on-lost"),
     (["-n", "-w", "5s", "k", "--", "true"], "excludes"),
-    (["-q", "-v", "k", "--", "true"], "exclude each other"),
+    (["-q", "-v", "k", "--", "true"], "excludes quiet"),
     (["k", "-c", "true", "--", "true"], "not both"),
     (["--limit", "0", "k", "--", "true"], "number of holders"),
     (["--limit", "many", "k", "--", "true"], "number of holders"),
@@ -64,7 +64,7 @@ class CommandLine(RedisTestCase):
         self.assert_usage_error(["--ttl", "5s", "status", "k"], "rlock status takes no --ttl")
         self.assert_usage_error(["--bogus", "status", "k"], "unknown option '--bogus'")
         self.assert_usage_error(["frobnicate"], "frobnicate")
-        self.assert_usage_error(["help", "frobnicate"], "no command 'frobnicate'")
+        self.assert_usage_error(["help", "frobnicate"], "unknown command 'frobnicate' (commands: run, ")
 
     def test_words_past_the_arguments_are_named_as_typed(self):
         """rlock run KEY echo a b c, the common mistake of no '--': the words in the order
@@ -172,7 +172,34 @@ class CommandLine(RedisTestCase):
         # -q and -v typed on either side of the verb still exclude each other.
         r = run_rlock(url + ["-q", "status", "-v", "k2"], env=env)
         self.assertEqual(r.returncode, 64)
-        self.assertIn("exclude each other", r.stderr)
+        self.assertIn("--verbose: excludes quiet (--quiet)", r.stderr)
+
+    def test_a_flag_wins_over_the_config_file(self):
+        # quiet, verbose and shared in the file are defaults that -v, -q and -x override, as
+        # every setting is: "flag > environment > file > default".
+        def run(config, *args):
+            path = self.path("config.toml")
+            with open(path, "w") as f:
+                f.write(config)
+            return self.run_rlock(["run", "--config", path, *args, "k", "--", "true"])
+        r = run("quiet = true\n", "-v")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("acquired", r.stderr)
+        r = run("verbose = true\n", "-q")
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        r = run("quiet = true\nverbose = true\n")
+        self.assertEqual(r.returncode, 78, r.stderr)
+        self.assertRegex(r.stderr, r"config.toml:2:1: verbose: excludes quiet \(.*config.toml:1:1\)")
+        # -x over shared = true: the lock is held alone, so a --shared holder is refused.
+        path = self.path("shared.toml")
+        with open(path, "w") as f:
+            f.write("shared = true\n")
+        holder = self.start(["run", "--config", path, "-x", "k", "--", "sleep", "30"])
+        self.addCleanup(holder.kill)
+        wait_until(lambda: self.server.cmd("EXISTS", "k") == 1, 10, "the -x holder")
+        self.assertEqual(self.server.cmd("TYPE", "k"), "string")  # a shared lock is a hash
+        r = self.run_rlock(["run", "--shared", "k", "--", "true"])
+        self.assertEqual(r.returncode, 75, r.stderr)
 
     def test_options_that_take_a_value_for_their_command_work_before_it(self):
         """-n is history's --count N but run's --no-wait: what takes a value before the verb is
@@ -286,6 +313,31 @@ class CommandLine(RedisTestCase):
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis \d+\.\d+")
 
+
+    def test_a_typo_gets_a_suggestion(self):
+        # As git's "did you mean": a mistyped command, option or config key is named with the
+        # one it was likely meant as; a word like none gets the list. Nothing reaches Redis.
+        for args, said in ((["stauts", "k"], "unknown command 'stauts': did you mean status?"),
+                           (["help", "stpo"], "did you mean stop?"),
+                           (["run", "--wiat", "5", "k", "--", "true"],
+                            "unknown option '--wiat': did you mean --wait?"),
+                           (["status", "--jsno", "k"], "did you mean --json?")):
+            r = self.run_rlock(args)
+            self.assertEqual((r.returncode, len(r.stderr.splitlines())), (64, 1), r.stderr)
+            self.assertIn(said, r.stderr)
+        r = self.run_rlock(["xyzzy"])
+        self.assertNotIn("did you mean", r.stderr)
+        self.assertIn("(commands: run, ", r.stderr)
+        import tempfile
+        for key, meant in (("redis-url", "redis"), ("kill_after", "kill-after"),
+                           ("retyr", "retry")):
+            with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+                f.write(f'{key} = "1s"\n')
+                f.flush()
+                r = self.run_rlock(["run", "--config", f.name, "k", "--", "true"])
+            self.assertEqual(r.returncode, 78, r.stderr)
+            self.assertIn(f"unknown key '{key}': did you mean '{meant}'? (keys: redis, ", r.stderr)
+        self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
     def test_help_teaches(self):
         # Each command's help: within 80 columns, no parser's words, examples before the exit

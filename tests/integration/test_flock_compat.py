@@ -34,6 +34,9 @@ class FlockSuite(RedisTestCase):
         self.do_lock(["-s"], 0, "Have shared lock")
         self.do_lock(["--nonblock", "--exclusive", "--conflict-exit-code", "123"], 123, never)
         self.do_lock(["-xn", "-E", "123"], 123, never)
+        # flock's -e is -x, and its durations may start with a dot (flock -w .007).
+        self.do_lock(["-en", "-E", "123"], 123, never)
+        self.do_lock(["-e", "-w", ".007", "-E", "123"], 123, never)
         with open(self.path("go"), "w"):  # the general lock ends within the timeout
             pass
         r = self.do_lock(["--timeout", "5", "--conflict-exit-code", "5"], 0, "After timeout.")

@@ -20,11 +20,16 @@ TEST_CASE("durations people write") {
     CHECK(parse_duration("30") == 30s);
     CHECK(parse_duration("2.5") == 2500ms);
   }
+  SUBCASE("a leading dot, as flock -w .007 writes it") {
+    CHECK(parse_duration(".5") == 500ms);
+    CHECK(parse_duration(".007") == 7ms);
+    CHECK(parse_duration(".5s") == 500ms);
+  }
 }
 
 TEST_CASE("not durations") {
   for (const char* bad :
-       {"",    " ",   "s",   "ms",      "-1s", "1x",  "1 s",  "1h30",  "1.s", ".5s",
+       {"",    " ",   "s",   "ms",      "-1s", "1x",  "1 s",  "1h30",  "1.s", ".s", "..5",
         "1e3", "abc", "1sm", "10years", "+5s", "5s ", "0x10", "1..5s", "nan", "inf"})
     CHECK_MESSAGE(!parse_duration(bad), bad);
   // A typo is no duration too long, whatever its size.
