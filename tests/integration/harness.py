@@ -49,18 +49,28 @@ BUILD_DIR = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(SOURCE_DIR, "build
 ADMIN = ("rlock-test-admin", "rlock-test-admin-secret")
 
 
-def documented_acl():
-    """The rules of the `ACL SETUSER rlock ...` lines in README "Least privilege", each a list
-    of rules, without the password: what rlock's users are told to grant."""
-    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
+def least_privilege_section():
+    """docs/REDIS.md "Least privilege": the ACL lines rlock's users are told to paste."""
+    with open(os.path.join(SOURCE_DIR, "docs", "REDIS.md")) as f:
         text = f.read()
-    section = text.split("### Least privilege", 1)[1].split("\n### ", 1)[0]
+    match = re.search(r"^(#+) Least privilege\n", text, re.M)
+    if not match:
+        raise AssertionError('docs/REDIS.md has no "Least privilege" section')
+    rest = text[match.end():]
+    end = re.search(rf"^#{{1,{len(match.group(1))}}} ", rest, re.M)
+    return rest[:end.start()] if end else rest
+
+
+def documented_acl():
+    """The rules of the `ACL SETUSER rlock ...` lines in docs/REDIS.md "Least privilege", each a
+    list of rules, without the password: what rlock's users are told to grant."""
+    section = least_privilege_section()
     rules = []
     for line in section.splitlines():
         if line.startswith("ACL SETUSER rlock "):
             rules.append([r for r in line.split()[3:] if not r.startswith(">")])
     if not rules:
-        raise AssertionError('README "Least privilege" has no ACL SETUSER rlock line')
+        raise AssertionError('docs/REDIS.md "Least privilege" has no ACL SETUSER rlock line')
     return rules
 
 
@@ -517,14 +527,14 @@ class RedisTestCase(unittest.TestCase):
     """One redis-server for the class, emptied before every test."""
 
     server_args = ()
-    # Rules a test class adds to the documented ones, each a list (README "Least privilege"
+    # Rules a test class adds to the documented ones, each a list (docs/REDIS.md "Least privilege"
     # names them: +config|get for watch's notifications).
     extra_acl = ()
 
     @classmethod
     def setUpClass(cls):
         cls.server = RedisServer(*cls.server_args)
-        # rlock runs as a user made from README "Least privilege": a change that needs one
+        # rlock runs as a user made from docs/REDIS.md "Least privilege": a change that needs one
         # more command fails here.
         cls.server.restrict(documented_acl() + list(cls.extra_acl))
 

@@ -163,7 +163,7 @@ class SeedsOfOneClusterAndASingleServer(unittest.TestCase):
             self.assertEqual(server.cmd("DBSIZE"), 0)
 
     def test_seeds_that_refuse_cluster_slots_are_followed_by_moved(self):
-        # An ACL without CLUSTER (README "Least privilege" asks it for list only): no map
+        # An ACL without CLUSTER (docs/REDIS.md "Least privilege" asks it for list only): no map
         # before the first command, so MOVED teaches it, as with one seed.
         for n in self.nodes:
             n.cmd("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-cluster")

@@ -1,7 +1,7 @@
-"""Credentials that rotate under a running job (README "Managed Redis"): a password file read
+"""Credentials that rotate under a running job (docs/REDIS.md "Managed Redis"): a password file read
 again, or a password command run again, for each new connection; a rotation closes the old
 connections, as one does, and the job keeps its lock. What the job inherits: no Redis secret
-of rlock's. And least privilege (README "Least privilege"): the documented ACL line for keys
+of rlock's. And least privilege (docs/REDIS.md "Least privilege"): the documented ACL line for keys
 under a prefix is enough, and a denial names what was denied. (Every RedisTestCase runs rlock
 as a user made from the documented lines: harness.documented_acl.)"""
 import json

@@ -84,7 +84,7 @@ class Doctor(unittest.TestCase):
             self.assertEqual(len(lines(r, "ok", topic)), 1, topic + "\n" + r.stdout)
 
     def test_the_documented_acl_user_sees_what_it_could_not_check(self):
-        # README "Least privilege": INFO but no CONFIG GET.
+        # docs/REDIS.md "Least privilege": INFO but no CONFIG GET.
         s = self.server(*TUNED)
         s.restrict(documented_acl())
         r = doctor(s.url)
@@ -209,7 +209,7 @@ class DoctorSentinel(unittest.TestCase):
 
 
 class DoctorSentinelAcl(unittest.TestCase):
-    """README "Least privilege"'s user behind Sentinel, as a user of its own (the default user
+    """docs/REDIS.md "Least privilege"'s user behind Sentinel, as a user of its own (the default user
     stays whole, for replication): +role, for rlock checks the primary with ROLE."""
 
     def test_the_documented_acl_user_and_one_without_role(self):
@@ -238,7 +238,7 @@ class DoctorCluster(unittest.TestCase):
         try:
             before = [writes(n) for n in nodes]
             r = run_rlock(["--redis", nodes[0].url, "doctor", "--ttl", "15s"], timeout=60)
-            # README "Least privilege"'s first line, and CLUSTER SLOTS: no CONFIG GET, no INFO.
+            # docs/REDIS.md "Least privilege"'s first line, and CLUSTER SLOTS: no CONFIG GET, no INFO.
             for n in nodes:
                 n.restrict([documented_acl()[0], ["+cluster|slots"]])
             limited = run_rlock(["--redis", nodes[0].url, "doctor", "--ttl", "15s"], timeout=60)

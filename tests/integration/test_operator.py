@@ -474,7 +474,7 @@ class Operator(RedisTestCase):
 
 class InfoRenamedAway(RedisTestCase):
     """A server without INFO (rename-command INFO "", as managed services disable commands),
-    reached as README "Least privilege"'s user: every verb works, list too, which asks CLUSTER
+    reached as docs/REDIS.md "Least privilege"'s user: every verb works, list too, which asks CLUSTER
     SLOTS instead whether this is a Cluster."""
 
     @classmethod

@@ -13,6 +13,7 @@ BUILD = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(os.path.dirname(__file
 INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/bash-completion/completions/rlock",
              "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish",
              "share/doc/rlock/LICENSE", "share/doc/rlock/copyright", "share/doc/rlock/README.md",
+             "share/doc/rlock/NEWS.md", "share/doc/rlock/REDIS.md",
              "share/doc/rlock/examples/config.toml", "share/doc/rlock/examples/rlock-report.service",
              "share/doc/rlock/examples/rlock-report.timer"]
 

@@ -16,6 +16,7 @@ import tempfile
 import unittest
 
 from harness import documented_acl as harness_acl
+from harness import least_privilege_section
 from harness import (RLOCK, SOURCE_DIR, RedisClient, RedisServer, RedisTestCase, RespError,
                      rlock_env, run_rlock, start_rlock, stop_procs, wait_until)
 
@@ -336,11 +337,11 @@ class PlantedFiles(RedisTestCase):
 
 
 def readme_acl_line(user):
-    """The README "Least privilege" line that makes USER, split into its rules (no password)."""
-    with open(os.path.join(SOURCE_DIR, "README.md")) as f:
-        section = f.read().split("### Least privilege", 1)[1].split("\n### ", 1)[0]
+    """The docs/REDIS.md "Least privilege" line that makes USER, split into its rules (no
+    password)."""
+    section = least_privilege_section()
     lines = [line for line in section.splitlines() if line.startswith(f"ACL SETUSER {user} ")]
-    assert len(lines) == 1, f'README "Least privilege" has no single ACL SETUSER {user} line'
+    assert len(lines) == 1, f'docs/REDIS.md "Least privilege" has no single ACL SETUSER {user} line'
     return [r for r in lines[0].split()[3:] if not r.startswith(">")]
 
 

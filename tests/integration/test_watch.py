@@ -481,7 +481,7 @@ class WatchMixin:
 class WatchWithNotifications(WatchMixin, RedisTestCase):
     NOTIFY = "KEA"
     MODE = "notifications"
-    # A watcher that may read the server's settings and subscribe (README "Least privilege":
+    # A watcher that may read the server's settings and subscribe (docs/REDIS.md "Least privilege":
     # the job's lines do not give CONFIG GET, which reads requirepass too).
     extra_acl = (["+config|get", "+subscribe", "&__keyspace@*__:*"],)
 
