@@ -1,5 +1,6 @@
 // rlock extend KEY --token T: renew a lock taken with acquire.
 #include "lock/lock.h"
+#include "lock/lock_state.h"
 #include "lock/lock_value.h"
 #include "util/log.h"
 #include "verbs/command.h"
@@ -7,10 +8,33 @@
 
 namespace rlock {
 
+namespace {
+
+// The ttl the lock TOKEN holds of KEY was taken with (its value says, and a semaphore's slot's
+// or a shared place's), or nullopt when it is not found: not ours, or another program's.
+std::optional<Millis> own_ttl(Redis& redis, const std::string& key, const std::string& token) {
+  auto states = read_locks(redis, {key}, Unknown::shown);
+  if (!states || states->empty()) return std::nullopt;
+  const LockState& state = states->front();
+  auto ours = [&](const std::optional<LockValue>& v) -> std::optional<Millis> {
+    if (v && v->token == token && v->ttl_ms && *v->ttl_ms > 0) return Millis(*v->ttl_ms);
+    return std::nullopt;
+  };
+  if (auto ttl = ours(state.value)) return ttl;
+  for (const auto* holders : {&state.semaphore, &state.shared})
+    for (const SemaphoreHolder& holder : *holders)
+      if (auto ttl = ours(holder.value)) return ttl;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// TTL: --ttl's; nullopt: the lock's own (the one acquire took it with), else FALLBACK.
 int extend_verb(const GlobalOptions& global, const std::string& key, const std::string& token,
-                Millis ttl) {
+                std::optional<Millis> given, Millis fallback) {
   check_token(token);
   auto redis = connect_redis(global);
+  Millis ttl = given ? *given : own_ttl(*redis, key, token).value_or(fallback);
   // The token says whose it is, not whether it is a plain lock, a slot of a semaphore (--limit)
   // or a place of a shared lock (--shared): try each in turn.
   Result<bool> renewed = false;
@@ -38,14 +62,19 @@ struct ExtendArgs : Arguments {
   std::optional<std::string> token;
 
   int run(const Invocation& in) override {
-    return extend_verb(in.resolved.global, in.key(key), *token, in.resolved.run.ttl);
+    // Only --ttl changes the lock's ttl: a config file's is a default for new locks.
+    auto ttl = in.settings.find("ttl");
+    bool given = ttl != in.settings.end() && ttl->second.origin.kind == Origin::Kind::flag;
+    return extend_verb(in.resolved.global, in.key(key), *token,
+                       given ? std::optional<Millis>(in.resolved.run.ttl) : std::nullopt,
+                       in.resolved.run.ttl);
   }
 };
 
 constexpr Option k_options[] = {
     option<&ExtendArgs::key>("KEY", k_key_help).must(),
     option<&ExtendArgs::token>("--token", "the token acquire printed", "T").must(),
-    setting("ttl", "the new expiry, from now (default 30s)")};
+    setting("ttl", "the new expiry, from now (default: the ttl the lock was taken with)")};
 
 }  // namespace
 

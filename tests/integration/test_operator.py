@@ -233,6 +233,33 @@ class Operator(RedisTestCase):
         r = self.run_rlock(["list"])
         self.assertNotIn(":rlock:", r.stdout)
 
+    def test_extend_keeps_the_ttl_the_lock_was_taken_with(self):
+        # Without --ttl, extend renews for the lock's own ttl: a 5m lock is not cut to 30s,
+        # nor is a shared place or a semaphore's slot; a config file's ttl does not count.
+        config = self.path("config.toml")
+        with open(config, "w") as f:
+            f.write('ttl = "2s"\n')
+
+        def ttl_left(key):
+            state = json.loads(self.run_rlock(["status", "--json", key]).stdout)["locks"][0]
+            holders = [h for field in ("shared_holders", "semaphore_holders")
+                       for h in state.get(field) or []]
+            return holders[0]["ttl_ms"] if holders else self.server.cmd("PTTL", key)
+
+        for kind in ([], ["--shared"], ["--limit", "2"]):
+            with self.subTest(kind=kind):
+                key = "k" + "".join(kind)
+                token = self.run_rlock(["acquire", "--ttl", "5m", *kind, key]).stdout.strip()
+                self.assertRegex(token, r"^[0-9a-f]{32}$")
+                if not kind:
+                    self.server.cmd("PEXPIRE", key, 20000)  # as if most of it had run out
+                r = self.run_rlock(["extend", "--config", config, key, "--token", token])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertGreater(ttl_left(key), 240000)
+                r = self.run_rlock(["extend", key, "--token", token, "--ttl", "40s"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertLessEqual(ttl_left(key), 40000)
+
     def test_acquire_extend_release_cycle(self):
         r = self.run_rlock(["acquire", "--ttl", "5s", "k"])
         self.assertEqual(r.returncode, 0, r.stderr)
