@@ -181,7 +181,8 @@ std::string period_done_text(const SlotClaim& c, const std::string& slot, bool r
   std::string hint = c.state == "in-progress" ? ""
                      : retry_failed || c.status == "0"
                          ? "; rlock reset-period would let it run again"
-                         : "; --retry-failed would run it again";
+                         : "; rlock reset-period would let it run again (--retry-failed: "
+                           "after every failure)";
   return "already run this period (" + slot + ") on " + c.host + " at " + c.since + ": " +
          period_run_text(c) + hint;
 }

@@ -86,7 +86,8 @@ class OncePer(RedisTestCase):
         self.assertEqual(self.run_as("web-1", ["run"] + job + ["exit 3"]).returncode, 3)
         plain = self.run_as("web-2", ["run"] + job + ["exit 0"])
         self.assertEqual(plain.returncode, 75)
-        self.assertIn("exited with status 3; --retry-failed would run it again", plain.stderr)
+        self.assertIn("exited with status 3; rlock reset-period would let it run again "
+                      "(--retry-failed: after every failure)", plain.stderr)
         retried = self.run_as("web-2", ["run", "--retry-failed"] + job + ["exit 0"])
         self.assertEqual(retried.returncode, 0, retried.stderr)
         again = self.run_as("web-3", ["run", "--retry-failed"] + job + ["exit 0"])

@@ -208,6 +208,24 @@ class Stop(RedisTestCase):
         self.assertEqual(self.signals(), ["INT", "INT"])
         self.assertEqual(self.server.cmd("ZCARD", "{lock:job}:rlock:sem"), 0)
 
+    def test_a_stopped_once_per_run_uses_up_its_period_and_says_how_to_run_again(self):
+        # rlock stop --help says so; the next cron run's line names rlock reset-period, which
+        # lets it run.
+        self.assertIn("reset-period", self.run_rlock(["stop", "--help"]).stdout)
+        holder = self.start_job(args=["--once-per", "day"])
+        r = self.run_rlock(["stop", KEY], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(holder.wait(timeout=10), 80)
+        r = self.run_rlock(["run", "--once-per", "day", KEY, "--", "true"], env=self.host("web-2"))
+        self.assertEqual(r.returncode, 75, r.stderr)
+        self.assertIn("already run this period", r.stderr)
+        self.assertIn("stopped", r.stderr)
+        self.assertIn("rlock reset-period would let it run again", r.stderr)
+        r = self.run_rlock(["reset-period", KEY, "--once-per", "day"], env=self.host("ops-1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.run_rlock(["run", "--once-per", "day", KEY, "--", "true"], env=self.host("web-2"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_a_job_that_ignores_the_signal_is_killed_after_the_kill_after(self):
         holder = self.start_job(text='trap "" TERM; echo $$ > "$T/started"; '
                                      'while :; do sleep 0.05; done')
