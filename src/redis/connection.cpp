@@ -76,8 +76,10 @@ void append_command(std::string& out, const Argv& argv) {
 Connection::Connection(const RedisUrl& url, const ConnectOptions& options,
                        const std::optional<std::string>& password)
     : connect_deadline_(Clock::now() + options.connect_timeout),
-      tcp_(url.scheme != RedisUrl::Scheme::unix_socket), endpoint_(url.endpoint()),
-      redacted_(url.redacted()), with_user_(url.user.has_value()),
+      tcp_(url.scheme != RedisUrl::Scheme::unix_socket),
+      endpoint_(url.endpoint() + options.address_note), redacted_(url.redacted()),
+      with_user_(url.user.has_value()),
+      password_origin_(url.password ? "the URL" : options.password_origin),
       tls_host_(url.scheme == RedisUrl::Scheme::tls ? url.host : ""), tls_(options.tls),
       reader_(redisReaderCreate(), redisReaderFree) {
   if (!reader_) throw std::bad_alloc();
@@ -370,7 +372,11 @@ Result<Unit> Connection::take_reply(Reply reply) {
     --setup_left_;
     if (reply.type == Reply::Type::error) {
       std::string code = reply.str.substr(0, reply.str.find(' '));
-      std::string hint = code == "WRONGPASS" ? " (the user or password is wrong)" : "";
+      std::string hint = code != "WRONGPASS"        ? ""
+                         : password_origin_.empty() ? " (the user or password is wrong)"
+                                                    : " (the user or password is wrong; the "
+                                                      "password came from " +
+                                                          password_origin_ + ")";
       // AUTH with a user name came with ACLs, in Redis 6.0.
       if (with_user_ && reply.str.find("wrong number of arguments") != std::string::npos)
         hint = " (an ACL user needs Redis 6.0 or later)";

@@ -45,6 +45,10 @@ struct ConnectOptions {
   PasswordSource password;  // used when the URL carries none (credentials.h)
   std::chrono::milliseconds connect_timeout = k_default_connect_timeout;
   std::chrono::milliseconds command_timeout = k_default_command_timeout;
+  // Where the settings came from, for the messages a wrong one causes (settings.cpp fills
+  // them in): said after the address when it is rlock's default, and with WRONGPASS.
+  std::string address_note;     // " (rlock's default: ...)", or empty
+  std::string password_origin;  // "the environment's REDISCLI_AUTH", or empty: none given
 };
 
 // A connection goes through its phases without blocking (advance()), so that one poll() can
@@ -159,11 +163,12 @@ private:
   Fd connecting_;                   // the socket while its connect is under way
   std::vector<Address> addresses_;  // those left to try (getaddrinfo's order), last first
   TimePoint connect_deadline_;
-  bool tcp_;              // not a unix socket
-  std::string endpoint_;  // for messages; never holds a password
-  std::string redacted_;  // the URL, for messages about AUTH and SELECT
-  bool with_user_;        // AUTH names an ACL user
-  std::string tls_host_;  // empty for no TLS
+  bool tcp_;                     // not a unix socket
+  std::string endpoint_;         // for messages; never holds a password
+  std::string redacted_;         // the URL, for messages about AUTH and SELECT
+  bool with_user_;               // AUTH names an ACL user
+  std::string password_origin_;  // ConnectOptions::password_origin, or "the URL"
+  std::string tls_host_;         // empty for no TLS
   TlsOptions tls_;
   short handshake_wait_ = 0;    // what the TLS handshake waits for
   short write_wait_ = POLLOUT;  // and the last write or read that could not go on: TLS may

@@ -34,7 +34,8 @@ namespace {
 // What to do about the server errors an operator is likely to meet.
 const char* hint_for(const std::string& code) {
   if (code == "NOAUTH")
-    return "give the password in the URL, RLOCK_PASSWORD, REDISCLI_AUTH or --password-file";
+    return "give the password in the URL, RLOCK_PASSWORD, REDISCLI_AUTH, --password-file, "
+           "--password-command, or password in the config file: rlock help connection";
   if (code == "WRONGPASS") return "the user or password is wrong";
   if (code == "READONLY") return "this is a read-only replica: point --redis at the primary";
   if (code == "OOM")

@@ -43,6 +43,9 @@ void apply_redis(const SettingValue& v, Resolved& r) {
   }
   r.global.redis_urls = v.raw().values;
   r.global.redis_url_is_default = v.raw().origin.kind == Origin::Kind::default_value;
+  if (r.global.redis_url_is_default)
+    r.global.connect.address_note =
+        " (rlock's default, as no --redis, RLOCK_REDIS_URL or config file's redis names one)";
 }
 
 // --tls: redis-cli's habit of a plain URL and a flag for TLS. The URLs become rediss://.
@@ -392,6 +395,16 @@ Resolved resolve_settings(const RawSettings& s) {
     if (chosen == sources[0]) source.password = value;
     if (chosen == sources[1]) source.file = value;
     if (chosen == sources[2]) source.command = value;
+    // Said with WRONGPASS: rlock config shows the same.
+    const Origin& origin = lookup(s, chosen)->origin;
+    std::string where = origin.kind == Origin::Kind::environment
+                            ? "the environment's " + origin.where
+                        : origin.kind == Origin::Kind::file ? "the config file, " + origin.where
+                                                            : origin.where;
+    r.global.connect.password_origin = chosen == sources[1]
+                                           ? "the file " + value + " (" + where + ")"
+                                       : chosen == sources[2] ? "the command of " + where
+                                                              : where;
   }
 
   // --shared excludes --limit wherever each was given (--limit 1 too, which leaves no trace in

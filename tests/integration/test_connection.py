@@ -249,7 +249,34 @@ class Passwords(unittest.TestCase):
         r = self.run_with(["--redis", self.url])
         self.assertEqual(r.returncode, 69)
         self.assertIn("give the password", r.stderr)
-        self.assertIn("REDISCLI_AUTH", r.stderr)
+        for way in ("REDISCLI_AUTH", "--password-file", "--password-command",
+                    "password in the config file"):
+            self.assertIn(way, r.stderr)
+
+    def test_a_wrong_password_says_where_it_came_from(self):
+        # Never the password itself: where it was given, as rlock config would show.
+        path = os.path.join(self.tmp, "wrong-password")
+        with open(path, "w") as f:
+            f.write("wrong-" + SECRET + "\n")
+        os.chmod(path, 0o600)
+        config = os.path.join(self.tmp, "wrong.toml")
+        with open(config, "w") as f:
+            f.write(f'password = "wrong-{SECRET}"\n')
+        os.chmod(config, 0o600)
+        for args, env, said in (
+                ([], {"REDISCLI_AUTH": "wrong-" + SECRET}, "from the environment's REDISCLI_AUTH"),
+                (["--password-file", path], {}, f"from the file {path} (--password-file)"),
+                (["--config", config], {}, f"from the config file, {config}:1:1"),
+                ([], {"RLOCK_REDIS_URL": f"redis://:wrong-{SECRET}@127.0.0.1:{self.server.port}"},
+                 "from the URL")):
+            with self.subTest(said=said):
+                url = [] if "RLOCK_REDIS_URL" in env else ["--redis", self.url]
+                r = self.run_with(url + args, **env)
+                self.assertEqual(r.returncode, 69, r.stderr)
+                self.assertIn("WRONGPASS", r.stderr)
+                self.assertIn("the password came " + said, r.stderr)
+                self.assert_secret_absent(r)
+
 
     def test_rediscli_auth(self):
         r = self.run_with(["--redis", self.url], REDISCLI_AUTH=SECRET)

@@ -1,9 +1,8 @@
 // BackgroundThread: joined when its work returns in time, detached when it is held up, and the
 // work ends by itself afterwards with the state it shares.
-#include <doctest/doctest.h>
-
 #include <atomic>
 #include <chrono>
+#include <doctest/doctest.h>
 #include <memory>
 #include <thread>
 

@@ -1,7 +1,6 @@
 // The commands' declarations (verbs/*.cpp, command.h): every setting an option names exists,
 // every other option has somewhere for its value to go, and no name is taken twice.
 #include <doctest/doctest.h>
-
 #include <set>
 #include <string>
 
@@ -48,8 +47,8 @@ TEST_CASE("what takes a value follows the declaration") {
   auto named = [](const Command& command, const std::string& name) -> const Option* {
     for (auto group : command.options)
       for (const Option& option : group)
-        if (option.flags() && ("," + std::string(option.flags()) + ",").find("," + name + ",") !=
-                                  std::string::npos)
+        if (option.flags() &&
+            ("," + std::string(option.flags()) + ",").find("," + name + ",") != std::string::npos)
           return &option;
     return nullptr;
   };

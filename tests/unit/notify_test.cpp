@@ -1,7 +1,6 @@
 // What --notify tells and --retry retries: the fleet's failures in a history, the decision,
 // the delays, and the settings' values.
 #include <doctest/doctest.h>
-
 #include <string>
 #include <tuple>
 
@@ -45,9 +44,9 @@ Resolved resolved(std::initializer_list<std::pair<const char*, const char*>> ite
 TEST_CASE("failures_before: the fleet's failures in a row before a run, each run once") {
   // Newest first: our run (fence 9), then a run of two attempts that ended in failure, a skip,
   // a lost run, a run still going, a run whose end is unknown (its rlock died), then a success.
-  std::vector<RunRecord> runs{run(9, "exited", 3), run(8, "exited", 1, 2), run(8, "exited", 1, 1),
-                              run(0, "busy", 75),  run(7, "lost", 76),     run(6, "running", 0),
-                              run(5, "unknown", 0), run(4, "exited", 0),   run(3, "exited", 2)};
+  std::vector<RunRecord> runs{run(9, "exited", 3),  run(8, "exited", 1, 2), run(8, "exited", 1, 1),
+                              run(0, "busy", 75),   run(7, "lost", 76),     run(6, "running", 0),
+                              run(5, "unknown", 0), run(4, "exited", 0),    run(3, "exited", 2)};
   CHECK(failures_before(runs, 9) == 2);  // 8 and 7: 5 neither failed nor succeeded
   // A run that ended after ours does not count; a run absent (its entry not written) counts
   // all it finds.
@@ -110,10 +109,10 @@ TEST_CASE("RunReport::result: what RLOCK_RESULT says") {
 }
 
 TEST_CASE("every end has its words and its exit status") {
-  for (RunEnd end : {RunEnd::exited, RunEnd::signalled, RunEnd::lost, RunEnd::broken,
-                     RunEnd::max_run, RunEnd::hung, RunEnd::stopped, RunEnd::busy, RunEnd::paused,
-                     RunEnd::done_this_period, RunEnd::period_reset, RunEnd::running,
-                     RunEnd::unknown}) {
+  for (RunEnd end :
+       {RunEnd::exited, RunEnd::signalled, RunEnd::lost, RunEnd::broken, RunEnd::max_run,
+        RunEnd::hung, RunEnd::stopped, RunEnd::busy, RunEnd::paused, RunEnd::done_this_period,
+        RunEnd::period_reset, RunEnd::running, RunEnd::unknown}) {
     CAPTURE(static_cast<int>(end));
     CHECK((end == RunEnd::exited) == (std::string(run_end_name(end)) == "exited"));
   }

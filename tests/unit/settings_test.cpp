@@ -51,6 +51,28 @@ TEST_CASE("defaults") {
   CHECK(r.global.connect.command_timeout == 3s);
 }
 
+TEST_CASE("the messages a wrong address or password causes name where it came from") {
+  CHECK(layered("", {}, {}).global.connect.address_note.find("rlock's default") !=
+        std::string::npos);
+  CHECK(layered("", {{"RLOCK_REDIS_URL", "redis://h:1"}}, {}).global.connect.address_note == "");
+  CHECK(layered("", {{"REDISCLI_AUTH", "x"}}, {}).global.connect.password_origin ==
+        "the environment's REDISCLI_AUTH");
+  CHECK(layered("password = \"x\"\n", {}, {}).global.connect.password_origin ==
+        "the config file, test.toml:1:1");
+  CHECK(layered("", {}, flags({{"password-file", "/p"}})).global.connect.password_origin ==
+        "the file /p (--password-file)");
+  CHECK(layered("", {}, {}).global.connect.password_origin == "");
+}
+
+TEST_CASE("a flag wins over the file for quiet, verbose and shared") {
+  CHECK(layered("quiet = true\n", {}, flags({{"verbose", "true"}})).global.verbosity ==
+        Verbosity::verbose);
+  CHECK(layered("verbose = true\n", {}, flags({{"quiet", "true"}})).global.verbosity ==
+        Verbosity::quiet);
+  CHECK(exit_status_of("quiet = true\nverbose = true\n") == 78);
+  CHECK(exit_status_of("", flags({{"quiet", "true"}, {"verbose", "true"}})) == 64);
+}
+
 TEST_CASE("flag beats environment beats file beats default") {
   std::string file = "redis = [\"redis://file:1\"]\nttl = \"7s\"\nconflict-exit-code = 3\n";
   Resolved from_file = layered(file, {}, {});

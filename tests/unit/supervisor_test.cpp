@@ -6,10 +6,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <deque>
+#include <doctest/doctest.h>
 #include <vector>
 
 #include "lock/lease.h"
