@@ -28,7 +28,10 @@ MetricsRecorder::~MetricsRecorder() {
   if (call.outcome == BoundedCall::Outcome::timed_out)
     problem = *path + " not written within " + format_duration(k_metrics_budget) +
               " (a file system that does not answer?)";
-  if (!problem.empty()) log_warning("--metrics-file: " + problem);
+  // Said even under -q, as cron lines run: a run whose metrics are never written is a job
+  // nobody monitors, and nothing else would say so.
+  if (!problem.empty())
+    log(Level::alert, {"metrics_not_written", m.key, "--metrics-file: " + problem});
 }
 
 void MetricsRecorder::add_cost(const RunRecord& r) {

@@ -178,6 +178,12 @@ class Metrics(RedisTestCase):
         self.assertIn("--metrics-file", r.stderr)
         self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
         self.assert_no_lock("k")
+        # Also under -q, which a cron line has: a run that is never monitored is said.
+        r = self.run_rlock(["run", "-q", "--metrics-file", path, "k", "--", "true"])
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("--metrics-file", r.stderr)
+        self.assertFalse(os.path.exists(path))
 
 
 
