@@ -33,18 +33,27 @@ Hint hint_for_value(const Option& option) {
   if (type == "PID") return {K::pids, ""};
   if (type == "ZONE") return {K::zones, ""};
   if (type == "SIG") return {K::words, "TERM INT HUP QUIT KILL USR1 USR2"};
-  if (type == "URL") return {K::words, "redis:// rediss:// unix:// redis-sentinel://"};
+  if (type == "URL")
+    return {K::words, "redis:// rediss:// unix:// redis-sentinel:// rediss-sentinel://"};
   if (type == "PERIOD") return {K::words, "hour day week month 1h 1d"};
   if (setting && setting->kind == SettingKind::size) return {K::words, "64k 256k 1M 4M 16M"};
+  if (setting && std::string_view(setting->name) == "retention")
+    return {K::words, "7d 30d 90d 365d inf"};
   if (setting && setting->kind == SettingKind::wait) return {K::words, "inf 10s 1m 10m 1d 30d"};
   return {K::none, ""};
 }
 
+// A KEY: the locks held now for the commands that act on a holder (Hint::words empty), else
+// also the free ones with a history or a pause (words: the option that asks list for them).
 Hint hint_for_argument(const Command& command, const Option& argument) {
   std::string_view name = argument.names;
-  if (name == "KEY" || name == "PATTERN") return {Hint::Kind::keys, ""};
+  if (name == "PATTERN") return {Hint::Kind::keys, ""};
+  if (name == "KEY") {
+    for (std::string_view held : {"status", "stop", "release", "extend"})
+      if (command.name == held) return {Hint::Kind::keys, ""};
+    return {Hint::Kind::keys, "--all"};
+  }
   if (name == "SHELL") return {Hint::Kind::words, "bash zsh fish"};
-  (void)command;
   return {Hint::Kind::none, ""};
 }
 
@@ -66,8 +75,18 @@ std::vector<std::string> split(std::string_view text, char by) {
   return out;
 }
 
+// HELP in a few words for a menu: without what it says in parentheses (so that --notify and
+// --password-command do not both read "run CMD"), up to its first ';'.
 std::string short_help(std::string help) {
-  for (const char* end : {" (", "; ", ": redis://"})
+  for (size_t open; (open = help.find(" (")) != std::string::npos;) {
+    size_t depth = 0, close = open + 1;
+    for (; close < help.size(); ++close) {
+      if (help[close] == '(') ++depth;
+      if (help[close] == ')' && --depth == 0) break;
+    }
+    help.erase(open, close + 1 - open);
+  }
+  for (const char* end : {"; ", ": redis://"})
     if (size_t at = help.find(end); at != std::string::npos) help.resize(at);
   if (help.size() > 70) help = help.substr(0, help.rfind(' ', 67)) + "...";
   return help;
@@ -162,9 +181,10 @@ std::string bash_value_action(const Hint& hint) {
   case Hint::Kind::files: return "_filedir";
   case Hint::Kind::directories: return "_filedir -d";
   case Hint::Kind::pids: return "_pids";
-  case Hint::Kind::zones:
-    return "COMPREPLY=($(cd /usr/share/zoneinfo 2>/dev/null && compgen -f -- \"$cur\"))";
-  case Hint::Kind::keys: return "_rlock_keys";
+  case Hint::Kind::zones:  // not zone.tab, posixrules, posix/ ...: zones start with a capital
+    return "COMPREPLY=($(cd /usr/share/zoneinfo 2>/dev/null && compgen -f -X '[[:lower:]]*' -- "
+           "\"$cur\"))";
+  case Hint::Kind::keys: return "_rlock_keys" + (hint.words.empty() ? "" : " " + hint.words);
   case Hint::Kind::commands: return "COMPREPLY=($(compgen -c -- \"$cur\"))";
   case Hint::Kind::none: break;
   }
@@ -229,7 +249,7 @@ std::string bash_keys() {
          "        COMPREPLY+=(\"$key\")\n"
          "    done < <(" +
          std::string(k_keys_from_list) +
-         " \"${connection[@]}\" --complete \"$word\" 2>/dev/null)\n"
+         " \"${connection[@]}\" \"$@\" --complete \"$word\" 2>/dev/null)\n"
          "}\n\n";
 }
 
@@ -296,7 +316,12 @@ std::string bash() {
       "        _command_offset $((dashdash + 1))\n"
       "        return\n"
       "    fi\n\n"
-      "    # The value of an option.\n"
+      "    # The value of an option, also after '=' (--on-lost=k): readline replaces what follows\n"
+      "    # the '=', so the replies are values alone.\n"
+      "    if [[ $cur == --*=* ]]; then\n"
+      "        prev=${cur%%=*}\n"
+      "        cur=${cur#*=}\n"
+      "    fi\n"
       "    local valued=\" ${_rlock_valued[*]} \"\n"
       "    [[ -n $verb ]] && valued=\" ${_rlock_valued[$verb]} \"\n"
       "    if [[ $valued == *\" $prev \"* ]]; then\n"
@@ -363,7 +388,8 @@ std::string zsh_action(const Hint& hint, const std::string& what) {
   case Hint::Kind::directories: return ":" + what + ":_directories";
   case Hint::Kind::pids: return ":" + what + ":_pids";
   case Hint::Kind::zones: return ":" + what + ":_time_zone";
-  case Hint::Kind::keys: return ":" + what + ":_rlock_keys";
+  case Hint::Kind::keys:
+    return ":" + what + ":_rlock_keys" + (hint.words.empty() ? "" : " " + hint.words);
   case Hint::Kind::commands: return ":" + what + ":_command_names";
   case Hint::Kind::none: break;
   }
@@ -395,9 +421,12 @@ std::string zsh() {
       "# what is typed), asked of the Redis and prefix the options on the line name (the line as\n"
       "# _rlock saw it, before _arguments cut it at the command), when it answers within a\n"
       "# second. One name a line; compadd quotes each; nothing in them is expanded or run.\n"
+      "# --all (also free keys with a history or a pause) when given: _arguments adds compadd's\n"
+      "# options to the words of the action, which rlock list must not see.\n"
       "_rlock_keys() {\n"
-      "  local -a keys connection\n"
+      "  local -a keys connection all\n"
       "  local i\n"
+      "  (($@[(I)--all])) && all=(--all)\n"
       "  for ((i = 2; i < _rlock_current; i++)); do\n"
       "    case $_rlock_line[i] in\n"
       "      (--) break ;;\n"
@@ -419,7 +448,7 @@ std::string zsh() {
       "  done\n"
       "  keys=(${(f)\"$(" +
       std::string(k_keys_from_list) +
-      " \"${connection[@]}\" --complete \"${(Q)PREFIX}\" 2>/dev/null)\"})\n"
+      " \"${connection[@]}\" \"${all[@]}\" --complete \"${(Q)PREFIX}\" 2>/dev/null)\"})\n"
       "  compadd -a keys\n"
       "}\n\n";
   for (const Command* c : all_commands()) {
@@ -480,7 +509,8 @@ std::string fish_value(const Hint& hint) {
   case Hint::Kind::directories: return " -x -a '(__fish_complete_directories)'";
   case Hint::Kind::pids: return " -x -a '(__fish_complete_pids)'";
   case Hint::Kind::zones: return " -x";
-  case Hint::Kind::keys: return " -x -a '(__rlock_keys)'";
+  case Hint::Kind::keys:
+    return " -x -a '(__rlock_keys" + (hint.words.empty() ? "" : " " + hint.words) + ")'";
   case Hint::Kind::commands: return " -x -a '(__fish_complete_command)'";
   case Hint::Kind::none: break;
   }
@@ -541,7 +571,7 @@ std::string fish() {
       "    set -l word (commandline -ct | string unescape 2>/dev/null; or commandline -ct)\n"
       "    " +
       std::string(k_keys_from_list) +
-      " $connection --complete \"$word\" 2>/dev/null\n"
+      " $connection $argv --complete \"$word\" 2>/dev/null\n"
       "end\n\n"
       "complete -c rlock -f\n";
   for (const Command* c : all_commands())
@@ -560,7 +590,8 @@ std::string fish() {
     for (const Option* a : arguments_of(*c)) {
       Hint h = hint_for_argument(*c, *a);
       if (h.kind == Hint::Kind::keys)
-        out += "complete -c rlock -n " + quoted(condition) + " -a '(__rlock_keys)'\n";
+        out += "complete -c rlock -n " + quoted(condition) + " -a '(__rlock_keys" +
+               (h.words.empty() ? "" : " " + h.words) + ")'\n";
       else if (h.kind == Hint::Kind::words)
         out += "complete -c rlock -n " + quoted(condition) + " -a " + quoted(h.words) + "\n";
     }

@@ -27,17 +27,18 @@ std::string glob_literal(std::string_view text) {
 }
 
 // list --complete WORD, for the shell completions (completion.cpp): the names of the locks
-// under the prefix that start with WORD (taken literally, not as a glob), one a line, without the
-// prefix, so that the shell offers the key as the user types it. A name the line cannot carry as it
-// is (a newline, a control or bidi character, bytes that are not UTF-8) is left out: the shell
-// quotes what it offers, and it never runs, expands or splits it. A TAB must not hang nor ask:
-// Redis is given half a second, and --password-command (which may prompt) is not run.
-int complete_keys(GlobalOptions global, const std::string& word) {
+// (with --all, free ones with a history or a pause too) under the prefix that start with WORD
+// (taken literally, not as a glob), one a line, without the prefix, so that the shell offers the
+// key as the user types it. A name the line cannot carry as it is (a newline, a control or bidi
+// character, bytes that are not UTF-8) is left out: the shell quotes what it offers, and it never
+// runs, expands or splits it. A TAB must not hang nor ask: Redis is given half a second, and
+// --password-command (which may prompt) is not run.
+int complete_keys(GlobalOptions global, const std::string& word, bool all) {
   global.connect.password.command.reset();
   global.connect.connect_timeout = std::min(global.connect.connect_timeout, k_completion_timeout);
   global.connect.command_timeout = std::min(global.connect.command_timeout, k_completion_timeout);
   auto redis = connect_redis(global);
-  auto found = find_locks(*redis, glob_literal(global.prefix + word) + "*");
+  auto found = find_locks(*redis, glob_literal(global.prefix + word) + "*", all);
   if (!found) return unavailable(found.failure());
   std::string out;
   size_t offered = 0;
@@ -86,7 +87,7 @@ struct ListArgs : Arguments {
   bool complete = false;
 
   int run(const Invocation& in) override {
-    if (complete) return complete_keys(in.resolved.global, pattern);
+    if (complete) return complete_keys(in.resolved.global, pattern, all);
     return list_verb(in.resolved.global, pattern, json, all, last_output);
   }
 };

@@ -466,6 +466,15 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("--on-lost", self.complete("rlock", "run", "--on"))
         self.assertIn("--min-hold", self.complete("rlock", "run", "--m"))
         self.assertEqual(self.complete("rlock", "run", "--on-lost", ""), {"kill", "ignore"})
+        # A value after '=' (readline replaces what follows it), retention's own values, zones
+        # and not tzdata's other files, every URL scheme.
+        self.assertEqual(self.complete("rlock", "run", "--on-lost="), {"kill", "ignore"})
+        self.assertEqual(self.complete("rlock", "run", "--on-lost=k"), {"kill"})
+        self.assertEqual(self.complete("rlock", "run", "--retention", ""),
+                         {"7d", "30d", "90d", "365d", "inf"})
+        self.assertIn("Europe/Berlin", self.complete("rlock", "run", "--tz", "Europe/Ber"))
+        self.assertEqual(self.complete("rlock", "run", "--tz", "zone"), set())
+        self.assertIn("rediss-sentinel://", self.complete("rlock", "-u", "red"))
         self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
         self.assertEqual(self.complete("rlock", "completion", ""), {"bash", "zsh", "fish"})
         self.assertEqual(self.complete("rlock", "help", "comp"), {"completion"})
@@ -511,6 +520,15 @@ class ZshAndFish(unittest.TestCase):
         for script in (path, os.path.join(SOURCE, "completions/_rlock")):
             r = subprocess.run([zsh, "-n", script], capture_output=True, text=True)
             self.assertEqual((r.returncode, r.stderr), (0, ""), script)
+
+    def test_descriptions_tell_options_apart(self):
+        # Cut at the first "(", --notify and --password-command both read "run CMD".
+        fish = completion("fish")
+        said = {name: re.search(rf"-l {name} .*-d '([^']*)'", fish).group(1)
+                for name in ("notify", "password-command")}
+        self.assertNotEqual(said["notify"], said["password-command"])
+        for text in said.values():
+            self.assertGreater(len(text.split()), 3, text)
 
     def test_fish_completion_completes(self):
         from harness import RLOCK

@@ -9,6 +9,7 @@ redis-servers and, where a case needs one, a real second user of this host.
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import subprocess
@@ -71,7 +72,7 @@ compadd() { [[ $1 == -a ]] && print -rl -- "${(@P)2}" }
 _rlock_line=("$@")
 _rlock_current=$#
 PREFIX=${@[-1]}
-_rlock_keys
+_rlock_keys ${=RLOCK_ZSH_ACTION_ARGS}
 """
 
 
@@ -121,8 +122,15 @@ class Completion(unittest.TestCase):
         return {shlex.split(kept + reply)[0] for reply in r.stdout.splitlines() if reply}
 
     def zsh(self, *words):
+        """The keys the line WORDS gets, the action called as _arguments calls the command's
+        (the words of its spec, then compadd's options)."""
+        with open(self.scripts["zsh"]) as f:
+            verb = next(w for w in words if re.fullmatch(r"[a-z]+", w))
+            spec = re.search(rf"^_rlock_{verb}\(\) {{\n(.*?)^}}", f.read(), re.M | re.S)
+        args = re.search(r"'[\d*]+:key:_rlock_keys([^']*)'", spec.group(1)).group(1).split()
+        env = dict(self.env, RLOCK_ZSH_ACTION_ARGS=" ".join(args + ["-J", "-default-"]))
         r = subprocess.run(["zsh", "-f", "-c", ZSH_DRIVER, "driver", self.scripts["zsh"],
-                            "rlock", *words], capture_output=True, text=True, env=self.env,
+                            "rlock", *words], capture_output=True, text=True, env=env,
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return set(filter(None, r.stdout.split("\n")))
@@ -164,6 +172,19 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.fish("rlock --prefix team: status a"), {"a b"})
         self.assertEqual(self.fish(f"rlock -u {self.other.url} status team:"), {"team:elsewhere"})
         self.assertEqual(self.fish("rlock status 'team:a "), {"team:a b"})
+
+    def test_a_free_key_with_a_history_is_offered_where_one_is_wanted(self):
+        # history, logs, check, resume, pause ... name keys that are free as often as not;
+        # status, stop, release and extend act on a holder: held keys only.
+        r = run_rlock(["run", "team:free", "--", "true"], env=self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for verb in ("history", "logs", "check", "resume", "pause", "inspect"):
+            self.assertEqual(self.bash(verb, "team:fr"), {"team:free"}, verb)
+        self.assertEqual(self.zsh("history", "team:fr"), {"team:free"})
+        self.assertEqual(self.fish("rlock history team:fr"), {"team:free"})
+        for verb in ("status", "stop", "release"):
+            self.assertEqual(self.bash(verb, "team:fr"), set(), verb)
+        self.assertEqual(self.fish("rlock status team:fr"), set())
 
     def test_a_redis_that_does_not_answer_gives_nothing_at_once(self):
         env = self.env
