@@ -21,10 +21,8 @@
 #include "util/error.h"
 #include "util/text.h"
 #include "verbs/command.h"
+#include "version.h"  // made by the build: packaging/version.cmake
 
-#ifndef RLOCK_VERSION
-#define RLOCK_VERSION "0.0.0"
-#endif
 
 namespace rlock {
 

@@ -311,7 +311,7 @@ class CommandLine(RedisTestCase):
         self.assertEqual(self.run_rlock(["run", "--version"]).returncode, 64)
         r = self.run_rlock(["--version"])
         self.assertEqual(r.returncode, 0)
-        self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+ \(hiredis \d+\.\d+")
+        self.assertRegex(r.stdout, r"^rlock \d+\.\d+\.\d+(~dev\d+\+g[0-9a-f]{12})? \(hiredis \d+\.\d+")
 
 
     def test_a_typo_gets_a_suggestion(self):

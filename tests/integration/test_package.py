@@ -76,6 +76,18 @@ class Package(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"hiredis \d+\.\d+")
         self.assertIn("OpenSSL 3", r.stdout)  # libssl3 from the Depends loads
+        # The package's version is the binary's; a build of a commit names it, and sorts after
+        # the last release and before the next, so that apt upgrades an older build with it.
+        version = r.stdout.split()[1]
+        info = subprocess.run(["dpkg-deb", "-f", deb, "Version"], capture_output=True, text=True)
+        self.assertEqual(info.stdout.strip(), version)
+        self.assertEqual(subprocess.run(["dpkg", "--compare-versions", version, "gt", "0.1.0"]
+                                        ).returncode, 0, version)
+        source = os.environ.get("RLOCK_SOURCE_DIR", os.path.join(BUILD, ".."))
+        if os.path.isdir(os.path.join(source, ".git")):
+            head = subprocess.run(["git", "-C", source, "rev-parse", "--short=12", "HEAD"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+            self.assertRegex(version, rf"^\d+\.\d+\.\d+(~dev\d+\+g{head})?$")
         # The packaged binary takes a lock on a real server.
         server = RedisServer()
         self.addCleanup(server.stop)

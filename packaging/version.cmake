@@ -1,0 +1,43 @@
+# The version rlock says it is (rlock --version) and its packages carry, from the release
+# number in CMakeLists.txt and the git checkout it is built from (NEWS.md, "Versions"):
+#   0.2.0                    the commit tagged v0.2.0, or a tree without git (a release tarball)
+#   0.2.0~dev412+g1a2b3c4d5e6f  any other commit: 412 commits in its history, then its own.
+# "~" sorts before the release in dpkg and rpm, and the count grows with each commit, so a newer
+# build upgrades an older one (apt install ./rlock_*.deb) and the release upgrades them all.
+#
+# cmake -DSOURCE_DIR=... -DRELEASE=0.2.0 -DOUT=version.h -P version.cmake writes OUT (a header
+# that defines RLOCK_VERSION) when what it says changed; included with SOURCE_DIR and RELEASE
+# set, it sets RLOCK_FULL_VERSION (cpack_version.cmake).
+
+cmake_policy(SET CMP0057 NEW)  # IN_LIST, also in script mode
+
+function(rlock_full_version source release out_var)
+  set(full "${release}")
+  find_program(GIT git)
+  if(GIT AND EXISTS "${source}/.git")
+    execute_process(COMMAND "${GIT}" -C "${source}" rev-parse --short=12 HEAD
+                    OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
+                    RESULT_VARIABLE failed ERROR_QUIET)
+    execute_process(COMMAND "${GIT}" -C "${source}" tag --points-at HEAD
+                    OUTPUT_VARIABLE tags OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    execute_process(COMMAND "${GIT}" -C "${source}" rev-list --count HEAD
+                    OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    string(REPLACE "\n" ";" tags "${tags}")
+    if(NOT failed AND NOT "v${release}" IN_LIST tags)
+      set(full "${release}~dev${count}+g${commit}")
+    endif()
+  endif()
+  set(${out_var} "${full}" PARENT_SCOPE)
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE AND OUT)
+  rlock_full_version("${SOURCE_DIR}" "${RELEASE}" full)
+  set(text "// Made by packaging/version.cmake at build time.\n#define RLOCK_VERSION \"${full}\"\n")
+  set(old "")
+  if(EXISTS "${OUT}")
+    file(READ "${OUT}" old)
+  endif()
+  if(NOT old STREQUAL text)
+    file(WRITE "${OUT}" "${text}")
+  endif()
+endif()
