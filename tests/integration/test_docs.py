@@ -16,7 +16,8 @@ from harness import RedisServer, free_port, rlock_env, run_rlock, start_rlock, w
 
 SOURCE = os.environ.get("RLOCK_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 VERBS = ["run", "status", "inspect", "history", "logs", "check", "watch", "list", "acquire", "extend",
-         "release", "stop", "pause", "resume", "reset-period", "config", "completion", "help"]
+         "release", "stop", "pause", "resume", "reset-period", "doctor", "config", "completion",
+         "help"]
 # The commands that take options beyond --help.
 WITH_OPTIONS = VERBS[:-2]
 # The commands in the order rlock --help lists them: acquire's token before extend's --token.
@@ -192,6 +193,18 @@ class Docs(unittest.TestCase):
         readme_codes = {int(m) for m in re.findall(r"^\| (\d+) \|", readme, re.M)}
         self.assertEqual(man_codes, header)
         self.assertEqual(readme_codes, header)
+        # Verb by verb: each command whose --help names 1 or 75 is named in that row of both
+        # tables (what 1 means differs by command).
+        man_rows = dict(re.findall(r"^(\d+)\tT\{\n(.*?)\nT\}", table, re.M | re.S))
+        readme_rows = dict(re.findall(r"^\| (\d+) \| (.*) \|$", readme, re.M))
+        for code in ("1", "75"):
+            for verb in VERBS:
+                if int(code) not in footer_codes(verb):
+                    continue
+                for name, row in (("man", man_rows[code].replace("\\-", "-")),
+                                  ("README", readme_rows[code])):
+                    self.assertRegex(row, rf"(?<![\w-]){re.escape(verb)}(?![\w-])",
+                                     f"{verb} returns {code}: not in the {name} table's row")
         # EXIT STATUS follows OPTIONS, as in util-linux's pages.
         sections = re.findall(r"^\.SH (.+)$", man, re.M)
         self.assertEqual(sections[sections.index("OPTIONS") + 1], "EXIT STATUS")
