@@ -271,7 +271,8 @@ const std::vector<SettingInfo>& all_settings() {
        "(2m, 1h, 1d: windows counted from the Unix epoch, so 7d starts on Thursdays)",
        apply_once_per},
       {"tz", "--tz", K::text, nullptr, "ZONE",
-       "time zone of --once-per's calendar periods, such as Europe/Berlin (default UTC)", apply_tz},
+       "time zone of --once-per's calendar periods, such as Europe/Berlin (default UTC, "
+       "whatever the host's; pause --until reads the host's local time)", apply_tz},
       {"retry-failed", "--retry-failed", K::flag, "false", nullptr,
        "with --once-per: run again when this period's run failed, was stopped or never "
        "reported its end",

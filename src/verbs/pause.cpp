@@ -131,8 +131,9 @@ constexpr Option k_options[] = {
     option<&PauseArgs::key>("KEY", k_key_help).must(),
     option<&PauseArgs::for_>("--for", "pause for D from now (by the Redis server's clock)", "D"),
     option<&PauseArgs::until>("--until",
-                              "pause until TIME: 10:30 (the next), 2026-12-24 18:00 (local), "
-                              "2026-12-24T17:00:00Z",
+                              "pause until TIME: 10:30 (the next), 2026-12-24 18:00, in this "
+                              "host's local time (TZ), or 2026-12-24T17:00:00Z (UTC); unlike "
+                              "--once-per's periods, which are UTC unless --tz",
                               "TIME"),
     option<&PauseArgs::reason>("--reason", "why, shown to every run it keeps out", "TEXT")};
 
