@@ -191,6 +191,9 @@ std::string unknown_key(const std::string& name) {
     keys.emplace_back(s.name);
     list += (list.empty() ? "" : ", ") + std::string(s.name);
   }
+  if (name == "command")  // -c is the job itself, not a setting
+    return "command: the job is given on the command line (rlock run KEY -- COMMAND, or -c "
+           "'TEXT'), not in a config file";
   std::string out = "unknown key '" + terminal_safe(name) + "'";
   if (auto guess = closest_word(name, keys)) out += ": did you mean '" + *guess + "'?";
   return out + " (keys: " + list + ")";

@@ -337,6 +337,12 @@ class CommandLine(RedisTestCase):
                 r = self.run_rlock(["run", "--config", f.name, "k", "--", "true"])
             self.assertEqual(r.returncode, 78, r.stderr)
             self.assertIn(f"unknown key '{key}': did you mean '{meant}'? (keys: redis, ", r.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".toml") as f:
+            f.write('command = "make"\n')
+            f.flush()
+            r = self.run_rlock(["run", "--config", f.name, "k", "--", "true"])
+        self.assertEqual(r.returncode, 78, r.stderr)
+        self.assertIn("the job is given on the command line", r.stderr)
         self.assertEqual(self.server.cmd("KEYS", "*"), [])
 
     def test_help_teaches(self):
