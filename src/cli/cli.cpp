@@ -1,5 +1,7 @@
 #include "cli/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
@@ -22,7 +24,6 @@
 #include "util/text.h"
 #include "verbs/command.h"
 #include "version.h"  // made by the build: packaging/version.cmake
-
 
 namespace rlock {
 
@@ -427,6 +428,17 @@ int report(const CLI::ParseError& e, Parsed& parser, const SplitArgs& args) {
   throw usage_error(message + "; see '" + where + "'");
 }
 
+// rlock help COMMAND on a terminal, as git help does: its page, rlock-COMMAND(1), through man(1),
+// when one is installed; returns (for the --help text) when not, or not on a terminal.
+void open_manual_page(const Command& command) {
+  if (!::isatty(STDOUT_FILENO) || command.name == "help") return;
+  // The name is one of the commands', so the shell sees no word of the user's.
+  std::string page = "rlock-" + std::string(command.name);
+  if (std::system(("man -w " + page + " >/dev/null 2>&1").c_str()) != 0) return;
+  std::fflush(stdout);
+  ::execlp("man", "man", page.c_str(), static_cast<char*>(nullptr));
+}
+
 // rlock help [COMMAND].
 int show_help(Parsed& parser) {
   if (parser.help_topic.empty()) {
@@ -439,6 +451,7 @@ int show_help(Parsed& parser) {
   }
   const Command* topic = find_command(parser.help_topic);
   if (!topic) throw usage_error("help: " + unknown_command(parser.help_topic));
+  open_manual_page(*topic);  // returns when there is none to show
   write_stdout(command_help(*topic));
   return k_exit_ok;
 }

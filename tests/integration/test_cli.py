@@ -1,9 +1,10 @@
 """The command line: bad input is one clear line, the documented exit status, nothing in Redis."""
 import json
+import os
 import re
 import unittest
 
-from harness import RedisTestCase, free_port, rlock_env, run_rlock, sampled, wait_until
+from harness import RLOCK, RedisTestCase, free_port, rlock_env, run_rlock, sampled, wait_until
 
 BAD_RUN_INPUT = [
     # (arguments after "run", what the one line must mention)
@@ -344,6 +345,38 @@ class CommandLine(RedisTestCase):
         self.assertEqual(r.returncode, 78, r.stderr)
         self.assertIn("the job is given on the command line", r.stderr)
         self.assertEqual(self.server.cmd("KEYS", "*"), [])
+
+    def test_help_on_a_terminal_opens_the_page(self):
+        # As git help: on a terminal, rlock help VERB is rlock-VERB(1) through man when that
+        # page is installed; else, and off a terminal, the --help text.
+        import pty
+        import tempfile
+        pages = tempfile.mkdtemp(prefix="rlock-man-")
+        os.makedirs(os.path.join(pages, "man1"))
+        with open(os.path.join(pages, "man1", "rlock-status.1"), "w") as f:
+            f.write(".TH RLOCK-STATUS 1\n.SH NAME\nrlock-status \\- the page itself\n")
+        env = rlock_env(MANPATH=pages, MANPAGER="cat", PAGER="cat", MANWIDTH="80")
+
+        def on_a_terminal(args):
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execve(RLOCK, [RLOCK] + args, env)
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(fd, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            os.waitpid(pid, 0)
+            return out.decode(errors="replace")
+
+        self.assertIn("the page itself", on_a_terminal(["help", "status"]))
+        self.assertIn("Usage: rlock inspect", on_a_terminal(["help", "inspect"]))  # no page
+        piped = run_rlock(["help", "status"], env=env)
+        self.assertIn("Usage: rlock status", piped.stdout)
 
     def test_help_teaches(self):
         # Each command's help: within 80 columns, no parser's words, examples before the exit
