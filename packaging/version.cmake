@@ -6,8 +6,8 @@
 # build upgrades an older one (apt install ./rlock_*.deb) and the release upgrades them all.
 #
 # cmake -DSOURCE_DIR=... -DRELEASE=0.2.0 -DOUT=version.h -P version.cmake writes OUT (a header
-# that defines RLOCK_VERSION) when what it says changed; included with SOURCE_DIR and RELEASE
-# set, it sets RLOCK_FULL_VERSION (cpack_version.cmake).
+# that defines RLOCK_VERSION) when what it says changed; cpack reads it from there
+# (cpack_version.cmake).
 
 cmake_policy(SET CMP0057 NEW)  # IN_LIST, also in script mode
 

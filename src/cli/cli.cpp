@@ -23,7 +23,7 @@
 #include "util/error.h"
 #include "util/text.h"
 #include "verbs/command.h"
-#include "version.h"  // made by the build: packaging/version.cmake
+#include "cli/version.h"  // made by the build (packaging/version.cmake), not in src/
 
 namespace rlock {
 

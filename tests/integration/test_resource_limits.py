@@ -250,7 +250,7 @@ class ResourceLimits(RedisTestCase):
         r = self.run_rlock(["run", "--metrics-file", "/proc/no/such/dir/rlock.prom", "k", "--",
                             "true"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("warning: --metrics-file", r.stderr)
+        self.assertIn("warning: k: --metrics-file", r.stderr)
         self.assert_no_lock("k")
 
 
