@@ -23,7 +23,7 @@ class Lock;
 struct PhaseUpdate;
 
 // How much earlier than Redis we consider the lock gone: clock-rate differences between us and
-// the server, and the time a PEXPIRE takes to land: ttl/100 + 2 ms (rlock(1) "Lease safety").
+// the server, and the time a PEXPIRE takes to land: ttl/100 + 2 ms (rlock-run(1) "Lease safety").
 constexpr Millis lease_drift(Millis ttl) { return ttl / 100 + Millis(2); }
 
 // The lock is ours until this point, counted from when the command that set its TTL was sent
@@ -44,7 +44,7 @@ constexpr Millis renew_attempt_timeout(Millis ttl) {
   return std::min(std::max(ttl / 6, Millis(50)), Millis(2000));
 }
 
-// 5 s, or ttl/3 when that is shorter (rlock(1), --kill-after).
+// 5 s, or ttl/3 when that is shorter (rlock-run(1), --kill-after).
 constexpr Millis default_kill_after(Millis ttl) { return std::min(Millis(5000), ttl / 3); }
 
 // A --kill-after at or above ttl/2 leaves too little of the lease to renew in.

@@ -1,5 +1,5 @@
 // How rlock speaks to people and to programs: text lines, or one JSON document (--json) with
-// stable snake_case fields (man page, JSON OUTPUT). The verbs print only through here. What
+// stable snake_case fields (the man pages, JSON OUTPUT). The verbs print only through here. What
 // status, list, inspect and watch show of a lock is judged once (LockView, lock_view.h), then
 // formatted as text (print_locks.cpp, print_inspect.cpp, print_watch.cpp) or JSON
 // (print_json.cpp, the only file that includes nlohmann/json).
@@ -29,7 +29,7 @@ OutputStyle output_style(bool json);
 std::string printable(std::string_view text, size_t max = 80);
 // KEY as printable() shows it, whole up to 80 characters; past them cut, with "..." and "#"
 // and the first 8 hex digits of the whole key's SHA-1, so that two keys that share their first
-// 80 characters still read as two (man page, DESCRIPTION).
+// 80 characters still read as two (rlock-redis(7) "Escaped text").
 std::string printable_key(std::string_view key);
 
 // "web-2 pid 4121 (report.sh) for 3m12s, ttl 28.4s", or for a value rlock did not write

@@ -28,7 +28,7 @@ json raw_bytes_of_items(const json& array) {
 // Keys and values are bytes, JSON strings are UTF-8. So beside each string member NAME of J
 // that is not valid UTF-8 goes NAME_base64, its bytes; beside an array that holds such a
 // string, NAME_base64 with the base64 of each (null for the other items). A script gets the
-// exact bytes back from these (man page, JSON OUTPUT).
+// exact bytes back from these (the man pages, JSON OUTPUT).
 void add_raw_bytes(json& j) {
   if (j.is_array())
     for (json& item : j) add_raw_bytes(item);
@@ -225,7 +225,7 @@ json nodes_json(const LockView& v) {
           {"held_without_quorum", minority}};
 }
 
-// One lock as a JSON object; field names are documented in rlock(1), JSON OUTPUT. INSPECT adds
+// One lock as a JSON object; field names are documented in each command's page (rlock-status(1) JSON OUTPUT). INSPECT adds
 // the queue, the fence counter and how long what rlock keeps of the lock is kept.
 json lock_json(const LockView& v, bool inspect) {
   json j;

@@ -1,5 +1,5 @@
 // Every JSON document rlock writes to stdout (--json), with the stable snake_case fields the
-// man page lists (JSON OUTPUT), each returned as the text to write. print_json.cpp is the only
+// man pages list (JSON OUTPUT), each returned as the text to write. print_json.cpp is the only
 // file that includes nlohmann/json.
 #pragma once
 

@@ -39,7 +39,7 @@ public:
   // Whether the group is rlock's child. One that is not (acquire --while-pid) sends no SIGCHLD:
   // poll() is asked at every wake, news_fd() is readable when it may have news (-1: none), and
   // it is looked at every look_every() besides (zero: not needed). Nor is a signal sent to rlock
-  // meant for it: rlock's signals stop it as rlock stop would (rlock(1), acquire).
+  // meant for it: rlock's signals stop it as rlock stop would (rlock-acquire(1)).
   virtual bool rlocks_child() const { return true; }
   virtual int news_fd() const { return -1; }
   virtual Millis look_every() const { return Millis(0); }

@@ -15,9 +15,9 @@ namespace rlock {
 // Whether SIG is one whose default action ends a process and that can be caught: HUP, INT,
 // QUIT, TERM, USR1, USR2, ALRM, VTALRM, PROF, IO, PWR, XCPU, XFSZ, STKFLT, the signals of faults
 // (ILL, TRAP, ABRT, BUS, FPE, SEGV, SYS) and the real-time ones. rlock never dies of one with
-// its lock held: it forwards it to the command's group (rlock(1) "Signals and terminals"); before
-// the command runs it ends the wait or the run there. PIPE is the exception: rlock ignores it, so
-// that its own writes see EPIPE.
+// its lock held: it forwards it to the command's group (rlock-run(1) "Signals and terminals");
+// before the command runs it ends the wait or the run there. PIPE is the exception: rlock ignores
+// it, so that its own writes see EPIPE.
 bool ends_a_process(int sig);
 
 class SignalEvents {
@@ -47,7 +47,7 @@ public:
 
   // Once the command is about to run: SIGTSTP (unless ignored at start) and SIGCONT become
   // events too, so that rlock can stop with its command and hand it the terminal when
-  // continued (Job control in rlock(1)). Before this, while waiting for the lock, Ctrl-Z stops
+  // continued (rlock-run(1) "Job control"). Before this, while waiting for the lock, Ctrl-Z stops
   // rlock as it stops any program. Call from the main thread before other threads start.
   void watch_job_control();
 

@@ -36,7 +36,7 @@ private:
   explicit Terminal(int fd) : fd_(fd) {}
   int fd_;
   pid_t given_to_ = -1;  // the group last handed the terminal
-  termios saved_{};  // rlock's modes, as found the first time it had the terminal
+  termios saved_{};      // rlock's modes, as found the first time it had the terminal
   bool have_saved_ = false;
   termios child_{};  // the child's, when taken from it
   bool have_child_ = false;

@@ -95,7 +95,7 @@ Failure Redis::server_failure(const std::string& error, const Argv& command) con
                 command[0]
           : "the ACL user may not run " + command[0] + (key.empty() ? "" : " on " + key);
   failure.message = name() + ": " + error + " (" + denied +
-                    ": rlock(1) \"Least privilege\" has the ACL rules rlock needs)";
+                    ": rlock-redis(7) \"Least privilege\" has the ACL rules rlock needs)";
   return failure;
 }
 
@@ -127,7 +127,7 @@ std::optional<std::string> denied_in_script(const Script& script, const Argv& ke
   if (!command.empty()) {
     for (char& c : command)
       c = c == '|' ? ' ' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return "the ACL user may not run " + command + ", which rlock's scripts call: rlock(1) " +
+    return "the ACL user may not run " + command + ", which rlock's scripts call: rlock-redis(7) " +
            "\"Least privilege\" has the ACL rules rlock needs";
   }
   for (const char* wording :

@@ -24,7 +24,7 @@ Child::Spec command_spec(const RunOptions& options, const std::vector<std::strin
                            "RLOCK_TTL_MS=" + std::to_string(options.ttl.count())},
                    .path = program};
   if (options.retry > 0) spec.env.push_back("RLOCK_ATTEMPT=1");
-  // No Redis secret of rlock's goes to the job (rlock(1) "Options of run").
+  // No Redis secret of rlock's goes to the job (rlock-run(1) "Options of run").
   keep_secrets(spec.env, spec.unset, true);
   return spec;
 }

@@ -2,7 +2,7 @@
 // token printed, and a detached keeper holds it for PID as `rlock run` holds it for its
 // command: run's Supervisor watches PID (and, when PID leads a process group, every process of
 // it), renews the lease, and on a loss, on rlock stop or on a signal to the keeper stops them
-// as it stops a command (rlock(1) "stop" and "Lease safety"); the lock is given back the
+// as it stops a command (rlock-stop(1), rlock-run(1) "Lease safety"); the lock is given back the
 // moment they are gone. `rlock release --token T` tells it (keeper_link.h), so that a
 // script's own release is not taken for a loss.
 #include "run/keeper.h"

@@ -1,4 +1,4 @@
-// rlock run --notify CMD (rlock(1) "Notifications"): run after the release, to delay no other host.
+// rlock run --notify CMD (rlock-run(1), --notify): run after the release, to delay no other host.
 #pragma once
 
 #include <cstdint>

@@ -14,7 +14,7 @@
 namespace rlock {
 
 // How long, once rlock is asked to stop, a reader not taking the command's output may still hold
-// the run; then the rest is dropped, said, and the lock given back (rlock(1) --keep-output).
+// the run; then the rest is dropped, said, and the lock given back (rlock-run(1), --keep-output).
 inline constexpr Millis k_stop_grace{500};
 // How long the next attempt (--retry) waits at most for the capture to read the last one's
 // output before its mark: only a reader of rlock's output that does not read holds it up.

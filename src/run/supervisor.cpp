@@ -345,7 +345,7 @@ void Supervisor::on_signal(int sig, ProcessGroup* between) {
 
 // A signal to acquire --while-pid's keeper is not for the process it watches (not rlock's child):
 // as under rlock stop, the group gets the kill signal, KILL after --kill-after, the lease renewed
-// meanwhile; under --on-lost ignore it is let go to run without the lock (rlock(1), acquire).
+// meanwhile; under --on-lost ignore it is let go to run without the lock (rlock-acquire(1)).
 void Supervisor::stop_for_signal(int sig) {
   if (!ends_a_process(sig)) return;
   interrupted_ = true;
@@ -368,7 +368,7 @@ void Supervisor::collect_child() {
   }
 }
 
-// Job control (rlock(1) "Job control"), as sudo does it for a command in a process group of
+// Job control (rlock-run(1) "Job control"), as sudo does it for a command in a process group of
 // its own: the shell's job is rlock, so rlock stops when its command stops and continues it
 // when continued, handing it the terminal only while rlock is the foreground job.
 void Supervisor::on_child_stopped(int stop_signal) {

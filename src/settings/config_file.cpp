@@ -251,7 +251,7 @@ const char* first_of_kind(const RawSettings& settings, SettingKind kind) {
 // (password-command, notify), the files it writes (metrics-file, heartbeat-file), the Redis it
 // sends its password to. One that others can change is refused whatever it sets, as ssh
 // refuses such a config; one that holds a password and that others can read earns a
-// warning, as a password file does (man page, CONFIGURATION).
+// warning, as a password file does (rlock.toml(5)).
 void check_access(const std::string& path, const struct stat& st, const RawSettings& settings) {
   FileAccess access = file_access(path, st);
   if (!access.changed_by_others.empty()) {

@@ -272,7 +272,8 @@ const std::vector<SettingInfo>& all_settings() {
        apply_once_per},
       {"tz", "--tz", K::text, nullptr, "ZONE",
        "time zone of --once-per's calendar periods, such as Europe/Berlin (default UTC, "
-       "whatever the host's; pause --until reads the host's local time)", apply_tz},
+       "whatever the host's; pause --until reads the host's local time)",
+       apply_tz},
       {"retry-failed", "--retry-failed", K::flag, "false", nullptr,
        "with --once-per: run again when this period's run failed, was stopped or never "
        "reported its end",

@@ -1,5 +1,5 @@
 // Settings from every source, and how they combine: flag > environment > config file > default
-// (docs/REDIS.md, rlock(1) CONFIGURATION). Every setting is named by its long flag; the
+// (docs/REDIS.md, rlock.toml(5)). Every setting is named by its long flag; the
 // config file uses the same names. Pure: the environment comes in as a lookup function, files as
 // text (config_file.h).
 #pragma once

@@ -40,8 +40,8 @@ public:
   BackgroundThread(const BackgroundThread&) = delete;
   BackgroundThread& operator=(const BackgroundThread&) = delete;
 
-  // Runs WORK on a thread of its own, every signal blocked. Throws std::system_error when it cannot start (ulimit -u,
-  // out of memory): nothing runs then.
+  // Runs WORK on a thread of its own, every signal blocked. Throws std::system_error when it cannot
+  // start (ulimit -u, out of memory): nothing runs then.
   void start(std::function<void()> work);
   // Started, and neither joined nor detached yet.
   bool running() const { return thread_.joinable(); }

@@ -24,7 +24,7 @@ Verbosity verbosity();
 void set_log_format(LogFormat f);
 
 struct Event {
-  const char* name;     // for machines: "acquired", "busy", "lost" ... (rlock(1), LOGS)
+  const char* name;     // for machines: "acquired", "busy", "lost" ... (rlock-run(1), LOGS)
   std::string key;      // the lock, when the event is about one
   std::string message;  // for people, without the key
   std::vector<std::pair<const char*, int64_t>> numbers = {};  // fence, waited_ms ...

@@ -13,7 +13,7 @@ namespace rlock {
 
 // --once-per: a calendar unit (hour, day, week, month, in UTC or --tz), or a fixed length of at
 // least a second, counted in windows from the Unix epoch. An hour is one of real time, also on
-// the nights the clocks change (rlock(1), --once-per); a day is a calendar one.
+// the nights the clocks change (rlock-run(1), --once-per); a day is a calendar one.
 struct Period {
   enum class Unit { fixed, hour, day, week, month } unit = Unit::fixed;
   Millis length{0};  // fixed only

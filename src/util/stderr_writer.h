@@ -1,7 +1,7 @@
 // Everything rlock writes to stderr goes through one queue, which one thread of its own writes
 // out. A stderr that nobody reads (a full pipe, a terminal stopped with Ctrl-S, a journald slow
 // to drain, an ssh client that stopped reading) then blocks that thread alone: never a renewal,
-// the handling of a signal or the end of a run (rlock(1) LOGS).
+// the handling of a signal or the end of a run (rlock-run(1) LOGS).
 //
 // A line that finds the queue full is dropped and counted; once stderr takes lines again, one
 // line says how many were dropped. The command's own output is not rlock's and is not touched.

@@ -38,8 +38,8 @@ enum class Backslashes { escaped, kept };
 // paragraph separators (U+2028, U+2029) and bytes that are not valid UTF-8 become \xNN, a byte
 // each, and a backslash "\\" (BACKSLASHES); other valid UTF-8 stays. Keys and input echoed in
 // messages can neither break a log line in two, nor drive the terminal, nor reorder or hide
-// what is around them, nor read as another (man page, DESCRIPTION). The one escaping rule of
-// every text output (stdout and stderr; JSON has json_string and json_escape_hidden). Past
+// what is around them, nor read as another (rlock-redis(7) "Escaped text"). The one escaping rule
+// of every text output (stdout and stderr; JSON has json_string and json_escape_hidden). Past
 // MAX_CHARS characters (an escape is one), the rest becomes "...".
 std::string terminal_safe(std::string_view text, size_t max_chars = std::string_view::npos,
                           Backslashes backslashes = Backslashes::escaped);

@@ -54,7 +54,7 @@ private:
 // Who besides its owner and root may read or change a file: one that holds a secret (a
 // password file, a config file with `password`) should let nobody else read it, and one that
 // names a command rlock runs as its user (`password-command`, `notify`) nobody else change it
-// (man page, CONFIGURATION).
+// (rlock.toml(5)).
 struct FileAccess {
   // Why others can read the file ("mode 0644"); empty when they cannot.
   std::string read_by_others;

@@ -200,7 +200,8 @@ inline std::string reason_argument(const std::optional<std::string>& reason) {
 // Help texts several commands share.
 inline constexpr const char* k_key_help = "the lock's Redis key (after --prefix)";
 inline constexpr const char* k_keys_help = "lock keys (after --prefix)";
-inline constexpr const char* k_json_help = "print one JSON document (fields in rlock(1))";
+inline constexpr const char* k_json_help =
+    "print one JSON document (its fields: man rlock-COMMAND)";
 
 // Option groups that several commands take, in help's order.
 // Where Redis is and how to reach it: every command that talks to Redis. They may also come

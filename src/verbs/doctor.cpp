@@ -318,7 +318,7 @@ private:
     if (!needed.empty())
       add(Level::problem, "commands", server,
           "the ACL user may not run " + listed(needed) +
-              "; rlock(1) \"Least privilege\" has the ACL lines rlock needs");
+              "; rlock-redis(7) \"Least privilege\" has the ACL lines rlock needs");
     if (!keys.empty())
       add(Level::problem, "commands", server,
           "the ACL user's key patterns leave out " + lock + "'s own keys (" +

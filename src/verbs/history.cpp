@@ -37,7 +37,9 @@ struct HistoryArgs : Arguments {
 
 constexpr Option k_options[] = {
     option<&HistoryArgs::key>("KEY", k_key_help).must(),
-    option<&HistoryArgs::count>("-n,--count", "how many runs, 1 to 100000 (default 10); run's -n is --no-wait", "N").range(1, 100000),
+    option<&HistoryArgs::count>(
+        "-n,--count", "how many runs, 1 to 100000 (default 10); run's -n is --no-wait", "N")
+        .range(1, 100000),
     option<&HistoryArgs::json>("--json", k_json_help)};
 
 }  // namespace

@@ -220,7 +220,7 @@ std::optional<Failure> read_attempts(Redis& redis, const std::string& key, int64
   return std::nullopt;
 }
 
-// -f through Redis going away (rlock(1) logs): a connection cut as -f waits on it (a proxy's
+// -f through Redis going away (rlock-logs(1)): a connection cut as -f waits on it (a proxy's
 // idle timeout) is replaced at once and without a word; an outage (a restart, a failover) is
 // said once, with how long -f waits for Redis to answer again, and said over when it does.
 // Past that bound -f gives up (69): the run's rlock, unable to renew, has ended the run too.

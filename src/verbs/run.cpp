@@ -35,7 +35,7 @@ namespace rlock {
 namespace {
 
 // Time allowed for the way out (the period's record, the release, the history), through a
-// restart or a failover (rlock(1) "The end of a run"): past it the run's end is unknown to
+// restart or a failover (rlock-run(1) "Lease safety"): past it the run's end is unknown to
 // every reader, and rlock says so.
 constexpr Millis k_end_budget{10000};
 // The same once Redis is known to be away: the lease ran out on it. One quick try, then exit:
@@ -572,7 +572,7 @@ constexpr Command k_run_command = {
      k_connection},
     "COMMAND is exec'd as given, without a shell; -c TEXT is run by $SHELL -c (or /bin/sh). "
     "It gets RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE and RLOCK_TTL_MS (and RLOCK_HEARTBEAT_FILE, "
-    "RLOCK_ATTEMPT); --notify's command gets RLOCK_RESULT and more (rlock(1)). "
+    "RLOCK_ATTEMPT); --notify's command gets RLOCK_RESULT and more (rlock-run(1)). "
     "A duration is 500ms, 30s, 5m, 1h30m, 2d or .5 (a bare number is seconds).\n"
     "Examples:\n"
     "  rlock run --once-per day -w 10m -q lock:report -- /opt/report/run.sh\n"

@@ -267,7 +267,8 @@ constexpr Option k_options[] = {
                              "only the holder with this token (a semaphore or shared lock: "
                              "default every holder)",
                              "T"),
-    option<&StopArgs::signal>("--signal", "send SIG, not the holder's --kill-signal (run's name for the same)", "SIG"),
+    option<&StopArgs::signal>(
+        "--signal", "send SIG, not the holder's --kill-signal (run's name for the same)", "SIG"),
     option<&StopArgs::kill_after>("--kill-after",
                                   "KILL after D, not after the holder's --kill-after", "D"),
     option<&StopArgs::within>("--within",

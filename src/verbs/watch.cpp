@@ -382,7 +382,7 @@ struct WatchArgs : Arguments {
 
 constexpr Option k_options[] = {
     option<&WatchArgs::keys>("KEY", k_keys_help).must(),
-    option<&WatchArgs::json>("--json", "print one JSON object a line (fields in rlock(1))")};
+    option<&WatchArgs::json>("--json", "print one JSON object a line (fields in rlock-watch(1))")};
 
 }  // namespace
 

@@ -1,8 +1,9 @@
-"""Docs move with the code: every flag --help shows is in the man page, the completions and the
+"""Docs move with the code: every flag --help shows is in the man pages, the completions and the
 README, and every flag they document is one rlock takes; each command's help and its man page
-entry name the same exit statuses, which are the ones it really returns; every rlock command
-line of the README and of the man page's EXAMPLES parses and runs (against a private Redis);
-cron lines use absolute paths."""
+name the same exit statuses, which are the ones it really returns; every rlock command line of
+the README and of the man pages' EXAMPLES parses and runs (against a private Redis); cron lines
+use absolute paths. The man pages are laid out as git's and podman's: rlock(1) an overview to
+read through, a page for each command, rlock-COMMAND(1), rlock.toml(5) and rlock-redis(7)."""
 import os
 import re
 import shlex
@@ -48,9 +49,25 @@ def completion_file(shell):
     return f.name
 
 
-def man_text():
-    """The man page's source with roff's escaped hyphens made plain."""
-    return read("man/rlock.1").replace("\\-", "-")
+def man_pages():
+    """The man pages, as man/ names them: rlock(1) first, then each command's in the order
+    rlock --help lists them, then the config file's and Redis's."""
+    return (["rlock.1"] + [f"rlock-{verb}.1" for verb in HELP_ORDER] +
+            ["rlock.toml.5", "rlock-redis.7"])
+
+
+def man_text(page=None):
+    """The source of one man page, or of them all, with roff's escaped hyphens made plain and
+    its font changes (\\fB ... \\fR) left out, as a reader sees the words."""
+    pages = [page] if page else man_pages()
+    text = "".join(read(f"man/{p}") for p in pages)
+    return re.sub(r"\\f[BIRP]", "", text).replace("\\-", "-")
+
+
+def man_section(text, name):
+    """The text of the .SH NAME section of a page's source, or None."""
+    parts = re.split(rf"^\.SH {re.escape(name)}\n", text, flags=re.M)
+    return parts[1].split("\n.SH ")[0] if len(parts) > 1 else None
 
 
 def long_options(text):
@@ -78,26 +95,33 @@ def footer_codes(verb):
     return exit_codes(text.split("Exit status:")[1])
 
 
+def exit_sentence(text):
+    """The statuses of the "Exit status: ..." sentence in TEXT (it ends at a request line)."""
+    return exit_codes(text.split("Exit status:")[1].split("\n.")[0])
+
+
 def man_command_codes():
-    """For each command of the man page's COMMANDS section, the statuses its entry names."""
-    section = man_text().split(".SH COMMANDS")[1].split(".SH ")[0]
+    """For each command, the statuses its man page names: the "Exit status: ..." sentence of
+    rlock-COMMAND(1)'s EXIT STATUS, or, for help, which has no page, that of its entry in
+    rlock(1)'s COMMANDS."""
     out = {}
-    name = None
-    for entry in section.split(".TP\n")[1:]:
-        tag = entry.split("\n")[0].split()[1].strip('"')
-        if tag == "--version":
-            break  # rlock --version, last
-        if not tag.startswith("-"):
-            name = tag  # else an option inside the command's entry (history -n)
-        sentence = entry.split("Exit status:")[1].split("\n.")[0] if "Exit status:" in entry else ""
-        out.setdefault(name, set()).update(exit_codes(sentence))
+    for verb in HELP_ORDER:
+        section = man_section(man_text(f"rlock-{verb}.1"), "EXIT STATUS")
+        assert section and "Exit status:" in section, f"rlock-{verb}(1) names no exit status"
+        out[verb] = exit_sentence(section)
+    commands = man_section(man_text("rlock.1"), "COMMANDS")
+    for entry in commands.split(".TP\n")[1:]:
+        if "Exit status:" in entry:
+            tag = entry.split("\n")[0].split()[1].strip('"')
+            assert tag not in out, f"{tag}: an exit status in rlock(1) and in its own page"
+            out[tag] = exit_sentence(entry)
     return out
 
 
 class Docs(unittest.TestCase):
     def test_every_option_is_documented_and_completed(self):
         man = man_text()
-        docs = {"man/rlock.1": man,
+        docs = {"the man pages": man,
                 "rlock completion bash": completion("bash"),
                 "rlock completion zsh": completion("zsh"),
                 "rlock completion fish": completion("fish").replace("-l ", "--")}
@@ -116,10 +140,11 @@ class Docs(unittest.TestCase):
         taken = set()
         for verb in WITH_OPTIONS:
             taken |= long_options(help_of(verb))
-        man = man_text()
         man_options = set()
-        for tag in re.findall(r"^\.TP\n(.*)$", man.split(".SH OPTIONS")[1].split(".SH EXIT")[0], re.M):
-            man_options |= long_options(tag)
+        for page in man_pages():
+            options = man_section(man_text(page), "OPTIONS") or ""
+            for tag in re.findall(r"^\.T[PQ]\n(.*)$", options, re.M):
+                man_options |= long_options(tag)
         readme = read("README.md") + read("docs/REDIS.md")
         readme_options = set()
         for line in readme.splitlines():
@@ -129,7 +154,7 @@ class Docs(unittest.TestCase):
             code for code in re.findall(r"`([^`]*)`", readme) if code.startswith(("-", "rlock "))))
         self.assertGreater(len(man_options), 30)
         self.assertEqual(sorted(man_options - taken - {"--help"}), [],
-                         "in the man page's OPTIONS, not in --help")
+                         "in a man page's OPTIONS, not in --help")
         self.assertEqual(sorted(readme_options - taken - {"--version", "--help"}), [],
                          "in the README or docs/REDIS.md, not in any --help")
 
@@ -205,9 +230,57 @@ class Docs(unittest.TestCase):
                                   ("README", readme_rows[code])):
                     self.assertRegex(row, rf"(?<![\w-]){re.escape(verb)}(?![\w-])",
                                      f"{verb} returns {code}: not in the {name} table's row")
-        # EXIT STATUS follows OPTIONS, as in util-linux's pages.
-        sections = re.findall(r"^\.SH (.+)$", man, re.M)
-        self.assertEqual(sections[sections.index("OPTIONS") + 1], "EXIT STATUS")
+        # EXIT STATUS follows OPTIONS, as in util-linux's pages: in rlock(1) and in each page
+        # of a command that takes options.
+        for page in man_pages():
+            sections = re.findall(r"^\.SH (.+)$", read(f"man/{page}"), re.M)
+            if "OPTIONS" in sections:
+                self.assertEqual(sections[sections.index("OPTIONS") + 1], "EXIT STATUS", page)
+        self.assertIn("OPTIONS", re.findall(r"^\.SH (.+)$", man, re.M))
+
+    def test_every_command_has_its_page(self):
+        # As git's and podman's pages: rlock(1) is the overview, each command of rlock --help
+        # has rlock-COMMAND(1), and rlock(1)'s COMMANDS and SEE ALSO name every page.
+        listed = re.findall(r"^  ([a-z-]+)  ", run_rlock(["--help"]).stdout, re.M)
+        self.assertEqual(listed, HELP_ORDER + ["help"])
+        self.assertEqual(sorted(os.listdir(os.path.join(SOURCE, "man"))), sorted(man_pages()))
+        overview = man_text("rlock.1")
+        commands = man_section(overview, "COMMANDS")
+        see_also = re.sub(r'["\s]', "", man_section(overview, "SEE ALSO"))
+        for verb in HELP_ORDER:
+            self.assertIn(f"rlock-{verb}(1)", commands, verb)
+        for page in man_pages():
+            name, section = page.rsplit(".", 1)
+            text = man_text(page)
+            self.assertRegex(text, re.compile(rf"^\.TH {re.escape(name.upper())} {section} "
+                                              r'\d{4}-\d\d-\d\d "rlock [\d.]+" "', re.M), page)
+            self.assertRegex(text, re.compile(rf"^\.SH NAME\n{re.escape(name)} - ", re.M), page)
+            for heading in ("SYNOPSIS", "DESCRIPTION", "SEE ALSO") if section != "7" else (
+                    "DESCRIPTION", "SEE ALSO"):
+                self.assertIsNotNone(man_section(text, heading), (page, heading))
+            if page != "rlock.1":
+                self.assertIn(f"{name}({section})", see_also, "rlock(1)'s SEE ALSO")
+                self.assertIn("rlock(1)", re.sub(r'["\s]', "", man_section(text, "SEE ALSO")),
+                              page)
+        for other in ("flock(1)", "redis-cli(1)", "crontab(5)", "systemd.timer(5)",
+                      "systemd.service(5)"):
+            self.assertIn(other, see_also)
+
+    def test_the_overview_reads_through(self):
+        # rlock(1) is short enough to read through: what rlock is, the commands a line each,
+        # examples right after them, the options every command shares, and util-linux's
+        # sections.
+        text = read("man/rlock.1")
+        self.assertLess(len(text.splitlines()), 450)
+        sections = re.findall(r"^\.SH (.+)$", text, re.M)
+        self.assertEqual(sections[:5], ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "EXAMPLES"])
+        self.assertLess(sections.index("EXAMPLES"), sections.index("OPTIONS"))
+        for heading in ("ENVIRONMENT", "FILES", "REPORTING BUGS", "AVAILABILITY", "SEE ALSO"):
+            self.assertIn(heading, sections)
+        self.assertEqual(sections[-3:], ["REPORTING BUGS", "AVAILABILITY", "SEE ALSO"])
+        synopsis = man_section(man_text("rlock.1"), "SYNOPSIS")
+        for verb in HELP_ORDER + ["help"]:
+            self.assertRegex(synopsis, re.compile(rf"^rlock {re.escape(verb)}( |$)", re.M), verb)
 
     def test_layout_names_every_source_file(self):
         # ARCHITECTURE.md's Layout names every folder of src/, and each folder's README.md
@@ -235,22 +308,26 @@ class Docs(unittest.TestCase):
             return [line.strip() for line in text.splitlines() if "ACL SETUSER rlock " in line]
         readme = [line for line in acl_lines(read("docs/REDIS.md")) if line.startswith("ACL")]
         self.assertGreaterEqual(len(readme), 3)
-        self.assertEqual(acl_lines(man_text().replace("\\e", "\\")), readme)
+        self.assertEqual(acl_lines(man_text("rlock-redis.7").replace("\\e", "\\")), readme)
 
     def test_man_renders_without_warnings(self):
         man = shutil.which("man")
         self.assertIsNotNone(man, "man is needed (man-db)")
-        r = subprocess.run([man, "--warnings", "-l", os.path.join(SOURCE, "man/rlock.1")],
-                           capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
-        self.assertEqual((r.returncode, r.stderr), (0, ""))
-        self.assertIn("EXIT STATUS", r.stdout)
+        for page in man_pages():
+            r = subprocess.run([man, "--warnings", "-l", os.path.join(SOURCE, "man", page)],
+                               capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
+            self.assertEqual((r.returncode, r.stderr), (0, ""), page)
+            self.assertIn("SEE ALSO", r.stdout, page)
+            if page.endswith(".1"):
+                self.assertIn("EXIT STATUS", r.stdout, page)
 
     def test_man_page_is_lint_clean(self):
         mandoc = shutil.which("mandoc")
         self.assertIsNotNone(mandoc, "mandoc is needed (packaging/setup-debian.sh installs it)")
-        r = subprocess.run([mandoc, "-Tlint", os.path.join(SOURCE, "man/rlock.1")],
-                           capture_output=True, text=True)
-        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+        for page in man_pages():
+            r = subprocess.run([mandoc, "-Tlint", os.path.join(SOURCE, "man", page)],
+                               capture_output=True, text=True)
+            self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""), page)
 
 
 def code_blocks(markdown):
@@ -261,9 +338,14 @@ def code_blocks(markdown):
 
 
 def man_example_blocks():
-    """The man page's EXAMPLES: the text of each .nf block, as a reader sees it."""
-    section = man_text().split(".SH EXAMPLES")[1].split(".SH ")[0]
-    return [block.strip("\n") for block in re.findall(r"^\.nf\n(.*?)^\.fi", section, re.M | re.S)]
+    """The man pages' EXAMPLES, rlock(1)'s first: the text of each .nf block, as a reader sees
+    it."""
+    blocks = []
+    for page in man_pages():
+        section = man_section(man_text(page), "EXAMPLES") or ""
+        blocks += [block.strip("\n")
+                   for block in re.findall(r"^\.nf\n(.*?)^\.fi", section, re.M | re.S)]
+    return blocks
 
 
 CRON = re.compile(r"^([\d*/,-]+\s+){5}")  # m h dom mon dow
@@ -318,7 +400,7 @@ def examples_of(block):
 
 
 class Examples(unittest.TestCase):
-    """Every rlock command line of the README and of the man page's EXAMPLES runs as written,
+    """Every rlock command line of the README and of the man pages' EXAMPLES runs as written,
     in the order a reader meets them, against one private Redis, with `true` for the job: it
     parses, returns what the docs show after "echo $?" (a status among 0, 1 and 75 where they
     show none), and prints the first word they show. Where the shown output has the lock held,

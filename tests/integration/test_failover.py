@@ -1,4 +1,4 @@
-"""Sentinel failovers without overlap (rlock(1) TOPOLOGIES): one primary, two replicas and three
+"""Sentinel failovers without overlap (rlock-redis(7) "Topologies"): one primary, two replicas and three
 sentinels (quorum 2), made anew for each test; a holder runs the fault suite's critical section
 (tests/faults/section.cpp, a kernel flock on a probe file) and a waiter waits for the lock
 through the sentinels while the primary fails over:

@@ -1,5 +1,5 @@
 """The herd at :00: a crontab line on many hosts fires rlock on all of them in the same second
-(rlock(1) "Options of run"). A small herd here; bench/herd.py has the large ones and Redis's
+(rlock-run(1) "Options of run"). A small herd here; bench/herd.py has the large ones and Redis's
 cost per invocation (docs/PERFORMANCE.md "The herd at :00")."""
 import collections
 import json

@@ -1,4 +1,4 @@
-"""Job control in a real terminal, as a person uses it (rlock(1) "Job control"): tmux runs an
+"""Job control in a real terminal, as a person uses it (rlock-run(1) "Job control"): tmux runs an
 interactive bash, the test types into it and reads its screen. Ctrl-Z stops rlock and its
 command and gives the prompt back; `fg` continues both with the terminal; `bg` continues both
 and the shell keeps the terminal; a command started with `&` that reads the terminal stops as

@@ -200,7 +200,7 @@ class Notify(RedisTestCase):
             self.assertEqual(f.read(), "kept line\n")
         with open(out + ".stdin") as f:
             self.assertEqual(f.read(), "/dev/null\n")
-        # In memory, in no directory another user could plant a link in (rlock(1)).
+        # In memory, in no directory another user could plant a link in (rlock-run(1)).
         with open(out + ".file") as f:
             self.assertRegex(f.read(), r"^/memfd:rlock-output \(deleted\)$")
 
@@ -282,7 +282,7 @@ class Notify(RedisTestCase):
 
 class EndWithRedisAway(RedisTestCase):
     """Redis gone as the command ends: rlock sends the end again through a restart, for up to
-    10s (rlock(1) "The end of a run"), and when it cannot, the hook, the history and check all
+    10s (rlock-run(1) "Lease safety"), and when it cannot, the hook, the history and check all
     say the end is unknown, none that the run failed."""
 
     HOOK = 'echo "$RLOCK_RESULT $RLOCK_EXIT_STATUS ${RLOCK_RECORDED-unset}" > "$NOTES"'

@@ -10,7 +10,17 @@ import unittest
 from harness import RedisServer, run_rlock
 
 BUILD = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
-INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/bash-completion/completions/rlock",
+INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/man/man1/rlock-run.1",
+             "share/man/man1/rlock-status.1", "share/man/man1/rlock-inspect.1",
+             "share/man/man1/rlock-list.1", "share/man/man1/rlock-history.1",
+             "share/man/man1/rlock-logs.1", "share/man/man1/rlock-watch.1",
+             "share/man/man1/rlock-check.1", "share/man/man1/rlock-stop.1",
+             "share/man/man1/rlock-pause.1", "share/man/man1/rlock-resume.1",
+             "share/man/man1/rlock-reset-period.1", "share/man/man1/rlock-acquire.1",
+             "share/man/man1/rlock-extend.1", "share/man/man1/rlock-release.1",
+             "share/man/man1/rlock-doctor.1", "share/man/man1/rlock-config.1",
+             "share/man/man1/rlock-completion.1", "share/man/man5/rlock.toml.5",
+             "share/man/man7/rlock-redis.7", "share/bash-completion/completions/rlock",
              "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish",
              "share/doc/rlock/LICENSE", "share/doc/rlock/copyright", "share/doc/rlock/README.md",
              "share/doc/rlock/NEWS.md", "share/doc/rlock/REDIS.md",

@@ -80,7 +80,7 @@ class Kind:
 
 
 WIDE = (UNAVAILABLE, LOST)
-# Catchable, and their default action ends a process (rlock(1) "Signals").
+# Catchable, and their default action ends a process (rlock-run(1) "Signals and terminals").
 ENDING_SIGNALS = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1,
                   signal.SIGUSR2, signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
                   signal.SIGPWR, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSYS, signal.SIGSEGV,

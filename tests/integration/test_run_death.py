@@ -1,4 +1,4 @@
-"""However rlock dies, the command's whole process group dies with it (rlock(1) "If rlock dies").
+"""However rlock dies, the command's whole process group dies with it (rlock-run(1) LOGS).
 
 The command here records its own pid and a background grandchild's; after rlock is killed, both
 must be gone. How long they outlived rlock goes to $RLOCK_BUILD_DIR/death-report.txt.
@@ -44,7 +44,7 @@ class CommandDiesWithRlock(RedisTestCase):
                    f"the command's group to die after {how}", interval=0.002)
         outlived = time.monotonic() - died_at
         REPORT.append(f"{how}: {outlived * 1000:.1f} ms")
-        # rlock(1) promises within a second; the bound is wide for loaded sanitizer builds.
+        # rlock-run(1) promises within a second; the bound is wide for loaded sanitizer builds.
         self.assertLess(outlived, 3, f"the command outlived rlock by {outlived:.1f}s ({how})")
 
     def run_under(self, wrapper, ignore_term=False):
@@ -115,7 +115,7 @@ class CommandDiesWithRlock(RedisTestCase):
 
     def test_rlock_and_guardian_killed_together_still_kill_the_command(self):
         # `pkill -KILL rlock` takes both; the kernel's parent-death signal still kills the command
-        # itself (not what it started: rlock(1) says so).
+        # itself (not what it started: rlock-run(1) says so).
         argv, extra = self.command()
         p = self.start(["run", "k", "--"] + argv, env=rlock_env(self.server, **extra))
         pids = self.command_pids()

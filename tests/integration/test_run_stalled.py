@@ -1,4 +1,4 @@
-"""rlock run --keep-output with a reader that does not read (rlock(1) --keep-output): the lease is
+"""rlock run --keep-output with a reader that does not read (rlock-run(1), --keep-output): the lease is
 renewed until the release whatever stage the run is in, and a signal, Ctrl-C or rlock stop gives
 up what the reader has not taken within a short grace, says how much, and gives the lock back."""
 import array

@@ -1,5 +1,5 @@
 """rlock's own plumbing never costs a healthy lease: a stderr nobody reads, and a metrics file on
-a file system that does not answer (rlock(1) "Diagnostics")."""
+a file system that does not answer (rlock-run(1) LOGS)."""
 import fcntl
 import json
 import os

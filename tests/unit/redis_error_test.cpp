@@ -45,8 +45,9 @@ TEST_CASE("an ACL denial is named in every server's wording") {
   // The script's line 2 calls TIME.
   constexpr rlock::Script script("local k = KEYS[1]\nlocal now = redis.call('time')\n", "f");
   const rlock::Argv keys{"other", "{other}:rlock:fence"};
-  const std::string time = "the ACL user may not run TIME, which rlock's scripts call: rlock(1) "
-                           "\"Least privilege\" has the ACL rules rlock needs";
+  const std::string time =
+      "the ACL user may not run TIME, which rlock's scripts call: rlock-redis(7) "
+      "\"Least privilege\" has the ACL rules rlock needs";
   const std::string key_patterns =
       "the ACL user's key patterns must allow every key of this lock: other, {other}:rlock:fence";
   SUBCASE("a command inside the script") {
@@ -70,7 +71,7 @@ TEST_CASE("an ACL denial is named in every server's wording") {
     CHECK(denied_in_script(script, keys,
                            "ERR ACL failure in script: User u has no permissions to run the "
                            "'config|get' command script: f, on @user_script:9.") ==
-          "the ACL user may not run CONFIG GET, which rlock's scripts call: rlock(1) \"Least "
+          "the ACL user may not run CONFIG GET, which rlock's scripts call: rlock-redis(7) \"Least "
           "privilege\" has the ACL rules rlock needs");
   }
   SUBCASE("a key") {

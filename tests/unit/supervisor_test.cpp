@@ -336,7 +336,7 @@ TEST_CASE("between attempts: --max-run ends the run") {
   CHECK(end->end == RunEnd::max_run);
 }
 
-// The one rule for a stop's KILL (rlock(1) "stop"): the whole asked kill-after, however much
+// The one rule for a stop's KILL (rlock-stop(1)): the whole asked kill-after, however much
 // longer than the lease, while renewals hold it; the loss's own rule should they fail.
 TEST_CASE("a stop's KILL waits for the asked kill-after past the lease's end while it is renewed") {
   Setup s;
