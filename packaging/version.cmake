@@ -23,7 +23,11 @@ function(rlock_full_version source release out_var)
     execute_process(COMMAND "${GIT}" -C "${source}" rev-list --count HEAD
                     OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     string(REPLACE "\n" ";" tags "${tags}")
-    if(NOT failed AND NOT "v${release}" IN_LIST tags)
+    if(failed OR NOT count MATCHES "^[0-9]+$")
+      # A checkout git cannot read (another user's, a broken one): never taken for the release.
+      message(WARNING "git cannot read ${source}: this build is ${release}~dev0+gunknown")
+      set(full "${release}~dev0+gunknown")
+    elseif(NOT "v${release}" IN_LIST tags)
       set(full "${release}~dev${count}+g${commit}")
     endif()
   endif()

@@ -76,9 +76,12 @@ void append_command(std::string& out, const Argv& argv) {
 Connection::Connection(const RedisUrl& url, const ConnectOptions& options,
                        const std::optional<std::string>& password)
     : connect_deadline_(Clock::now() + options.connect_timeout),
-      tcp_(url.scheme != RedisUrl::Scheme::unix_socket),
-      endpoint_(url.endpoint() + options.address_note), redacted_(url.redacted()),
-      with_user_(url.user.has_value()),
+      tcp_(url.scheme != RedisUrl::Scheme::unix_socket), endpoint_(url.endpoint()),
+      unreachable_(url.endpoint() == options.default_address
+                       ? url.endpoint() + " (rlock's default, as no --redis, RLOCK_REDIS_URL or "
+                                          "config file's redis names one)"
+                       : url.endpoint()),
+      redacted_(url.redacted()), with_user_(url.user.has_value()),
       password_origin_(url.password ? "the URL" : options.password_origin),
       tls_host_(url.scheme == RedisUrl::Scheme::tls ? url.host : ""), tls_(options.tls),
       reader_(redisReaderCreate(), redisReaderFree) {
@@ -146,7 +149,8 @@ Result<std::unique_ptr<Connection>> Connection::start(const RedisUrl& url,
     for (addrinfo* ai = res; ai; ai = ai->ai_next) add(ai->ai_addr, ai->ai_addrlen);
   }
   std::reverse(conn->addresses_.begin(), conn->addresses_.end());  // tried from the back
-  auto begun = conn->connect_next({Failure::Kind::connect, "cannot connect to " + conn->endpoint_});
+  auto begun =
+      conn->connect_next({Failure::Kind::connect, "cannot connect to " + conn->unreachable_});
   if (!begun) return begun.failure();
   return conn;
 }
@@ -167,7 +171,8 @@ Result<Unit> Connection::connect_next(Failure last) {
       connecting_ = std::move(fd);
       return Unit{};
     }
-    last = {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": " + std::strerror(errno)};
+    last = {Failure::Kind::connect,
+            "cannot connect to " + unreachable_ + ": " + std::strerror(errno)};
   }
   return fail(last);
 }
@@ -227,7 +232,7 @@ TimePoint Connection::wake_at(TimePoint deadline) const {
 Failure Connection::timed_out() const {
   switch (phase_) {
   case Phase::connecting:
-    return {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": timed out"};
+    return {Failure::Kind::connect, "cannot connect to " + unreachable_ + ": timed out"};
   case Phase::handshaking:
     return {Failure::Kind::connect,
             "TLS handshake with " + endpoint_ + " failed: " + endpoint_ + ": timed out"};
@@ -288,8 +293,8 @@ Result<Unit> Connection::advance(short revents) {
     Fd fd = std::move(connecting_);
     if (err != 0) {
       // The next address, if the name had several.
-      auto next = connect_next(
-          {Failure::Kind::connect, "cannot connect to " + endpoint_ + ": " + std::strerror(err)});
+      auto next = connect_next({Failure::Kind::connect,
+                                "cannot connect to " + unreachable_ + ": " + std::strerror(err)});
       if (!next || phase_ == Phase::connecting) return next;
     } else {
       connected(std::move(fd));

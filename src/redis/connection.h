@@ -47,7 +47,7 @@ struct ConnectOptions {
   std::chrono::milliseconds command_timeout = k_default_command_timeout;
   // Where the settings came from, for the messages a wrong one causes (settings.cpp fills
   // them in): said after the address when it is rlock's default, and with WRONGPASS.
-  std::string address_note;     // " (rlock's default: ...)", or empty
+  std::string default_address;  // "127.0.0.1:6379" when no setting named one, else empty
   std::string password_origin;  // "the environment's REDISCLI_AUTH", or empty: none given
 };
 
@@ -165,6 +165,7 @@ private:
   TimePoint connect_deadline_;
   bool tcp_;                     // not a unix socket
   std::string endpoint_;         // for messages; never holds a password
+  std::string unreachable_;      // the same, said to be rlock's default when it is
   std::string redacted_;         // the URL, for messages about AUTH and SELECT
   bool with_user_;               // AUTH names an ACL user
   std::string password_origin_;  // ConnectOptions::password_origin, or "the URL"

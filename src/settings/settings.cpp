@@ -44,8 +44,7 @@ void apply_redis(const SettingValue& v, Resolved& r) {
   r.global.redis_urls = v.raw().values;
   r.global.redis_url_is_default = v.raw().origin.kind == Origin::Kind::default_value;
   if (r.global.redis_url_is_default)
-    r.global.connect.address_note =
-        " (rlock's default, as no --redis, RLOCK_REDIS_URL or config file's redis names one)";
+    r.global.connect.default_address = parse_redis_url(k_default_redis_url).endpoint();
 }
 
 // --tls: redis-cli's habit of a plain URL and a flag for TLS. The URLs become rediss://.
@@ -411,10 +410,20 @@ Resolved resolve_settings(const RawSettings& s) {
 
   // --shared excludes --limit wherever each was given (--limit 1 too, which leaves no trace in
   // RunOptions). run_verb refuses --once-per, which only a run reads.
-  if (r.run.shared && lookup(s, "limit"))
-    SettingValue("shared", *lookup(s, "shared"))
-        .bad("excludes --limit: a shared lock has no number of places (a semaphore's are places "
-             "of their own, not shared ones)");
+  // Given in two places, the one that counts more wins (-s over a file's limit, --limit over
+  // its shared); in one place, they are a mistake.
+  if (r.run.shared && lookup(s, "limit")) {
+    int shared = rank(lookup(s, "shared")->origin.kind),
+        limit = rank(lookup(s, "limit")->origin.kind);
+    if (shared == limit)
+      SettingValue("shared", *lookup(s, "shared"))
+          .bad("excludes --limit: a shared lock has no number of places (a semaphore's are "
+               "places of their own, not shared ones)");
+    if (shared > limit)
+      r.run.limit = 0;
+    else
+      r.run.shared = false;
+  }
 
   // A heartbeat file needs its staleness; a config file's stale-after is a default for the runs
   // that name a file, but the flag alone is a mistake.

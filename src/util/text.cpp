@@ -350,19 +350,19 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> closest_word(std::string_view word,
                                         const std::vector<std::string>& candidates) {
   constexpr size_t most = 2;
-  if (word.size() > 64) return std::nullopt;  // not a typo of a name rlock knows
+  if (word.empty() || word.size() > 64) return std::nullopt;  // no typo of a name rlock knows
+  std::string dashed(word);  // TOML's snake_case: kill_after for kill-after
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const std::string& candidate : candidates)
+    if (dashed == candidate) return candidate;
+  // The nearest by edits, when one alone is nearest.
   std::optional<std::string> best;
   size_t best_distance = most + 1;
   bool tie = false;
-  std::string dashed(word);  // TOML's snake_case, kill_after for kill-after
-  std::replace(dashed.begin(), dashed.end(), '_', '-');
   for (const std::string& candidate : candidates) {
-    // redis-url for redis: the name with a word after it.
-    if (dashed == candidate || (dashed.starts_with(candidate + "-") && candidate.size() > 2))
-      return candidate;
-    size_t distance = edit_distance(word, candidate);
-    if (distance == 0 || 2 * distance >= std::max(word.size(), candidate.size())) continue;
-    if (distance < best_distance) {
+    size_t distance = edit_distance(dashed, candidate);
+    if (distance > most || 2 * distance >= std::max(dashed.size(), candidate.size())) continue;
+    if (!best || distance < best_distance) {
       best = candidate;
       best_distance = distance;
       tie = false;
@@ -370,8 +370,14 @@ std::optional<std::string> closest_word(std::string_view word,
       tie = true;
     }
   }
-  if (tie || best_distance > most) return std::nullopt;
-  return best;
+  if (best) return tie ? std::nullopt : best;
+  // Else the longest name it starts with, a word after it (redis-url for redis).
+  std::optional<std::string> longest;
+  for (const std::string& candidate : candidates)
+    if (candidate.size() > 2 && dashed.starts_with(candidate + "-") &&
+        (!longest || candidate.size() > longest->size()))
+      longest = candidate;
+  return longest;
 }
 
 }  // namespace rlock

@@ -11,10 +11,13 @@ namespace rlock {
 namespace {
 
 // The ttl the lock TOKEN holds of KEY was taken with (its value says, and a semaphore's slot's
-// or a shared place's), or nullopt when it is not found: not ours, or another program's.
-std::optional<Millis> own_ttl(Redis& redis, const std::string& key, const std::string& token) {
+// or a shared place's), or nullopt when it is not found (not ours: the renewal then changes
+// nothing); a failure when the read fails, rather than a guess that would cut the lock short.
+Result<std::optional<Millis>> own_ttl(Redis& redis, const std::string& key,
+                                      const std::string& token) {
   auto states = read_locks(redis, {key}, Unknown::shown);
-  if (!states || states->empty()) return std::nullopt;
+  if (!states) return states.failure();
+  if (states->empty()) return std::optional<Millis>();
   const LockState& state = states->front();
   auto ours = [&](const std::optional<LockValue>& v) -> std::optional<Millis> {
     if (v && v->token == token && v->ttl_ms && *v->ttl_ms > 0) return Millis(*v->ttl_ms);
@@ -24,7 +27,7 @@ std::optional<Millis> own_ttl(Redis& redis, const std::string& key, const std::s
   for (const auto* holders : {&state.semaphore, &state.shared})
     for (const SemaphoreHolder& holder : *holders)
       if (auto ttl = ours(holder.value)) return ttl;
-  return std::nullopt;
+  return std::optional<Millis>();
 }
 
 }  // namespace
@@ -34,7 +37,14 @@ int extend_verb(const GlobalOptions& global, const std::string& key, const std::
                 std::optional<Millis> given, Millis fallback) {
   check_token(token);
   auto redis = connect_redis(global);
-  Millis ttl = given ? *given : own_ttl(*redis, key, token).value_or(fallback);
+  Millis ttl = fallback;
+  if (given) {
+    ttl = *given;
+  } else {
+    auto own = own_ttl(*redis, key, token);
+    if (!own) return unavailable(own.failure());
+    ttl = own->value_or(fallback);
+  }
   // The token says whose it is, not whether it is a plain lock, a slot of a semaphore (--limit)
   // or a place of a shared lock (--shared): try each in turn.
   Result<bool> renewed = false;

@@ -358,19 +358,28 @@ class CommandLine(RedisTestCase):
         env = rlock_env(MANPATH=pages, MANPAGER="cat", PAGER="cat", MANWIDTH="80")
 
         def on_a_terminal(args):
+            import select
+            import time
             pid, fd = pty.fork()
             if pid == 0:
-                os.execve(RLOCK, [RLOCK] + args, env)
-            out = b""
-            while True:
                 try:
-                    chunk = os.read(fd, 4096)
+                    os.execve(RLOCK, [RLOCK] + args, env)
+                finally:
+                    os._exit(127)
+            out, deadline = b"", time.monotonic() + 20  # a pager left waiting is a failure
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([fd], [], [], 1)
+                try:
+                    chunk = os.read(fd, 4096) if ready else b""
                 except OSError:
                     break
-                if not chunk:
+                if ready and not chunk:
                     break
                 out += chunk
+            else:
+                os.kill(pid, 9)
             os.waitpid(pid, 0)
+            os.close(fd)
             return out.decode(errors="replace")
 
         self.assertIn("the page itself", on_a_terminal(["help", "status"]))

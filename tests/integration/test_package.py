@@ -97,7 +97,15 @@ class Package(unittest.TestCase):
         if os.path.isdir(os.path.join(source, ".git")):
             head = subprocess.run(["git", "-C", source, "rev-parse", "--short=12", "HEAD"],
                                   capture_output=True, text=True, check=True).stdout.strip()
-            self.assertRegex(version, rf"^\d+\.\d+\.\d+(~dev\d+\+g{head})?$")
+            tags = subprocess.run(["git", "-C", source, "tag", "--points-at", "HEAD"],
+                                  capture_output=True, text=True, check=True).stdout.split()
+            release = version.split("~")[0]
+            if f"v{release}" in tags:
+                self.assertEqual(version, release)
+            else:  # a build between releases: never taken for the release
+                self.assertRegex(version, rf"^\d+\.\d+\.\d+~dev\d+\+g{head}$")
+                self.assertEqual(subprocess.run(["dpkg", "--compare-versions", version, "lt",
+                                                 release]).returncode, 0, version)
         # The packaged binary takes a lock on a real server.
         server = RedisServer()
         self.addCleanup(server.stop)

@@ -212,18 +212,21 @@ class Stop(RedisTestCase):
         # rlock stop --help says so; the next cron run's line names rlock reset-period, which
         # lets it run.
         self.assertIn("reset-period", self.run_rlock(["stop", "--help"]).stdout)
-        holder = self.start_job(args=["--once-per", "day"])
+        # A period of ten years (from 2020): no test run crosses into the next.
+        holder = self.start_job(args=["--once-per", "3650d"])
         r = self.run_rlock(["stop", KEY], env=self.host("ops-1"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(holder.wait(timeout=10), 80)
-        r = self.run_rlock(["run", "--once-per", "day", KEY, "--", "true"], env=self.host("web-2"))
+        r = self.run_rlock(["run", "--once-per", "3650d", KEY, "--", "true"],
+                           env=self.host("web-2"))
         self.assertEqual(r.returncode, 75, r.stderr)
         self.assertIn("already run this period", r.stderr)
         self.assertIn("stopped", r.stderr)
         self.assertIn("rlock reset-period would let it run again", r.stderr)
-        r = self.run_rlock(["reset-period", KEY, "--once-per", "day"], env=self.host("ops-1"))
+        r = self.run_rlock(["reset-period", KEY, "--once-per", "3650d"], env=self.host("ops-1"))
         self.assertEqual(r.returncode, 0, r.stderr)
-        r = self.run_rlock(["run", "--once-per", "day", KEY, "--", "true"], env=self.host("web-2"))
+        r = self.run_rlock(["run", "--once-per", "3650d", KEY, "--", "true"],
+                           env=self.host("web-2"))
         self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_a_job_that_ignores_the_signal_is_killed_after_the_kill_after(self):

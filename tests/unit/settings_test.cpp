@@ -52,9 +52,8 @@ TEST_CASE("defaults") {
 }
 
 TEST_CASE("the messages a wrong address or password causes name where it came from") {
-  CHECK(layered("", {}, {}).global.connect.address_note.find("rlock's default") !=
-        std::string::npos);
-  CHECK(layered("", {{"RLOCK_REDIS_URL", "redis://h:1"}}, {}).global.connect.address_note == "");
+  CHECK(layered("", {}, {}).global.connect.default_address == "127.0.0.1:6379");
+  CHECK(layered("", {{"RLOCK_REDIS_URL", "redis://h:1"}}, {}).global.connect.default_address == "");
   CHECK(layered("", {{"REDISCLI_AUTH", "x"}}, {}).global.connect.password_origin ==
         "the environment's REDISCLI_AUTH");
   CHECK(layered("password = \"x\"\n", {}, {}).global.connect.password_origin ==
@@ -70,6 +69,11 @@ TEST_CASE("a flag wins over the file for quiet, verbose and shared") {
   CHECK(layered("verbose = true\n", {}, flags({{"quiet", "true"}})).global.verbosity ==
         Verbosity::quiet);
   CHECK(exit_status_of("quiet = true\nverbose = true\n") == 78);
+  Resolved shared = layered("limit = 3\n", {}, flags({{"shared", "true"}}));
+  CHECK((shared.run.shared && shared.run.limit == 0));
+  Resolved limited = layered("shared = true\n", {}, flags({{"limit", "3"}}));
+  CHECK((!limited.run.shared && limited.run.limit == 3));
+  CHECK(exit_status_of("shared = true\nlimit = 3\n") == 78);
   CHECK(exit_status_of("", flags({{"quiet", "true"}, {"verbose", "true"}})) == 64);
 }
 

@@ -140,3 +140,28 @@ TEST_CASE("a backslash is written \\\\ so that no text reads as an escape") {
   CHECK(rlock::terminal_safe("k: a\\x1b\x07", std::string_view::npos, rlock::Backslashes::kept) ==
         "k: a\\x1b\\x07");
 }
+
+TEST_CASE("closest_word: git's 'did you mean', never a wrong or a harmful guess") {
+  using rlock::closest_word;
+  const std::vector<std::string> keys = {"redis",        "password", "password-file", "notify",
+                                         "notify-after", "retry",    "retry-delay",   "kill-after",
+                                         "status",       "stop",     "reset-period"};
+  CHECK(closest_word("stauts", keys) == "status");
+  CHECK(closest_word("stpo", keys) == "stop");
+  // snake_case is the name itself, not a shorter one it starts with.
+  CHECK(closest_word("password_file", keys) == "password-file");
+  CHECK(closest_word("notify_after", keys) == "notify-after");
+  CHECK(closest_word("kill_after", keys) == "kill-after");
+  CHECK(closest_word("notify-aftr", keys) == "notify-after");
+  CHECK(closest_word("retry-dealy", keys) == "retry-delay");
+  // A word after a name: the longest name, and only when nothing is a typo away.
+  CHECK(closest_word("redis-url", keys) == "redis");
+  CHECK(closest_word("retry-delay-max", keys) == "retry-delay");
+  // Too far, empty, huge, or as near to two: nothing.
+  CHECK(!closest_word("reset-pxxxod", keys));  // 3 edits
+  CHECK(!closest_word("", keys));
+  CHECK(!closest_word(std::string(100, 'a'), keys));
+  CHECK(!closest_word("xyzzy", keys));
+  CHECK(!closest_word("stap", {"stop", "step"}));
+  CHECK(!closest_word("status", {}));
+}
