@@ -36,12 +36,9 @@ endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE AND OUT)
   rlock_full_version("${SOURCE_DIR}" "${RELEASE}" full)
-  set(text "// Made by packaging/version.cmake at build time.\n#define RLOCK_VERSION \"${full}\"\n")
-  set(old "")
-  if(EXISTS "${OUT}")
-    file(READ "${OUT}" old)
-  endif()
-  if(NOT old STREQUAL text)
-    file(WRITE "${OUT}" "${text}")
-  endif()
+  # Written only when it changed (file(CONFIGURE) keeps the file as it is otherwise), so that
+  # a build of the same commit recompiles nothing.
+  file(CONFIGURE OUTPUT "${OUT}"
+       CONTENT "// Made by packaging/version.cmake at build time.\n#define RLOCK_VERSION \"${full}\"\n"
+       @ONLY)
 endif()

@@ -132,6 +132,9 @@ std::vector<std::string> verb_names() {
   return out;
 }
 
+// What rlock help takes: a command, or connection (rlock help connection).
+std::string help_topics() { return join(verb_names()) + " connection"; }
+
 // Options that mean the same before any command: a flag everywhere, or a value everywhere.
 std::vector<Flag> options_before_any_command() {
   std::map<std::string, Flag> by_name;
@@ -349,7 +352,8 @@ std::string bash() {
          "    case $verb in\n";
   for (const Command* c : all_commands()) {
     std::string action;
-    if (c->name == "help") action = "COMPREPLY=($(compgen -W \"${verbs% help}\" -- \"$cur\"))";
+    if (c->name == "help")
+      action = "COMPREPLY=($(compgen -W \"" + help_topics() + "\" -- \"$cur\"))";
     for (const Option* a : arguments_of(*c))
       if (Hint h = hint_for_argument(*c, *a); h.kind != Hint::Kind::none) {
         action = bash_value_action(h);
@@ -468,7 +472,7 @@ std::string zsh() {
              quoted((many ? std::string("*") : std::to_string(++n)) + zsh_action(h, lower)) +
              " \\\n";
     }
-    if (c->name == "help") out += "    '1:command:(" + join(verb_names()) + ")' \\\n";
+    if (c->name == "help") out += "    '1:command:(" + help_topics() + ")' \\\n";
     if (c->takes_command) out += "    '*::command:_normal' \\\n";
     out.resize(out.size() - 3);  // the last " \\\n"
     out += "\n}\n\n";
@@ -586,7 +590,7 @@ std::string fish() {
     out += "\n# rlock " + std::string(c->name) + "\n";
     out += fish_options(flags_of(*c), condition);
     if (c->name == "help")
-      out += "complete -c rlock -n " + quoted(condition) + " -a " + quoted(verbs) + "\n";
+      out += "complete -c rlock -n " + quoted(condition) + " -a " + quoted(help_topics()) + "\n";
     for (const Option* a : arguments_of(*c)) {
       Hint h = hint_for_argument(*c, *a);
       if (h.kind == Hint::Kind::keys)

@@ -573,6 +573,7 @@ class BashCompletion(unittest.TestCase):
         self.assertIn("TERM", self.complete("rlock", "run", "--kill-signal", ""))
         self.assertEqual(self.complete("rlock", "completion", ""), {"bash", "zsh", "fish"})
         self.assertEqual(self.complete("rlock", "help", "comp"), {"completion"})
+        self.assertEqual(self.complete("rlock", "help", "conn"), {"connection"})
         # After "--", the command's own completion: commands from $PATH.
         self.assertIn("true", self.complete("rlock", "run", "k", "--", "tru"))
         # Options before the verb, and their values, are not taken for it.
