@@ -106,7 +106,8 @@ constexpr Option k_options[] = {
         .range(1, 1 << 22),
     setting("kill-signal",
             "with --while-pid: the signal PID gets if the lock is lost (default TERM)"),
-    setting("kill-after", "with --while-pid: SIGKILL this long after it (default min(5s, ttl/3))"),
+    setting("kill-after",
+            "with --while-pid: SIGKILL this long after it (default 5s, or ttl/3 if shorter)"),
     setting("on-lost", "with --while-pid: kill (default), or ignore: only stop renewing")};
 
 }  // namespace

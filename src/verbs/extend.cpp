@@ -83,7 +83,7 @@ struct ExtendArgs : Arguments {
 
 constexpr Option k_options[] = {
     option<&ExtendArgs::key>("KEY", k_key_help).must(),
-    option<&ExtendArgs::token>("--token", "the token acquire printed", "T").must(),
+    option<&ExtendArgs::token>("--token", "the token acquire printed", "TOKEN").must(),
     setting("ttl", "the new expiry, from now (default: the ttl the lock was taken with)")};
 
 }  // namespace

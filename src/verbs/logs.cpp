@@ -437,7 +437,7 @@ constexpr Option k_options[] = {
     option<&LogsArgs::key>("KEY", k_key_help).must(),
     option<&LogsArgs::nth>("--run", "the Nth newest run (default 1, the latest)", "N")
         .range(1, k_kept_runs),
-    option<&LogsArgs::fence>("--fence", "the run of fence F (history shows it)", "F"),
+    option<&LogsArgs::fence>("--fence", "the run of fence FENCE (history shows it)", "FENCE"),
     option<&LogsArgs::follow>("-f,--follow", "print the output as it comes, until the run ends"),
     option<&LogsArgs::raw>("--raw", "print control characters as they are, not escaped (\\x1b)")};
 

@@ -165,7 +165,7 @@ struct ReleaseArgs : Arguments {
 
 constexpr Option k_options[] = {
     option<&ReleaseArgs::key>("KEY", k_key_help).must(),
-    option<&ReleaseArgs::token>("--token", "the token acquire printed", "T"),
+    option<&ReleaseArgs::token>("--token", "the token acquire printed", "TOKEN"),
     option<&ReleaseArgs::force>("--force",
                                 "break the lock whoever holds it (with --token: only that "
                                 "holder's); it stays taken until the holder has surely stopped"),

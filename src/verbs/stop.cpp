@@ -266,11 +266,11 @@ constexpr Option k_options[] = {
     option<&StopArgs::token>("--token",
                              "only the holder with this token (a semaphore or shared lock: "
                              "default every holder)",
-                             "T"),
+                             "TOKEN"),
     option<&StopArgs::signal>(
         "--signal", "send SIG, not the holder's --kill-signal (run's name for the same)", "SIG"),
     option<&StopArgs::kill_after>("--kill-after",
-                                  "KILL after D, not after the holder's --kill-after", "D"),
+                                  "KILL after D (default: the holder's --kill-after)", "D"),
     option<&StopArgs::within>("--within",
                               "how long to wait for the lock to be given back (default 1m)", "D")};
 
