@@ -6,7 +6,7 @@ set -eu
 packages="cmake ninja-build g++ pkg-config libcli11-dev libhiredis-dev nlohmann-json3-dev
 libtomlplusplus-dev doctest-dev libssl-dev redis-server redis-tools redis-sentinel python3
 procps bash-completion zsh fish mandoc groff-base openssl file rpm git man-db iproute2 clang
-libclang-rt-14-dev dpkg-dev lua5.1 tmux haproxy nutcracker libfaketime cron"
+libclang-rt-14-dev dpkg-dev lua5.1 tmux haproxy nutcracker libfaketime cron lintian"
 
 missing=""
 for p in $packages; do

@@ -7,7 +7,9 @@
 #
 # cmake -DSOURCE_DIR=... -DRELEASE=0.2.0 -DOUT=version.h -P version.cmake writes OUT (a header
 # that defines RLOCK_VERSION) when what it says changed; cpack reads it from there
-# (cpack_version.cmake).
+# (cpack_version.cmake). With -DCHANGELOG=FILE -DMAINTAINER="NAME <E-MAIL>" it also writes the
+# package's changelog (Debian's format, one entry: this build, dated by its commit), which
+# points to NEWS.md for what changed.
 
 cmake_policy(SET CMP0057 NEW)  # IN_LIST, also in script mode
 
@@ -22,6 +24,9 @@ function(rlock_full_version source release out_var)
                     OUTPUT_VARIABLE tags OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     execute_process(COMMAND "${GIT}" -C "${source}" rev-list --count HEAD
                     OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    execute_process(COMMAND "${GIT}" -C "${source}" log -1 --format=%ad
+                            "--date=format:%a, %d %b %Y %H:%M:%S %z"
+                    OUTPUT_VARIABLE date OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     string(REPLACE "\n" ";" tags "${tags}")
     if(failed OR NOT count MATCHES "^[0-9]+$")
       # A checkout git cannot read (another user's, a broken one): never taken for the release.
@@ -32,6 +37,10 @@ function(rlock_full_version source release out_var)
     endif()
   endif()
   set(${out_var} "${full}" PARENT_SCOPE)
+  if(NOT date)  # no git: the time of the build, or SOURCE_DATE_EPOCH's when it is set
+    string(TIMESTAMP date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  endif()
+  set(${out_var}_date "${date}" PARENT_SCOPE)
 endfunction()
 
 if(CMAKE_SCRIPT_MODE_FILE AND OUT)
@@ -41,4 +50,12 @@ if(CMAKE_SCRIPT_MODE_FILE AND OUT)
   file(CONFIGURE OUTPUT "${OUT}"
        CONTENT "// Made by packaging/version.cmake at build time.\n#define RLOCK_VERSION \"${full}\"\n"
        @ONLY)
+  if(CHANGELOG)
+    file(CONFIGURE OUTPUT "${CHANGELOG}" CONTENT "rlock (${full}) unstable; urgency=medium
+
+  * What changed in each release, and how to upgrade: NEWS.md, beside this file.
+
+ -- ${MAINTAINER}  ${full_date}
+" @ONLY)
+  endif()
 endif()

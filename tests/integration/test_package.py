@@ -10,20 +10,20 @@ import unittest
 from harness import RedisServer, run_rlock
 
 BUILD = os.environ.get("RLOCK_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
-INSTALLED = ["bin/rlock", "share/man/man1/rlock.1", "share/man/man1/rlock-run.1",
-             "share/man/man1/rlock-status.1", "share/man/man1/rlock-inspect.1",
-             "share/man/man1/rlock-list.1", "share/man/man1/rlock-history.1",
-             "share/man/man1/rlock-logs.1", "share/man/man1/rlock-watch.1",
-             "share/man/man1/rlock-check.1", "share/man/man1/rlock-stop.1",
-             "share/man/man1/rlock-pause.1", "share/man/man1/rlock-resume.1",
-             "share/man/man1/rlock-reset-period.1", "share/man/man1/rlock-acquire.1",
-             "share/man/man1/rlock-extend.1", "share/man/man1/rlock-release.1",
-             "share/man/man1/rlock-doctor.1", "share/man/man1/rlock-config.1",
-             "share/man/man1/rlock-completion.1", "share/man/man5/rlock.toml.5",
-             "share/man/man7/rlock-redis.7", "share/bash-completion/completions/rlock",
+INSTALLED = ["bin/rlock", "share/man/man1/rlock.1.gz", "share/man/man1/rlock-run.1.gz",
+             "share/man/man1/rlock-status.1.gz", "share/man/man1/rlock-inspect.1.gz",
+             "share/man/man1/rlock-list.1.gz", "share/man/man1/rlock-history.1.gz",
+             "share/man/man1/rlock-logs.1.gz", "share/man/man1/rlock-watch.1.gz",
+             "share/man/man1/rlock-check.1.gz", "share/man/man1/rlock-stop.1.gz",
+             "share/man/man1/rlock-pause.1.gz", "share/man/man1/rlock-resume.1.gz",
+             "share/man/man1/rlock-reset-period.1.gz", "share/man/man1/rlock-acquire.1.gz",
+             "share/man/man1/rlock-extend.1.gz", "share/man/man1/rlock-release.1.gz",
+             "share/man/man1/rlock-doctor.1.gz", "share/man/man1/rlock-config.1.gz",
+             "share/man/man1/rlock-completion.1.gz", "share/man/man5/rlock.toml.5.gz",
+             "share/man/man7/rlock-redis.7.gz", "share/bash-completion/completions/rlock",
              "share/zsh/vendor-completions/_rlock", "share/fish/vendor_completions.d/rlock.fish",
              "share/doc/rlock/LICENSE", "share/doc/rlock/copyright", "share/doc/rlock/README.md",
-             "share/doc/rlock/NEWS.md", "share/doc/rlock/REDIS.md",
+             "share/doc/rlock/NEWS.md", "share/doc/rlock/REDIS.md", "share/doc/rlock/changelog.gz",
              "share/doc/rlock/examples/config.toml", "share/doc/rlock/examples/rlock-report.service",
              "share/doc/rlock/examples/rlock-report.timer"]
 
@@ -77,6 +77,14 @@ class Package(unittest.TestCase):
             self.assertTrue(owners & depends, f"{lib} (from {owners}) is not in Depends: {depends}")
         for path in INSTALLED:
             self.assertTrue(os.path.isfile(os.path.join(root, "usr", path)), path)
+        # Debian's checks of a package find nothing: a Maintainer with an address, a changelog,
+        # man pages compressed, a description that fits.
+        lintian = shutil.which("lintian")
+        self.assertIsNotNone(lintian, "lintian is needed (packaging/setup-debian.sh)")
+        r = subprocess.run([lintian, "--fail-on", "error,warning", deb], capture_output=True,
+                           text=True)
+        findings = [l for l in r.stdout.splitlines() if re.match(r"[EWIP]: ", l)]
+        self.assertEqual((r.returncode, findings), (0, []), r.stderr)
         with open(os.path.join(root, "usr/share/doc/rlock/copyright")) as f:
             copyright = f.read()
         self.assertIn("\nLicense: MIT\n", copyright)
