@@ -11,7 +11,7 @@ import shlex
 import unittest
 
 from harness import RedisServer, run_rlock
-from test_docs import VERBS, WITH_OPTIONS, completion, help_of, long_options, man_section, man_text
+from test_docs import WITH_OPTIONS, completion, help_of, long_options, man_section, man_text, read
 
 # The value's name in --help and in the man pages: one word for one thing.
 VALUE_WORDS = {"D": "duration", "N": "n", "SIG": "signal", "PATH": "path", "FILE": "file",
@@ -227,12 +227,37 @@ class OptionsAgree(unittest.TestCase):
                     self.assertIn(option, outside.stderr)
         self.assertGreater(checked, 10)
 
+    def test_the_readmes_values_are_rlocks(self):
+        """`--ttl 10s` in the README is a value rlock takes; `--heartbeat-file PATH` names the
+        value as --help does."""
+        owners = {}
+        for verb, option, entry, _, _ in self.each_option():
+            owners.setdefault(option, (verb, entry))
+        spans = readme_values()
+        self.assertGreater(len(spans), 20)
+        for option, value in spans:
+            self.assertIn(option, owners, f"the README's `{option} {value}`: no such option")
+            verb, entry = owners[option]
+            self.assertIsNotNone(entry.value, f"the README gives {option}, a flag, a value")
+            if value.isupper() or "|" in value:
+                self.assertEqual(value, entry.value, f"the README's `{option} {value}`")
+            else:
+                r = run_value(self.settings, verb, option, value, self.redis.url)
+                self.assertNotEqual(r.returncode, 64, f"the README's `{option} {value}`: {r.stderr}")
+
 
 # The options a setting needs beside it (--retry-delay means nothing without --retry).
 NEEDS = {"--retry-delay": ["--retry", "1"], "--retry-on": ["--retry", "1"],
          "--notify-on": ["--notify", "true"], "--notify-after": ["--notify", "true"],
          "--notify-timeout": ["--notify", "true"], "--retry-failed": ["--once-per", "day"],
          "--tz": ["--once-per", "day"]}
+
+
+def readme_values():
+    """The `--option VALUE` spans of the README and docs/REDIS.md (the user's docs; NEWS.md
+    also names spellings of the past)."""
+    text = read("README.md") + read("docs/REDIS.md")
+    return sorted(set(re.findall(r"`(--[a-z][a-z-]*)[ =]([^` ]+)`", text)))
 
 
 def run_value(settings, verb, option, value, url):
