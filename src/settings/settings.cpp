@@ -107,8 +107,8 @@ void apply_kill_after(const SettingValue& v, Resolved& r) {
 }
 
 void apply_limit(const SettingValue& v, Resolved& r) {
-  int limit = v.whole_number(6, "a number of holders from 1 up");
-  if (limit < 1) v.bad("'0' is not a number of holders from 1 up");
+  int limit = v.whole_number(6, "a number of holders from 1 to 999999");
+  if (limit < 1) v.bad("'0' is not a number of holders from 1 to 999999");
   r.run.limit = limit > 1 ? limit : 0;  // a semaphore of one is the plain lock, and shares its key
 }
 
@@ -249,7 +249,7 @@ const std::vector<SettingInfo>& all_settings() {
        "keep the lock until D after acquisition even if the command ends sooner",
        [](V v, Resolved& r) { r.run.min_hold = v.positive_duration(); }},
       {"limit", "--limit", K::count, nullptr, "N",
-       "a semaphore: up to N holders at once, N from 1 up (give the same N everywhere for a "
+       "a semaphore: up to N holders at once, 1 to 999999 (give the same N everywhere for a "
        "key)",
        apply_limit},
       {"min-replicas", "--min-replicas", K::count, nullptr, "N",
@@ -314,7 +314,7 @@ const std::vector<SettingInfo>& all_settings() {
       {"history-length", "--history-length", K::count, "100", "N",
        "runs kept in the key's history: 0 (none) to 9999999 (default 100)",
        [](V v, Resolved& r) {
-         r.run.history_length = v.whole_number(7, "a number of runs (0 keeps none)");
+         r.run.history_length = v.whole_number(7, "a number of runs from 0 (none) to 9999999");
        }},
       {"quiet", "-q,--quiet", K::flag, "false", nullptr,
        "print only errors and warnings that a run may go unseen (no Redis configured, a "

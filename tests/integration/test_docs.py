@@ -243,7 +243,11 @@ class Docs(unittest.TestCase):
         # has rlock-COMMAND(1), and rlock(1)'s COMMANDS and SEE ALSO name every page.
         listed = re.findall(r"^  ([a-z-]+)  ", run_rlock(["--help"]).stdout, re.M)
         self.assertEqual(listed, HELP_ORDER + ["help"])
-        self.assertEqual(sorted(os.listdir(os.path.join(SOURCE, "man"))), sorted(man_pages()))
+        pages = sorted(os.listdir(os.path.join(SOURCE, "man")))
+        self.assertEqual(pages, sorted(man_pages() + ["CMakeLists.txt"]))
+        # ... and man/CMakeLists.txt installs each of them.
+        installed = re.search(r"set\(man_pages\s(.*?)\)", read("man/CMakeLists.txt"), re.S)
+        self.assertEqual(sorted(installed.group(1).split()), sorted(man_pages()))
         overview = man_text("rlock.1")
         commands = man_section(overview, "COMMANDS")
         see_also = re.sub(r'["\s]', "", man_section(overview, "SEE ALSO"))
