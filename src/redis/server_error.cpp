@@ -66,8 +66,11 @@ Failure Redis::server_failure(const std::string& error) const {
   std::string code = error_code(error);
   // A server that wants a password cuts off long commands from a client that gave none, before
   // it would say NOAUTH.
-  if (error.find("unauthenticated") != std::string::npos) code = "NOAUTH";
   std::string message = name() + ": " + error;
+  if (error.find("unauthenticated") != std::string::npos) {
+    code = "NOAUTH";
+    message = name() + ": wants a password (it cut off a command sent without one: " + error + ")";
+  }
   if (const char* hint = hint_for(code)) message += " (" + std::string(hint) + ")";
   return Failure{Failure::Kind::server, message, code};
 }
