@@ -1,13 +1,16 @@
 """Each option is described alike wherever it is described: its value's name, its default, its
 limits and the values it is offered agree between `rlock VERB --help` (made from the same
-tables as the parser), the man pages and the completions. What can be generated is checked
-against rlock itself: the defaults against `rlock config --json`, the limits a help names by
-giving rlock the values at and just beyond them, and every value a completion offers by giving
-it to rlock. test_docs checks that every option is named everywhere; this, that what is said
+tables as the parser), the man pages, the README and the completions. What can be generated is
+checked against rlock itself: the defaults against `rlock config --json`, the limits a help
+names by giving rlock the values at and just beyond them, and every value a completion offers
+or the README gives by giving it to rlock. test_docs checks that every option is named everywhere; this, that what is said
 of it agrees."""
 import json
+import os
 import re
 import shlex
+import shutil
+import tempfile
 import unittest
 
 from harness import RedisServer, run_rlock
@@ -27,10 +30,13 @@ UNIT_BYTES = {"k": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 class Entry:
-    """What one place says of an option: the name of its value (None for a flag) and its text."""
+    """What one place says of an option: the name of its value (None for a flag), its text, its
+    one-letter spelling ("-w") and, for a man page's entry, whether it sends the reader to
+    rlock-run(1) for the rest ("as for rlock-run(1)", in it or atop its subsection)."""
 
-    def __init__(self, value, text):
+    def __init__(self, value, text, short=None, defers=False):
         self.value, self.text = value, " ".join(text.split())
+        self.short, self.defers = short, defers
 
     def tokens(self):
         return set(VALUE_TOKEN.findall(self.text))
@@ -57,10 +63,10 @@ def help_entries(text):
         m = HELP_LINE.match(line)
         if m:
             current = m.group(2)
-            entries[current] = [m.group(3), m.group(4) or ""]
+            entries[current] = [m.group(3), m.group(4) or "", m.group(1)]
         elif current and re.match(r"^ {20,}\S", line):
             entries[current][1] += " " + line.strip()
-    return {name: Entry(value, text) for name, (value, text) in entries.items()}
+    return {name: Entry(value, text, short) for name, (value, text, short) in entries.items()}
 
 
 def man_entries(page):
@@ -68,38 +74,43 @@ def man_entries(page):
     with the text under it, up to the next entry or subsection."""
     options = man_section(man_text(page), "OPTIONS") or ""
     entries = {}
-    for block in re.split(r"^\.TP\n", options, flags=re.M)[1:]:
-        lines = block.split("\n")
-        tags = [lines[0]]
-        i = 1
-        while i + 1 < len(lines) and lines[i] == ".TQ":
-            tags.append(lines[i + 1])
-            i += 2
-        body = []
-        for line in lines[i:]:
-            if line.startswith((".SS", ".PP", ".SH")):
-                break
-            body.append(re.sub(r"^\.(?:B|I|BR|RB|BI|IR|RI|IB)\s", "", line).replace('"', ""))
-        for tag in tags:
-            words = shlex.split(tag)[1:]  # .BI -c ", " --command " text"
-            values = [w.strip() for w in words if w.startswith(" ") and w != ", "]
-            for name in long_options(tag):
-                entries[name] = Entry(values[-1] if values else None, "\n".join(body))
+    for subsection in re.split(r"^\.SS .*\n", options, flags=re.M):
+        blocks = re.split(r"^\.TP\n", subsection, flags=re.M)
+        lead_defers = "rlock-run (1)" in blocks[0]
+        for block in blocks[1:]:
+            lines = block.split("\n")
+            tags = [lines[0]]
+            i = 1
+            while i + 1 < len(lines) and lines[i] == ".TQ":
+                tags.append(lines[i + 1])
+                i += 2
+            body = []
+            for line in lines[i:]:
+                if line.startswith((".PP", ".SH")):
+                    break
+                body.append(re.sub(r"^\.(?:B|I|BR|RB|BI|IR|RI|IB)\s", "", line).replace('"', ""))
+            text = "\n".join(body)
+            for tag in tags:
+                words = shlex.split(tag)[1:]  # .BI -c ", " --command " text"
+                values = [w.strip() for w in words if w.startswith(" ") and w != ", "]
+                for name in long_options(tag):
+                    entries[name] = Entry(values[-1] if values else None, text,
+                                          defers=lead_defers or "rlock-run (1)" in text)
     return entries
 
 
 def man_entry(verb, option):
     """Where a reader of rlock-VERB(1) finds OPTION: its own page, else rlock(1) (the options
-    every command takes), else rlock-run(1) (the settings: config shows them all). A page whose
-    OPTIONS send the reader to rlock-run(1) ("as for rlock-run(1)") says what that one says too."""
-    for page in (f"rlock-{verb}.1", "rlock.1", "rlock-run.1"):
+    every command takes), else, for config, rlock-run(1) (config takes every setting). An
+    entry that sends the reader to rlock-run(1) says what that one says too."""
+    pages = [f"rlock-{verb}.1", "rlock.1"] + (["rlock-run.1"] if verb == "config" else [])
+    for page in pages:
         entry = man_entries(page).get(option)
         if not entry:
             continue
         run = man_entries("rlock-run.1").get(option)
-        if page != "rlock-run.1" and run and "rlock-run (1)" in man_section(man_text(page),
-                                                                            "OPTIONS"):
-            entry = Entry(entry.value, entry.text + "\n" + run.text)
+        if page != "rlock-run.1" and run and entry.defers:
+            entry = Entry(entry.value, entry.text + "\n" + run.text, defers=True)
         return page, entry
     return None, None
 
@@ -145,16 +156,23 @@ class OptionsAgree(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.helps, cls.connection = every_help()
-        r = run_rlock(["config", "--json"])
+        # The defaults alone: an empty config file, and no RLOCK_ variable (rlock_env).
+        cls.tmp = tempfile.mkdtemp(prefix="rlock-option-docs-")
+        empty = os.path.join(cls.tmp, "empty.toml")
+        open(empty, "w").close()
+        r = run_rlock(["config", "--json", "--config", empty])
         assert r.returncode == 0, r.stderr
-        cls.defaults = {name: s["value"] for name, s in json.loads(r.stdout)["settings"].items()
-                        if s and s["origin"] == "default"}
-        cls.settings = set(json.loads(r.stdout)["settings"])
+        shown = json.loads(r.stdout)["settings"]
+        assert all(s["origin"] == "default" for name, s in shown.items()
+                   if s and name != "config"), shown
+        cls.defaults = {name: s["value"] for name, s in shown.items() if s}
+        cls.settings = set(shown)
         cls.redis = RedisServer()
 
     @classmethod
     def tearDownClass(cls):
         cls.redis.stop()
+        shutil.rmtree(cls.tmp, True)
 
     def each_option(self):
         """(verb, --long, help Entry, man page, man Entry) for every option of every help."""
@@ -228,36 +246,80 @@ class OptionsAgree(unittest.TestCase):
         self.assertGreater(checked, 10)
 
     def test_the_readmes_values_are_rlocks(self):
-        """`--ttl 10s` in the README is a value rlock takes; `--heartbeat-file PATH` names the
-        value as --help does."""
-        owners = {}
+        """Each value the README and docs/REDIS.md give an option, in a code span, a shell or
+        cron line, is one rlock takes (`--ttl 10s`), or the name --help gives the value
+        (`--heartbeat-file PATH`)."""
+        options = {verb: {} for verb in self.helps}
         for verb, option, entry, _, _ in self.each_option():
-            owners.setdefault(option, (verb, entry))
-        spans = readme_values()
-        self.assertGreater(len(spans), 20)
-        for option, value in spans:
-            self.assertIn(option, owners, f"the README's `{option} {value}`: no such option")
-            verb, entry = owners[option]
-            self.assertIsNotNone(entry.value, f"the README gives {option}, a flag, a value")
-            if value.isupper() or "|" in value:
-                self.assertEqual(value, entry.value, f"the README's `{option} {value}`")
-            else:
+            for name in ({option, entry.short} | entry.aliases()) - {None}:
+                if verb == "connection":
+                    for each in options.values():
+                        each.setdefault(name, (option, entry))
+                else:
+                    options[verb].setdefault(name, (option, entry))
+        anywhere = {}
+        for verb in options:
+            for name, owner in options[verb].items():
+                anywhere.setdefault(name, (verb,) + owner)
+        given = readme_option_values(options, anywhere)
+        self.assertGreater(len(given), 40)
+        for verb, option, entry, value, piece in given:
+            said = f"the README's {piece!r}: {option} {value}"
+            if re.fullmatch(r"[A-Z]+|[a-z]+(?:\|[a-z]+)+", value):  # D, kill|ignore
+                self.assertEqual(value, entry.value, said)
+            elif entry.value not in ("TEXT", "CMD") and "$" not in value:
+                # Free text (-c, --notify, --reason) is anything; the rest must parse.
                 r = run_value(self.settings, verb, option, value, self.redis.url)
-                self.assertNotEqual(r.returncode, 64, f"the README's `{option} {value}`: {r.stderr}")
+                self.assertNotEqual(r.returncode, 64, f"{said}: {r.stderr}")
 
 
 # The options a setting needs beside it (--retry-delay means nothing without --retry).
 NEEDS = {"--retry-delay": ["--retry", "1"], "--retry-on": ["--retry", "1"],
          "--notify-on": ["--notify", "true"], "--notify-after": ["--notify", "true"],
          "--notify-timeout": ["--notify", "true"], "--retry-failed": ["--once-per", "day"],
-         "--tz": ["--once-per", "day"]}
+         "--tz": ["--once-per", "day"], "--slower-than": ["--every", "day"]}
 
 
-def readme_values():
-    """The `--option VALUE` spans of the README and docs/REDIS.md (the user's docs; NEWS.md
-    also names spellings of the past)."""
-    text = read("README.md") + read("docs/REDIS.md")
-    return sorted(set(re.findall(r"`(--[a-z][a-z-]*)[ =]([^` ]+)`", text)))
+def readme_option_values(options, anywhere):
+    """(verb, --long, help Entry, value, where) for each option given a value in README.md and
+    docs/REDIS.md (the user's docs; NEWS.md also names spellings of the past): in the lines of
+    their code blocks and in their code spans, up to the "--" that starts the job's own words.
+    OPTIONS is {verb: {-x or --long: (--long, Entry)}}, ANYWHERE the same for any verb (a span
+    such as `--ttl 10s` names none)."""
+    text = read("README.md") + "\n" + read("docs/REDIS.md")
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M)
+    pieces = [line.lstrip("$ ") for block in blocks for line in block.splitlines()]
+    spans = re.findall(r"`([^`]+)`", re.sub(r"^```.*?^```", "", text, flags=re.S | re.M))
+    pieces += [" ".join(span.split()) for span in spans]  # a span may wrap
+    out = []
+    for piece in pieces:
+        try:
+            words = shlex.split(piece)
+        except ValueError:
+            continue  # a fragment of shell, such as one half of a quoted line
+        # rlock's own words: after "rlock" (not runuser's -u before it), or a span of options.
+        start = next((i + 1 for i, w in enumerate(words) if w == "rlock" or w.endswith("/rlock")),
+                     0 if piece.startswith("-") else None)
+        if start is None:
+            continue
+        verb = words[start] if start < len(words) and words[start] in options else None
+        for i, word in enumerate(words[start:], start):
+            if word == "--" or word in ("|", "&&", "||", ";"):
+                break
+            if not word.startswith("-") or word == "-":
+                continue
+            name, _, value = word.partition("=")
+            known = options[verb] if verb else {n: o[1:] for n, o in anywhere.items()}
+            if name not in known or known[name][1].value is None:
+                continue
+            if not value:
+                if i + 1 >= len(words):
+                    continue
+                value = words[i + 1]
+            long, entry = known[name]
+            owner = verb or anywhere[name][0]
+            out.append((owner if owner != "connection" else "status", long, entry, value, piece))
+    return out
 
 
 def run_value(settings, verb, option, value, url):
@@ -267,7 +329,7 @@ def run_value(settings, verb, option, value, url):
     if option[2:] in settings:
         args = ["config", option, value] + NEEDS.get(option, [])
     else:
-        args = [verb, "lock:option-docs", option, value]
+        args = [verb, "lock:option-docs", option, value] + NEEDS.get(option, [])
     return run_rlock(args + ["-u", url], timeout=20)
 
 
@@ -312,8 +374,8 @@ class CompletionsAgree(unittest.TestCase):
             takes = set()
             for option, entry in self.options_of(verb).items():
                 if entry.value:
-                    takes |= {option} | entry.aliases()
-            self.assertEqual(sorted(long_options(" ".join(valued[verb]))), sorted(takes), verb)
+                    takes |= ({option, entry.short} | entry.aliases()) - {None}
+            self.assertEqual(sorted(valued[verb]), sorted(takes), verb)
 
     def test_zsh_and_fish_know_which_options_take_a_value(self):
         for verb in WITH_OPTIONS:
