@@ -24,8 +24,7 @@ function(rlock_full_version source release out_var)
                     OUTPUT_VARIABLE tags OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     execute_process(COMMAND "${GIT}" -C "${source}" rev-list --count HEAD
                     OUTPUT_VARIABLE count OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-    execute_process(COMMAND "${GIT}" -C "${source}" log -1 --format=%ad
-                            "--date=format:%a, %d %b %Y %H:%M:%S %z"
+    execute_process(COMMAND "${GIT}" -C "${source}" log -1 --format=%aD
                     OUTPUT_VARIABLE date OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     string(REPLACE "\n" ";" tags "${tags}")
     if(failed OR NOT count MATCHES "^[0-9]+$")
@@ -37,8 +36,13 @@ function(rlock_full_version source release out_var)
     endif()
   endif()
   set(${out_var} "${full}" PARENT_SCOPE)
-  if(NOT date)  # no git: the time of the build, or SOURCE_DATE_EPOCH's when it is set
+  # Without git (a tarball from git archive, which stamps each file with the commit's time):
+  # SOURCE_DATE_EPOCH when it is set (string(TIMESTAMP) reads it), else NEWS.md's time, so
+  # that two builds of one tarball write the same changelog.
+  if(NOT date AND DEFINED ENV{SOURCE_DATE_EPOCH})
     string(TIMESTAMP date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+  elseif(NOT date)
+    file(TIMESTAMP "${source}/NEWS.md" date "%a, %d %b %Y %H:%M:%S +0000" UTC)
   endif()
   set(${out_var}_date "${date}" PARENT_SCOPE)
 endfunction()
