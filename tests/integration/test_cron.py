@@ -39,7 +39,6 @@ def lines_of(path):
         return []
 
 
-@unittest.skipIf(os.environ.get("RLOCK_SANITIZE"), "cron and the README: the plain build's")
 class ReadmeCronLine(unittest.TestCase):
     def setUp(self):
         # Debian's cron stays in the foreground with -f, cronie's crond with -n.

@@ -105,7 +105,14 @@ class Leftovers(RedisTestCase):
         wait_until(lambda: not pid_alive(leftover), 3, "the guardian to stop the leftover")
 
     def test_a_signal_to_rlock_reaches_the_leftovers(self):
-        p, leftover = self.leave_one()
+        with open(self.path("stderr"), "w") as err:
+            p, leftover = self.leave_one(args=["-v"], stderr=err)
+        # Signalled once the command has exited (a loaded machine may still be running its
+        # `exit 0` when the leftover's pid is written): then only the leftover is there to stop.
+        def exited():
+            with open(self.path("stderr")) as f:
+                return "the command exited; holding the lock" in f.read()
+        wait_until(exited, 10, "rlock to see the command exit")
         os.kill(p.pid, signal.SIGTERM)
         wait_until(lambda: not pid_alive(leftover), 5, "the leftover to get TERM")
         self.assertEqual(p.wait(timeout=10), 0)  # the command's status: it exited 0 before
