@@ -188,13 +188,16 @@ class Redlock(unittest.TestCase):
             urls += ["--redis", url]
         started, late = os.path.join(self.tmp, "started"), os.path.join(self.tmp, "late")
         begin = time.monotonic()
-        # --ttl 600ms: renewed every 200 ms, about ten times while the command runs.
+        # --ttl 600ms: renewed every 200 ms, about ten times while the command runs. Under a
+        # sanitizer a round of five renewals can take most of 600 ms (TSan lost the lock once,
+        # 2026-12-07): 1.5s, renewed as many times over a longer command.
+        ttl, run_for = (1.5, 5) if os.environ.get("RLOCK_SANITIZE") else (0.6, 2)
         p = self.procs.start(["run"] + urls + [
-            "--connect-timeout", "5s", "--ttl", "600ms", "k", "--", "sh", "-c",
-            f"touch {started}; sleep 2; touch {late}; sleep 0.5"])
+            "--connect-timeout", "5s", "--ttl", f"{int(ttl * 1000)}ms", "k", "--", "sh", "-c",
+            f"touch {started}; sleep {run_for}; touch {late}; sleep 0.5"])
         wait_until(lambda: os.path.exists(started), 10, "the command to start")
         self.assertLess(time.monotonic() - begin, 2.5, "the start waited for a connect timeout")
-        wait_until(lambda: os.path.exists(late), 10, "the command's second mark")
+        wait_until(lambda: os.path.exists(late), run_for + 8, "the command's second mark")
         # Three ttls later the lock is still ours on every healthy master: renewals kept it.
         values = self.values("k")
         self.assertTrue(all(values), values)
